@@ -1,0 +1,175 @@
+"""create_app(): the routers, the middleware, the one error handler and the lifespan.
+
+The lifespan opens what requests need — the database engine, the cloud (the boto3 driver, and in
+sandbox mode the sandbox cloud it talks to) and the git host client — and closes them again.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from capstan import __version__
+from capstan.auth.router import router as session_router
+from capstan.auth.router import tokens as tokens_router
+from capstan.auth.service import SignInLimiter
+from capstan.cloud import open_cloud
+from capstan.cloud_account.router import router as cloud_account_router
+from capstan.config import CloudMode, GitHostMode, Settings
+from capstan.db import make_engine, make_sessionmaker
+from capstan.errors import ApiError, ValidationFailed
+from capstan.git_host.client import open_git_host
+from capstan.git_host.router import router as git_host_router
+from capstan.openapi import install_openapi
+from capstan.projects.router import router as projects_router
+
+log = logging.getLogger("capstan")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,128}$")
+
+
+def create_app(settings: Settings) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = make_engine(settings.sqlalchemy_url, schema=settings.database_schema)
+        app.state.sessionmaker = make_sessionmaker(engine)
+        app.state.sign_in_limiter = SignInLimiter(app.state.sessionmaker, settings)
+        async with AsyncExitStack() as stack:
+            stack.push_async_callback(engine.dispose)
+            app.state.cloud = await stack.enter_async_context(open_cloud(settings))
+            app.state.git_host = await stack.enter_async_context(open_git_host(settings))
+            yield
+
+    app = FastAPI(
+        title="Capstan",
+        version=__version__,
+        summary="Deploy and run applications inside your own AWS account.",
+        openapi_url="/docs/api",
+        docs_url="/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+
+    app.include_router(session_router)
+    app.include_router(tokens_router)
+    app.include_router(projects_router)
+    app.include_router(cloud_account_router)
+    app.include_router(git_host_router)
+    if settings.cloud is CloudMode.sandbox:
+        from capstan.sandbox.cloud.pages import router as sandbox_cloud_router
+
+        app.include_router(sandbox_cloud_router)
+    if settings.git_host is GitHostMode.sandbox:
+        from capstan.sandbox.git_host.router import router as sandbox_git_host_router
+
+        app.include_router(sandbox_git_host_router)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def dashboard_root() -> str:
+        return _ROOT_PAGE
+
+    _install_error_handlers(app)
+    app.add_middleware(RequestIdMiddleware)
+    install_openapi(app)
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(_request: Request, error: ApiError) -> JSONResponse:
+        return JSONResponse(error.body(), status_code=error.status_code, headers=error.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
+        details = [_detail(e) for e in error.errors()]
+        if any(d["type"] == "json_invalid" for d in details):
+            failure = ValidationFailed("The body is not valid JSON.", details=details)
+        else:
+            fields = ", ".join(sorted({d["field"] for d in details if d["field"]})) or "the body"
+            failure = ValidationFailed(f"Invalid value for {fields}.", details=details)
+        return JSONResponse(failure.body(), status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, error: StarletteHTTPException) -> JSONResponse:
+        codes = {404: "not_found", 405: "method_not_allowed"}
+        message = error.detail if isinstance(error.detail, str) else "Request failed."
+        if error.status_code == 404:
+            message = "No such resource."
+        return JSONResponse(
+            {"error": codes.get(error.status_code, "http_error"), "message": message},
+            status_code=error.status_code,
+            headers=getattr(error, "headers", None),
+        )
+
+
+def _detail(error: Any) -> dict[str, Any]:
+    location = [str(part) for part in error.get("loc", ()) if part != "body"]
+    return {
+        "field": ".".join(location),
+        "type": error.get("type", "invalid"),
+        "message": error.get("msg", "Invalid value."),
+    }
+
+
+class RequestIdMiddleware:
+    """Gives every response an `X-Request-Id` and turns unexpected failures into the error shape.
+
+    It sits inside Starlette's own error middleware, so it catches what the handlers did not and
+    answers a 500 `{error, message}` carrying the request id, after logging the traceback.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        incoming = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        request_id = incoming if _REQUEST_ID.match(incoming) else f"req_{uuid.uuid4().hex}"
+        scope.setdefault("state", {})["request_id"] = request_id
+        started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = [(k, v) for k, v in message.get("headers", []) if k != b"x-request-id"]
+                headers.append((b"x-request-id", request_id.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception:
+            log.exception("unhandled error in request %s", request_id)
+            if started:
+                raise
+            response = JSONResponse(
+                {
+                    "error": "internal_error",
+                    "message": f"Something went wrong on our side (request {request_id}).",
+                },
+                status_code=500,
+            )
+            await response(scope, receive, send_with_id)
+
+
+_ROOT_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Capstan</title></head>
+<body style="font-family: system-ui, sans-serif; max-width: 40rem; margin: 4rem auto">
+<h1>Capstan</h1>
+<p>The control plane is running. The API is described at <a href="/docs">/docs</a>
+(OpenAPI document: <a href="/docs/api">/docs/api</a>).</p>
+</body></html>
+"""

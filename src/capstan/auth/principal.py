@@ -1,0 +1,117 @@
+"""Who is calling: `Caller` resolves a bearer token or a session cookie (+ CSRF) to a Principal.
+
+Every route that is not on the public list takes a `Caller`; every query starts from
+`caller.organization_id`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Annotated, Literal
+
+from fastapi import Depends, Request
+from sqlalchemy import select
+
+from capstan.auth.models import ApiToken, BrowserSession, User
+from capstan.auth.secrets import api_token_well_formed, csrf_token_valid, sha256_hex
+from capstan.config import Settings
+from capstan.db import DbSession, utcnow
+from capstan.errors import Forbidden, Unauthorized
+
+MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+CSRF_HEADER = "X-CSRF-Token"
+# last_seen_at is written at most this often, so reads do not turn into writes.
+_SEEN_RESOLUTION = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class Principal:
+    organization_id: str
+    user_id: str | None
+    via: Literal["token", "session"]
+    session_id: str | None = None
+    token_id: str | None = None
+
+
+def _unauthorized(message: str | None = None) -> Unauthorized:
+    return Unauthorized(message, headers={"WWW-Authenticate": 'Bearer realm="capstan"'})
+
+
+async def authenticate(request: Request, session: DbSession) -> Principal:
+    settings: Settings = request.app.state.settings
+    authorization = request.headers.get("authorization")
+    if authorization is not None:
+        return await _from_bearer(session, authorization)
+    cookie = request.cookies.get(settings.session_cookie_name)
+    if cookie is None:
+        raise _unauthorized()
+    principal = await principal_from_session_cookie(session, settings, cookie)
+    if principal is None:
+        raise _unauthorized("Your session has ended; sign in again.")
+    if request.method in MUTATING_METHODS:
+        token = request.headers.get(CSRF_HEADER, "")
+        assert principal.session_id is not None
+        if not token or not csrf_token_valid(
+            settings.require_secret_key(),
+            principal.session_id,
+            token,
+            max_age_seconds=settings.csrf_token_seconds,
+        ):
+            raise Forbidden(
+                f"Send a valid {CSRF_HEADER} header (GET /api/csrf) with cookie-authenticated "
+                "changes.",
+                code="csrf_token_invalid",
+            )
+    return principal
+
+
+async def _from_bearer(session: DbSession, authorization: str) -> Principal:
+    scheme, _, secret = authorization.partition(" ")
+    secret = secret.strip()
+    if scheme.lower() != "bearer" or not api_token_well_formed(secret):
+        raise _unauthorized("Send `Authorization: Bearer <API token>`.")
+    token = await session.scalar(select(ApiToken).where(ApiToken.secret_hash == sha256_hex(secret)))
+    if token is None:
+        raise _unauthorized("This API token is not valid or has been revoked.")
+    return Principal(
+        organization_id=token.organization_id,
+        user_id=token.created_by_user_id,
+        via="token",
+        token_id=token.id,
+    )
+
+
+async def principal_from_session_cookie(
+    session: DbSession, settings: Settings, cookie: str
+) -> Principal | None:
+    """The live session behind a cookie (sliding its idle expiry), or None."""
+    now = utcnow()
+    row = (
+        await session.execute(
+            select(BrowserSession, User.organization_id)
+            .join(User, User.id == BrowserSession.user_id)
+            .where(BrowserSession.secret_hash == sha256_hex(cookie))
+        )
+    ).one_or_none()
+    if row is None:
+        return None
+    browser_session, organization_id = row
+    absolute_end = browser_session.created_at + timedelta(seconds=settings.session_absolute_seconds)
+    if browser_session.expires_at <= now or absolute_end <= now:
+        await session.delete(browser_session)
+        return None
+    if now - browser_session.last_seen_at >= _SEEN_RESOLUTION:
+        browser_session.last_seen_at = now
+        browser_session.expires_at = min(
+            now + timedelta(seconds=settings.session_idle_seconds), absolute_end
+        )
+    return Principal(
+        organization_id=organization_id,
+        user_id=browser_session.user_id,
+        via="session",
+        session_id=browser_session.id,
+    )
+
+
+Caller = Annotated[Principal, Depends(authenticate)]

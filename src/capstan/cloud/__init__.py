@@ -1,0 +1,14 @@
+"""PLACEHOLDER — replaced by the cloud driver work."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from capstan.config import Settings
+
+
+@asynccontextmanager
+async def open_cloud(settings: Settings) -> AsyncIterator[Any]:
+    yield None

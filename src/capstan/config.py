@@ -1,0 +1,188 @@
+"""Configuration: the only module that reads environment variables.
+
+Every setting is a `CAPSTAN_*` variable (see the README's configuration table). `--dev` fills in
+what a laptop needs (SQLite, sandbox cloud and git host, a generated secret key) through
+`Settings.for_dev`, never by special cases elsewhere.
+"""
+
+from __future__ import annotations
+
+import secrets
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class CloudMode(StrEnum):
+    aws = "aws"
+    sandbox = "sandbox"
+
+
+class GitHostMode(StrEnum):
+    github = "github"
+    sandbox = "sandbox"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CAPSTAN_", extra="ignore")
+
+    data_dir: Path = Path(".capstan")
+    database_url: str | None = None
+    # PostgreSQL only: keep Capstan's tables in this schema (created if missing).
+    database_schema: str | None = None
+    secret_key: SecretStr | None = None
+    base_url: str = "http://127.0.0.1:8000"
+    domain: str = "capstan.localhost"
+    default_region: str = "us-east-1"
+    dev: bool = False
+
+    cloud: CloudMode = CloudMode.aws
+    # AWS mode: the principal the customer's role trusts (defaults to the caller identity of the
+    # server's own credentials) and the S3 URL where the operator published the role template.
+    aws_principal_arn: str | None = None
+    aws_template_url: str | None = None
+    # Sandbox mode: the address of a sandbox cloud started elsewhere; empty starts one in-process.
+    sandbox_cloud_url: str | None = None
+
+    git_host: GitHostMode = GitHostMode.github
+    github_app_id: str | None = None
+    github_app_slug: str | None = None
+    github_private_key: SecretStr | None = None
+    github_private_key_file: Path | None = None
+    github_webhook_secret: SecretStr | None = None
+    github_api_url: str | None = None
+    github_web_url: str | None = None
+
+    session_idle_seconds: int = 7 * 24 * 3600
+    session_absolute_seconds: int = 30 * 24 * 3600
+    csrf_token_seconds: int = 12 * 3600
+    git_host_state_seconds: int = 30 * 60
+    sign_in_window_seconds: int = 15 * 60
+    sign_in_max_failures_per_account: int = 5
+    sign_in_max_failures_per_client: int = 30
+
+    @field_validator("base_url")
+    @classmethod
+    def _strip_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    @property
+    def https(self) -> bool:
+        return self.base_url.startswith("https://")
+
+    @property
+    def session_cookie_name(self) -> str:
+        return "__Host-capstan_session" if self.https else "capstan_session"
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The database URL with the async driver SQLAlchemy needs."""
+        url = self.database_url or f"sqlite:///{(self.data_dir / 'capstan.db').resolve()}"
+        return async_database_url(url)
+
+    @property
+    def github_api_base(self) -> str:
+        if self.github_api_url:
+            return self.github_api_url.rstrip("/")
+        if self.git_host is GitHostMode.sandbox:
+            return f"{self.base_url}/sandbox/git_host/api"
+        return "https://api.github.com"
+
+    @property
+    def github_web_base(self) -> str:
+        if self.github_web_url:
+            return self.github_web_url.rstrip("/")
+        if self.git_host is GitHostMode.sandbox:
+            return f"{self.base_url}/sandbox/git_host"
+        return "https://github.com"
+
+    def github_private_key_pem(self) -> str | None:
+        if self.github_private_key is not None:
+            return self.github_private_key.get_secret_value()
+        if self.github_private_key_file is not None:
+            return self.github_private_key_file.read_text()
+        return None
+
+    def require_secret_key(self) -> bytes:
+        if self.secret_key is None:
+            raise ConfigurationError(
+                "CAPSTAN_SECRET_KEY is not set; set it to a long random string "
+                "(or run with --dev, which generates one in the data directory)"
+            )
+        return self.secret_key.get_secret_value().encode()
+
+    @classmethod
+    def for_dev(cls, **overrides: Any) -> Settings:
+        """Settings for `capstan server --dev`: everything local, secrets kept in the data dir."""
+        settings = cls(**overrides)
+        data_dir = settings.data_dir
+        data_dir.mkdir(parents=True, exist_ok=True)
+        changes: dict[str, Any] = {
+            "dev": True,
+            "cloud": CloudMode.sandbox,
+            "git_host": GitHostMode.sandbox,
+        }
+        if settings.secret_key is None:
+            changes["secret_key"] = SecretStr(_read_or_create_secret(data_dir / "secret_key"))
+        if settings.github_webhook_secret is None:
+            changes["github_webhook_secret"] = SecretStr(
+                _read_or_create_secret(data_dir / "git_host_webhook_secret")
+            )
+        if settings.github_app_id is None:
+            changes["github_app_id"] = "1"
+        if settings.github_app_slug is None:
+            changes["github_app_slug"] = "capstan-dev"
+        if settings.github_private_key is None and settings.github_private_key_file is None:
+            changes["github_private_key_file"] = _read_or_create_rsa_key(data_dir / "git_host_app.pem")
+        return settings.model_copy(update=changes)
+
+
+class ConfigurationError(Exception):
+    """The configuration cannot work; the message says which setting to fix."""
+
+
+def async_database_url(url: str) -> str:
+    if url.startswith("sqlite:///"):
+        return "sqlite+aiosqlite:///" + url.removeprefix("sqlite:///")
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql+asyncpg://" + url.split("://", 1)[1]
+    return url
+
+
+def _read_or_create_secret(path: Path) -> str:
+    if path.exists():
+        return path.read_text().strip()
+    value = secrets.token_urlsafe(48)
+    _write_private(path, value)
+    return value
+
+
+def _read_or_create_rsa_key(path: Path) -> Path:
+    if not path.exists():
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        _write_private(path, pem.decode())
+    return path
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600, exist_ok=True)
+    path.write_text(text)
+
+
+def default_settings() -> Settings:
+    return Settings()
+
+
+__all__ = ["CloudMode", "ConfigurationError", "GitHostMode", "Settings"]

@@ -1,0 +1,5 @@
+"""PLACEHOLDER."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

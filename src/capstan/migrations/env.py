@@ -1,0 +1,36 @@
+"""Alembic environment: runs the migrations through the async engine Capstan itself uses."""
+
+from __future__ import annotations
+
+import asyncio
+
+from alembic import context
+from sqlalchemy.engine import Connection
+
+from capstan.config import Settings
+from capstan.db import make_engine
+from capstan.models import Base
+
+settings: Settings = context.config.attributes["settings"]
+
+
+def _run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=Base.metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_async() -> None:
+    engine = make_engine(settings.sqlalchemy_url, schema=settings.database_schema)
+    async with engine.connect() as connection:
+        await connection.run_sync(_run)
+        await connection.commit()
+    await engine.dispose()
+
+
+asyncio.run(_run_async())

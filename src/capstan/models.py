@@ -1,0 +1,20 @@
+"""Every table, imported in one place so the migrations and the tests see the whole schema."""
+
+from capstan.auth.models import ApiToken, BrowserSession, Organization, SignInAttempt, User
+from capstan.cloud_account.models import CloudAccount
+from capstan.db import Base
+from capstan.git_host.models import GitHostInstallation, GitHostSetup
+from capstan.projects.models import Project
+
+__all__ = [
+    "ApiToken",
+    "Base",
+    "BrowserSession",
+    "CloudAccount",
+    "GitHostInstallation",
+    "GitHostSetup",
+    "Organization",
+    "Project",
+    "SignInAttempt",
+    "User",
+]

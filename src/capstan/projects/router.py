@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response, status
+
+from capstan.auth.principal import Caller
+from capstan.db import DbSession
+from capstan.projects import service
+from capstan.projects.schemas import ProjectCreate, ProjectOut, ProjectUpdate
+
+router = APIRouter(prefix="/api/projects", tags=["projects"])
+# certificate_status and certificate_arn appear once HTTPS provisioning has started.
+_SPARSE = {"response_model_exclude_none": True}
+
+
+@router.get("", response_model=list[ProjectOut], **_SPARSE, summary="The organization's projects")
+async def list_projects(caller: Caller, session: DbSession) -> list[ProjectOut]:
+    return [ProjectOut.model_validate(p) for p in await service.list_(session, caller)]
+
+
+@router.post(
+    "", status_code=status.HTTP_201_CREATED, response_model=ProjectOut, **_SPARSE, summary="Create a project"
+)
+async def create_project(
+    body: ProjectCreate, caller: Caller, session: DbSession, request: Request
+) -> ProjectOut:
+    project = await service.create(
+        session, caller, body, default_region=request.app.state.settings.default_region
+    )
+    return ProjectOut.model_validate(project)
+
+
+@router.get("/{project_id}", response_model=ProjectOut, **_SPARSE, summary="A project")
+async def get_project(project_id: str, caller: Caller, session: DbSession) -> ProjectOut:
+    return ProjectOut.model_validate(await service.get(session, caller, project_id))
+
+
+@router.patch("/{project_id}", response_model=ProjectOut, **_SPARSE, summary="Rename a project")
+async def update_project(
+    project_id: str, body: ProjectUpdate, caller: Caller, session: DbSession
+) -> ProjectOut:
+    return ProjectOut.model_validate(await service.update(session, caller, project_id, body))
+
+
+@router.delete(
+    "/{project_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    response_class=Response,
+    summary="Delete an empty project",
+)
+async def delete_project(project_id: str, caller: Caller, session: DbSession) -> Response:
+    await service.delete(session, caller, project_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

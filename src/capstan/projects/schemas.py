@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+from capstan.schemas import Request, Response
+
+HOSTNAME_SUFFIX_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
+
+ProjectName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+HostnameSuffix = Annotated[
+    str,
+    Field(
+        pattern=HOSTNAME_SUFFIX_PATTERN,
+        description="Lowercase letters, digits and inner hyphens; at most 63 characters; unique "
+        "across all organizations.",
+        examples=["acme-prod"],
+    ),
+]
+Region = Annotated[str, Field(description="AWS region, e.g. us-east-1.", examples=["eu-west-1"])]
+
+
+class ProjectCreate(Request):
+    name: ProjectName
+    hostname_suffix: HostnameSuffix
+    region: Region | None = None
+
+
+class ProjectUpdate(Request):
+    name: ProjectName | None = None
+    hostname_suffix: HostnameSuffix | None = None
+
+
+class ProjectOut(Response):
+    id: str
+    name: str
+    hostname_suffix: str
+    region: str
+    certificate_status: str | None = Field(
+        default=None, description="Present once HTTPS provisioning has started."
+    )
+    certificate_arn: str | None = None
+    created_at: datetime
+    updated_at: datetime

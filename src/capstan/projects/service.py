@@ -1,0 +1,103 @@
+"""Projects: create, read, rename, delete — always within the caller's organization."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import cache
+
+import botocore.session
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from capstan.auth.principal import Principal
+from capstan.errors import BadRequest, HostnameSuffixTaken, NotFound, ProjectNotEmpty
+from capstan.projects.models import Project
+from capstan.projects.schemas import ProjectCreate, ProjectUpdate
+
+# What still lives in a project: each resource kind registers a function that counts its own
+# rows in the project, e.g. `DEPENDENTS["web servers"] = count_web_servers`. Deleting a project
+# is refused while any count is above zero.
+DependentCounter = Callable[[AsyncSession, str], Awaitable[int]]
+DEPENDENTS: dict[str, DependentCounter] = {}
+
+
+@cache
+def known_regions() -> frozenset[str]:
+    """The AWS commercial regions where Capstan's services exist (from botocore's own data)."""
+    return frozenset(botocore.session.get_session().get_available_regions("ecs"))
+
+
+async def get(session: AsyncSession, caller: Principal, project_id: str) -> Project:
+    project = await session.scalar(
+        select(Project).where(
+            Project.id == project_id, Project.organization_id == caller.organization_id
+        )
+    )
+    if project is None:
+        raise NotFound("No such project.")
+    return project
+
+
+async def list_(session: AsyncSession, caller: Principal) -> list[Project]:
+    return list(
+        await session.scalars(
+            select(Project)
+            .where(Project.organization_id == caller.organization_id)
+            .order_by(Project.created_at, Project.id)
+        )
+    )
+
+
+async def create(
+    session: AsyncSession, caller: Principal, body: ProjectCreate, *, default_region: str
+) -> Project:
+    region = body.region or default_region
+    if region not in known_regions():
+        raise BadRequest(
+            f"Unknown region {region!r}; use an AWS region such as us-east-1.",
+            code="invalid_region",
+        )
+    project = Project(
+        organization_id=caller.organization_id,
+        name=body.name,
+        hostname_suffix=body.hostname_suffix,
+        region=region,
+    )
+    session.add(project)
+    await _flush_suffix(session, body.hostname_suffix)
+    return project
+
+
+async def update(
+    session: AsyncSession, caller: Principal, project_id: str, body: ProjectUpdate
+) -> Project:
+    project = await get(session, caller, project_id)
+    if body.name is not None:
+        project.name = body.name
+    if body.hostname_suffix is not None and body.hostname_suffix != project.hostname_suffix:
+        project.hostname_suffix = body.hostname_suffix
+    await _flush_suffix(session, body.hostname_suffix)
+    return project
+
+
+async def delete(session: AsyncSession, caller: Principal, project_id: str) -> None:
+    project = await get(session, caller, project_id)
+    remaining = {kind: await count(session, project.id) for kind, count in DEPENDENTS.items()}
+    remaining = {kind: n for kind, n in remaining.items() if n}
+    if remaining:
+        listed = ", ".join(f"{n} {kind}" for kind, n in sorted(remaining.items()))
+        raise ProjectNotEmpty(f"The project still has {listed}; delete them first.")
+    await session.delete(project)
+    await session.flush()
+
+
+async def _flush_suffix(session: AsyncSession, suffix: str | None) -> None:
+    """Flush, turning the unique index's refusal into a 409 (the index, not a read, decides)."""
+    try:
+        async with session.begin_nested():
+            await session.flush()
+    except IntegrityError as error:
+        raise HostnameSuffixTaken(
+            f"The hostname suffix {suffix!r} is already in use; choose another."
+        ) from error

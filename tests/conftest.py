@@ -1,0 +1,122 @@
+"""Test fixtures: one real Capstan server per database backend, shared by the session.
+
+Every API test runs against SQLite, and against PostgreSQL too when CAPSTAN_TEST_DATABASE_URL is
+set (CI sets it). Without it the PostgreSQL runs are skipped, and the summary says so loudly.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.harness import Org, RunningServer, start_server, test_settings
+
+POSTGRES_URL = os.environ.get("CAPSTAN_TEST_DATABASE_URL")
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not POSTGRES_URL:
+        terminalreporter.write_sep(
+            "!",
+            "PostgreSQL tests SKIPPED: set CAPSTAN_TEST_DATABASE_URL "
+            "(e.g. postgresql://postgres@127.0.0.1:5432/test) to run them",
+            red=True,
+            bold=True,
+        )
+
+
+@pytest.fixture(scope="session")
+def github_app_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    path = tmp_path_factory.mktemp("git-host") / "app.pem"
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return path
+
+
+@pytest.fixture(scope="session")
+def sandbox_cloud_url() -> Iterator[str | None]:
+    """One sandbox cloud for the whole run (moto keeps its state per process anyway)."""
+    from capstan.sandbox.cloud.server import start_sandbox_cloud
+
+    sandbox = start_sandbox_cloud()
+    yield sandbox.url
+    sandbox.stop()
+
+
+def _database(backend: str, tmp: Path) -> tuple[str, str | None]:
+    if backend == "sqlite":
+        return f"sqlite:///{tmp / 'capstan.db'}", None
+    if not POSTGRES_URL:
+        pytest.skip("PostgreSQL not configured: set CAPSTAN_TEST_DATABASE_URL")
+    return POSTGRES_URL, f"capstan_test_{os.getpid()}_{secrets.token_hex(3)}"
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def server(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    github_app_key: Path,
+    sandbox_cloud_url: str | None,
+) -> Iterator[RunningServer]:
+    backend = request.param
+    tmp = tmp_path_factory.mktemp(backend)
+    database_url, schema = _database(backend, tmp)
+    running = start_server(
+        lambda base_url: test_settings(
+            data_dir=tmp,
+            base_url=base_url,
+            database_url=database_url,
+            database_schema=schema,
+            github_private_key_file=github_app_key,
+            sandbox_cloud_url=sandbox_cloud_url,
+        ),
+        backend,
+    )
+    yield running
+    running.stop()
+    if schema:
+        _drop_schema(database_url, schema)
+
+
+def _drop_schema(database_url: str, schema: str) -> None:
+    import asyncio
+
+    from sqlalchemy import text
+
+    from capstan.config import async_database_url
+    from capstan.db import make_engine
+
+    async def drop() -> None:
+        engine = make_engine(async_database_url(database_url))
+        async with engine.begin() as connection:
+            await connection.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        await engine.dispose()
+
+    asyncio.run(drop())
+
+
+@pytest.fixture
+def org(server: RunningServer) -> Iterator[Org]:
+    member = server.new_org()
+    yield member
+    member.close()
+
+
+@pytest.fixture
+def other_org(server: RunningServer) -> Iterator[Org]:
+    member = server.new_org()
+    yield member
+    member.close()
