@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from fastapi import FastAPI
 
 from tests.harness import Org, RunningServer, start_server, test_settings
 
@@ -120,3 +122,37 @@ def other_org(server: RunningServer) -> Iterator[Org]:
     member = server.new_org()
     yield member
     member.close()
+
+
+@pytest.fixture
+def make_server(
+    tmp_path_factory: pytest.TempPathFactory, github_app_key: Path, sandbox_cloud_url: str | None
+) -> Iterator[Callable[..., RunningServer]]:
+    """Start an extra SQLite server with settings overridden, e.g.
+    `make_server(csrf_token_seconds=1)`; `base_url=` may be a function of the real one."""
+    started: list[RunningServer] = []
+
+    def make(
+        configure_app: Callable[[FastAPI], None] | None = None, **overrides: Any
+    ) -> RunningServer:
+        tmp = tmp_path_factory.mktemp("extra")
+        base_url_of = overrides.pop("base_url", None)
+        running = start_server(
+            lambda base_url: test_settings(
+                data_dir=tmp,
+                base_url=base_url_of(base_url) if base_url_of else base_url,
+                database_url=f"sqlite:///{tmp / 'capstan.db'}",
+                database_schema=None,
+                github_private_key_file=github_app_key,
+                sandbox_cloud_url=sandbox_cloud_url,
+                **overrides,
+            ),
+            "sqlite",
+            configure_app,
+        )
+        started.append(running)
+        return running
+
+    yield make
+    for running in started:
+        running.stop()

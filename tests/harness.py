@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.app import create_app
@@ -54,6 +55,7 @@ def run_db(settings: Settings, work: Callable[[AsyncSession], Awaitable[T]]) -> 
 class RunningServer:
     settings: Settings
     backend: str
+    app: FastAPI
     _server: uvicorn.Server
     _thread: threading.Thread
     _counter: int = 0
@@ -78,8 +80,13 @@ class RunningServer:
                 s, email=email, password=PASSWORD, name="Test User", organization=org_name
             ),
         )
-        member = Org(server=self, email=email, user_id=user.id, organization_id=org.id,
-                     organization_name=org.name)
+        member = Org(
+            server=self,
+            email=email,
+            user_id=user.id,
+            organization_id=org.id,
+            organization_name=org.name,
+        )
         browser = member.browser()
         response = browser.post("/api/api_tokens", json={"name": "tests"})
         assert response.status_code == 201, response.text
@@ -134,8 +141,14 @@ class Browser(httpx.Client):
 
 
 def test_settings(
-    *, data_dir: Path, base_url: str, database_url: str, database_schema: str | None,
-    github_private_key_file: Path, sandbox_cloud_url: str | None, **overrides: Any
+    *,
+    data_dir: Path,
+    base_url: str,
+    database_url: str,
+    database_schema: str | None,
+    github_private_key_file: Path,
+    sandbox_cloud_url: str | None,
+    **overrides: Any,
 ) -> Settings:
     values: dict[str, Any] = {
         "data_dir": data_dir,
@@ -156,14 +169,21 @@ def test_settings(
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
 
-def start_server(settings_for: Callable[[str], Settings], backend: str) -> RunningServer:
+def start_server(
+    settings_for: Callable[[str], Settings],
+    backend: str,
+    configure_app: Callable[[FastAPI], None] | None = None,
+) -> RunningServer:
     """Start Capstan on a fresh loopback port; `settings_for(base_url)` builds its settings."""
     sock = free_socket()
     host, port = sock.getsockname()
     settings = settings_for(f"http://{host}:{port}")
     upgrade(settings)
+    app = create_app(settings)
+    if configure_app is not None:
+        configure_app(app)
     config = uvicorn.Config(
-        create_app(settings),
+        app,
         log_level="warning",
         proxy_headers=True,
         forwarded_allow_ips="127.0.0.1",
@@ -176,4 +196,6 @@ def start_server(settings_for: Callable[[str], Settings], backend: str) -> Runni
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("the Capstan test server did not start")
         time.sleep(0.02)
-    return RunningServer(settings=settings, backend=backend, _server=server, _thread=thread)
+    return RunningServer(
+        settings=settings, backend=backend, app=app, _server=server, _thread=thread
+    )

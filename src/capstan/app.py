@@ -56,6 +56,7 @@ def create_app(settings: Settings) -> FastAPI:
         openapi_url="/docs/api",
         docs_url="/docs",
         redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
         lifespan=lifespan,
     )
     app.state.settings = settings

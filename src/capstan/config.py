@@ -34,7 +34,8 @@ class Settings(BaseSettings):
     # PostgreSQL only: keep Capstan's tables in this schema (created if missing).
     database_schema: str | None = None
     secret_key: SecretStr | None = None
-    base_url: str = "http://127.0.0.1:8000"
+    # Where clients reach this server; empty means http://<host>:<port> of `capstan server`.
+    base_url: str = ""
     domain: str = "capstan.localhost"
     default_region: str = "us-east-1"
     dev: bool = False
@@ -68,6 +69,13 @@ class Settings(BaseSettings):
     @classmethod
     def _strip_slash(cls, value: str) -> str:
         return value.rstrip("/")
+
+    def listening_on(self, host: str, port: int) -> Settings:
+        """These settings with `base_url` filled in from the listen address when it is unset."""
+        if self.base_url:
+            return self
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104
+        return self.model_copy(update={"base_url": f"http://{shown}:{port}"})
 
     @property
     def https(self) -> bool:
@@ -136,7 +144,9 @@ class Settings(BaseSettings):
         if settings.github_app_slug is None:
             changes["github_app_slug"] = "capstan-dev"
         if settings.github_private_key is None and settings.github_private_key_file is None:
-            changes["github_private_key_file"] = _read_or_create_rsa_key(data_dir / "git_host_app.pem")
+            changes["github_private_key_file"] = _read_or_create_rsa_key(
+                data_dir / "git_host_app.pem"
+            )
         return settings.model_copy(update=changes)
 
 

@@ -36,7 +36,9 @@ def install_openapi(app: FastAPI) -> None:
         )
         components = document.setdefault("components", {})
         schemas = components.setdefault("schemas", {})
-        schemas["ErrorBody"] = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas["ErrorBody"] = ErrorBody.model_json_schema(
+            ref_template="#/components/schemas/{model}"
+        )
         components["securitySchemes"] = {
             "bearer": {
                 "type": "http",

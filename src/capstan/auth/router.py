@@ -117,9 +117,7 @@ async def create_api_token(
     )
 
 
-@tokens.delete(
-    "/{token_id}", response_model=schemas.ApiTokenDeleted, summary="Revoke an API token"
-)
+@tokens.delete("/{token_id}", response_model=schemas.ApiTokenDeleted, summary="Revoke an API token")
 async def revoke_api_token(
     token_id: str, caller: Caller, session: DbSession
 ) -> schemas.ApiTokenDeleted:

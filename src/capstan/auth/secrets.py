@@ -18,7 +18,7 @@ import zlib
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-API_TOKEN_PREFIX = "capstan_"
+API_TOKEN_PREFIX = "capstan_"  # noqa: S105 (a public prefix, not a secret)
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _hasher = PasswordHasher()
 # Verified when no user has the given email, so an unknown email costs as much as a wrong password.

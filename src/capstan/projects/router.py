@@ -9,16 +9,24 @@ from capstan.projects.schemas import ProjectCreate, ProjectOut, ProjectUpdate
 
 router = APIRouter(prefix="/api/projects", tags=["projects"])
 # certificate_status and certificate_arn appear once HTTPS provisioning has started.
-_SPARSE = {"response_model_exclude_none": True}
 
 
-@router.get("", response_model=list[ProjectOut], **_SPARSE, summary="The organization's projects")
+@router.get(
+    "",
+    response_model=list[ProjectOut],
+    response_model_exclude_none=True,
+    summary="The organization's projects",
+)
 async def list_projects(caller: Caller, session: DbSession) -> list[ProjectOut]:
     return [ProjectOut.model_validate(p) for p in await service.list_(session, caller)]
 
 
 @router.post(
-    "", status_code=status.HTTP_201_CREATED, response_model=ProjectOut, **_SPARSE, summary="Create a project"
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=ProjectOut,
+    response_model_exclude_none=True,
+    summary="Create a project",
 )
 async def create_project(
     body: ProjectCreate, caller: Caller, session: DbSession, request: Request
@@ -29,12 +37,22 @@ async def create_project(
     return ProjectOut.model_validate(project)
 
 
-@router.get("/{project_id}", response_model=ProjectOut, **_SPARSE, summary="A project")
+@router.get(
+    "/{project_id}",
+    response_model=ProjectOut,
+    response_model_exclude_none=True,
+    summary="A project",
+)
 async def get_project(project_id: str, caller: Caller, session: DbSession) -> ProjectOut:
     return ProjectOut.model_validate(await service.get(session, caller, project_id))
 
 
-@router.patch("/{project_id}", response_model=ProjectOut, **_SPARSE, summary="Rename a project")
+@router.patch(
+    "/{project_id}",
+    response_model=ProjectOut,
+    response_model_exclude_none=True,
+    summary="Rename a project",
+)
 async def update_project(
     project_id: str, body: ProjectUpdate, caller: Caller, session: DbSession
 ) -> ProjectOut:

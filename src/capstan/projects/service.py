@@ -86,8 +86,8 @@ async def delete(session: AsyncSession, caller: Principal, project_id: str) -> N
     remaining = {kind: await count(session, project.id) for kind, count in DEPENDENTS.items()}
     remaining = {kind: n for kind, n in remaining.items() if n}
     if remaining:
-        listed = ", ".join(f"{n} {kind}" for kind, n in sorted(remaining.items()))
-        raise ProjectNotEmpty(f"The project still has {listed}; delete them first.")
+        listed = ", ".join(f"{kind}: {n}" for kind, n in sorted(remaining.items()))
+        raise ProjectNotEmpty(f"The project still has resources ({listed}); delete them first.")
     await session.delete(project)
     await session.flush()
 

@@ -1,0 +1,45 @@
+# The two commands a new user needs: `make dev` and `make test`. Everything installs into .venv
+# from the project's own pyproject.toml.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: dev test check format migrate clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed-run
+
+## make dev: create .venv, install Capstan, start the dev server (sandbox cloud and git host)
+dev: $(VENV)/.installed-run
+	$(BIN)/capstan server --dev
+
+## make test: create .venv if needed, install the test dependencies, run the whole suite
+test: $(VENV)/.installed-test
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+## make check: lint, format check and type check
+check: $(VENV)/.installed-test
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+	$(BIN)/mypy
+
+format: $(VENV)/.installed-test
+	$(BIN)/ruff check --fix src tests
+	$(BIN)/ruff format src tests
+
+migrate: $(VENV)/.installed-run
+	$(BIN)/capstan migrate
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

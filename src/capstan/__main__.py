@@ -1,0 +1,3 @@
+from capstan.cli import main
+
+main()

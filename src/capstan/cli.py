@@ -1,0 +1,182 @@
+"""The `capstan` command: server, worker-less migrate, and admin tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import uvicorn
+
+from capstan.config import ConfigurationError, Settings
+
+app = typer.Typer(
+    help="Capstan: deploy and run applications inside your own AWS account.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+admin = typer.Typer(help="Administrative tasks.", no_args_is_help=True)
+app.add_typer(admin, name="admin")
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help="Where Capstan keeps its SQLite database and dev secrets "
+        "(default .capstan, or CAPSTAN_DATA_DIR).",
+    ),
+]
+Dev = Annotated[
+    bool,
+    typer.Option(
+        "--dev",
+        help="Local dev mode: SQLite, sandbox cloud and git "
+        "host, generated secrets, a dev user on first start.",
+    ),
+]
+
+DEV_EMAIL = "dev@capstan.localhost"
+DEV_ORGANIZATION = "Dev"
+
+
+def _settings(data_dir: Path | None, dev: bool) -> Settings:
+    overrides: dict[str, Any] = {"data_dir": data_dir} if data_dir is not None else {}
+    return Settings.for_dev(**overrides) if dev else Settings(**overrides)
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(code=1)
+
+
+def _migrate(settings: Settings) -> None:
+    from capstan.migrations import upgrade
+
+    if settings.database_url is None:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    upgrade(settings)
+
+
+@app.command()
+def server(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    data_dir: DataDir = None,
+    dev: Dev = False,
+) -> None:
+    """Serve the API (migrations run first)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    settings = _settings(data_dir, dev).listening_on(host, port)
+    try:
+        settings.require_secret_key()
+        _migrate(settings)
+        banner = _dev_first_start(settings) if dev else []
+    except ConfigurationError as error:
+        raise _fail(str(error)) from error
+
+    from capstan.app import create_app
+
+    typer.echo(f"Capstan is serving {settings.base_url}  (API docs: {settings.base_url}/docs)")
+    for line in banner:
+        typer.echo(line)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", proxy_headers=True)
+
+
+@app.command()
+def migrate(data_dir: DataDir = None, dev: Dev = False) -> None:
+    """Apply database migrations to the configured database."""
+    _migrate(_settings(data_dir, dev))
+    typer.echo("Database is up to date.")
+
+
+@admin.command("create-user")
+def create_user(
+    email: Annotated[str, typer.Option(help="The user's email (sign-in name).")],
+    password: Annotated[str, typer.Option(help="At least 12 characters.")],
+    name: Annotated[str, typer.Option(help="Display name.")],
+    organization: Annotated[str, typer.Option(help="Organization name; created if missing.")],
+    data_dir: DataDir = None,
+    dev: Dev = False,
+) -> None:
+    """Create a user, in a new or an existing organization."""
+    from capstan.auth import service
+    from capstan.errors import ApiError
+
+    settings = _settings(data_dir, dev)
+    _migrate(settings)
+    try:
+        user, org = _run(
+            settings,
+            lambda s: service.create_user(
+                s, email=email, password=password, name=name, organization=organization
+            ),
+        )
+    except ApiError as error:
+        raise _fail(error.message) from error
+    typer.echo(f"Created user {user.email} ({user.id}) in organization {org.name} ({org.id}).")
+
+
+def _run(settings: Settings, work: Any) -> Any:
+    from capstan.db import make_engine, make_sessionmaker
+
+    async def main() -> Any:
+        engine = make_engine(settings.sqlalchemy_url, schema=settings.database_schema)
+        try:
+            async with make_sessionmaker(engine)() as session:
+                result = await work(session)
+                await session.commit()
+                return result
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(main())
+
+
+def _dev_first_start(settings: Settings) -> list[str]:
+    """On the first dev start, create the dev organization, user and an API token."""
+    from capstan.auth import service
+    from capstan.auth.principal import Principal
+
+    credentials_file = settings.data_dir / "dev_credentials.json"
+    if credentials_file.exists():
+        saved = json.loads(credentials_file.read_text())
+        return [
+            f"Dev sign-in: email {saved['email']}  password {saved['password']}",
+            "The dev API token was printed on the first start; create another with "
+            "POST /api/api_tokens.",
+        ]
+
+    password = secrets.token_urlsafe(12)
+
+    async def create(session: Any) -> tuple[Any, str]:
+        user, org = await service.create_user(
+            session,
+            email=DEV_EMAIL,
+            password=password,
+            name="Dev User",
+            organization=DEV_ORGANIZATION,
+        )
+        principal = Principal(organization_id=org.id, user_id=user.id, via="session")
+        _token, secret = await service.create_api_token(session, principal, name="dev")
+        return user, secret
+
+    _user, token = _run(settings, create)
+    credentials_file.touch(mode=0o600)
+    credentials_file.write_text(json.dumps({"email": DEV_EMAIL, "password": password}))
+    return [
+        f"Dev sign-in: email {DEV_EMAIL}  password {password}",
+        f"Dev API token (shown once): {token}",
+    ]
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)

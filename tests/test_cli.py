@@ -1,0 +1,154 @@
+"""The `capstan` command, run as a user runs it: a subprocess with its own environment."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.harness import free_socket
+
+CAPSTAN = [sys.executable, "-m", "capstan"]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPSTAN_")}
+    env.update(extra)
+    return env
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CAPSTAN, *args], capture_output=True, text=True, env=env or _env(), timeout=120
+    )
+
+
+def test_create_user_creates_or_joins_the_organization(tmp_path: Path) -> None:
+    base = ["admin", "create-user", "--name", "Ada", "--data-dir", str(tmp_path)]
+    first = _run(
+        *base,
+        "--email",
+        "ada@example.test",
+        "--password",
+        "a long passphrase 1",
+        "--organization",
+        "Acme",
+    )
+    assert first.returncode == 0, first.stderr
+    assert "organization Acme" in first.stdout
+    org_id = re.search(r"organization Acme \((org_\w+)\)", first.stdout)
+    second = _run(
+        *base,
+        "--email",
+        "bob@example.test",
+        "--password",
+        "another passphrase",
+        "--organization",
+        "Acme",
+    )
+    assert second.returncode == 0, second.stderr
+    assert org_id and org_id.group(1) in second.stdout  # joined, not a second Acme
+
+
+def test_create_user_refuses_duplicate_email_and_weak_password(tmp_path: Path) -> None:
+    base = [
+        "admin",
+        "create-user",
+        "--name",
+        "Ada",
+        "--organization",
+        "Acme",
+        "--data-dir",
+        str(tmp_path),
+    ]
+    assert (
+        _run(*base, "--email", "ada@example.test", "--password", "a long passphrase 1").returncode
+        == 0
+    )
+    duplicate = _run(*base, "--email", "ADA@example.test", "--password", "a long passphrase 2")
+    assert duplicate.returncode != 0
+    assert "already exists" in duplicate.stderr
+    weak = _run(*base, "--email", "eve@example.test", "--password", "short")
+    assert weak.returncode != 0
+    assert "at least 12 characters" in weak.stderr
+
+
+def test_migrate_applies_to_the_configured_database(tmp_path: Path) -> None:
+    database = tmp_path / "elsewhere.db"
+    result = _run("migrate", env=_env(CAPSTAN_DATABASE_URL=f"sqlite:///{database}"))
+    assert result.returncode == 0, result.stderr
+    assert database.exists()
+    assert _run("migrate", env=_env(CAPSTAN_DATABASE_URL=f"sqlite:///{database}")).returncode == 0
+
+
+def _start_dev(data_dir: Path) -> tuple[subprocess.Popen[str], str, list[str]]:
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    process = subprocess.Popen(
+        [*CAPSTAN, "server", "--dev", "--port", str(port), "--data-dir", str(data_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+    )
+    url = f"http://127.0.0.1:{port}"
+    lines: list[str] = []
+    deadline = time.monotonic() + 60
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip())
+        if "Application startup complete" in line:
+            return process, url, lines
+    process.kill()
+    raise AssertionError("dev server did not start:\n" + "\n".join(lines))
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    process.wait(timeout=30)
+    assert process.stdout is not None
+    process.stdout.close()
+
+
+def test_dev_mode_first_start_prints_credentials_and_later_starts_reuse_them(
+    tmp_path: Path,
+) -> None:
+    process, url, lines = _start_dev(tmp_path)
+    try:
+        output = "\n".join(lines)
+        assert f"Capstan is serving {url}" in output
+        found = re.search(r"email (\S+)\s+password (\S+)", output)
+        token = re.search(r"token \(shown once\): (capstan_\w+)", output)
+        assert found and token, output
+        email, password = found.groups()
+        with httpx.Client(base_url=url) as client:
+            assert (
+                client.post("/api/session", json={"email": email, "password": password}).status_code
+                == 201
+            )
+            me = client.get("/api/session", headers={"Authorization": f"Bearer {token.group(1)}"})
+            assert me.status_code == 200 and me.json()["email"] == email
+    finally:
+        _stop(process)
+
+    process, url, lines = _start_dev(tmp_path)
+    try:
+        output = "\n".join(lines)
+        assert f"password {password}" in output
+        assert "shown once" not in output  # the token is never shown again
+        with httpx.Client(base_url=url) as client:
+            me = client.get("/api/session", headers={"Authorization": f"Bearer {token.group(1)}"})
+            assert me.status_code == 200  # same database, same token
+    finally:
+        _stop(process)
+    secret_key = tmp_path / "secret_key"
+    assert secret_key.exists() and oct(secret_key.stat().st_mode & 0o777) == "0o600"

@@ -1,0 +1,60 @@
+"""The one error shape and X-Request-Id, on every kind of response."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import FastAPI
+
+from tests.harness import Org, RunningServer
+
+
+def test_every_response_carries_a_request_id(org: Org) -> None:
+    with org.server.client() as anonymous:
+        unauthorized = anonymous.get("/api/projects")
+    responses = [
+        org.api.get("/api/projects"),  # 200
+        org.api.get("/api/projects/nope"),  # 404 from a service
+        org.api.get("/api/no-such-route"),  # 404 from routing
+        org.api.put("/api/projects", json={}),  # 405
+        org.api.post("/api/projects", json={}),  # 400
+        unauthorized,  # 401
+        org.api.get("/docs/api"),  # a public page
+    ]
+    ids = [r.headers.get("x-request-id") for r in responses]
+    assert all(ids), ids
+    assert len(set(ids)) == len(ids)
+
+
+def test_a_sane_incoming_request_id_is_kept(org: Org) -> None:
+    kept = org.api.get("/api/projects", headers={"X-Request-Id": "trace-0123456789"})
+    assert kept.headers["x-request-id"] == "trace-0123456789"
+    replaced = org.api.get("/api/projects", headers={"X-Request-Id": "bad id\twith junk"})
+    assert replaced.headers["x-request-id"].startswith("req_")
+
+
+def test_routing_errors_use_the_error_shape(org: Org) -> None:
+    missing = org.api.get("/api/no-such-route")
+    assert missing.status_code == 404
+    assert missing.json() == {"error": "not_found", "message": "No such resource."}
+    wrong_method = org.api.put("/api/projects", json={})
+    assert wrong_method.status_code == 405
+    assert wrong_method.json()["error"] == "method_not_allowed"
+
+
+def test_unexpected_failures_are_500_in_the_error_shape(
+    make_server: Callable[..., RunningServer],
+) -> None:
+    def add_broken_route(app: FastAPI) -> None:
+        @app.get("/broken")
+        async def broken() -> None:
+            raise RuntimeError("secret internals must not leak")
+
+    server = make_server(configure_app=add_broken_route)
+    with server.client() as client:
+        response = client.get("/broken")
+    assert response.status_code == 500
+    body = response.json()
+    assert body["error"] == "internal_error"
+    assert response.headers["x-request-id"] in body["message"]
+    assert "secret internals" not in response.text
