@@ -5,6 +5,7 @@ from capstan.cloud_account.models import CloudAccount
 from capstan.db import Base
 from capstan.git_host.models import GitHostInstallation, GitHostSetup
 from capstan.projects.models import Project
+from capstan.reconcile.models import QueueItem
 
 __all__ = [
     "ApiToken",
@@ -15,6 +16,7 @@ __all__ = [
     "GitHostSetup",
     "Organization",
     "Project",
+    "QueueItem",
     "SignInAttempt",
     "User",
 ]

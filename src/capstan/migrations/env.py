@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any, Literal
 
 from alembic import context
 from sqlalchemy.engine import Connection
 
 from capstan.config import Settings
-from capstan.db import make_engine
+from capstan.db import UtcDateTime, make_engine
 from capstan.models import Base
 
 settings: Settings = context.config.attributes["settings"]
+
+
+def _render_item(type_: str, obj: Any, autogen_context: Any) -> str | Literal[False]:
+    """Write Capstan's UTC column type as the plain SQLAlchemy type it stores."""
+    if type_ == "type" and isinstance(obj, UtcDateTime):
+        return "sa.DateTime(timezone=True)"
+    return False
 
 
 def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=Base.metadata,
+        render_item=_render_item,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
     )

@@ -1,0 +1,33 @@
+"""The work queue: one row per resource that is due for a reconcile pass."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from capstan.db import Base, created_at_column
+
+
+class QueueItem(Base):
+    """A resource due for a pass at `due_at`.
+
+    `version` is bumped by every enqueue: a worker that finishes a pass removes the row only if
+    nobody enqueued the resource again meanwhile, so a change made during a pass is never lost.
+    A lease (`lease_owner`, `lease_expires_at`) marks the row as being worked on; an expired lease
+    is free for any worker to take over.
+    """
+
+    __tablename__ = "reconcile_queue"
+    __table_args__ = (Index("ix_reconcile_queue_due_at", "due_at"),)
+
+    kind: Mapped[str] = mapped_column(String(40), primary_key=True)
+    resource_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    due_at: Mapped[datetime]
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(100))
+    lease_expires_at: Mapped[datetime | None]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = created_at_column()

@@ -1,0 +1,201 @@
+"""The worker loop: claim due work, run each kind's reconciler, record the outcome.
+
+A reconciler is level-triggered and idempotent: `reconcile(resource_id)` looks at the desired
+state and the cloud, takes the next step, and answers `Done()` (converged: nothing more until the
+resource changes) or `RequeueAfter(seconds)` (long work under way: look again later). An exception
+is a failed pass: retried with exponential backoff and jitter. A heartbeat keeps the leases of
+passes under way alive; a worker that dies simply stops extending them, and another worker takes
+the rows over once they expire. A periodic resync enqueues every live resource, so status and
+drift are refreshed even when nothing changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from capstan.reconcile import queue
+from capstan.reconcile.queue import Claim
+
+log = logging.getLogger("capstan.reconcile")
+
+
+@dataclass(frozen=True)
+class Done:
+    """Converged: no further pass until the resource changes (or the next resync)."""
+
+
+@dataclass(frozen=True)
+class RequeueAfter:
+    """Work is under way in the cloud: look again after `seconds`."""
+
+    seconds: float
+
+
+Result = Done | RequeueAfter
+
+
+class Reconciler(Protocol):
+    kind: str
+
+    async def reconcile(self, resource_id: str) -> Result: ...
+
+    async def live_ids(self, session: AsyncSession) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    concurrency: int = 8
+    poll_seconds: float = 0.5
+    lease_seconds: float = 30.0
+    resync_seconds: float = 300.0
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class Worker:
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        reconcilers: list[Reconciler],
+        settings: WorkerSettings | None = None,
+        *,
+        owner: str | None = None,
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._reconcilers = {r.kind: r for r in reconcilers}
+        self.settings = settings or WorkerSettings()
+        self.owner = owner or worker_name()
+        self._in_flight: dict[tuple[str, str], Claim] = {}
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Look for work now instead of at the next poll (e.g. after an API change)."""
+        self._wake.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        tasks: set[asyncio.Task[None]] = set()
+        background = [
+            asyncio.create_task(
+                self._every(self.settings.lease_seconds / 3, self._heartbeat, stop)
+            ),
+            asyncio.create_task(self._every(self.settings.resync_seconds, self.resync, stop)),
+        ]
+        try:
+            while not stop.is_set():
+                free = self.settings.concurrency - len(self._in_flight)
+                claims = await self._claim(free) if free > 0 else []
+                for claim in claims:
+                    task = asyncio.create_task(self._process(claim))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                if not claims:
+                    await self._sleep(stop)
+        finally:
+            for task in background:
+                task.cancel()
+            if tasks:
+                await asyncio.wait(tasks, timeout=self.settings.lease_seconds)
+
+    async def run_until_idle(self, *, max_passes: int = 10_000) -> int:
+        """Process due work until none is left; answers the number of passes. For tests/tools."""
+        passes = 0
+        while passes < max_passes:
+            claims = await self._claim(self.settings.concurrency)
+            if not claims:
+                return passes
+            await asyncio.gather(*(self._process(claim) for claim in claims))
+            passes += len(claims)
+        return passes
+
+    async def resync(self) -> None:
+        async with self._sessionmaker() as session:
+            for kind, reconciler in self._reconcilers.items():
+                for resource_id in await reconciler.live_ids(session):
+                    await queue.enqueue(session, kind, resource_id)
+            await session.commit()
+
+    async def _claim(self, limit: int) -> list[Claim]:
+        try:
+            async with self._sessionmaker() as session:
+                claims = await queue.claim(
+                    session,
+                    owner=self.owner,
+                    kinds=list(self._reconcilers),
+                    limit=limit,
+                    lease_seconds=self.settings.lease_seconds,
+                )
+        except Exception:
+            log.exception("claiming work failed; retrying at the next poll")
+            return []
+        for claim in claims:
+            self._in_flight[(claim.kind, claim.resource_id)] = claim
+        return claims
+
+    async def _process(self, claim: Claim) -> None:
+        reconciler = self._reconcilers[claim.kind]
+        requeue_after: float | None = None
+        error: str | None = None
+        try:
+            result = await reconciler.reconcile(claim.resource_id)
+            if isinstance(result, RequeueAfter):
+                requeue_after = result.seconds
+        except Exception as failure:
+            log.warning(
+                "reconcile %s %s failed (attempt %d): %s",
+                claim.kind,
+                claim.resource_id,
+                claim.attempts + 1,
+                failure,
+                exc_info=True,
+            )
+            error = f"{type(failure).__name__}: {failure}"
+        finally:
+            self._in_flight.pop((claim.kind, claim.resource_id), None)
+        async with self._sessionmaker() as session:
+            await queue.finish(
+                session, claim, owner=self.owner, requeue_after=requeue_after, error=error
+            )
+
+    async def _heartbeat(self) -> None:
+        claims = list(self._in_flight.values())
+        async with self._sessionmaker() as session:
+            held = await queue.heartbeat(
+                session, owner=self.owner, claims=claims, lease_seconds=self.settings.lease_seconds
+            )
+        if held < len(claims):
+            log.warning("lost %d of %d leases to other workers", len(claims) - held, len(claims))
+
+    async def _sleep(self, stop: asyncio.Event) -> None:
+        waiters = [asyncio.create_task(self._wake.wait()), asyncio.create_task(stop.wait())]
+        await asyncio.wait(
+            waiters, timeout=self.settings.poll_seconds, return_when=asyncio.FIRST_COMPLETED
+        )
+        for waiter in waiters:
+            waiter.cancel()
+        self._wake.clear()
+
+    @staticmethod
+    async def _every(
+        seconds: float, action: Callable[[], Awaitable[None]], stop: asyncio.Event
+    ) -> None:
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=seconds)
+                return
+            except TimeoutError:
+                pass
+            try:
+                await action()
+            except Exception:
+                log.exception("periodic %s failed", getattr(action, "__name__", action))
