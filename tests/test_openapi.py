@@ -42,10 +42,10 @@ def test_every_operation_is_described(server: RunningServer) -> None:
             operation = operations.get((method, context.path))
             assert operation is not None, (method, context.path)
             assert operation.get("summary"), (method, route.path)
-            success = [code for code in operation["responses"] if code.startswith("2")]
+            success = [code for code in operation["responses"] if code[0] in "23"]
             assert success, (method, route.path)
             for code in success:
-                if code != "204" and route.path.startswith("/api/"):
+                if code[0] == "2" and code != "204" and route.path.startswith("/api/"):
                     content = operation["responses"][code].get("content", {})
                     assert "application/json" in content, (method, route.path, code)
                     assert content["application/json"].get("schema"), (method, route.path)

@@ -1,0 +1,1 @@
+"""The git host: the GitHub App client, webhook signatures, and the installations API."""

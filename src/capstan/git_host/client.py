@@ -1,14 +1,416 @@
-"""PLACEHOLDER — replaced by the git host work."""
+"""The GitHub App client: app JWTs, installations, installation tokens, repository listing.
+
+It speaks GitHub's REST API over httpx to `settings.github_api_base` — api.github.com in
+production, the sandbox git host (`capstan.sandbox.git_host`) in `--dev` and in tests. Failures
+come out as the `GitHostError` tree below and nothing httpx-shaped:
+
+    GitHostError
+    ├── RetryableGitHostError       network failures, timeouts, 5xx, rate limits: try again later
+    └── TerminalGitHostError        the git host refused; trying again will not help
+        ├── GitHostNotConfigured    no app id, slug or private key in the settings
+        └── GitHostNotFound         404
+            └── NoSuchInstallation  the installation does not exist (or was uninstalled)
+
+Installation tokens are returned to the caller and never logged or stored here; their `repr`
+hides the secret.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+from urllib.parse import urlencode
 
-from capstan.config import Settings
+import httpx
+import jwt
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from capstan import __version__
+from capstan.config import ConfigurationError, Settings
+
+log = logging.getLogger("capstan.git_host")
+
+API_VERSION = "2022-11-28"
+USER_AGENT = f"capstan/{__version__}"
+# GitHub accepts app JWTs living at most 10 minutes; `iat` is back-dated for clock drift.
+JWT_BACKDATE_SECONDS = 60
+JWT_LIFETIME_SECONDS = 9 * 60
+_JWT_REUSE_MARGIN_SECONDS = 60
+MAX_PAGE_SIZE = 100
+# A runaway Link chain (or a hostile one) stops here: 100 pages of 100 repositories.
+MAX_PAGES = 100
+REQUEST_TIMEOUT_SECONDS = 15.0
+
+
+class GitHostError(Exception):
+    """A git host call failed. `retryable` says whether trying again later may succeed."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, retry_after_seconds: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after_seconds = retry_after_seconds
+
+
+class RetryableGitHostError(GitHostError):
+    retryable = True
+
+
+class TerminalGitHostError(GitHostError):
+    retryable = False
+
+
+class GitHostNotConfigured(TerminalGitHostError):
+    pass
+
+
+class GitHostNotFound(TerminalGitHostError):
+    pass
+
+
+class NoSuchInstallation(GitHostNotFound):
+    def __init__(self, installation_id: int) -> None:
+        super().__init__(f"The git host has no installation {installation_id} of this app.")
+        self.installation_id = installation_id
+
+
+@dataclass(frozen=True)
+class Installation:
+    installation_id: int
+    account_login: str
+    account_type: str
+
+
+@dataclass(frozen=True)
+class InstallationToken:
+    """A short-lived installation access token. Pass it on; never log or store it."""
+
+    token: str = field(repr=False)
+    expires_at: datetime
+    permissions: dict[str, str]
+    repository_selection: str | None = None
+    # Full names of the repositories the token is limited to; None when it sees them all.
+    repositories: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class Repository:
+    id: int
+    full_name: str
+    private: bool
+    default_branch: str
+
+
+# GitHub's payloads, reduced to what Capstan reads (everything else is ignored).
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+PayloadT = TypeVar("PayloadT", bound=_Payload)
+
+
+class _Account(_Payload):
+    login: str
+    type: str
+
+
+class _InstallationPayload(_Payload):
+    id: int
+    account: _Account
+
+
+class _RepositoryPayload(_Payload):
+    id: int
+    full_name: str
+    private: bool
+    default_branch: str
+
+
+class _TokenPayload(_Payload):
+    token: str
+    expires_at: datetime
+    permissions: dict[str, str] = {}
+    repository_selection: str | None = None
+    repositories: list[_RepositoryPayload] | None = None
+
+
+class _RepositoryPage(_Payload):
+    total_count: int | None = None
+    repositories: list[_RepositoryPayload]
+
+
+class GitHubAppClient:
+    """One GitHub App, seen from the server: its JWT, its installations and their repositories."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        *,
+        app_id: str | None,
+        app_slug: str | None,
+        private_key: RSAPrivateKey | None,
+        web_base: str,
+    ) -> None:
+        self._http = http
+        self.app_id = app_id
+        self.app_slug = app_slug
+        self._private_key = private_key
+        self.web_base = web_base.rstrip("/")
+        self._jwt: tuple[str, int] | None = None
+
+    @property
+    def api_base(self) -> str:
+        return str(self._http.base_url).rstrip("/")
+
+    # The app itself -----------------------------------------------------------------------------
+
+    def install_url(self, state: str) -> str:
+        """The git host page where a user installs the app; it comes back with `state`."""
+        if not self.app_slug:
+            raise GitHostNotConfigured("The git host app slug is not configured.")
+        query = urlencode({"state": state})
+        return f"{self.web_base}/apps/{self.app_slug}/installations/new?{query}"
+
+    def app_jwt(self) -> str:
+        """An RS256 JWT for the app (iss = app id), reused until a minute before it expires."""
+        if self.app_id is None or self._private_key is None:
+            raise GitHostNotConfigured("The git host app id or private key is not configured.")
+        now = int(time.time())
+        if self._jwt is not None and self._jwt[1] - now > _JWT_REUSE_MARGIN_SECONDS:
+            return self._jwt[0]
+        expires_at = now + JWT_LIFETIME_SECONDS
+        token = jwt.encode(
+            {"iat": now - JWT_BACKDATE_SECONDS, "exp": expires_at, "iss": self.app_id},
+            self._private_key,
+            algorithm="RS256",
+        )
+        self._jwt = (token, expires_at)
+        return token
+
+    async def get_installation(self, installation_id: int) -> Installation:
+        try:
+            response = await self._send(
+                "GET", f"/app/installations/{installation_id}", bearer=self.app_jwt()
+            )
+        except GitHostNotFound as error:
+            raise NoSuchInstallation(installation_id) from error
+        payload = _parse(_InstallationPayload, response)
+        return Installation(
+            installation_id=payload.id,
+            account_login=payload.account.login,
+            account_type=payload.account.type,
+        )
+
+    async def create_installation_token(
+        self,
+        installation_id: int,
+        repositories: list[str] | None = None,
+        permissions: Mapping[str, str] | None = None,
+        *,
+        repository_ids: list[int] | None = None,
+    ) -> InstallationToken:
+        """A one-hour token for an installation, optionally narrowed.
+
+        `repositories` are names without the owner (GitHub's `repositories` field), e.g.
+        `["hello-web"]`; `repository_ids` narrows by id instead. For a build: one repository and
+        `{"contents": "read"}`.
+        """
+        body: dict[str, Any] = {}
+        if repositories is not None:
+            body["repositories"] = list(repositories)
+        if repository_ids is not None:
+            body["repository_ids"] = list(repository_ids)
+        if permissions is not None:
+            body["permissions"] = dict(permissions)
+        try:
+            response = await self._send(
+                "POST",
+                f"/app/installations/{installation_id}/access_tokens",
+                bearer=self.app_jwt(),
+                json=body,
+            )
+        except GitHostNotFound as error:
+            raise NoSuchInstallation(installation_id) from error
+        payload = _parse(_TokenPayload, response)
+        return InstallationToken(
+            token=payload.token,
+            expires_at=payload.expires_at,
+            permissions=payload.permissions,
+            repository_selection=payload.repository_selection,
+            repositories=(
+                None
+                if payload.repositories is None
+                else [r.full_name for r in payload.repositories]
+            ),
+        )
+
+    async def list_repositories(
+        self, installation_id: int, *, per_page: int = MAX_PAGE_SIZE
+    ) -> list[Repository]:
+        """Every repository the installation can see, following the `Link: rel="next"` chain."""
+        token = await self.create_installation_token(
+            installation_id, permissions={"metadata": "read"}
+        )
+        repositories: list[Repository] = []
+        url = "/installation/repositories"
+        params: dict[str, int] | None = {"per_page": max(1, min(per_page, MAX_PAGE_SIZE))}
+        for _ in range(MAX_PAGES):
+            response = await self._send("GET", url, bearer=token.token, params=params)
+            page = _parse(_RepositoryPage, response)
+            repositories.extend(
+                Repository(
+                    id=r.id,
+                    full_name=r.full_name,
+                    private=r.private,
+                    default_branch=r.default_branch,
+                )
+                for r in page.repositories
+            )
+            next_url = response.links.get("next", {}).get("url")
+            if not next_url:
+                return repositories
+            url, params = self._same_api(next_url), None
+        raise TerminalGitHostError(
+            f"The git host listed more than {MAX_PAGES} pages of repositories."
+        )
+
+    # Transport -----------------------------------------------------------------------------------
+
+    def _same_api(self, url: str) -> str:
+        """A pagination link, refused unless it leads back into the API (the token goes along)."""
+        base = httpx.URL(self.api_base + "/")
+        target = httpx.URL(url)
+        if (target.scheme, target.host, target.port) != (base.scheme, base.host, base.port) or (
+            not target.path.startswith(base.path)
+        ):
+            raise TerminalGitHostError("The git host sent a pagination link outside its API.")
+        return url
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        *,
+        bearer: str,
+        json: dict[str, Any] | None = None,
+        params: Mapping[str, int] | None = None,
+    ) -> httpx.Response:
+        try:
+            response = await self._http.request(
+                method,
+                url,
+                json=json,
+                params=params,
+                headers={"Authorization": f"Bearer {bearer}"},
+            )
+        except httpx.TimeoutException as error:
+            raise RetryableGitHostError("The git host did not answer in time.") from error
+        except httpx.HTTPError as error:
+            raise RetryableGitHostError(
+                f"The git host could not be reached ({type(error).__name__})."
+            ) from error
+        if response.is_success:
+            return response
+        raise _failure(method, response)
+
+
+def _failure(method: str, response: httpx.Response) -> GitHostError:
+    status = response.status_code
+    message = _github_message(response)
+    what = f"{method} {response.request.url.path} answered {status}"
+    log.warning("git host call failed: %s: %s", what, message)
+    retry_after = _retry_after(response)
+    if status == 429 or (
+        status == 403
+        and (
+            response.headers.get("x-ratelimit-remaining") == "0" or "rate limit" in message.lower()
+        )
+    ):
+        return RetryableGitHostError(
+            f"The git host is rate limiting Capstan ({message}).",
+            retry_after_seconds=retry_after,
+        )
+    if status >= 500:
+        return RetryableGitHostError(
+            f"The git host failed ({what}).", retry_after_seconds=retry_after
+        )
+    if status == 404:
+        return GitHostNotFound(f"The git host has no such resource ({what}).")
+    if status == 401:
+        return TerminalGitHostError(f"The git host refused Capstan's credentials: {message}")
+    return TerminalGitHostError(f"The git host refused the request ({what}): {message}")
+
+
+def _github_message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.reason_phrase or "no message"
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return str(body["message"])[:300]
+    return response.reason_phrase or "no message"
+
+
+def _retry_after(response: httpx.Response) -> int | None:
+    value = response.headers.get("retry-after")
+    if value and value.isdigit():
+        return int(value)
+    reset = response.headers.get("x-ratelimit-reset")
+    if reset and reset.isdigit():
+        return max(1, int(reset) - int(time.time()))
+    return None
+
+
+def _parse(model: type[PayloadT], response: httpx.Response) -> PayloadT:
+    try:
+        return model.model_validate_json(response.content)
+    except ValidationError as error:
+        raise TerminalGitHostError(
+            f"The git host answered {response.request.url.path} with an unexpected body."
+        ) from error
+
+
+def load_app_key(settings: Settings) -> RSAPrivateKey | None:
+    pem = settings.github_private_key_pem()
+    if pem is None:
+        return None
+    try:
+        key = load_pem_private_key(pem.encode(), password=None)
+    except (ValueError, TypeError) as error:
+        raise ConfigurationError(
+            "The git host app private key (CAPSTAN_GITHUB_PRIVATE_KEY or "
+            "CAPSTAN_GITHUB_PRIVATE_KEY_FILE) is not an unencrypted PEM private key."
+        ) from error
+    if not isinstance(key, RSAPrivateKey):
+        raise ConfigurationError("The git host app private key must be an RSA key.")
+    return key
 
 
 @asynccontextmanager
-async def open_git_host(settings: Settings) -> AsyncIterator[Any]:
-    yield None
+async def open_git_host(settings: Settings) -> AsyncIterator[GitHubAppClient]:
+    """The app client for the server's life (one connection pool), closed on shutdown."""
+    async with httpx.AsyncClient(
+        base_url=settings.github_api_base,
+        headers={
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": API_VERSION,
+            "User-Agent": USER_AGENT,
+        },
+        timeout=REQUEST_TIMEOUT_SECONDS,
+        follow_redirects=False,
+    ) as http:
+        yield GitHubAppClient(
+            http,
+            app_id=settings.github_app_id,
+            app_slug=settings.github_app_slug,
+            private_key=load_app_key(settings),
+            web_base=settings.github_web_base,
+        )

@@ -1,5 +1,137 @@
-"""PLACEHOLDER."""
+"""Git host installations: the install flow, its public callback, and the organization's records."""
 
-from fastapi import APIRouter
+from __future__ import annotations
 
-router = APIRouter()
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request, status
+from fastapi.responses import RedirectResponse
+
+from capstan.auth.principal import Caller
+from capstan.config import Settings
+from capstan.db import DbSession
+from capstan.git_host import service
+from capstan.git_host.client import GitHubAppClient
+from capstan.git_host.schemas import (
+    InstallationCreate,
+    InstallationDeleted,
+    InstallationId,
+    InstallationList,
+    InstallationOut,
+    InstallationSetupOut,
+    RepositoryList,
+    RepositoryOut,
+)
+
+router = APIRouter(prefix="/api/git_host", tags=["git host"])
+
+
+def _git_host(request: Request) -> GitHubAppClient:
+    client: GitHubAppClient = request.app.state.git_host
+    return client
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+GitHost = Annotated[GitHubAppClient, Depends(_git_host)]
+AppSettings = Annotated[Settings, Depends(_settings)]
+
+
+@router.post(
+    "/installation_setup",
+    response_model=InstallationSetupOut,
+    summary="Start installing the git host app",
+)
+async def start_installation_setup(
+    caller: Caller, session: DbSession, settings: AppSettings, git_host: GitHost
+) -> InstallationSetupOut:
+    url = await service.start_setup(session, caller, settings, git_host)
+    return InstallationSetupOut(redirect_url=url)
+
+
+@router.get(
+    "/callback",
+    response_class=RedirectResponse,
+    status_code=status.HTTP_303_SEE_OTHER,
+    response_model=None,
+    summary="Where the git host sends the browser back after an installation",
+    description="Public: the signed, single-use `state` identifies the organization. Redirects "
+    "to the dashboard with `?git_host=installed` (or `requested`), or `?git_host_error=<code>`; "
+    "an invalid, expired or used state is a 400.",
+    responses={status.HTTP_303_SEE_OTHER: {"description": "Back to the dashboard."}},
+    openapi_extra={"security": []},
+)
+async def installation_callback(
+    request: Request,
+    session: DbSession,
+    settings: AppSettings,
+    git_host: GitHost,
+    installation_id: Annotated[InstallationId | None, Query()] = None,
+    setup_action: Annotated[str | None, Query(max_length=20)] = None,
+    state: Annotated[str | None, Query(max_length=2000)] = None,
+) -> RedirectResponse:
+    location = await service.complete_setup(
+        session,
+        settings,
+        git_host,
+        state=state,
+        installation_id=installation_id,
+        setup_action=setup_action,
+        session_cookie=request.cookies.get(settings.session_cookie_name),
+    )
+    return RedirectResponse(location, status_code=status.HTTP_303_SEE_OTHER)
+
+
+@router.get(
+    "/installations", response_model=InstallationList, summary="The organization's installations"
+)
+async def list_installations(caller: Caller, session: DbSession) -> InstallationList:
+    records = await service.list_installations(session, caller)
+    return InstallationList(installations=[InstallationOut.model_validate(r) for r in records])
+
+
+@router.post(
+    "/installations",
+    status_code=status.HTTP_201_CREATED,
+    response_model=InstallationOut,
+    summary="Record an installation by hand when automatic completion failed",
+)
+async def add_installation(
+    body: InstallationCreate, caller: Caller, session: DbSession, git_host: GitHost
+) -> InstallationOut:
+    record = await service.add_installation(session, caller, git_host, body.installation_id)
+    return InstallationOut.model_validate(record)
+
+
+@router.delete(
+    "/installations/{installation_id}",
+    response_model=InstallationDeleted,
+    summary="Forget an installation (the app stays installed at the git host)",
+)
+async def delete_installation(
+    installation_id: InstallationId, caller: Caller, session: DbSession
+) -> InstallationDeleted:
+    await service.delete_installation(session, caller, installation_id)
+    return InstallationDeleted(installation_id=installation_id)
+
+
+@router.get(
+    "/installations/{installation_id}/repositories",
+    response_model=RepositoryList,
+    summary="The repositories an installation can read",
+)
+async def list_repositories(
+    installation_id: InstallationId, caller: Caller, session: DbSession, git_host: GitHost
+) -> RepositoryList:
+    repositories = await service.list_repositories(session, caller, git_host, installation_id)
+    return RepositoryList(
+        repositories=[
+            RepositoryOut(
+                id=r.id, full_name=r.full_name, private=r.private, default_branch=r.default_branch
+            )
+            for r in repositories
+        ]
+    )

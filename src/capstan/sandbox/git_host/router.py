@@ -1,5 +1,397 @@
-"""PLACEHOLDER."""
+"""The sandbox git host's HTTP face, under `/sandbox/git_host/` (sandbox mode only, public):
 
-from fastapi import APIRouter
+- `GET  /apps/{slug}/installations/new`            the app's install page: approves at once
+- `GET  /api/app`                                  app JWT
+- `GET  /api/app/installations/{id}`               app JWT
+- `DELETE /api/app/installations/{id}`             app JWT (uninstall)
+- `POST /api/app/installations/{id}/access_tokens` app JWT
+- `GET  /api/installation/repositories`            installation token
+- `GET  /api/repos/{owner}/{repo}/branches[/{b}]`  installation token (its repositories only)
+- `POST /control/failures`                         not GitHub: the next API calls are slow or fail
 
-router = APIRouter()
+The `/api` routes answer in GitHub's shapes, errors included (`{message, documentation_url}`).
+Handlers are plain functions (run in the thread pool): the store locks and writes a file.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Body, Depends, Header, Request, status
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from pydantic import Field
+
+from capstan.sandbox.git_host.host import DOCS, CredentialsRefused, SandboxGitHost
+from capstan.sandbox.git_host.store import (
+    APP_PERMISSIONS,
+    PERMISSION_LEVELS,
+    InjectedFailure,
+    SandboxRepository,
+    iso,
+)
+from capstan.schemas import Request as StrictBody
+
+router = APIRouter(prefix="/sandbox/git_host", include_in_schema=False)
+
+_ACCOUNT_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?$")
+_ACCOUNT_TYPES = ("User", "Organization")
+_DEFAULT_PAGE_SIZE = 30
+_MAX_PAGE_SIZE = 100
+_host_lock = threading.Lock()
+
+
+def _host(request: Request) -> SandboxGitHost:
+    """The app's one sandbox git host, made on first use from the app's settings."""
+    state = request.app.state
+    with _host_lock:
+        host: SandboxGitHost | None = getattr(state, "sandbox_git_host", None)
+        if host is None:
+            host = SandboxGitHost.from_settings(state.settings)
+            state.sandbox_git_host = host
+    return host
+
+
+Host = Annotated[SandboxGitHost, Depends(_host)]
+Authorization = Annotated[str | None, Header()]
+UserAgent = Annotated[str | None, Header()]
+
+
+def _github_error(status_code: int, message: str) -> JSONResponse:
+    return JSONResponse(
+        {"message": message, "documentation_url": DOCS, "status": str(status_code)},
+        status_code=status_code,
+    )
+
+
+def _refused_up_front(host: SandboxGitHost, user_agent: str | None) -> JSONResponse | None:
+    """What GitHub answers before looking at a request: no User-Agent, or an injected failure."""
+    if not user_agent:
+        return _github_error(
+            403,
+            "Request forbidden by administrative rules. Please make sure your request has a "
+            "User-Agent header.",
+        )
+    failure = host.store.take_failure()
+    if failure is None:
+        return None
+    if failure.delay_seconds:
+        time.sleep(failure.delay_seconds)  # a thread-pool thread: only this request waits
+    if failure.status is None:
+        return None
+    response = _github_error(failure.status, "Failure injected by the sandbox git host.")
+    if failure.retry_after is not None:
+        response.headers["Retry-After"] = str(failure.retry_after)
+    return response
+
+
+def _installation_id(text: str) -> int | None:
+    return int(text) if text.isdigit() and len(text) < 19 else None
+
+
+# The app's install page ------------------------------------------------------------------------
+
+
+@router.get("/apps/{slug}/installations/new")
+def install_page(
+    slug: str,
+    host: Host,
+    state: str | None = None,
+    account: str = "sandbox-user",
+    account_type: str = "User",
+    outcome: str = "install",
+) -> Response:
+    """Approve at once and send the browser to the app's setup URL (Capstan's callback).
+
+    `account`/`account_type` choose where the app is installed; `outcome=request` plays a member
+    without rights asking an owner for approval (nothing is installed).
+    """
+    if slug != host.app_slug:
+        return _github_error(404, "Not Found")
+    if not _ACCOUNT_LOGIN.match(account) or account_type not in _ACCOUNT_TYPES:
+        return _github_error(
+            422, "account must be a GitHub login; account_type User or Organization"
+        )
+    query: dict[str, str | int] = {}
+    if outcome == "request":
+        query["setup_action"] = "request"
+    elif outcome == "install":
+        installation = host.store.create_installation(account, account_type)
+        query.update(installation_id=installation.id, setup_action="install")
+    else:
+        return _github_error(422, "outcome must be install or request")
+    if state is not None:
+        query["state"] = state
+    return RedirectResponse(f"{host.setup_url}?{urlencode(query)}", status_code=302)
+
+
+# The REST API ----------------------------------------------------------------------------------
+
+
+@router.get("/api/app")
+def get_app(
+    host: Host, authorization: Authorization = None, user_agent: UserAgent = None
+) -> Response:
+    if (failure := _refused_up_front(host, user_agent)) is not None:
+        return failure
+    try:
+        host.check_app_jwt(authorization)
+    except CredentialsRefused as refused:
+        return _github_error(401, str(refused))
+    return JSONResponse(
+        {
+            "id": int(host.app_id) if host.app_id.isdigit() else host.app_id,
+            "slug": host.app_slug,
+            "client_id": host.client_id,
+            "name": host.app_slug,
+            "owner": {"login": "capstan-sandbox", "type": "Organization"},
+            "permissions": dict(APP_PERMISSIONS),
+            "events": ["push", "delete"],
+            "html_url": f"{host.web_base}/apps/{host.app_slug}",
+        }
+    )
+
+
+@router.get("/api/app/installations/{installation_id}")
+def get_installation(
+    installation_id: str,
+    host: Host,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+) -> Response:
+    if (failure := _refused_up_front(host, user_agent)) is not None:
+        return failure
+    try:
+        host.check_app_jwt(authorization)
+    except CredentialsRefused as refused:
+        return _github_error(401, str(refused))
+    number = _installation_id(installation_id)
+    installation = host.store.installation(number) if number is not None else None
+    if installation is None:
+        return _github_error(404, "Not Found")
+    return JSONResponse(host.installation_json(installation))
+
+
+@router.delete("/api/app/installations/{installation_id}")
+def delete_installation(
+    installation_id: str,
+    host: Host,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+) -> Response:
+    if (failure := _refused_up_front(host, user_agent)) is not None:
+        return failure
+    try:
+        host.check_app_jwt(authorization)
+    except CredentialsRefused as refused:
+        return _github_error(401, str(refused))
+    number = _installation_id(installation_id)
+    if number is None or not host.store.delete_installation(number):
+        return _github_error(404, "Not Found")
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/api/app/installations/{installation_id}/access_tokens")
+def create_access_token(
+    installation_id: str,
+    host: Host,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+    body: Annotated[Any, Body()] = None,
+) -> Response:
+    if (failure := _refused_up_front(host, user_agent)) is not None:
+        return failure
+    try:
+        host.check_app_jwt(authorization)
+    except CredentialsRefused as refused:
+        return _github_error(401, str(refused))
+    number = _installation_id(installation_id)
+    if number is None or host.store.installation(number) is None:
+        return _github_error(404, "Not Found")
+    body = {} if body is None else body
+    if not isinstance(body, dict):
+        return _github_error(422, "Invalid request.\n\nThe body must be an object.")
+
+    repositories = host.store.repositories()
+    selected: set[int] | None = None
+    names, ids = body.get("repositories"), body.get("repository_ids")
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return _github_error(422, "Invalid request.\n\nrepositories must be a list of names.")
+        by_name = {r.name: r.id for r in repositories}
+        if any(name not in by_name for name in names):
+            return _github_error(422, _NOT_ACCESSIBLE)
+        selected = {by_name[name] for name in names}
+    if ids is not None:
+        if not isinstance(ids, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in ids
+        ):
+            return _github_error(422, "Invalid request.\n\nrepository_ids must be a list of ids.")
+        known = {r.id for r in repositories}
+        if any(i not in known for i in ids):
+            return _github_error(422, _NOT_ACCESSIBLE)
+        selected = (selected or set()) | set(ids)
+
+    permissions = body.get("permissions")
+    if permissions is None:
+        permissions = dict(APP_PERMISSIONS)
+    elif not isinstance(permissions, dict) or not all(
+        _granted(name, level) for name, level in permissions.items()
+    ):
+        return _github_error(422, "The permissions requested are not granted to this installation.")
+
+    secret, token = host.store.issue_token(
+        number,
+        permissions=permissions,
+        repository_ids=None if selected is None else tuple(sorted(selected)),
+    )
+    answer: dict[str, Any] = {
+        "token": secret,
+        "expires_at": iso(token.expires_at),
+        "permissions": token.permissions,
+        "repository_selection": "all" if token.repository_ids is None else "selected",
+    }
+    if token.repository_ids is not None:
+        answer["repositories"] = [
+            host.repository_json(r) for r in repositories if r.id in token.repository_ids
+        ]
+    return JSONResponse(answer, status_code=status.HTTP_201_CREATED)
+
+
+_NOT_ACCESSIBLE = (
+    "There is at least one repository that does not exist or is not accessible to the parent "
+    "installation."
+)
+
+
+def _granted(name: object, level: object) -> bool:
+    if not isinstance(name, str) or not isinstance(level, str) or name not in APP_PERMISSIONS:
+        return False
+    wanted = PERMISSION_LEVELS.get(level)
+    return wanted is not None and wanted <= PERMISSION_LEVELS[APP_PERMISSIONS[name]]
+
+
+@router.get("/api/installation/repositories")
+def list_installation_repositories(
+    request: Request,
+    host: Host,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+    per_page: str | None = None,
+    page: str | None = None,
+) -> Response:
+    if (failure := _refused_up_front(host, user_agent)) is not None:
+        return failure
+    try:
+        token = host.check_installation_token(authorization)
+    except CredentialsRefused as refused:
+        return _github_error(401, str(refused))
+    size = min(_positive(per_page, _DEFAULT_PAGE_SIZE), _MAX_PAGE_SIZE)
+    number = _positive(page, 1)
+    visible = [
+        r
+        for r in host.store.repositories()
+        if token.repository_ids is None or r.id in token.repository_ids
+    ]
+    last = max(1, -(-len(visible) // size))
+    chunk = visible[(number - 1) * size : number * size]
+    links = []
+
+    def link(to: int, rel: str) -> str:
+        url = request.url.include_query_params(per_page=size, page=to)
+        return f'<{url}>; rel="{rel}"'
+
+    if number > 1:
+        links += [link(min(number - 1, last), "prev"), link(1, "first")]
+    if number < last:
+        links += [link(number + 1, "next"), link(last, "last")]
+    headers = {"Link": ", ".join(links)} if links else None
+    return JSONResponse(
+        {
+            "total_count": len(visible),
+            "repository_selection": "all" if token.repository_ids is None else "selected",
+            "repositories": [host.repository_json(r) for r in chunk],
+        },
+        headers=headers,
+    )
+
+
+@router.get("/api/repos/{owner}/{repo}/branches")
+def list_branches(
+    owner: str,
+    repo: str,
+    host: Host,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+) -> Response:
+    found = _readable_repository(host, authorization, user_agent, owner, repo)
+    if isinstance(found, JSONResponse):
+        return found
+    return JSONResponse(
+        [host.branch_json(found, name, sha) for name, sha in sorted(found.branches.items())]
+    )
+
+
+@router.get("/api/repos/{owner}/{repo}/branches/{branch:path}")
+def get_branch(
+    owner: str,
+    repo: str,
+    branch: str,
+    host: Host,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+) -> Response:
+    found = _readable_repository(host, authorization, user_agent, owner, repo)
+    if isinstance(found, JSONResponse):
+        return found
+    sha = found.branches.get(branch)
+    if sha is None:
+        return _github_error(404, "Branch not found")
+    return JSONResponse(host.branch_json(found, branch, sha))
+
+
+def _readable_repository(
+    host: SandboxGitHost, authorization: str | None, user_agent: str | None, owner: str, repo: str
+) -> SandboxRepository | JSONResponse:
+    if (failure := _refused_up_front(host, user_agent)) is not None:
+        return failure
+    try:
+        token = host.check_installation_token(authorization)
+    except CredentialsRefused as refused:
+        return _github_error(401, str(refused))
+    repository = host.store.repository(owner, repo)
+    if repository is None or (
+        token.repository_ids is not None and repository.id not in token.repository_ids
+    ):
+        return _github_error(404, "Not Found")
+    return repository
+
+
+def _positive(text: str | None, default: int) -> int:
+    if text is None or not text.isdigit() or int(text) < 1:
+        return default
+    return min(int(text), 1_000_000)
+
+
+# Control (not part of GitHub) ------------------------------------------------------------------
+
+
+class FailureRequest(StrictBody):
+    # None: answer normally (after `delay_seconds`).
+    status: int | None = Field(default=None, ge=400, le=599)
+    count: int = Field(default=1, ge=1, le=100)
+    retry_after: int | None = Field(default=None, ge=0, le=3600)
+    delay_seconds: float = Field(default=0.0, ge=0, le=30)
+
+
+@router.post("/control/failures", status_code=status.HTTP_204_NO_CONTENT)
+def inject_failures(body: FailureRequest, host: Host) -> Response:
+    """The next `count` calls to `/api/...` answer late and/or fail, as GitHub sometimes does."""
+    failure = InjectedFailure(
+        status=body.status, retry_after=body.retry_after, delay_seconds=body.delay_seconds
+    )
+    host.store.fail_next(failure, body.count)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from capstan.schemas import Request, Response
+
+# Installation ids are stored as BIGINT; larger numbers are refused at the door (400), not by
+# the database (500).
+MAX_INSTALLATION_ID = 2**63 - 1
+
+InstallationId = Annotated[
+    int,
+    Field(
+        gt=0,
+        le=MAX_INSTALLATION_ID,
+        description="The installation's number at the git host.",
+        examples=[12345678],
+    ),
+]
+
+
+class InstallationSetupOut(Response):
+    redirect_url: str = Field(
+        description="Open in a browser to install the app; the git host comes back to Capstan, "
+        "which completes the installation. The link expires and works once."
+    )
+
+
+class InstallationCreate(Request):
+    installation_id: InstallationId = Field(
+        description="The `installation_id` query parameter of the callback URL; only accepted "
+        "for an installation your organization's own setup flow came back with."
+    )
+
+
+class InstallationOut(Response):
+    installation_id: int
+    account_login: str = Field(description="The user or organization the app is installed on.")
+    account_type: str = Field(description="`User` or `Organization`.", examples=["Organization"])
+
+
+class InstallationList(Response):
+    installations: list[InstallationOut]
+
+
+class InstallationDeleted(Response):
+    installation_id: int
+    deleted: Literal[True] = True
+
+
+class RepositoryOut(Response):
+    id: int
+    full_name: str = Field(examples=["acme/shop"])
+    private: bool
+    default_branch: str = Field(description="Deployed when no branch is given.")
+
+
+class RepositoryList(Response):
+    repositories: list[RepositoryOut]

@@ -1,0 +1,376 @@
+"""Git host installations: the install flow (setup → git host → callback), the manual fallback,
+and the organization's records — always within one organization.
+
+How an installation reaches an organization, and why nobody else's can:
+
+1. `start_setup` writes a `git_host_setups` row for the caller's organization and signs a `state`
+   naming it (`setup_state`). The user installs the app at the git host, which redirects the
+   browser to the public callback with `installation_id` and that `state`.
+2. `complete_setup` verifies the state, then *claims* the setup row for that installation id with
+   a conditional UPDATE (exactly once, so a state works once) and commits the claim on its own,
+   before asking the git host anything: the claim must survive a git host failure, because it is
+   what lets the organization finish later with a manual POST. Then it confirms the installation
+   with the app JWT and records it (a second transaction, owned by the request).
+3. `add_installation` (the manual POST) accepts only an installation id that one of the
+   organization's own setup rows claimed. Any other number — another organization's, or none at
+   all — gets the same 404, so the answer reveals nothing about other organizations.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any, cast
+from urllib.parse import urlencode
+
+from sqlalchemy import CursorResult, delete, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from capstan.auth.principal import Principal, principal_from_session_cookie
+from capstan.config import Settings
+from capstan.db import utcnow
+from capstan.errors import ApiError, BadRequest, NotFound
+from capstan.git_host.client import (
+    GitHostError,
+    GitHostNotConfigured,
+    GitHubAppClient,
+    Installation,
+    NoSuchInstallation,
+    Repository,
+)
+from capstan.git_host.models import GitHostInstallation, GitHostSetup
+from capstan.git_host.setup_state import (
+    SetupState,
+    StateExpired,
+    StateInvalid,
+    read_state,
+    sign_state,
+)
+
+log = logging.getLogger("capstan.git_host")
+
+SETUP_ACTIONS = ("install", "update", "request")
+
+
+class InstallationNotFound(NotFound):
+    code = "installation_not_found"
+    default_message = "No such git host installation in your organization."
+
+
+class SetupStateInvalid(BadRequest):
+    code = "git_host_state_invalid"
+    default_message = (
+        "This install link is not valid; start again with POST /api/git_host/installation_setup."
+    )
+
+
+class SetupStateExpired(BadRequest):
+    code = "git_host_state_expired"
+    default_message = (
+        "This install link has expired; start again with POST /api/git_host/installation_setup."
+    )
+
+
+class SetupStateUsed(BadRequest):
+    code = "git_host_state_used"
+    default_message = (
+        "This install link has already been used; start again with "
+        "POST /api/git_host/installation_setup."
+    )
+
+
+class GitHostUnavailable(ApiError):
+    """The git host could not be reached or failed; trying again later may work."""
+
+    status_code = 502
+    code = "git_host_unavailable"
+    default_message = "The git host is not answering; try again in a minute."
+
+
+class GitHostFailed(ApiError):
+    """The git host refused a call for a reason trying again will not fix."""
+
+    status_code = 502
+    code = "git_host_error"
+    default_message = "The git host refused the request."
+
+
+class GitHostNotSetUp(ApiError):
+    status_code = 503
+    code = "git_host_not_configured"
+    default_message = (
+        "The git host app is not configured on this server (CAPSTAN_GITHUB_APP_ID, "
+        "CAPSTAN_GITHUB_APP_SLUG and the app's private key)."
+    )
+
+
+def _api_error(error: GitHostError) -> ApiError:
+    if isinstance(error, GitHostNotConfigured):
+        return GitHostNotSetUp()
+    if error.retryable:
+        headers = (
+            {"Retry-After": str(error.retry_after_seconds)} if error.retry_after_seconds else None
+        )
+        return GitHostUnavailable(headers=headers)
+    return GitHostFailed(f"The git host refused the request: {error.message}")
+
+
+# The install flow ------------------------------------------------------------------------------
+
+
+async def start_setup(
+    session: AsyncSession, caller: Principal, settings: Settings, git_host: GitHubAppClient
+) -> str:
+    """A new setup row for the caller's organization, and the git host URL that starts it."""
+    now = utcnow()
+    # Housekeeping: this organization's abandoned flows. Claimed rows stay — they are what lets
+    # a manual POST finish a flow whose callback failed.
+    await session.execute(
+        delete(GitHostSetup).where(
+            GitHostSetup.organization_id == caller.organization_id,
+            GitHostSetup.installation_id.is_(None),
+            GitHostSetup.expires_at < now,
+        )
+    )
+    setup = GitHostSetup(
+        organization_id=caller.organization_id,
+        expires_at=now + timedelta(seconds=settings.git_host_state_seconds),
+    )
+    session.add(setup)
+    await session.flush()
+    state = sign_state(
+        settings.require_secret_key(),
+        setup_id=setup.id,
+        organization_id=caller.organization_id,
+        expires_at=setup.expires_at,
+        issued_at=now,
+    )
+    try:
+        return git_host.install_url(state)
+    except GitHostError as error:
+        raise _api_error(error) from error
+
+
+async def complete_setup(
+    session: AsyncSession,
+    settings: Settings,
+    git_host: GitHubAppClient,
+    *,
+    state: str | None,
+    installation_id: int | None,
+    setup_action: str | None,
+    session_cookie: str | None,
+) -> str:
+    """Finish the flow the git host came back from; returns where to send the browser.
+
+    A state that is not valid, or no longer usable, is a 400 and records nothing. Every outcome
+    after that is a redirect to the dashboard saying what happened (`?git_host=installed` or
+    `?git_host_error=<code>`), since a person's browser is on the other end.
+    """
+    if setup_action == "request":
+        # A member without rights asked an owner to approve the app: nothing is installed yet.
+        return _dashboard(settings, git_host="requested")
+    if setup_action not in SETUP_ACTIONS:
+        raise BadRequest(
+            "setup_action must be install, update or request.", code="invalid_setup_action"
+        )
+    setup_state = _verify_state(settings, state)
+    if installation_id is None:
+        raise BadRequest("installation_id is required.", code="invalid_request")
+    now = utcnow()
+    setup = await session.scalar(
+        select(GitHostSetup).where(
+            GitHostSetup.id == setup_state.setup_id,
+            GitHostSetup.organization_id == setup_state.organization_id,
+        )
+    )
+    if setup is None:
+        raise SetupStateInvalid()
+    if setup.installation_id is not None or setup.completed_at is not None:
+        raise SetupStateUsed()
+    if setup.expires_at <= now:
+        raise SetupStateExpired()
+
+    if session_cookie:
+        # A browser signed in to Capstan as another organization must not complete this
+        # organization's flow (someone else's install link, sent to them).
+        browser = await principal_from_session_cookie(session, settings, session_cookie)
+        if browser is not None and browser.organization_id != setup_state.organization_id:
+            return _dashboard(settings, git_host_error="wrong_organization")
+
+    # The claim: exactly one callback wins a setup row, and the claim is kept whatever follows.
+    claimed = cast(
+        CursorResult[Any],
+        await session.execute(
+            update(GitHostSetup)
+            .where(
+                GitHostSetup.id == setup.id,
+                GitHostSetup.organization_id == setup_state.organization_id,
+                GitHostSetup.installation_id.is_(None),
+                GitHostSetup.completed_at.is_(None),
+                GitHostSetup.expires_at > now,
+            )
+            .values(installation_id=installation_id)
+            .execution_options(synchronize_session=False)
+        ),
+    )
+    if claimed.rowcount != 1:
+        raise SetupStateUsed()
+    # Committed now, on its own: the claim must outlive any failure below, and no transaction
+    # (nor SQLite's write lock) stays open across the call to the git host.
+    await session.commit()
+
+    try:
+        installation = await git_host.get_installation(installation_id)
+    except NoSuchInstallation:
+        return _dashboard(settings, git_host_error="installation_not_found")
+    except GitHostError as error:
+        log.warning("installation %s not confirmed: %s", installation_id, error.message)
+        return _dashboard(settings, git_host_error=_api_error(error).code)
+
+    await _record(session, setup_state.organization_id, installation)
+    await session.execute(
+        update(GitHostSetup)
+        .where(GitHostSetup.id == setup.id)
+        .values(completed_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return _dashboard(settings, git_host="installed", installation_id=str(installation_id))
+
+
+def _verify_state(settings: Settings, state: str | None) -> SetupState:
+    if not state:
+        raise SetupStateInvalid()
+    try:
+        return read_state(settings.require_secret_key(), state)
+    except StateExpired as error:
+        raise SetupStateExpired() from error
+    except StateInvalid as error:
+        raise SetupStateInvalid() from error
+
+
+def _dashboard(settings: Settings, **query: str) -> str:
+    return f"{settings.base_url}/?{urlencode(query)}"
+
+
+# Installations ---------------------------------------------------------------------------------
+
+
+async def add_installation(
+    session: AsyncSession, caller: Principal, git_host: GitHubAppClient, installation_id: int
+) -> GitHostInstallation:
+    """Record an installation this organization's own setup flow came back with (idempotent)."""
+    seen = await session.scalar(
+        select(GitHostSetup.id)
+        .where(
+            GitHostSetup.organization_id == caller.organization_id,
+            GitHostSetup.installation_id == installation_id,
+        )
+        .limit(1)
+    )
+    if seen is None:
+        # The same answer for another organization's installation and for no installation at
+        # all, and without asking the git host: nothing about other organizations leaks.
+        raise InstallationNotFound(
+            f"Your organization has not installed the app as installation {installation_id}; "
+            "start with POST /api/git_host/installation_setup."
+        )
+    try:
+        installation = await git_host.get_installation(installation_id)
+    except NoSuchInstallation as error:
+        raise InstallationNotFound(
+            f"The git host no longer has installation {installation_id}; install the app again."
+        ) from error
+    except GitHostError as error:
+        raise _api_error(error) from error
+    record = await _record(session, caller.organization_id, installation)
+    await session.execute(
+        update(GitHostSetup)
+        .where(
+            GitHostSetup.organization_id == caller.organization_id,
+            GitHostSetup.installation_id == installation_id,
+            GitHostSetup.completed_at.is_(None),
+        )
+        .values(completed_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return record
+
+
+async def list_installations(session: AsyncSession, caller: Principal) -> list[GitHostInstallation]:
+    return list(
+        await session.scalars(
+            select(GitHostInstallation)
+            .where(GitHostInstallation.organization_id == caller.organization_id)
+            .order_by(GitHostInstallation.created_at, GitHostInstallation.id)
+        )
+    )
+
+
+async def get_installation(
+    session: AsyncSession, caller: Principal, installation_id: int
+) -> GitHostInstallation:
+    record = await session.scalar(
+        select(GitHostInstallation).where(
+            GitHostInstallation.organization_id == caller.organization_id,
+            GitHostInstallation.installation_id == installation_id,
+        )
+    )
+    if record is None:
+        raise InstallationNotFound()
+    return record
+
+
+async def delete_installation(
+    session: AsyncSession, caller: Principal, installation_id: int
+) -> None:
+    """Forget the installation in Capstan; the app stays installed at the git host."""
+    record = await get_installation(session, caller, installation_id)
+    await session.delete(record)
+    await session.flush()
+
+
+async def list_repositories(
+    session: AsyncSession, caller: Principal, git_host: GitHubAppClient, installation_id: int
+) -> list[Repository]:
+    record = await get_installation(session, caller, installation_id)
+    try:
+        return await git_host.list_repositories(record.installation_id)
+    except NoSuchInstallation as error:
+        raise InstallationNotFound(
+            f"The git host no longer has installation {installation_id}; install the app again."
+        ) from error
+    except GitHostError as error:
+        raise _api_error(error) from error
+
+
+async def _record(
+    session: AsyncSession, organization_id: str, installation: Installation
+) -> GitHostInstallation:
+    """Insert or refresh the organization's record; the unique index settles concurrent inserts."""
+    query = select(GitHostInstallation).where(
+        GitHostInstallation.organization_id == organization_id,
+        GitHostInstallation.installation_id == installation.installation_id,
+    )
+    record = await session.scalar(query)
+    if record is None:
+        record = GitHostInstallation(
+            organization_id=organization_id,
+            installation_id=installation.installation_id,
+            account_login=installation.account_login,
+            account_type=installation.account_type,
+        )
+        try:
+            async with session.begin_nested():
+                session.add(record)
+                await session.flush()
+            return record
+        except IntegrityError:
+            record = await session.scalar(query)
+            if record is None:
+                raise
+    record.account_login = installation.account_login
+    record.account_type = installation.account_type
+    await session.flush()
+    return record

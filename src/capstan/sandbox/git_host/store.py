@@ -1,0 +1,294 @@
+"""What the sandbox git host remembers.
+
+Installations and repositories (with their branches and head commits) are persisted to a JSON
+file in the data directory — written atomically, under a lock — so that installations recorded in
+Capstan's database keep working across dev-server restarts. Installation tokens live in memory
+only (they last an hour anyway); only their SHA-256 is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import secrets
+import string
+import tempfile
+import threading
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("capstan.sandbox.git_host")
+
+STATE_FILE = "sandbox_git_host.json"
+FORMAT_VERSION = 1
+FIRST_INSTALLATION_ID = 40_000_001
+TOKEN_LIFETIME = timedelta(hours=1)
+# What the sandbox app may be granted; a token asks for these or fewer.
+APP_PERMISSIONS: dict[str, str] = {"contents": "read", "metadata": "read"}
+PERMISSION_LEVELS = {"read": 1, "write": 2, "admin": 3}
+SAMPLES_OWNER = "capstan-samples"
+_TOKEN_ALPHABET = string.ascii_letters + string.digits
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def commit_sha(full_name: str, branch: str, number: int) -> str:
+    """A deterministic 40-hex commit id: the `number`th commit on `branch` of `full_name`."""
+    return hashlib.sha1(f"{full_name}\0{branch}\0{number}".encode()).hexdigest()  # noqa: S324
+
+
+@dataclass
+class SandboxRepository:
+    id: int
+    owner: str
+    name: str
+    private: bool
+    default_branch: str
+    description: str
+    # Branch name -> head commit sha. Later features push commits and delete branches here.
+    branches: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+
+@dataclass
+class SandboxInstallation:
+    id: int
+    account_login: str
+    account_type: str
+    account_id: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    installation_id: int
+    expires_at: datetime
+    permissions: dict[str, str]
+    # None: every repository of the installation.
+    repository_ids: tuple[int, ...] | None
+
+
+@dataclass(frozen=True)
+class InjectedFailure:
+    """How the next API call misbehaves: answer late, and/or answer `status`."""
+
+    status: int | None
+    retry_after: int | None = None
+    delay_seconds: float = 0.0
+
+
+def sample_repositories() -> list[SandboxRepository]:
+    """A web app, a worker and a static site, each with `main` and `feature-x`."""
+    samples = [
+        (701_000_001, "hello-web", True, "A small HTTP service: the web server sample."),
+        (701_000_002, "hello-worker", True, "A background job loop: the worker sample."),
+        (701_000_003, "hello-static", False, "A static site built with npm: the static sample."),
+    ]
+    repositories = []
+    for repo_id, name, private, description in samples:
+        full_name = f"{SAMPLES_OWNER}/{name}"
+        repositories.append(
+            SandboxRepository(
+                id=repo_id,
+                owner=SAMPLES_OWNER,
+                name=name,
+                private=private,
+                default_branch="main",
+                description=description,
+                branches={
+                    "main": commit_sha(full_name, "main", 1),
+                    "feature-x": commit_sha(full_name, "feature-x", 1),
+                },
+            )
+        )
+    return repositories
+
+
+def account_id(login: str) -> int:
+    """A stable numeric id for an account login, as GitHub gives every account one."""
+    digest = hashlib.sha256(login.lower().encode()).digest()
+    return 10_000_000 + int.from_bytes(digest[:4], "big") % 90_000_000
+
+
+def iso(moment: datetime) -> str:
+    """GitHub's timestamp format: `2024-05-01T12:00:00Z`."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class SandboxStore:
+    """The sandbox git host's state; every method is thread-safe."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._installations: dict[int, SandboxInstallation] = {}
+        self._repositories: dict[int, SandboxRepository] = {}
+        self._next_installation_id = FIRST_INSTALLATION_ID
+        self._tokens: dict[str, IssuedToken] = {}
+        self._failures: deque[InjectedFailure] = deque()
+        self._load()
+
+    # Installations -------------------------------------------------------------------------------
+
+    def create_installation(self, account_login: str, account_type: str) -> SandboxInstallation:
+        with self._lock:
+            installation = SandboxInstallation(
+                id=self._next_installation_id,
+                account_login=account_login,
+                account_type=account_type,
+                account_id=account_id(account_login),
+                created_at=utcnow().replace(microsecond=0),
+            )
+            self._next_installation_id += 1
+            self._installations[installation.id] = installation
+            self._save()
+            return installation
+
+    def installation(self, installation_id: int) -> SandboxInstallation | None:
+        with self._lock:
+            return self._installations.get(installation_id)
+
+    def delete_installation(self, installation_id: int) -> bool:
+        """Uninstall: the installation and every token it issued are gone."""
+        with self._lock:
+            if self._installations.pop(installation_id, None) is None:
+                return False
+            self._tokens = {
+                key: token
+                for key, token in self._tokens.items()
+                if token.installation_id != installation_id
+            }
+            self._save()
+            return True
+
+    # Repositories --------------------------------------------------------------------------------
+
+    def repositories(self) -> list[SandboxRepository]:
+        """Every repository, by id; each installation sees them all."""
+        with self._lock:
+            return [self._repositories[key] for key in sorted(self._repositories)]
+
+    def repository(self, owner: str, name: str) -> SandboxRepository | None:
+        full_name = f"{owner}/{name}".lower()
+        with self._lock:
+            for repository in self._repositories.values():
+                if repository.full_name.lower() == full_name:
+                    return repository
+        return None
+
+    # Tokens --------------------------------------------------------------------------------------
+
+    def issue_token(
+        self,
+        installation_id: int,
+        *,
+        permissions: dict[str, str],
+        repository_ids: tuple[int, ...] | None,
+        now: datetime | None = None,
+    ) -> tuple[str, IssuedToken]:
+        secret = "ghs_" + "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(36))
+        token = IssuedToken(
+            installation_id=installation_id,
+            expires_at=(now or utcnow()).replace(microsecond=0) + TOKEN_LIFETIME,
+            permissions=dict(permissions),
+            repository_ids=repository_ids,
+        )
+        with self._lock:
+            self._tokens = {k: t for k, t in self._tokens.items() if t.expires_at > utcnow()}
+            self._tokens[_hash(secret)] = token
+        return secret, token
+
+    def token(self, secret: str) -> IssuedToken | None:
+        """The live token behind `secret`, or None when unknown, revoked or expired."""
+        with self._lock:
+            token = self._tokens.get(_hash(secret))
+        if token is None or token.expires_at <= utcnow():
+            return None
+        return token
+
+    # Failure injection (tests and demos ask the sandbox to fail; the client cannot tell) -------
+
+    def fail_next(self, failure: InjectedFailure, count: int) -> None:
+        with self._lock:
+            self._failures.extend([failure] * count)
+
+    def take_failure(self) -> InjectedFailure | None:
+        with self._lock:
+            return self._failures.popleft() if self._failures else None
+
+    # Persistence ---------------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        document: dict[str, Any] | None = None
+        if self.path.exists():
+            try:
+                document = json.loads(self.path.read_text())
+                if not isinstance(document, dict) or document.get("version") != FORMAT_VERSION:
+                    raise ValueError(f"unknown format version in {self.path}")
+            except (ValueError, OSError) as error:
+                aside = self.path.with_suffix(".corrupt.json")
+                log.warning("sandbox git host state unreadable (%s); moved to %s", error, aside)
+                os.replace(self.path, aside)
+                document = None
+        if document is None:
+            for repository in sample_repositories():
+                self._repositories[repository.id] = repository
+            with self._lock:
+                self._save()
+            return
+        self._next_installation_id = int(document["next_installation_id"])
+        for item in document["installations"]:
+            installation = SandboxInstallation(
+                id=int(item["id"]),
+                account_login=item["account_login"],
+                account_type=item["account_type"],
+                account_id=int(item["account_id"]),
+                created_at=datetime.fromisoformat(item["created_at"]),
+            )
+            self._installations[installation.id] = installation
+        for item in document["repositories"]:
+            repository = SandboxRepository(**item)
+            self._repositories[repository.id] = repository
+
+    def _save(self) -> None:
+        """Write the whole state atomically (temporary file + rename); the caller holds the lock."""
+        document = {
+            "version": FORMAT_VERSION,
+            "next_installation_id": self._next_installation_id,
+            "installations": [
+                {**asdict(i), "created_at": i.created_at.isoformat()}
+                for i in sorted(self._installations.values(), key=lambda i: i.id)
+            ],
+            "repositories": [asdict(r) for r in sorted(self._repositories.values(), key=_by_id)],
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(
+            prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
+        )
+        try:
+            with os.fdopen(descriptor, "w") as handle:
+                json.dump(document, handle, indent=2, sort_keys=True)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+
+def _by_id(repository: SandboxRepository) -> int:
+    return repository.id

@@ -1,0 +1,192 @@
+"""The GitHub App client against the sandbox git host, over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from pydantic import SecretStr
+
+from capstan.git_host.client import (
+    GitHostNotConfigured,
+    GitHubAppClient,
+    NoSuchInstallation,
+    Repository,
+    RetryableGitHostError,
+    TerminalGitHostError,
+    open_git_host,
+)
+from tests.harness import RunningServer, free_socket
+from tests.sandbox_git_host.helpers import inject_failures, other_rsa_key, sandbox_install
+
+T = TypeVar("T")
+
+
+def with_client(
+    server: RunningServer, work: Callable[[GitHubAppClient], Awaitable[T]], **overrides: object
+) -> T:
+    settings = server.settings.model_copy(update=overrides)
+
+    async def main() -> T:
+        async with open_git_host(settings) as client:
+            return await work(client)
+
+    return asyncio.run(main())
+
+
+def test_app_jwt_claims(server: RunningServer) -> None:
+    token = with_client(server, lambda client: _value(client.app_jwt()))
+    key_file = server.settings.github_private_key_file
+    assert key_file is not None
+    private_key = serialization.load_pem_private_key(key_file.read_bytes(), password=None)
+    public_key = private_key.public_key()
+    claims = jwt.decode(token, public_key, algorithms=["RS256"])  # type: ignore[arg-type]
+    assert jwt.get_unverified_header(token)["alg"] == "RS256"
+    now = time.time()
+    assert claims["iss"] == "4242"
+    assert abs(claims["iat"] - (now - 60)) <= 5
+    assert claims["exp"] <= now + 9 * 60 + 1
+    assert claims["exp"] - claims["iat"] <= 600
+
+
+def test_get_installation(server: RunningServer) -> None:
+    installation_id = sandbox_install(server, account="octo-org", account_type="Organization")
+    installation = with_client(server, lambda client: client.get_installation(installation_id))
+    assert installation.installation_id == installation_id
+    assert installation.account_login == "octo-org"
+    assert installation.account_type == "Organization"
+
+
+def test_unknown_installation(server: RunningServer) -> None:
+    with pytest.raises(NoSuchInstallation):
+        with_client(server, lambda client: client.get_installation(39_999_999))
+    with pytest.raises(NoSuchInstallation):
+        with_client(server, lambda client: client.create_installation_token(39_999_999))
+
+
+def test_installation_token_scoped_to_one_repository(server: RunningServer) -> None:
+    installation_id = sandbox_install(server)
+    token = with_client(
+        server,
+        lambda client: client.create_installation_token(
+            installation_id, ["hello-web"], {"contents": "read"}
+        ),
+    )
+    assert token.token.startswith("ghs_")
+    assert token.token not in repr(token)
+    assert token.repositories == ["capstan-samples/hello-web"]
+    assert token.repository_selection == "selected"
+    assert token.permissions == {"contents": "read"}
+    assert timedelta(minutes=59) < token.expires_at - datetime.now(UTC) <= timedelta(hours=1)
+
+
+def test_installation_token_for_an_unknown_repository(server: RunningServer) -> None:
+    installation_id = sandbox_install(server)
+    with pytest.raises(TerminalGitHostError) as raised:
+        with_client(
+            server,
+            lambda client: client.create_installation_token(installation_id, ["no-such-repo"]),
+        )
+    assert not raised.value.retryable
+    assert "not accessible" in raised.value.message
+
+
+def test_list_repositories_follows_pagination(server: RunningServer) -> None:
+    installation_id = sandbox_install(server)
+    for per_page in (1, 2, 100):
+
+        async def listing(client: GitHubAppClient, size: int = per_page) -> list[Repository]:
+            return await client.list_repositories(installation_id, per_page=size)
+
+        repositories = with_client(server, listing)
+        assert [r.full_name for r in repositories] == [
+            "capstan-samples/hello-web",
+            "capstan-samples/hello-worker",
+            "capstan-samples/hello-static",
+        ]
+        assert all(r.default_branch == "main" for r in repositories)
+        assert [r.private for r in repositories] == [True, True, False]
+
+
+def test_pagination_links_must_stay_in_the_api(server: RunningServer) -> None:
+    async def check(client: GitHubAppClient) -> None:
+        base = client.api_base
+        assert client._same_api(f"{base}/installation/repositories?page=2")
+        for elsewhere in (
+            "https://evil.example/installation/repositories?page=2",
+            base.replace("127.0.0.1", "localhost") + "/installation/repositories",
+            base.rsplit("/api", 1)[0] + "/elsewhere",
+        ):
+            with pytest.raises(TerminalGitHostError):
+                client._same_api(elsewhere)
+
+    with_client(server, check)
+
+
+def test_a_key_the_git_host_does_not_know(server: RunningServer) -> None:
+    installation_id = sandbox_install(server)
+    pem = other_rsa_key().private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    with pytest.raises(TerminalGitHostError) as raised:
+        with_client(
+            server,
+            lambda client: client.get_installation(installation_id),
+            github_private_key=SecretStr(pem.decode()),
+        )
+    assert not raised.value.retryable
+    assert "credentials" in raised.value.message
+
+
+def test_failures_of_the_git_host_are_retryable(server: RunningServer) -> None:
+    installation_id = sandbox_install(server)
+    for status in (500, 503, 429):
+        inject_failures(server, status)
+        with pytest.raises(RetryableGitHostError):
+            with_client(server, lambda client: client.get_installation(installation_id))
+    inject_failures(server, 429, retry_after=17)
+    with pytest.raises(RetryableGitHostError) as raised:
+        with_client(server, lambda client: client.list_repositories(installation_id))
+    assert raised.value.retry_after_seconds == 17
+    inject_failures(server, 403)  # forbidden, not a rate limit: terminal
+    with pytest.raises(TerminalGitHostError):
+        with_client(server, lambda client: client.get_installation(installation_id))
+    installation = with_client(server, lambda client: client.get_installation(installation_id))
+    assert installation.installation_id == installation_id
+
+
+def test_an_unreachable_git_host_is_retryable(server: RunningServer) -> None:
+    closed = free_socket()  # bound, never listening: connections are refused
+    port = closed.getsockname()[1]
+    try:
+        with pytest.raises(RetryableGitHostError):
+            with_client(
+                server,
+                lambda client: client.get_installation(1),
+                github_api_url=f"http://127.0.0.1:{port}/api",
+            )
+    finally:
+        closed.close()
+
+
+def test_an_app_that_is_not_configured(server: RunningServer) -> None:
+    with pytest.raises(GitHostNotConfigured):
+        with_client(
+            server,
+            lambda client: client.get_installation(1),
+            github_app_id=None,
+        )
+    with pytest.raises(GitHostNotConfigured):
+        with_client(server, lambda client: _value(client.install_url("x")), github_app_slug=None)
+
+
+async def _value(value: T) -> T:
+    return value
