@@ -1,14 +1,19 @@
-"""PLACEHOLDER — replaced by the cloud driver work."""
+"""The cloud: Capstan's driver for AWS and the typed errors it raises.
+
+`open_cloud(settings)` gives the `Cloud` the app keeps in `app.state.cloud`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from capstan.cloud.credentials import RoleRef
+from capstan.cloud.driver import Cloud, open_cloud
+from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
 
-from capstan.config import Settings
-
-
-@asynccontextmanager
-async def open_cloud(settings: Settings) -> AsyncIterator[Any]:
-    yield None
+__all__ = [
+    "Cloud",
+    "CloudError",
+    "RetryableCloudError",
+    "RoleRef",
+    "TerminalCloudError",
+    "open_cloud",
+]

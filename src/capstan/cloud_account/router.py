@@ -1,5 +1,59 @@
-"""PLACEHOLDER."""
+"""Cloud account: the connection, the role template, and the live verification."""
 
-from fastapi import APIRouter
+from __future__ import annotations
 
-router = APIRouter()
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+
+from capstan.auth.principal import Caller
+from capstan.cloud import Cloud
+from capstan.cloud_account import service
+from capstan.cloud_account.schemas import CloudAccountOut, VerificationOut, VerificationRequest
+from capstan.db import DbSession
+from capstan.schemas import VerificationFailedBody
+
+router = APIRouter(prefix="/api/cloud_account", tags=["cloud account"])
+
+
+def _cloud(request: Request) -> Cloud:
+    cloud: Cloud = request.app.state.cloud
+    return cloud
+
+
+CloudDep = Annotated[Cloud, Depends(_cloud)]
+
+
+@router.get(
+    "", response_model=CloudAccountOut, summary="The organization's cloud account connection"
+)
+async def get_cloud_account(
+    caller: Caller, session: DbSession, request: Request
+) -> CloudAccountOut:
+    return await service.describe(session, caller, request.app.state.settings)
+
+
+@router.get(
+    "/template",
+    response_model=dict[str, Any],
+    summary="The CloudFormation template that creates Capstan's role",
+)
+async def get_template(caller: Caller, session: DbSession, cloud: CloudDep) -> dict[str, Any]:
+    return await service.template(session, caller, cloud)
+
+
+@router.post(
+    "/verification",
+    response_model=VerificationOut,
+    summary="Verify the role by assuming it now",
+    responses={
+        422: {
+            "model": VerificationFailedBody,
+            "description": "The role could not be assumed (or the external ID is not yours).",
+        }
+    },
+)
+async def verify_cloud_account(
+    body: VerificationRequest, caller: Caller, session: DbSession, cloud: CloudDep
+) -> VerificationOut:
+    return await service.verify(session, caller, body, cloud)

@@ -1,0 +1,12 @@
+"""The sandbox cloud: moto, in this process, plus what moto lacks — in AWS's terms.
+
+- `server`: the moto server on a loopback port (`start_sandbox_cloud()`).
+- `sts` + `trust`: AssumeRole enforces trust policies (role must exist; principal, external ID).
+- `accounts`: the sandbox organization; accounts made through Organizations.
+- `operator`: the control plane's IAM user and access key in the operator account.
+- `console` + `pages`: the customer's side — launching Capstan's role stack in "their" account,
+  behind `/sandbox/cloud/setup` (served only in sandbox mode).
+
+Capstan's driver cannot tell the sandbox from AWS: it only gets a different endpoint URL and
+different base credentials.
+"""

@@ -1,0 +1,94 @@
+"""Turning botocore's exceptions into Capstan's typed cloud errors, in one place."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    NoRegionError,
+    ParamValidationError,
+    PartialCredentialsError,
+    ReadTimeoutError,
+)
+
+from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
+
+# AWS error codes that mean "try again later" (botocore's own list of throttling and transient
+# codes, plus the ones STS and the control-plane APIs use).
+_RETRYABLE_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "TransactionInProgressException",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "LimitExceededException",
+        "RequestThrottled",
+        "SlowDown",
+        "PriorRequestNotComplete",
+        "EC2ThrottledException",
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "InternalError",
+        "InternalFailure",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
+        "IDPCommunicationError",
+    }
+)
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def snake_case(code: str) -> str:
+    """`AccessDenied` -> `access_denied`, `EC2ThrottledException` -> `ec2_throttled_exception`."""
+    return _CAMEL_BOUNDARY.sub("_", code).replace(".", "_").lower()
+
+
+def translate(error: Exception) -> CloudError:
+    """The typed cloud error for an exception raised by boto3 or botocore."""
+    if isinstance(error, CloudError):
+        return error
+    if isinstance(error, ClientError):
+        details = error.response.get("Error", {})
+        code = str(details.get("Code") or "Unknown")
+        message = str(details.get("Message") or code)
+        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+        if code in _RETRYABLE_CODES or status >= 500:
+            return RetryableCloudError(snake_case(code), message)
+        return TerminalCloudError(snake_case(code), message)
+    if isinstance(
+        error,
+        EndpointConnectionError | ConnectTimeoutError | ReadTimeoutError | ConnectionClosedError,
+    ):
+        return RetryableCloudError("cloud_unreachable", f"The cloud could not be reached: {error}")
+    if isinstance(error, NoCredentialsError | PartialCredentialsError):
+        return TerminalCloudError("no_credentials", f"No usable AWS credentials: {error}")
+    if isinstance(error, NoRegionError):
+        return TerminalCloudError("no_region", str(error))
+    if isinstance(error, ParamValidationError):
+        return TerminalCloudError("invalid_parameters", str(error))
+    if isinstance(error, BotoCoreError):
+        return RetryableCloudError("cloud_client_error", str(error))
+    raise TypeError(f"not a cloud error: {error!r}") from error
+
+
+@contextmanager
+def aws_errors() -> Iterator[None]:
+    """Run boto3 calls, re-raising what they raise as `CloudError`s."""
+    try:
+        yield
+    except (ClientError, BotoCoreError) as error:
+        raise translate(error) from error

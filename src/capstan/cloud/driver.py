@@ -1,0 +1,141 @@
+"""The `Cloud`: the control plane's own AWS identity and its way into customers' accounts.
+
+`open_cloud(settings)` picks the endpoint and the base credentials — AWS's endpoints and boto3's
+default credential chain, or the sandbox cloud's address and the sandbox operator's access key —
+and everything after that is the same code for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import datetime
+from typing import TypeVar
+
+import anyio
+import anyio.to_thread
+
+from capstan.cloud.aws import sts
+from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
+from capstan.cloud.credentials import AssumedRoleCache, RoleRef, utcnow
+from capstan.cloud.errors import CloudError
+from capstan.config import CloudMode, ConfigurationError, Settings
+
+T = TypeVar("T")
+# boto3 calls block; at most this many run at once per process, in worker threads.
+CLOUD_THREADS = 32
+
+
+class Cloud:
+    """What the rest of Capstan uses to reach AWS (or the sandbox cloud).
+
+    - `principal_arn`: the principal a customer's role must trust.
+    - `verify_role(...)`: a live `sts:AssumeRole` into a customer's role.
+    - `session_for(role)`: an `AwsSession` in the customer's account, on cached temporary
+      credentials with at least five minutes left (one reconcile step's worth; close it after).
+    """
+
+    def __init__(
+        self,
+        *,
+        operator: AwsSession,
+        principal_arn: str,
+        limiter: anyio.CapacityLimiter | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.endpoint: Endpoint = operator.endpoint
+        self.principal_arn = principal_arn
+        self.partition = operator.partition()
+        self._operator = operator
+        self._limiter = limiter
+        self._roles = AssumedRoleCache(self._assume, clock=clock)
+        # How many AssumeRole calls this process made (observability; tests read it too).
+        self.assume_role_calls = 0
+
+    @property
+    def region(self) -> str:
+        return self.endpoint.region
+
+    def role_arn(self, account_id: str, role_name: str) -> str:
+        return sts.role_arn(self.partition, account_id, role_name)
+
+    async def verify_role(self, account_id: str, role_name: str, external_id: str) -> str:
+        """Assume the role now (never from cache) and answer its ARN; raises `CloudError`."""
+        role = RoleRef(account_id=account_id, role_name=role_name, external_id=external_id)
+        try:
+            await self._roles.renew(role)
+        except CloudError:
+            self._roles.forget(role)
+            raise
+        return self.role_arn(account_id, role_name)
+
+    async def session_for(self, role: RoleRef) -> AwsSession:
+        """A session in the customer's account (the caller closes it: `with ... as aws:`)."""
+        credentials = await self._roles.get(role)
+        return await self.run(lambda: AwsSession(self.endpoint, credentials))
+
+    def forget(self, role: RoleRef) -> None:
+        """Drop cached credentials for `role` (e.g. after the customer disconnected it)."""
+        self._roles.forget(role)
+
+    async def run(self, work: Callable[[], T]) -> T:
+        """Run blocking boto3 work in the cloud's bounded thread pool."""
+        return await anyio.to_thread.run_sync(work, limiter=self._limiter)
+
+    async def _assume(self, role: RoleRef) -> Credentials:
+        self.assume_role_calls += 1
+        arn = self.role_arn(role.account_id, role.role_name)
+        return await self.run(
+            lambda: sts.assume_role(self._operator, role_arn=arn, external_id=role.external_id)
+        )
+
+
+@asynccontextmanager
+async def open_cloud(settings: Settings) -> AsyncIterator[Cloud]:
+    """The cloud for this process; in sandbox mode, with the sandbox it talks to.
+
+    With `cloud = sandbox` and no `sandbox_cloud_url`, a sandbox cloud is started in-process and
+    stopped on exit. Either way the control plane's identity in the sandbox (the operator
+    account's IAM user) is set up through AWS APIs, as an operator would in AWS.
+    """
+    async with AsyncExitStack() as stack:
+        endpoint, credentials = await _control_plane_identity(settings, stack)
+        operator = await anyio.to_thread.run_sync(lambda: AwsSession(endpoint, credentials))
+        stack.callback(operator.close)
+        principal_arn = settings.aws_principal_arn or await _own_principal(operator)
+        yield Cloud(
+            operator=operator,
+            principal_arn=principal_arn,
+            limiter=anyio.CapacityLimiter(CLOUD_THREADS),
+        )
+
+
+async def _control_plane_identity(
+    settings: Settings, stack: AsyncExitStack
+) -> tuple[Endpoint, Credentials | None]:
+    if settings.cloud is CloudMode.aws:
+        return Endpoint(region=settings.default_region), None
+
+    from capstan.sandbox.cloud.operator import bootstrap_control_plane
+    from capstan.sandbox.cloud.server import start_sandbox_cloud
+
+    url = settings.sandbox_cloud_url
+    if not url:
+        sandbox = await anyio.to_thread.run_sync(start_sandbox_cloud)
+        stack.push_async_callback(anyio.to_thread.run_sync, sandbox.stop)
+        url = sandbox.url
+    endpoint = Endpoint(region=settings.default_region, url=url)
+    credentials = await anyio.to_thread.run_sync(lambda: bootstrap_control_plane(endpoint))
+    return endpoint, credentials
+
+
+async def _own_principal(operator: AwsSession) -> str:
+    try:
+        identity = await anyio.to_thread.run_sync(lambda: sts.caller_identity(operator))
+    except CloudError as error:
+        raise ConfigurationError(
+            f"Capstan could not find its own AWS identity ({error.message}). Give the server AWS "
+            "credentials, or set CAPSTAN_AWS_PRINCIPAL_ARN to the principal customers' roles "
+            "should trust."
+        ) from error
+    return sts.trust_principal(identity.arn)

@@ -1,0 +1,156 @@
+"""The control plane's identity in the sandbox cloud, set up as an operator would in AWS.
+
+An account `capstan-operator` in the sandbox organization holds the IAM user
+`capstan-control-plane`; Capstan signs its calls with that user's access key, so the principal
+customers' roles trust is `arn:aws:iam::<operator account>:user/capstan-control-plane`.
+
+Several Capstan processes (the API and workers; the SQLite and PostgreSQL test servers) may
+bootstrap against one sandbox. They must share one key: IAM allows two access keys per user, and
+deleting "the oldest" would pull the key from under a process still using it — which moto would
+not even refuse, but silently treat as the management account. So the key is kept where an
+operator would keep it, in Secrets Manager in the operator account: the first process creates it
+and stores it, the others read it. A lost race (the secret exists by the time we store ours)
+deletes our fresh key and reads the winner's; keys the secret does not name are leftovers from an
+interrupted bootstrap and are deleted only when the user is at the two-key limit.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from botocore.exceptions import ClientError
+
+from capstan.cloud.aws.errors import aws_errors
+from capstan.cloud.aws.session import Credentials, Endpoint
+from capstan.cloud.errors import TerminalCloudError
+from capstan.sandbox.cloud.accounts import ensure_account, organization_access
+
+if TYPE_CHECKING:
+    from mypy_boto3_iam import IAMClient
+
+
+@dataclass(frozen=True)
+class OperatorIdentity:
+    """Where the control plane's identity lives in the sandbox, by name."""
+
+    account_name: str = "capstan-operator"
+    account_email: str = "operator@sandbox.capstan.test"
+    user_name: str = "capstan-control-plane"
+    # The Secrets Manager secret (in the operator account) holding the user's access key.
+    stored_key_name: str = "capstan/control-plane/access-key"
+
+
+CONTROL_PLANE = OperatorIdentity()
+_ATTEMPTS = 5
+# What the user may do, in AWS's terms: assume customers' roles (their trust policies decide).
+_USER_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "arn:aws:iam::*:role/*"}
+        ],
+    }
+)
+
+
+def operator_account_id(endpoint: Endpoint, identity: OperatorIdentity = CONTROL_PLANE) -> str:
+    return ensure_account(endpoint, name=identity.account_name, email=identity.account_email)
+
+
+def bootstrap_control_plane(
+    endpoint: Endpoint, identity: OperatorIdentity = CONTROL_PLANE
+) -> Credentials:
+    """The control plane's access key in the sandbox, creating account, user and key if needed."""
+    account_id = operator_account_id(endpoint, identity)
+    with organization_access(endpoint, account_id) as admin, aws_errors():
+        iam = cast("IAMClient", admin.client("iam"))
+        secrets = admin.client("secretsmanager")
+        _ensure_user(iam, identity)
+        for _ in range(_ATTEMPTS):
+            key = _shared_key(iam, secrets, identity)
+            if key is not None:
+                return key
+    raise TerminalCloudError(
+        "bootstrap_failed", "The sandbox control-plane access key could not be settled."
+    )
+
+
+def _ensure_user(iam: IAMClient, identity: OperatorIdentity) -> None:
+    try:
+        iam.create_user(
+            UserName=identity.user_name, Tags=[{"Key": "managed-by", "Value": "capstan"}]
+        )
+    except ClientError as error:
+        if _code(error) != "EntityAlreadyExists":
+            raise
+    iam.put_user_policy(
+        UserName=identity.user_name, PolicyName="assume-customer-roles", PolicyDocument=_USER_POLICY
+    )
+
+
+def _shared_key(iam: IAMClient, secrets: Any, identity: OperatorIdentity) -> Credentials | None:
+    """One round: the stored key if it is live, else a new one stored; None to go again."""
+    user = identity.user_name
+    stored, secret_exists = _stored_key(secrets, identity.stored_key_name)
+    if stored is not None and stored.access_key_id in _active_keys(iam, user):
+        return stored
+    key = _new_key(iam, user, keep=stored.access_key_id if stored else None)
+    value = json.dumps({"AccessKeyId": key.access_key_id, "SecretAccessKey": key.secret_access_key})
+    try:
+        if secret_exists:
+            secrets.put_secret_value(SecretId=identity.stored_key_name, SecretString=value)
+        else:
+            secrets.create_secret(Name=identity.stored_key_name, SecretString=value)
+    except ClientError as error:
+        if _code(error) != "ResourceExistsException":
+            raise
+        # Another process stored its key first: use that one.
+        iam.delete_access_key(UserName=user, AccessKeyId=key.access_key_id)
+        return None
+    # A concurrent bootstrap at the key limit may have taken ours for a leftover: check.
+    return key if key.access_key_id in _active_keys(iam, user) else None
+
+
+def _stored_key(secrets: Any, name: str) -> tuple[Credentials | None, bool]:
+    try:
+        value = secrets.get_secret_value(SecretId=name)["SecretString"]
+    except ClientError as error:
+        if _code(error) == "ResourceNotFoundException":
+            return None, False
+        raise
+    try:
+        stored = json.loads(value)
+        return Credentials(stored["AccessKeyId"], stored["SecretAccessKey"]), True
+    except (ValueError, KeyError, TypeError):
+        return None, True
+
+
+def _active_keys(iam: IAMClient, user: str) -> set[str]:
+    keys = iam.list_access_keys(UserName=user)["AccessKeyMetadata"]
+    return {key["AccessKeyId"] for key in keys if key.get("Status") == "Active"}
+
+
+def _new_key(iam: IAMClient, user: str, *, keep: str | None) -> Credentials:
+    try:
+        created = iam.create_access_key(UserName=user)["AccessKey"]
+    except ClientError as error:
+        if _code(error) != "LimitExceeded":
+            raise
+        leftovers = sorted(
+            (
+                key
+                for key in iam.list_access_keys(UserName=user)["AccessKeyMetadata"]
+                if key["AccessKeyId"] != keep
+            ),
+            key=lambda key: key["CreateDate"],
+        )
+        for leftover in leftovers:
+            iam.delete_access_key(UserName=user, AccessKeyId=leftover["AccessKeyId"])
+        created = iam.create_access_key(UserName=user)["AccessKey"]
+    return Credentials(created["AccessKeyId"], created["SecretAccessKey"])
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))

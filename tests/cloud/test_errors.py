@@ -1,0 +1,100 @@
+"""botocore's failures come out as Capstan's typed cloud errors."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError, ParamValidationError
+
+from capstan.cloud import RetryableCloudError, TerminalCloudError
+from capstan.cloud.aws import sts
+from capstan.cloud.aws.errors import aws_errors, snake_case, translate
+from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
+
+
+def client_error(code: str, status: int, message: str = "It failed.") -> ClientError:
+    return ClientError(
+        {
+            "Error": {"Code": code, "Message": message},
+            "ResponseMetadata": {"HTTPStatusCode": status},  # type: ignore[typeddict-item]
+        },
+        "AssumeRole",
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "kind", "machine_code"),
+    [
+        ("AccessDenied", 403, TerminalCloudError, "access_denied"),
+        ("ValidationError", 400, TerminalCloudError, "validation_error"),
+        ("NoSuchEntity", 404, TerminalCloudError, "no_such_entity"),
+        ("Throttling", 400, RetryableCloudError, "throttling"),
+        ("RequestLimitExceeded", 503, RetryableCloudError, "request_limit_exceeded"),
+        ("SomethingNew", 500, RetryableCloudError, "something_new"),
+        ("ServiceUnavailable", 503, RetryableCloudError, "service_unavailable"),
+    ],
+)
+def test_client_errors(code: str, status: int, kind: type, machine_code: str) -> None:
+    error = translate(client_error(code, status))
+    assert type(error) is kind
+    assert error.code == machine_code
+    assert error.message == "It failed."
+
+
+def test_transport_and_parameter_errors() -> None:
+    unreachable = translate(EndpointConnectionError(endpoint_url="http://127.0.0.1:1"))
+    assert isinstance(unreachable, RetryableCloudError)
+    assert unreachable.code == "cloud_unreachable"
+    invalid = translate(ParamValidationError(report="RoleSessionName too short"))
+    assert isinstance(invalid, TerminalCloudError)
+    assert invalid.code == "invalid_parameters"
+
+
+def test_snake_case() -> None:
+    assert snake_case("AccessDenied") == "access_denied"
+    assert snake_case("EC2ThrottledException") == "ec2_throttled_exception"
+    assert (
+        snake_case("AWSOrganizationsNotInUseException") == "aws_organizations_not_in_use_exception"
+    )
+
+
+def test_aws_errors_wraps_and_chains() -> None:
+    original = client_error("AccessDenied", 403)
+    with pytest.raises(TerminalCloudError) as caught, aws_errors():
+        raise original
+    assert caught.value.__cause__ is original
+
+
+def test_an_unreachable_cloud_is_retryable() -> None:
+    """A real call to a port nobody listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    endpoint = Endpoint(region="us-east-1", url=f"http://127.0.0.1:{port}")
+    credentials = Credentials("AKIAEXAMPLE000000001", "x")
+    with AwsSession(endpoint, credentials) as aws, pytest.raises(RetryableCloudError) as caught:
+        sts.caller_identity(aws)
+    assert caught.value.code == "cloud_unreachable"
+
+
+@pytest.mark.parametrize(
+    ("caller", "principal"),
+    [
+        (
+            "arn:aws:sts::123456789012:assumed-role/capstan-server/i-0abc",
+            "arn:aws:iam::123456789012:role/capstan-server",
+        ),
+        (
+            "arn:aws-cn:sts::123456789012:assumed-role/Deployer/session@x",
+            "arn:aws-cn:iam::123456789012:role/Deployer",
+        ),
+        (
+            "arn:aws:iam::123456789012:user/ops/capstan",
+            "arn:aws:iam::123456789012:user/ops/capstan",
+        ),
+        ("arn:aws:iam::123456789012:root", "arn:aws:iam::123456789012:root"),
+    ],
+)
+def test_trust_principal_of_a_caller(caller: str, principal: str) -> None:
+    assert sts.trust_principal(caller) == principal

@@ -1,0 +1,132 @@
+"""The role template is valid CloudFormation for AWS and asks only for what Capstan needs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
+
+from capstan.cloud_account.template import role_template
+from capstan.config import CloudMode
+from tests.harness import RunningServer
+
+PRINCIPAL = "arn:aws:iam::111122223333:user/capstan-control-plane"
+
+
+def statements(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    [role] = template["Resources"].values()
+    [policy] = role["Properties"]["Policies"]
+    return {s["Sid"]: s for s in policy["PolicyDocument"]["Statement"]}
+
+
+def test_cfn_lint_finds_nothing_wrong() -> None:
+    template = role_template(principal_arn=PRINCIPAL, external_id="ext-" + "a" * 28)
+    assert lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"])) == []
+
+
+def test_cfn_lint_would_notice_a_bad_action() -> None:
+    """The check above can fail: cfn-lint knows IAM's action names."""
+    template = role_template(principal_arn=PRINCIPAL, external_id="ext-" + "a" * 28)
+    statements(template)["RunApplications"]["Action"].append("ecs:LaunchEverything")
+    assert lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))
+
+
+def test_iam_is_limited_to_capstan_roles() -> None:
+    granted = statements(role_template(principal_arn=PRINCIPAL, external_id="ext-id"))
+    capstan_roles = {"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/capstan/*"}
+    iam_statements = {
+        sid: s
+        for sid, s in granted.items()
+        if any(str(a).startswith("iam:") for a in _list(s["Action"]))
+    }
+    assert set(iam_statements) == {"CapstanRoles", "PassCapstanRoles", "ServiceLinkedRoles"}
+    assert granted["CapstanRoles"]["Resource"] == capstan_roles
+    assert granted["PassCapstanRoles"]["Resource"] == capstan_roles
+    assert granted["PassCapstanRoles"]["Condition"] == {
+        "StringEquals": {
+            "iam:PassedToService": ["ecs-tasks.amazonaws.com", "codebuild.amazonaws.com"]
+        }
+    }
+    assert "iam:AttachRolePolicy" not in granted["CapstanRoles"]["Action"]
+    assert list(granted["ServiceLinkedRoles"]["Condition"]) == ["StringEquals"]
+    others = [
+        a for s in granted.values() for a in _list(s["Action"]) if s not in iam_statements.values()
+    ]
+    assert not [a for a in others if a.startswith(("iam:", "sts:", "organizations:", "route53"))]
+    for service in (
+        "ecs",
+        "ecr",
+        "elasticloadbalancing",
+        "codebuild",
+        "logs",
+        "cloudwatch",
+        "s3",
+        "cloudfront",
+        "acm",
+        "elasticache",
+        "ssm",
+        "bedrock",
+        "ce",
+        "ec2",
+    ):
+        assert any(a.startswith(f"{service}:") for a in others), service
+
+
+def test_aws_mode_links_to_cloudformation_quick_create(
+    make_server: Callable[..., RunningServer],
+) -> None:
+    template_url = "https://capstan-public.s3.amazonaws.com/capstan-access.json"
+    server = make_server(
+        cloud=CloudMode.aws,
+        aws_principal_arn=PRINCIPAL,
+        aws_template_url=template_url,
+        default_region="eu-west-1",
+    )
+    org = server.new_org()
+    try:
+        connection = org.api.get("/api/cloud_account").json()
+        link = urlsplit(connection["setup_url"])
+        assert (link.scheme, link.netloc, link.path) == (
+            "https",
+            "console.aws.amazon.com",
+            "/cloudformation/home",
+        )
+        assert parse_qs(link.query) == {"region": ["eu-west-1"]}
+        route, _, query = link.fragment.partition("?")
+        assert route == "/stacks/quickcreate"
+        assert parse_qs(query) == {
+            "templateURL": [template_url],
+            "stackName": ["capstan-access"],
+            "param_ExternalId": [connection["external_id"]],
+        }
+        template = org.api.get("/api/cloud_account/template").json()
+        [role] = template["Resources"].values()
+        trust = role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
+        assert trust["Principal"] == {"AWS": PRINCIPAL}
+        with server.client() as anonymous:
+            assert (
+                anonymous.post("/sandbox/cloud/setup", params={"external_id": "x"}).status_code
+                == 404
+            )
+    finally:
+        org.close()
+
+
+def test_aws_mode_without_a_published_template_has_no_setup_url(
+    make_server: Callable[..., RunningServer],
+) -> None:
+    server = make_server(cloud=CloudMode.aws, aws_principal_arn=PRINCIPAL)
+    org = server.new_org()
+    try:
+        connection = org.api.get("/api/cloud_account").json()
+        assert connection["setup_url"] is None
+        assert connection["template_url"] == f"{server.base_url}/api/cloud_account/template"
+    finally:
+        org.close()
+
+
+def _list(value: Any) -> list[str]:
+    return value if isinstance(value, list) else [value]

@@ -1,0 +1,71 @@
+"""Helpers for tests that act on the sandbox cloud directly, as an AWS administrator would."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from capstan.cloud.aws.session import Credentials, Endpoint
+from capstan.sandbox.cloud.accounts import ensure_account, management_session, organization_access
+from capstan.sandbox.cloud.operator import CONTROL_PLANE
+
+
+def new_account(endpoint: Endpoint, stem: str = "test") -> str:
+    name = f"{stem}-{secrets.token_hex(4)}"
+    return ensure_account(endpoint, name=name, email=f"{name}@accounts.sandbox.test")
+
+
+def account_named(endpoint: Endpoint, name: str) -> str | None:
+    with management_session(endpoint) as management:
+        for page in management.client("organizations").get_paginator("list_accounts").paginate():
+            for account in page["Accounts"]:
+                if account["Name"] == name:
+                    return str(account["Id"])
+    return None
+
+
+def operator_principal(endpoint: Endpoint) -> str:
+    """The control plane's principal, found independently of Capstan's own code path."""
+    account_id = account_named(endpoint, CONTROL_PLANE.account_name)
+    assert account_id is not None, "the operator account does not exist"
+    return f"arn:aws:iam::{account_id}:user/{CONTROL_PLANE.user_name}"
+
+
+def trust_policy(principal: Any, *, external_id: str | None = None) -> dict[str, Any]:
+    statement: dict[str, Any] = {
+        "Effect": "Allow",
+        "Principal": {"AWS": principal},
+        "Action": "sts:AssumeRole",
+    }
+    if external_id is not None:
+        statement["Condition"] = {"StringEquals": {"sts:ExternalId": external_id}}
+    return {"Version": "2012-10-17", "Statement": [statement]}
+
+
+def create_role(
+    endpoint: Endpoint, account_id: str, name: str, policy: dict[str, Any], *, path: str = "/"
+) -> str:
+    with organization_access(endpoint, account_id) as admin:
+        role = admin.client("iam").create_role(
+            RoleName=name, Path=path, AssumeRolePolicyDocument=json.dumps(policy)
+        )
+    return str(role["Role"]["Arn"])
+
+
+def set_trust_policy(
+    endpoint: Endpoint, account_id: str, name: str, policy: dict[str, Any]
+) -> None:
+    with organization_access(endpoint, account_id) as admin:
+        admin.client("iam").update_assume_role_policy(
+            RoleName=name, PolicyDocument=json.dumps(policy)
+        )
+
+
+def create_user(endpoint: Endpoint, account_id: str, name: str) -> tuple[str, Credentials]:
+    """An IAM user with an access key: (its ARN, its credentials)."""
+    with organization_access(endpoint, account_id) as admin:
+        iam = admin.client("iam")
+        arn = iam.create_user(UserName=name)["User"]["Arn"]
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+    return str(arn), Credentials(key["AccessKeyId"], key["SecretAccessKey"])
