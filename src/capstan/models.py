@@ -5,18 +5,23 @@ from capstan.cloud_account.models import CloudAccount
 from capstan.db import Base
 from capstan.git_host.models import GitHostInstallation, GitHostSetup
 from capstan.projects.models import Project
-from capstan.reconcile.models import QueueItem
+from capstan.reconcile.models import QueueItem, ReconcilePass
+from capstan.services.models import Deployment, Preview, Service
 
 __all__ = [
     "ApiToken",
     "Base",
     "BrowserSession",
     "CloudAccount",
+    "Deployment",
     "GitHostInstallation",
     "GitHostSetup",
     "Organization",
+    "Preview",
     "Project",
     "QueueItem",
+    "ReconcilePass",
+    "Service",
     "SignInAttempt",
     "User",
 ]

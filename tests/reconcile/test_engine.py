@@ -244,3 +244,43 @@ def test_concurrent_claims_never_share_a_row(server: RunningServer) -> None:
     claimed = [rid for batch in results for rid in batch]
     assert sorted(claimed) == sorted(f"r{i}" for i in range(60))  # each exactly once
     assert sum(1 for batch in results if batch) >= 2  # the work really was shared
+
+
+def test_every_pass_is_recorded_with_its_owner_and_outcome(server: RunningServer) -> None:
+    from capstan.reconcile.models import ReconcilePass
+
+    async def outcome(_id: str, n: int) -> Result:
+        if n == 1:
+            raise RuntimeError("first try fails")
+        return Done()
+
+    recorder = Recorder(outcome)
+
+    async def work(sessions: Sessions) -> list[ReconcilePass]:
+        await _enqueue(sessions, recorder.kind, "p")
+        worker = Worker(sessions, [recorder], owner="recorder-1")
+        await worker.run_until_idle()
+        async with sessions() as session:  # make the backoff due now
+            await session.execute(
+                QueueItem.__table__.update()
+                .where(QueueItem.kind == recorder.kind)
+                .values(due_at=utcnow())
+            )
+            await session.commit()
+        await worker.run_until_idle()
+        async with sessions() as session:
+            return list(
+                await session.scalars(
+                    select(ReconcilePass)
+                    .where(ReconcilePass.kind == recorder.kind)
+                    .order_by(ReconcilePass.id)
+                )
+            )
+
+    passes = run(server, work)
+    assert [(p.owner, p.outcome) for p in passes] == [
+        ("recorder-1", "error"),
+        ("recorder-1", "done"),
+    ]
+    assert passes[0].error == "RuntimeError: first try fails"
+    assert all(p.started_at <= p.finished_at for p in passes)

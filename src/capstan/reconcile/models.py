@@ -31,3 +31,20 @@ class QueueItem(Base):
     lease_expires_at: Mapped[datetime | None]
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = created_at_column()
+
+
+class ReconcilePass(Base):
+    """A record of one pass: who ran it, when, and how it ended — what operators read to see
+    why a resource is where it is, and what tests read to prove no pass overlapped another."""
+
+    __tablename__ = "reconcile_passes"
+    __table_args__ = (Index("ix_reconcile_passes_resource", "kind", "resource_id", "started_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(40))
+    resource_id: Mapped[str] = mapped_column(String(40))
+    owner: Mapped[str] = mapped_column(String(100))
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime]
+    outcome: Mapped[str] = mapped_column(String(20))  # done | requeue | error | lost
+    error: Mapped[str | None] = mapped_column(Text)

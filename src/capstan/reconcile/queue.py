@@ -18,7 +18,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.db import utcnow
-from capstan.reconcile.models import QueueItem
+from capstan.reconcile.models import QueueItem, ReconcilePass
 
 BACKOFF_BASE_SECONDS = 2.0
 BACKOFF_MAX_SECONDS = 300.0
@@ -125,6 +125,7 @@ async def finish(
     owner: str,
     requeue_after: float | None = None,
     error: str | None = None,
+    started_at: datetime | None = None,
 ) -> None:
     """Record the outcome of a pass and release the lease. Commits.
 
@@ -137,6 +138,26 @@ async def finish(
         QueueItem.lease_owner == owner,
     )
     now = utcnow()
+    held = await session.scalar(select(QueueItem.version).where(mine))
+    session.add(
+        ReconcilePass(
+            kind=claim.kind,
+            resource_id=claim.resource_id,
+            owner=owner,
+            started_at=started_at or now,
+            finished_at=now,
+            outcome=(
+                "lost"
+                if held is None
+                else "error"
+                if error is not None
+                else "requeue"
+                if requeue_after is not None
+                else "done"
+            ),
+            error=error[:4000] if error else None,
+        )
+    )
     if error is not None:
         attempts = claim.attempts + 1
         await session.execute(
@@ -180,6 +201,14 @@ async def finish(
 def _earliest_if_changed(claim: Claim, later: datetime, now: datetime) -> ColumnElement[datetime]:
     """Requeue at `later`, or now if the resource was enqueued again during the pass."""
     return case((QueueItem.version != claim.version, now), else_=later)
+
+
+async def prune_passes(session: AsyncSession, *, older_than: timedelta) -> None:
+    """Forget pass records older than `older_than`. Commits."""
+    await session.execute(
+        delete(ReconcilePass).where(ReconcilePass.finished_at < utcnow() - older_than)
+    )
+    await session.commit()
 
 
 async def pending(session: AsyncSession) -> list[QueueItem]:

@@ -18,14 +18,17 @@ import socket
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from capstan.db import utcnow
 from capstan.reconcile import queue
 from capstan.reconcile.queue import Claim
 
 log = logging.getLogger("capstan.reconcile")
+PASS_HISTORY = timedelta(days=7)
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ class Worker:
 
     async def resync(self) -> None:
         async with self._sessionmaker() as session:
+            await queue.prune_passes(session, older_than=PASS_HISTORY)
             for kind, reconciler in self._reconcilers.items():
                 for resource_id in await reconciler.live_ids(session):
                     await queue.enqueue(session, kind, resource_id)
@@ -144,6 +148,7 @@ class Worker:
 
     async def _process(self, claim: Claim) -> None:
         reconciler = self._reconcilers[claim.kind]
+        started_at = utcnow()
         requeue_after: float | None = None
         error: str | None = None
         try:
@@ -164,7 +169,12 @@ class Worker:
             self._in_flight.pop((claim.kind, claim.resource_id), None)
         async with self._sessionmaker() as session:
             await queue.finish(
-                session, claim, owner=self.owner, requeue_after=requeue_after, error=error
+                session,
+                claim,
+                owner=self.owner,
+                requeue_after=requeue_after,
+                error=error,
+                started_at=started_at,
             )
 
     async def _heartbeat(self) -> None:

@@ -1,0 +1,124 @@
+"""Web servers and workers ("services"), their previews and their deployments.
+
+Web servers and workers share one table: they differ only in a few columns (a web server has a
+health path and a URL, a worker a start command) and share every operation. A preview is a
+per-branch copy of a service: it follows the parent's settings and has its own branch,
+environment and compute.
+
+Desired state and its progress: `generation` is bumped by every change that needs a deployment;
+`observed_generation` is set when the cloud has converged to it. `deleted_at` is the finalizer
+mark: the row is gone from the API at once, and removed by the reconciler once its cloud
+resources are.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    text,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from capstan.db import Base, created_at_column, id_column, utcnow
+
+
+class Service(Base):
+    __tablename__ = "services"
+    __table_args__ = (
+        # Names are unique per project and kind among the live ones (a deleted service may still
+        # be removing its cloud resources).
+        Index(
+            "uq_services_live_name",
+            "project_id",
+            "kind",
+            "name",
+            unique=True,
+            sqlite_where=text("deleted_at IS NULL"),
+            postgresql_where=text("deleted_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[str] = id_column("svc")
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(20))  # "web_server" | "worker"
+    name: Mapped[str] = mapped_column(String(63))
+    repo: Mapped[str] = mapped_column(String(200))
+    branch: Mapped[str] = mapped_column(String(255))
+    build_command: Mapped[str | None] = mapped_column(Text)
+    health_path: Mapped[str | None] = mapped_column(String(1024))
+    start_command: Mapped[str | None] = mapped_column(Text)
+    cpu: Mapped[int] = mapped_column(Integer)
+    memory: Mapped[int] = mapped_column(Integer)
+    auto_deploy: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The git host installation through which the repository was reachable at creation.
+    installation_id: Mapped[int | None] = mapped_column(BigInteger)
+    environment: Mapped[bytes | None] = mapped_column(LargeBinary)  # sealed JSON
+    generation: Mapped[int] = mapped_column(Integer, default=1)
+    observed_generation: Mapped[int] = mapped_column(Integer, default=0)
+    # The hostname the cloud currently routes to this service (moves after a suffix rename).
+    applied_hostname: Mapped[str | None] = mapped_column(String(253))
+    deleted_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = created_at_column()
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Preview(Base):
+    __tablename__ = "previews"
+    __table_args__ = (
+        Index(
+            "uq_previews_live_branch",
+            "service_id",
+            "branch",
+            unique=True,
+            sqlite_where=text("deleted_at IS NULL"),
+            postgresql_where=text("deleted_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[str] = id_column("pvw")
+    service_id: Mapped[str] = mapped_column(ForeignKey("services.id"), index=True)
+    branch: Mapped[str] = mapped_column(String(255))
+    # DNS label of the preview's hostname: unique per service, derived at creation.
+    slug: Mapped[str] = mapped_column(String(63))
+    environment: Mapped[bytes | None] = mapped_column(LargeBinary)  # sealed JSON
+    generation: Mapped[int] = mapped_column(Integer, default=1)
+    observed_generation: Mapped[int] = mapped_column(Integer, default=0)
+    applied_hostname: Mapped[str | None] = mapped_column(String(253))
+    deleted_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = created_at_column()
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Deployment(Base):
+    """One attempt to bring a service (or one of its previews) to a generation."""
+
+    __tablename__ = "deployments"
+    __table_args__ = (Index("ix_deployments_target", "service_id", "preview_id", "created_at"),)
+
+    id: Mapped[str] = id_column("dep")
+    service_id: Mapped[str] = mapped_column(ForeignKey("services.id"))
+    preview_id: Mapped[str | None] = mapped_column(ForeignKey("previews.id"))
+    generation: Mapped[int] = mapped_column(Integer)
+    trigger: Mapped[str] = mapped_column(String(20))  # create|patch|redeploy|environment|push
+    # pending → building → deploying → running | failed | superseded
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    commit_sha: Mapped[str | None] = mapped_column(String(64))
+    error: Mapped[str | None] = mapped_column(Text)
+    build_id: Mapped[str | None] = mapped_column(String(512))
+    image_uri: Mapped[str | None] = mapped_column(String(512))
+    task_definition_arn: Mapped[str | None] = mapped_column(String(512))
+    deadline_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = created_at_column()
+    finished_at: Mapped[datetime | None]
