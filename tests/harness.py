@@ -164,6 +164,8 @@ def test_settings(
         "github_app_slug": "capstan-test",
         "github_private_key_file": github_private_key_file,
         "github_webhook_secret": secrets.token_urlsafe(16),
+        "github_client_id": "Iv1.capstan-test",
+        "github_client_secret": secrets.token_urlsafe(32),
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -54,8 +54,19 @@ class Settings(BaseSettings):
     github_private_key: SecretStr | None = None
     github_private_key_file: Path | None = None
     github_webhook_secret: SecretStr | None = None
+    # The app's OAuth client: with "Request user authorization (OAuth) during installation" on,
+    # the install callback carries a code that proves which installations the user can access.
+    github_client_id: str | None = None
+    github_client_secret: SecretStr | None = None
     github_api_url: str | None = None
     github_web_url: str | None = None
+
+    # Reconcile workers run inside `capstan server` unless this is 0 (then run `capstan worker`).
+    worker_concurrency: int = 8
+    worker_poll_seconds: float = 0.25
+    worker_lease_seconds: float = 30.0
+    resync_seconds: float = 300.0
+    rollout_deadline_seconds: float = 900.0
 
     session_idle_seconds: int = 7 * 24 * 3600
     session_absolute_seconds: int = 30 * 24 * 3600
@@ -138,6 +149,12 @@ class Settings(BaseSettings):
         if settings.github_webhook_secret is None:
             changes["github_webhook_secret"] = SecretStr(
                 _read_or_create_secret(data_dir / "git_host_webhook_secret")
+            )
+        if settings.github_client_id is None:
+            changes["github_client_id"] = "Iv1.capstan-dev"
+        if settings.github_client_secret is None:
+            changes["github_client_secret"] = SecretStr(
+                _read_or_create_secret(data_dir / "git_host_client_secret")
             )
         if settings.github_app_id is None:
             changes["github_app_id"] = "1"

@@ -14,16 +14,26 @@ from cryptography.hazmat.primitives import serialization
 from pydantic import SecretStr
 
 from capstan.git_host.client import (
+    BadVerificationCode,
+    ClientCredentialsRefused,
     GitHostNotConfigured,
     GitHubAppClient,
+    Installation,
     NoSuchInstallation,
     Repository,
     RetryableGitHostError,
     TerminalGitHostError,
+    UserAccessToken,
+    UserAuthorizationNotConfigured,
     open_git_host,
 )
 from tests.harness import RunningServer, free_socket
-from tests.sandbox_git_host.helpers import inject_failures, other_rsa_key, sandbox_install
+from tests.sandbox_git_host.helpers import (
+    inject_failures,
+    other_rsa_key,
+    sandbox_install,
+    sandbox_install_with_code,
+)
 
 T = TypeVar("T")
 
@@ -186,6 +196,82 @@ def test_an_app_that_is_not_configured(server: RunningServer) -> None:
         )
     with pytest.raises(GitHostNotConfigured):
         with_client(server, lambda client: _value(client.install_url("x")), github_app_slug=None)
+
+
+# The user who installed ---------------------------------------------------------------------------
+
+
+def test_exchange_code_and_list_the_users_installations(server: RunningServer) -> None:
+    erin = server.unique("erin")
+    own, _ = sandbox_install_with_code(server, account=erin)
+    org, code = sandbox_install_with_code(
+        server, user=erin, account=f"org-{erin}", account_type="Organization"
+    )
+    sandbox_install(server)  # someone else's
+
+    async def work(client: GitHubAppClient) -> list[Installation]:
+        token = await client.exchange_code(code)
+        assert token.token.startswith("ghu_") and token.token not in repr(token)
+        assert token.token_type == "bearer"
+        return await client.list_user_installations(token, per_page=1)  # one page each
+
+    installations = with_client(server, work)
+    assert installations == [
+        Installation(installation_id=own, account_login=erin, account_type="User"),
+        Installation(installation_id=org, account_login=f"org-{erin}", account_type="Organization"),
+    ]
+
+
+def test_user_installation_ids(server: RunningServer) -> None:
+    installation_id, code = sandbox_install_with_code(server, account=server.unique("frank"))
+    ids = with_client(server, lambda client: client.user_installation_ids(code))
+    assert ids == frozenset({installation_id})
+
+
+def test_bad_used_or_missing_codes(server: RunningServer) -> None:
+    _installation_id, code = sandbox_install_with_code(server)
+    with_client(server, lambda client: client.exchange_code(code))
+    for bad in (code, "0123456789abcdef0123", ""):
+
+        async def exchange(client: GitHubAppClient, bad: str = bad) -> UserAccessToken:
+            return await client.exchange_code(bad)
+
+        with pytest.raises(BadVerificationCode) as raised:
+            with_client(server, exchange)
+        assert raised.value.error == "bad_verification_code"
+        assert not raised.value.retryable
+
+
+def test_wrong_client_secret(server: RunningServer) -> None:
+    _installation_id, code = sandbox_install_with_code(server)
+    with pytest.raises(ClientCredentialsRefused):
+        with_client(
+            server,
+            lambda client: client.exchange_code(code),
+            github_client_secret=SecretStr("not the app's secret"),
+        )
+    # The code survives a refused client.
+    assert with_client(server, lambda client: client.user_installation_ids(code))
+
+
+def test_user_authorization_not_configured(server: RunningServer) -> None:
+    for missing in ({"github_client_id": None}, {"github_client_secret": None}):
+        with pytest.raises(UserAuthorizationNotConfigured):
+            with_client(server, lambda client: client.exchange_code("x"), **missing)
+        configured = with_client(
+            server, lambda client: _value(client.user_authorization_configured), **missing
+        )
+        assert configured is False
+
+
+def test_the_oauth_endpoint_failing_is_retryable(server: RunningServer) -> None:
+    _installation_id, code = sandbox_install_with_code(server)
+    inject_failures(server, 503, path="/login/oauth/access_token")
+    with pytest.raises(RetryableGitHostError):
+        with_client(server, lambda client: client.exchange_code(code))
+    inject_failures(server, 500, path="/api/user/installations")
+    with pytest.raises(RetryableGitHostError):
+        with_client(server, lambda client: client.user_installation_ids(code))
 
 
 async def _value(value: T) -> T:

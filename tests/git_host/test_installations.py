@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import jwt
 import pytest
+from fastapi import FastAPI
+from pydantic import SecretStr
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.git_host.models import GitHostInstallation, GitHostSetup
 from capstan.git_host.setup_state import sign_state
+from capstan.sandbox.git_host.host import SandboxGitHost
+from capstan.sandbox.git_host.store import STATE_FILE
 from tests.git_host.flow import approve, callback, install, start_setup, with_query
 from tests.harness import Org, RunningServer, run_db
 from tests.sandbox_git_host.helpers import inject_failures, query_of, uninstall
+
+# Where the sandbox's app confirmation lives: failures aimed here hit the app JWT confirmation
+# that follows the user's proof, not the proof itself.
+CONFIRMATION = "/api/app/installations"
 
 SAMPLES = {
     "capstan-samples/hello-web",
@@ -97,6 +107,7 @@ def test_full_flow_records_lists_repositories_and_deletes(org: Org) -> None:
     params = query_of(callback_url)
     assert params["setup_action"] == "install"
     assert params["state"] == query_of(redirect_url)["state"]
+    assert len(params["code"]) == 20  # the installing user's OAuth code
     installation_id = int(params["installation_id"])
 
     response = callback(callback_url)
@@ -249,13 +260,39 @@ def test_reused_state_is_refused(org: Org) -> None:
 
 
 def test_concurrent_callbacks_with_one_state_record_once(org: Org) -> None:
-    callback_url = approve(start_setup(org))
+    """Six installations, each with a good code, brought back with one state: one claim wins."""
+    redirect_url = start_setup(org)
+    callback_urls = [approve(redirect_url) for _ in range(6)]
     with ThreadPoolExecutor(max_workers=6) as pool:
-        responses = list(pool.map(lambda _: callback(callback_url), range(6)))
+        responses = list(pool.map(callback, callback_urls))
     statuses = sorted(r.status_code for r in responses)
     assert statuses == [303, 400, 400, 400, 400, 400], [r.text for r in responses]
     assert all(
         r.json()["error"] == "git_host_state_used" for r in responses if r.status_code == 400
+    )
+    [winner] = [r for r in responses if r.status_code == 303]
+    installed = int(query_of(winner.headers["location"])["installation_id"])
+    assert [i["installation_id"] for i in listed(org)] == [installed]
+
+
+def test_concurrent_replays_of_one_callback_record_once(org: Org) -> None:
+    """The same callback URL six times at once: its code works once, so one records."""
+    callback_url = approve(start_setup(org))
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        responses = list(pool.map(lambda _: callback(callback_url), range(6)))
+    outcomes = []
+    for response in responses:
+        if response.status_code == 303:
+            outcomes.append(query_of(response.headers["location"]))
+        else:
+            assert_error(response, 400, "git_host_state_used")
+    assert [o for o in outcomes if o.get("git_host") == "installed"] == [
+        {"git_host": "installed", "installation_id": query_of(callback_url)["installation_id"]}
+    ]
+    assert all(
+        o == {"git_host_error": "user_authorization_invalid"}
+        for o in outcomes
+        if "git_host" not in o
     )
     assert len(listed(org)) == 1
 
@@ -314,7 +351,7 @@ def test_failed_confirmation_keeps_the_claim_and_the_manual_post_finishes(org: O
     server = org.server
     callback_url = approve(start_setup(org))
     installation_id = int(query_of(callback_url)["installation_id"])
-    inject_failures(server, 503)
+    inject_failures(server, 503, path=CONFIRMATION)
     response = callback(callback_url)
     assert response.status_code == 303, response.text
     assert query_of(response.headers["location"]) == {"git_host_error": "git_host_unavailable"}
@@ -349,7 +386,7 @@ def test_the_claim_is_committed_before_the_git_host_is_asked(org: Org) -> None:
     server = org.server
     callback_url = approve(start_setup(org))
     installation_id = int(query_of(callback_url)["installation_id"])
-    inject_failures(server, None, delay_seconds=3)
+    inject_failures(server, None, delay_seconds=3, path=CONFIRMATION)
     outcome: dict[str, httpx.Response] = {}
     in_flight = threading.Thread(target=lambda: outcome.update(response=callback(callback_url)))
     in_flight.start()
@@ -388,13 +425,14 @@ def test_manual_post_while_the_git_host_fails(org: Org) -> None:
 
 def test_installation_removed_at_the_git_host(org: Org) -> None:
     server = org.server
-    # Removed before the callback: the claim stands, nothing is recorded.
+    # Removed before the callback: the user can no longer access it, so nothing is claimed.
     callback_url = approve(start_setup(org))
     gone = int(query_of(callback_url)["installation_id"])
     uninstall(server, gone)
     response = callback(callback_url)
-    assert query_of(response.headers["location"]) == {"git_host_error": "installation_not_found"}
+    assert query_of(response.headers["location"]) == {"git_host_error": "installation_not_yours"}
     assert listed(org) == []
+    assert setups(server, org.organization_id)[0].installation_id is None
     response = org.api.post("/api/git_host/installations", json={"installation_id": gone})
     assert_error(response, 404, "installation_not_found")
     assert listed(org) == []
@@ -413,6 +451,195 @@ def test_repositories_while_the_git_host_fails(org: Org) -> None:
     assert_error(response, 502, "git_host_unavailable")
     response = org.api.get(f"/api/git_host/installations/{installation_id}/repositories")
     assert response.status_code == 200, response.text
+
+
+# The installing user's proof --------------------------------------------------------------------
+
+
+def test_callback_hijack_with_another_organizations_installation_is_refused(
+    org: Org, other_org: Org
+) -> None:
+    """The attacker's own state and own code, with the victim's installation number."""
+    server = org.server
+    victim = install(org)  # installed by `sandbox-user` on its own account
+    # The attacker organization runs its own flow as another git host user, on their account.
+    attacker_url = approve(start_setup(other_org), account=server.unique("mallory"))
+    assert int(query_of(attacker_url)["installation_id"]) != victim
+    crafted = with_query(attacker_url, installation_id=victim)
+
+    response = callback(crafted)
+    assert response.status_code == 303, response.text
+    assert query_of(response.headers["location"]) == {"git_host_error": "installation_not_yours"}
+    assert listed(other_org) == []
+    assert recorded(server, other_org.organization_id) == []
+    [setup] = setups(server, other_org.organization_id)
+    assert setup.installation_id is None  # no claim for an unproven number
+    response = other_org.api.post("/api/git_host/installations", json={"installation_id": victim})
+    assert_error(response, 404, "installation_not_found")
+    assert listed(other_org) == []
+    assert [i["installation_id"] for i in listed(org)] == [victim]
+
+
+def test_the_proof_is_of_the_git_host_user(org: Org, other_org: Org) -> None:
+    """A git host user who can access an installation may bring it to another organization of
+    theirs: the proof is about the person at the git host, not who connected it first."""
+    victim = install(org)
+    own_url = approve(start_setup(other_org))  # the same git host user, `sandbox-user`
+    response = callback(with_query(own_url, installation_id=victim))
+    assert query_of(response.headers["location"]) == {
+        "git_host": "installed",
+        "installation_id": str(victim),
+    }
+    assert [i["installation_id"] for i in listed(other_org)] == [victim]
+
+
+def test_callback_without_a_good_code_records_nothing(org: Org) -> None:
+    server = org.server
+    redirect_url = start_setup(org)
+    callback_url = approve(redirect_url)
+    without_code = str(httpx.URL(callback_url).copy_remove_param("code"))
+    refused = [
+        (without_code, "user_authorization_missing"),
+        (with_query(callback_url, code=""), "user_authorization_missing"),
+        (with_query(callback_url, code="0123456789abcdef0123"), "user_authorization_invalid"),
+        (with_query(callback_url, code="not a code at all"), "user_authorization_invalid"),
+    ]
+    for url, error in refused:
+        response = callback(url)
+        assert response.status_code == 303, response.text
+        assert query_of(response.headers["location"]) == {"git_host_error": error}
+    assert listed(org) == []
+    [setup] = setups(server, org.organization_id)
+    assert setup.installation_id is None
+    # None of them used the state or the real code up.
+    response = callback(callback_url)
+    assert query_of(response.headers["location"])["git_host"] == "installed"
+
+    # A used code is worthless, even with a fresh state.
+    replayed = approve(start_setup(org))
+    response = callback(with_query(replayed, code=query_of(callback_url)["code"]))
+    assert query_of(response.headers["location"]) == {
+        "git_host_error": "user_authorization_invalid"
+    }
+    assert len(listed(org)) == 1
+    assert setups(server, org.organization_id)[-1].installation_id is None
+
+
+def test_a_code_that_is_too_long_is_a_bad_request(org: Org) -> None:
+    callback_url = approve(start_setup(org))
+    response = callback(with_query(callback_url, code="x" * 201))
+    assert_error(response, 400, "invalid_request")
+    assert listed(org) == []
+
+
+def test_git_host_failing_during_the_proof_claims_nothing(org: Org) -> None:
+    server = org.server
+    redirect_url = start_setup(org)
+    callback_url = approve(redirect_url)
+    installation_id = int(query_of(callback_url)["installation_id"])
+    inject_failures(server, 503, path="/api/user/installations")
+    response = callback(callback_url)
+    assert query_of(response.headers["location"]) == {"git_host_error": "git_host_unavailable"}
+    assert setups(server, org.organization_id)[0].installation_id is None
+    response = org.api.post(
+        "/api/git_host/installations", json={"installation_id": installation_id}
+    )
+    assert_error(response, 404, "installation_not_found")
+
+    # The OAuth endpoint down: the code was not redeemed, so the same callback works later.
+    callback_url = approve(redirect_url)
+    inject_failures(server, 502, path="/login/oauth/access_token")
+    response = callback(callback_url)
+    assert query_of(response.headers["location"]) == {"git_host_error": "git_host_unavailable"}
+    assert listed(org) == []
+    assert setups(server, org.organization_id)[0].installation_id is None
+    response = callback(callback_url)
+    assert query_of(response.headers["location"])["git_host"] == "installed"
+
+
+def _sandbox_with_client_secret(secret: str) -> Callable[[FastAPI], None]:
+    """The git host's own record of the app's client secret, whatever Capstan is configured with."""
+
+    def configure(app: FastAPI) -> None:
+        settings = app.state.settings.model_copy(
+            update={
+                "github_client_id": "Iv1.capstan-test",
+                "github_client_secret": SecretStr(secret),
+            }
+        )
+        app.state.sandbox_git_host = SandboxGitHost.from_settings(settings)
+
+    return configure
+
+
+def test_a_server_with_the_wrong_client_secret_records_nothing(
+    make_server: Callable[..., RunningServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    server = make_server(_sandbox_with_client_secret("the secret the git host knows"))
+    member = server.new_org()
+    try:
+        callback_url = approve(start_setup(member))
+        installation_id = int(query_of(callback_url)["installation_id"])
+        response = callback(callback_url)
+        assert query_of(response.headers["location"]) == {
+            "git_host_error": "git_host_user_authorization_not_configured"
+        }
+        assert listed(member) == []
+        assert setups(server, member.organization_id)[0].installation_id is None
+        response = member.api.post(
+            "/api/git_host/installations", json={"installation_id": installation_id}
+        )
+        assert_error(response, 404, "installation_not_found")
+        assert any("CAPSTAN_GITHUB_CLIENT_SECRET" in r.getMessage() for r in caplog.records)
+    finally:
+        member.close()
+
+
+def test_a_server_without_the_oauth_client_refuses_the_callback(
+    make_server: Callable[..., RunningServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    server = make_server(
+        _sandbox_with_client_secret("registered at the git host"),
+        github_client_id=None,
+        github_client_secret=None,
+    )
+    member = server.new_org()
+    try:
+        callback_url = approve(start_setup(member))
+        installation_id = int(query_of(callback_url)["installation_id"])
+        response = callback(callback_url)
+        assert query_of(response.headers["location"]) == {
+            "git_host_error": "git_host_user_authorization_not_configured"
+        }
+        assert listed(member) == []
+        assert setups(server, member.organization_id)[0].installation_id is None
+        response = member.api.post(
+            "/api/git_host/installations", json={"installation_id": installation_id}
+        )
+        assert_error(response, 404, "installation_not_found")
+        assert any(
+            "CAPSTAN_GITHUB_CLIENT_ID" in r.getMessage() and r.levelno == logging.ERROR
+            for r in caplog.records
+        )
+    finally:
+        member.close()
+
+
+def test_the_user_token_is_never_logged_or_written_down(
+    org: Org, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = org.server
+    caplog.set_level(logging.DEBUG)
+    install(org)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("login/oauth/access_token" in m for m in messages)  # the exchange was logged at all
+    secret = server.settings.github_client_secret
+    assert secret is not None
+    for message in messages:
+        assert "ghu_" not in message
+        assert secret.get_secret_value() not in message
+    state_file = (server.settings.data_dir / STATE_FILE).read_text()
+    assert "ghu_" not in state_file
 
 
 # Organizations ---------------------------------------------------------------------------------

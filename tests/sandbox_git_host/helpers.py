@@ -1,5 +1,5 @@
-"""Helpers that play the parts around the sandbox git host: the app (signing JWTs with its key)
-and a person's browser on the install page."""
+"""Helpers that play the parts around the sandbox git host: the app (signing JWTs with its key,
+exchanging OAuth codes with its client secret) and a person's browser on the install page."""
 
 from __future__ import annotations
 
@@ -66,12 +66,56 @@ def open_install_page(server: RunningServer, url: str) -> httpx.Response:
 
 def sandbox_install(server: RunningServer, **params: str) -> int:
     """Install the app at the sandbox directly (no Capstan state); the new installation id."""
+    installation_id, _code = sandbox_install_with_code(server, **params)
+    return installation_id
+
+
+def sandbox_install_with_code(server: RunningServer, **params: str) -> tuple[int, str]:
+    """Install the app at the sandbox directly; the installation id and the user's OAuth code."""
     settings = server.settings
     url = f"{settings.github_web_base}/apps/{settings.github_app_slug}/installations/new"
     with httpx.Client(timeout=30) as browser:
         response = browser.get(url, params=params)
     assert response.status_code == 302, response.text
-    return int(query_of(response.headers["location"])["installation_id"])
+    query = query_of(response.headers["location"])
+    return int(query["installation_id"]), query["code"]
+
+
+def exchange_code(
+    server: RunningServer,
+    code: str | None,
+    *,
+    client_id: str | None = None,
+    client_secret: str | None = None,
+    as_json: bool = False,
+) -> httpx.Response:
+    """POST the code to the sandbox's OAuth endpoint with the app's client id and secret (by
+    default) as a form, asking for JSON back, as the client does."""
+    settings = server.settings
+    secret = settings.github_client_secret
+    fields = {
+        "client_id": client_id if client_id is not None else settings.github_client_id,
+        "client_secret": (
+            client_secret
+            if client_secret is not None
+            else (secret.get_secret_value() if secret else None)
+        ),
+        "code": code,
+    }
+    body = {key: value for key, value in fields.items() if value is not None}
+    url = f"{settings.github_web_base}/login/oauth/access_token"
+    headers = {"Accept": "application/json"}
+    with httpx.Client(timeout=30) as client:
+        if as_json:
+            return client.post(url, json=body, headers=headers)
+        return client.post(url, data=body, headers=headers)
+
+
+def user_token(server: RunningServer, code: str) -> str:
+    response = exchange_code(server, code)
+    assert response.status_code == 200, response.text
+    token: str = response.json()["access_token"]
+    return token
 
 
 def uninstall(server: RunningServer, installation_id: int) -> None:
@@ -88,8 +132,10 @@ def inject_failures(
     count: int = 1,
     retry_after: int | None = None,
     delay_seconds: float = 0.0,
+    path: str | None = None,
 ) -> None:
-    """The sandbox's next `count` API calls answer `status` (None: normally), maybe late."""
+    """The sandbox's next `count` API calls (those under `path`, e.g. `/api/app/installations`)
+    answer `status` (None: normally), maybe late."""
     with server.client() as client:
         response = client.post(
             "/sandbox/git_host/control/failures",
@@ -98,6 +144,7 @@ def inject_failures(
                 "count": count,
                 "retry_after": retry_after,
                 "delay_seconds": delay_seconds,
+                "path": path,
             },
         )
     assert response.status_code == 204, response.text

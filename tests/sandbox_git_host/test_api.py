@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from datetime import UTC, datetime, timedelta
@@ -20,7 +21,9 @@ from tests.sandbox_git_host.helpers import (
     other_rsa_key,
     query_of,
     sandbox_install,
+    sandbox_install_with_code,
     uninstall,
+    user_token,
 )
 
 SAMPLE_NAMES = [
@@ -74,6 +77,7 @@ def test_install_page_approves_and_redirects_to_the_callback(server: RunningServ
     assert one["setup_action"] == "install" and one["state"] == "abc.def"
     assert two["state"] == "xyz"
     assert int(two["installation_id"]) == int(one["installation_id"]) + 1
+    assert one["code"] != two["code"]  # a one-time OAuth code for the installing user
 
 
 def test_install_page_of_an_unknown_app(server: RunningServer) -> None:
@@ -296,6 +300,7 @@ def test_sample_repositories_and_branches(server: RunningServer) -> None:
         assert heads == {
             "main": commit_sha("capstan-samples/hello-web", "main", 1),
             "feature-x": commit_sha("capstan-samples/hello-web", "feature-x", 1),
+            "broken-build": commit_sha("capstan-samples/hello-web", "broken-build", 1),
         }
         assert heads["main"] != heads["feature-x"] and len(heads["main"]) == 40
         one = client.get("repos/capstan-samples/hello-web/branches/feature-x", headers=headers)
@@ -344,12 +349,19 @@ def test_injected_failures_answer_once_each(server: RunningServer) -> None:
 
 
 def test_state_is_persisted_and_survives_a_restart(server: RunningServer, tmp_path: Path) -> None:
-    installation_id = sandbox_install(server, account="persisted-org", account_type="Organization")
+    owner = server.unique("owner")
+    installation_id, code = sandbox_install_with_code(
+        server, user=owner, account="persisted-org", account_type="Organization"
+    )
+    unused_code = sandbox_install_with_code(server, account=owner)[1]
     token = token_for(server, installation_id)
+    owner_token = user_token(server, code)
     state_file = Path(server.settings.data_dir) / STATE_FILE
     document = json.loads(state_file.read_text())
-    assert installation_id in [i["id"] for i in document["installations"]]
-    assert token not in state_file.read_text()  # tokens are never written down
+    [persisted] = [i for i in document["installations"] if i["id"] == installation_id]
+    assert persisted["installed_by"] == owner
+    for secret in (token, owner_token, unused_code):
+        assert secret not in state_file.read_text()  # tokens and codes are never written down
     assert not [p for p in state_file.parent.iterdir() if p.name.endswith(".tmp")]
 
     # The restarted server gets a copy of the data directory's state file, so the session's
@@ -369,7 +381,54 @@ def test_state_is_persisted_and_survives_a_restart(server: RunningServer, tmp_pa
         assert response.status_code == 200, response.text
         assert response.json()["account"]["login"] == "persisted-org"
         assert_github_error(repositories(restarted, token), 401)  # tokens lived in memory
+        with api(restarted) as client:
+            gone = client.get(
+                "user/installations", headers={"Authorization": f"token {owner_token}"}
+            )
+            assert_github_error(gone, 401)
+        settings = restarted.settings
+        assert settings.github_client_secret is not None
+        with httpx.Client(timeout=30) as client:
+            spent = client.post(
+                f"{settings.github_web_base}/login/oauth/access_token",
+                data={
+                    "client_id": settings.github_client_id,
+                    "client_secret": settings.github_client_secret.get_secret_value(),
+                    "code": unused_code,
+                },
+                headers={"Accept": "application/json"},
+            )
+        assert spent.json()["error"] == "bad_verification_code"  # codes lived in memory
+        # Who installed what survived: the owner still administers the organization.
+        new_code = sandbox_install_with_code(restarted, account=owner)[1]
+        with api(restarted) as client:
+            listing = client.get(
+                "user/installations",
+                headers={"Authorization": f"token {user_token(restarted, new_code)}"},
+            )
+        assert installation_id in [i["id"] for i in listing.json()["installations"]]
         # New installations continue the numbering instead of reusing a number.
         assert sandbox_install(restarted) > installation_id
     finally:
         restarted.stop()
+
+
+def test_contents_tell_the_build_runner_how_a_commit_builds(server: RunningServer) -> None:
+    """The one file the samples hold, by branch or commit, readable only with a token for it."""
+    token = token_for(server, sandbox_install(server), repositories=["hello-web"])
+    headers = {"Authorization": f"token {token}"}
+    path = "repos/capstan-samples/{}/contents/capstan-sandbox.json"
+    broken_sha = commit_sha("capstan-samples/hello-web", "broken-build", 1)
+    documents = {}
+    with api(server) as client:
+        for ref in ("main", broken_sha):
+            response = client.get(path.format("hello-web"), params={"ref": ref}, headers=headers)
+            assert response.status_code == 200, response.text
+            documents[ref] = json.loads(base64.b64decode(response.json()["content"]))
+        unknown = client.get(path.format("hello-web"), params={"ref": "0" * 40}, headers=headers)
+        assert unknown.status_code == 404
+        # Outside the token's one repository, and without a token: refused.
+        assert client.get(path.format("hello-worker"), headers=headers).status_code == 404
+        assert client.get(path.format("hello-web")).status_code == 401
+    assert documents["main"] == {"build": "succeed"}
+    assert documents[broken_sha] == {"build": "fail", "error": "npm ERR! Missing script: build"}

@@ -1,4 +1,6 @@
-"""The GitHub App client: app JWTs, installations, installation tokens, repository listing.
+"""The GitHub App client: app JWTs, installations, installation tokens, repository listing, and
+the one user-to-server step of the install flow (a user's OAuth code -> the installations that
+user can access).
 
 It speaks GitHub's REST API over httpx to `settings.github_api_base` — api.github.com in
 production, the sandbox git host (`capstan.sandbox.git_host`) in `--dev` and in tests. Failures
@@ -8,11 +10,16 @@ come out as the `GitHostError` tree below and nothing httpx-shaped:
     ├── RetryableGitHostError       network failures, timeouts, 5xx, rate limits: try again later
     └── TerminalGitHostError        the git host refused; trying again will not help
         ├── GitHostNotConfigured    no app id, slug or private key in the settings
+        │   └── UserAuthorizationNotConfigured   no OAuth client id or secret
+        ├── UserAuthorizationRefused             the code exchange answered an OAuth error
+        │   ├── BadVerificationCode              the code is wrong, expired or already used
+        │   └── ClientCredentialsRefused         the client id or secret is wrong
         └── GitHostNotFound         404
             └── NoSuchInstallation  the installation does not exist (or was uninstalled)
 
 Installation tokens are returned to the caller and never logged or stored here; their `repr`
-hides the secret.
+hides the secret. So does a `UserAccessToken`'s; the install flow only calls
+`user_installation_ids`, in which the user's token is exchanged, used for one listing and dropped.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import httpx
 import jwt
@@ -47,6 +54,12 @@ MAX_PAGE_SIZE = 100
 # A runaway Link chain (or a hostile one) stops here: 100 pages of 100 repositories.
 MAX_PAGES = 100
 REQUEST_TIMEOUT_SECONDS = 15.0
+USER_AUTHORIZATION_NOT_CONFIGURED = (
+    "CAPSTAN_GITHUB_CLIENT_ID and CAPSTAN_GITHUB_CLIENT_SECRET are not set: the install callback "
+    "refuses to record installations until they are. Set them to the GitHub App's client id and a "
+    "client secret, enable 'Request user authorization (OAuth) during installation' in the app's "
+    "settings, and set its callback URL to <base_url>/api/git_host/callback."
+)
 
 
 class GitHostError(Exception):
@@ -76,6 +89,26 @@ class GitHostNotFound(TerminalGitHostError):
     pass
 
 
+class UserAuthorizationNotConfigured(GitHostNotConfigured):
+    pass
+
+
+class UserAuthorizationRefused(TerminalGitHostError):
+    """The OAuth code exchange answered an error (GitHub says so with a 200 and `error`)."""
+
+    def __init__(self, error: str, description: str | None) -> None:
+        super().__init__(f"The git host refused the user authorization: {description or error}")
+        self.error = error
+
+
+class BadVerificationCode(UserAuthorizationRefused):
+    pass
+
+
+class ClientCredentialsRefused(UserAuthorizationRefused):
+    pass
+
+
 class NoSuchInstallation(GitHostNotFound):
     def __init__(self, installation_id: int) -> None:
         super().__init__(f"The git host has no installation {installation_id} of this app.")
@@ -99,6 +132,16 @@ class InstallationToken:
     repository_selection: str | None = None
     # Full names of the repositories the token is limited to; None when it sees them all.
     repositories: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class UserAccessToken:
+    """A user access token from an OAuth code. Use it for one check, then drop it; never log or
+    store it."""
+
+    token: str = field(repr=False)
+    token_type: str
+    scope: str
 
 
 @dataclass(frozen=True)
@@ -147,6 +190,35 @@ class _RepositoryPage(_Payload):
     repositories: list[_RepositoryPayload]
 
 
+class _CommitRef(_Payload):
+    sha: str
+
+
+class _BranchPayload(_Payload):
+    name: str
+    commit: _CommitRef
+
+
+class _InstallationPage(_Payload):
+    total_count: int | None = None
+    installations: list[_InstallationPayload]
+
+
+class _OAuthAnswer(_Payload):
+    # Either a token or an error, both with status 200.
+    access_token: str | None = None
+    token_type: str = "bearer"  # noqa: S105 (a token kind, not a secret)
+    scope: str = ""
+    error: str | None = None
+    error_description: str | None = None
+
+
+_OAUTH_ERRORS: dict[str, type[UserAuthorizationRefused]] = {
+    "bad_verification_code": BadVerificationCode,
+    "incorrect_client_credentials": ClientCredentialsRefused,
+}
+
+
 class GitHubAppClient:
     """One GitHub App, seen from the server: its JWT, its installations and their repositories."""
 
@@ -158,12 +230,16 @@ class GitHubAppClient:
         app_slug: str | None,
         private_key: RSAPrivateKey | None,
         web_base: str,
+        client_id: str | None = None,
+        client_secret: str | None = None,
     ) -> None:
         self._http = http
         self.app_id = app_id
         self.app_slug = app_slug
         self._private_key = private_key
         self.web_base = web_base.rstrip("/")
+        self.client_id = client_id
+        self._client_secret = client_secret
         self._jwt: tuple[str, int] | None = None
 
     @property
@@ -202,12 +278,7 @@ class GitHubAppClient:
             )
         except GitHostNotFound as error:
             raise NoSuchInstallation(installation_id) from error
-        payload = _parse(_InstallationPayload, response)
-        return Installation(
-            installation_id=payload.id,
-            account_login=payload.account.login,
-            account_type=payload.account.type,
-        )
+        return _installation(_parse(_InstallationPayload, response))
 
     async def create_installation_token(
         self,
@@ -260,10 +331,9 @@ class GitHubAppClient:
             installation_id, permissions={"metadata": "read"}
         )
         repositories: list[Repository] = []
-        url = "/installation/repositories"
-        params: dict[str, int] | None = {"per_page": max(1, min(per_page, MAX_PAGE_SIZE))}
-        for _ in range(MAX_PAGES):
-            response = await self._send("GET", url, bearer=token.token, params=params)
+        async for response in self._pages(
+            "/installation/repositories", bearer=token.token, per_page=per_page
+        ):
             page = _parse(_RepositoryPage, response)
             repositories.extend(
                 Repository(
@@ -274,15 +344,94 @@ class GitHubAppClient:
                 )
                 for r in page.repositories
             )
-            next_url = response.links.get("next", {}).get("url")
-            if not next_url:
-                return repositories
-            url, params = self._same_api(next_url), None
-        raise TerminalGitHostError(
-            f"The git host listed more than {MAX_PAGES} pages of repositories."
+        return repositories
+
+    async def branch_head(self, installation_id: int, repo: str, branch: str) -> str:
+        """The commit sha at the head of `branch` of `repo` ("owner/name"), read with a token
+        scoped to that one repository."""
+        name = repo.split("/", 1)[1]
+        token = await self.create_installation_token(
+            installation_id, repositories=[name], permissions={"contents": "read"}
+        )
+        try:
+            response = await self._send(
+                "GET", f"/repos/{repo}/branches/{quote(branch, safe='')}", bearer=token.token
+            )
+        except GitHostNotFound as error:
+            raise GitHostNotFound(f"{repo} has no branch {branch!r}.") from error
+        return _parse(_BranchPayload, response).commit.sha
+
+    # The user who installed ----------------------------------------------------------------------
+
+    @property
+    def user_authorization_configured(self) -> bool:
+        return bool(self.client_id) and bool(self._client_secret)
+
+    async def exchange_code(self, code: str) -> UserAccessToken:
+        """The user access token behind the `code` the install redirect carried (OAuth web flow).
+
+        GitHub answers OAuth errors with a 200 and `{"error": ...}`; they come out as
+        `UserAuthorizationRefused` (`BadVerificationCode` for a wrong, expired or used code).
+        """
+        if not self.client_id or not self._client_secret:
+            raise UserAuthorizationNotConfigured(
+                "The git host app's OAuth client id or secret is not configured."
+            )
+        response = await self._send(
+            "POST",
+            f"{self.web_base}/login/oauth/access_token",
+            data={"client_id": self.client_id, "client_secret": self._client_secret, "code": code},
+            accept="application/json",
+        )
+        answer = _parse(_OAuthAnswer, response)
+        if answer.error is not None or not answer.access_token:
+            error = answer.error or "no_access_token"
+            refused = _OAUTH_ERRORS.get(error, UserAuthorizationRefused)(
+                error, answer.error_description
+            )
+            log.warning("git host code exchange refused: %s", error)
+            raise refused
+        return UserAccessToken(
+            token=answer.access_token, token_type=answer.token_type, scope=answer.scope
         )
 
+    async def list_user_installations(
+        self, user_token: UserAccessToken, *, per_page: int = MAX_PAGE_SIZE
+    ) -> list[Installation]:
+        """The app's installations the token's user can access (`GET /user/installations`)."""
+        installations: list[Installation] = []
+        async for response in self._pages(
+            "/user/installations", bearer=user_token.token, per_page=per_page
+        ):
+            page = _parse(_InstallationPage, response)
+            installations.extend(_installation(i) for i in page.installations)
+        return installations
+
+    async def user_installation_ids(self, code: str) -> frozenset[int]:
+        """The installations the user who brought `code` can access: exchange, list, forget.
+
+        The user access token is a local of this call only: never returned, logged or stored.
+        """
+        user_token = await self.exchange_code(code)
+        installations = await self.list_user_installations(user_token)
+        return frozenset(i.installation_id for i in installations)
+
     # Transport -----------------------------------------------------------------------------------
+
+    async def _pages(
+        self, path: str, *, bearer: str, per_page: int
+    ) -> AsyncIterator[httpx.Response]:
+        """Each page of a list, following the `Link: rel="next"` chain within the API."""
+        url = path
+        params: dict[str, int] | None = {"per_page": max(1, min(per_page, MAX_PAGE_SIZE))}
+        for _ in range(MAX_PAGES):
+            response = await self._send("GET", url, bearer=bearer, params=params)
+            yield response
+            next_url = response.links.get("next", {}).get("url")
+            if not next_url:
+                return
+            url, params = self._same_api(next_url), None
+        raise TerminalGitHostError(f"The git host listed more than {MAX_PAGES} pages of {path}.")
 
     def _same_api(self, url: str) -> str:
         """A pagination link, refused unless it leads back into the API (the token goes along)."""
@@ -299,17 +448,20 @@ class GitHubAppClient:
         method: str,
         url: str,
         *,
-        bearer: str,
+        bearer: str | None = None,
         json: dict[str, Any] | None = None,
+        data: Mapping[str, str] | None = None,
         params: Mapping[str, int] | None = None,
+        accept: str | None = None,
     ) -> httpx.Response:
+        headers: dict[str, str] = {}
+        if bearer is not None:
+            headers["Authorization"] = f"Bearer {bearer}"
+        if accept is not None:
+            headers["Accept"] = accept
         try:
             response = await self._http.request(
-                method,
-                url,
-                json=json,
-                params=params,
-                headers={"Authorization": f"Bearer {bearer}"},
+                method, url, json=json, data=data, params=params, headers=headers
             )
         except httpx.TimeoutException as error:
             raise RetryableGitHostError("The git host did not answer in time.") from error
@@ -320,6 +472,14 @@ class GitHubAppClient:
         if response.is_success:
             return response
         raise _failure(method, response)
+
+
+def _installation(payload: _InstallationPayload) -> Installation:
+    return Installation(
+        installation_id=payload.id,
+        account_login=payload.account.login,
+        account_type=payload.account.type,
+    )
 
 
 def _failure(method: str, response: httpx.Response) -> GitHostError:
@@ -407,10 +567,19 @@ async def open_git_host(settings: Settings) -> AsyncIterator[GitHubAppClient]:
         timeout=REQUEST_TIMEOUT_SECONDS,
         follow_redirects=False,
     ) as http:
-        yield GitHubAppClient(
+        client = GitHubAppClient(
             http,
             app_id=settings.github_app_id,
             app_slug=settings.github_app_slug,
             private_key=load_app_key(settings),
             web_base=settings.github_web_base,
+            client_id=settings.github_client_id,
+            client_secret=(
+                settings.github_client_secret.get_secret_value()
+                if settings.github_client_secret is not None
+                else None
+            ),
         )
+        if client.app_id is not None and not client.user_authorization_configured:
+            log.warning(USER_AUTHORIZATION_NOT_CONFIGURED)
+        yield client

@@ -14,8 +14,9 @@ class GitHostSetup(Base):
     """One run of the install flow started by an organization.
 
     The signed `state` carries this row's id; the callback records the installation id the git
-    host sent back (`installation_id`), which is what lets a manual POST complete the flow later
-    and nothing else: an installation number never seen by this organization's own flow is refused.
+    host sent back (`installation_id`) once the installing user's OAuth token proved they can
+    access it. That claim is what lets a manual POST complete the flow later, and nothing else: an
+    installation number this organization's own flow never proved is refused.
     """
 
     __tablename__ = "git_host_setups"

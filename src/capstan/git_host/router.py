@@ -58,7 +58,8 @@ async def start_installation_setup(
     status_code=status.HTTP_303_SEE_OTHER,
     response_model=None,
     summary="Where the git host sends the browser back after an installation",
-    description="Public: the signed, single-use `state` identifies the organization. Redirects "
+    description="Public: the signed, single-use `state` identifies the organization, and the "
+    "OAuth `code` proves that the user who installed can access `installation_id`. Redirects "
     "to the dashboard with `?git_host=installed` (or `requested`), or `?git_host_error=<code>`; "
     "an invalid, expired or used state is a 400.",
     responses={status.HTTP_303_SEE_OTHER: {"description": "Back to the dashboard."}},
@@ -72,6 +73,7 @@ async def installation_callback(
     installation_id: Annotated[InstallationId | None, Query()] = None,
     setup_action: Annotated[str | None, Query(max_length=20)] = None,
     state: Annotated[str | None, Query(max_length=2000)] = None,
+    code: Annotated[str | None, Query(max_length=200)] = None,
 ) -> RedirectResponse:
     location = await service.complete_setup(
         session,
@@ -80,6 +82,7 @@ async def installation_callback(
         state=state,
         installation_id=installation_id,
         setup_action=setup_action,
+        code=code,
         session_cookie=request.cookies.get(settings.session_cookie_name),
     )
     return RedirectResponse(location, status_code=status.HTTP_303_SEE_OTHER)

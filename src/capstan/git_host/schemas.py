@@ -31,7 +31,8 @@ class InstallationSetupOut(Response):
 class InstallationCreate(Request):
     installation_id: InstallationId = Field(
         description="The `installation_id` query parameter of the callback URL; only accepted "
-        "for an installation your organization's own setup flow came back with."
+        "for an installation your organization's own setup flow came back with and proved "
+        "(the installing user's authorization showed they can access it)."
     )
 
 

@@ -5,15 +5,26 @@ How an installation reaches an organization, and why nobody else's can:
 
 1. `start_setup` writes a `git_host_setups` row for the caller's organization and signs a `state`
    naming it (`setup_state`). The user installs the app at the git host, which redirects the
-   browser to the public callback with `installation_id` and that `state`.
-2. `complete_setup` verifies the state, then *claims* the setup row for that installation id with
-   a conditional UPDATE (exactly once, so a state works once) and commits the claim on its own,
-   before asking the git host anything: the claim must survive a git host failure, because it is
-   what lets the organization finish later with a manual POST. Then it confirms the installation
-   with the app JWT and records it (a second transaction, owned by the request).
-3. `add_installation` (the manual POST) accepts only an installation id that one of the
-   organization's own setup rows claimed. Any other number — another organization's, or none at
-   all — gets the same 404, so the answer reveals nothing about other organizations.
+   browser to the public callback with `installation_id`, that `state`, and — the app has
+   "Request user authorization (OAuth) during installation" on — an OAuth `code` for the user.
+2. `complete_setup` verifies the state, then *proves* the installation: the `code` becomes a user
+   access token (client id and secret), the token lists the installations that user can access,
+   and the callback's `installation_id` must be one of them. The `installation_id` parameter is
+   the browser's word (anyone can edit a URL); the token is the git host's. Nothing is written
+   when the proof fails, so an unproven number never becomes a claim.
+3. Only then does it *claim* the setup row for that installation id with a conditional UPDATE
+   (exactly once, so a state works once) and commit the claim on its own, before asking the git
+   host anything more: the claim must survive a failure of the app JWT confirmation, because it
+   is what lets the organization finish later with a manual POST. Then it confirms the
+   installation with the app JWT and records it (a second transaction, owned by the request).
+4. `add_installation` (the manual POST) accepts only an installation id that one of the
+   organization's own setup rows claimed — so only one a user's token proved. Any other number —
+   another organization's, or none at all — gets the same 404, so the answer reveals nothing
+   about other organizations.
+
+The user access token is used for that one listing and dropped (see the client); it is never
+logged or stored, and a server without the OAuth client settings refuses the callback outright:
+completing without the proof would be exactly the hijack the proof is there to stop.
 """
 
 from __future__ import annotations
@@ -32,6 +43,9 @@ from capstan.config import Settings
 from capstan.db import utcnow
 from capstan.errors import ApiError, BadRequest, NotFound
 from capstan.git_host.client import (
+    USER_AUTHORIZATION_NOT_CONFIGURED,
+    BadVerificationCode,
+    ClientCredentialsRefused,
     GitHostError,
     GitHostNotConfigured,
     GitHubAppClient,
@@ -160,13 +174,15 @@ async def complete_setup(
     state: str | None,
     installation_id: int | None,
     setup_action: str | None,
+    code: str | None,
     session_cookie: str | None,
 ) -> str:
     """Finish the flow the git host came back from; returns where to send the browser.
 
     A state that is not valid, or no longer usable, is a 400 and records nothing. Every outcome
     after that is a redirect to the dashboard saying what happened (`?git_host=installed` or
-    `?git_host_error=<code>`), since a person's browser is on the other end.
+    `?git_host_error=<code>`), since a person's browser is on the other end. A failed proof
+    leaves the setup row unclaimed: the link works again with a fresh installation (a new code).
     """
     if setup_action == "request":
         # A member without rights asked an owner to approve the app: nothing is installed yet.
@@ -198,6 +214,13 @@ async def complete_setup(
         browser = await principal_from_session_cookie(session, settings, session_cookie)
         if browser is not None and browser.organization_id != setup_state.organization_id:
             return _dashboard(settings, git_host_error="wrong_organization")
+
+    # No transaction stays open across the calls to the git host (nor SQLite's locks).
+    await session.commit()
+    refusal = await _prove_installation(git_host, installation_id, code)
+    if refusal is not None:
+        return _dashboard(settings, git_host_error=refusal)
+    now = utcnow()
 
     # The claim: exactly one callback wins a setup row, and the claim is kept whatever follows.
     claimed = cast(
@@ -237,6 +260,48 @@ async def complete_setup(
         .execution_options(synchronize_session=False)
     )
     return _dashboard(settings, git_host="installed", installation_id=str(installation_id))
+
+
+async def _prove_installation(
+    git_host: GitHubAppClient, installation_id: int, code: str | None
+) -> str | None:
+    """None when the user the git host sent back can access `installation_id`; otherwise the
+    dashboard's error code. Only the git host's answer to the user's token counts."""
+    if not git_host.user_authorization_configured:
+        log.error(
+            "installation %s not recorded: %s", installation_id, USER_AUTHORIZATION_NOT_CONFIGURED
+        )
+        return "git_host_user_authorization_not_configured"
+    if not code:
+        log.warning(
+            "installation %s not recorded: the callback carried no user authorization code; "
+            "enable 'Request user authorization (OAuth) during installation' in the GitHub App's "
+            "settings",
+            installation_id,
+        )
+        return "user_authorization_missing"
+    try:
+        accessible = await git_host.user_installation_ids(code)
+    except BadVerificationCode:
+        return "user_authorization_invalid"
+    except ClientCredentialsRefused:
+        log.error(
+            "installation %s not recorded: the git host refused the OAuth client credentials; "
+            "check CAPSTAN_GITHUB_CLIENT_ID and CAPSTAN_GITHUB_CLIENT_SECRET",
+            installation_id,
+        )
+        return "git_host_user_authorization_not_configured"
+    except GitHostError as error:
+        log.warning("installation %s not proven: %s", installation_id, error.message)
+        return _api_error(error).code
+    if installation_id not in accessible:
+        log.warning(
+            "installation %s not recorded: the user who came back from the git host cannot "
+            "access it",
+            installation_id,
+        )
+        return "installation_not_yours"
+    return None
 
 
 def _verify_state(settings: Settings, state: str | None) -> SetupState:

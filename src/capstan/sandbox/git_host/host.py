@@ -1,9 +1,10 @@
-"""The sandbox git host's app: who it is (id, slug, public key), how it checks credentials the way
-GitHub does, and how it renders GitHub's JSON shapes."""
+"""The sandbox git host's app: who it is (id, slug, public key, OAuth client), how it checks
+credentials the way GitHub does, and how it renders GitHub's JSON shapes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hmac
+from dataclasses import dataclass, field
 from typing import Any
 
 import jwt
@@ -15,6 +16,7 @@ from capstan.sandbox.git_host.store import (
     APP_PERMISSIONS,
     STATE_FILE,
     IssuedToken,
+    IssuedUserToken,
     SandboxInstallation,
     SandboxRepository,
     SandboxStore,
@@ -39,13 +41,23 @@ class SandboxGitHost:
     api_base: str
     web_base: str
     store: SandboxStore
+    # The app's OAuth client, as registered: Capstan must present exactly these.
+    client_id: str
+    client_secret: str = field(repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxGitHost:
         private_key = load_app_key(settings)
-        if private_key is None or not settings.github_app_id or not settings.github_app_slug:
+        if (
+            private_key is None
+            or not settings.github_app_id
+            or not settings.github_app_slug
+            or not settings.github_client_id
+            or settings.github_client_secret is None
+        ):
             raise ConfigurationError(
-                "The sandbox git host needs the app id, slug and private key in the settings."
+                "The sandbox git host needs the app id, slug, private key, OAuth client id and "
+                "client secret in the settings."
             )
         return cls(
             app_id=settings.github_app_id,
@@ -55,15 +67,15 @@ class SandboxGitHost:
             api_base=settings.github_api_base,
             web_base=settings.github_web_base,
             store=SandboxStore(settings.data_dir / STATE_FILE),
+            client_id=settings.github_client_id,
+            client_secret=settings.github_client_secret.get_secret_value(),
         )
 
     @property
-    def client_id(self) -> str:
-        return f"Iv1.sandbox{self.app_id}"
-
-    @property
     def setup_url(self) -> str:
-        """Where the app's install page sends the browser back to: Capstan's callback."""
+        """Where the app's install page sends the browser back to: Capstan's callback (on GitHub,
+        the app's "User authorization callback URL", since it requests user authorization during
+        installation; the "Setup URL" is unused then)."""
         return f"{self.base_url}/api/git_host/callback"
 
     # Credentials ---------------------------------------------------------------------------------
@@ -96,6 +108,22 @@ class SandboxGitHost:
             raise CredentialsRefused("'Issuer' claim ('iss') does not name this app")
         if int(claims["exp"]) - int(claims["iat"]) > MAX_JWT_LIFETIME_SECONDS:
             raise CredentialsRefused("'Expiration time' claim ('exp') is too far in the future")
+
+    def check_client(self, client_id: str, client_secret: str) -> bool:
+        """Whether an OAuth client id and secret are this app's (compared in constant time)."""
+        same_id = hmac.compare_digest(client_id.encode(), self.client_id.encode())
+        same_secret = hmac.compare_digest(client_secret.encode(), self.client_secret.encode())
+        return same_id and same_secret
+
+    def check_user_token(self, authorization: str | None) -> IssuedUserToken:
+        """A live user access token of this app (not an installation token, not a JWT)."""
+        scheme, _, secret = (authorization or "").partition(" ")
+        token = None
+        if scheme.lower() in ("token", "bearer") and secret.strip():
+            token = self.store.user_token(secret.strip())
+        if token is None or token.client_id != self.client_id:
+            raise CredentialsRefused("Bad credentials")
+        return token
 
     def check_installation_token(self, authorization: str | None) -> IssuedToken:
         scheme, _, secret = (authorization or "").partition(" ")

@@ -1,6 +1,9 @@
 """The sandbox git host's HTTP face, under `/sandbox/git_host/` (sandbox mode only, public):
 
-- `GET  /apps/{slug}/installations/new`            the app's install page: approves at once
+- `GET  /apps/{slug}/installations/new`            the app's install page: approves at once, and
+                                                   (OAuth during installation) issues a code
+- `POST /login/oauth/access_token`                 client id + secret + code -> user token
+- `GET  /api/user/installations`                   user token: the installations it may administer
 - `GET  /api/app`                                  app JWT
 - `GET  /api/app/installations/{id}`               app JWT
 - `DELETE /api/app/installations/{id}`             app JWT (uninstall)
@@ -9,26 +12,33 @@
 - `GET  /api/repos/{owner}/{repo}/branches[/{b}]`  installation token (its repositories only)
 - `POST /control/failures`                         not GitHub: the next API calls are slow or fail
 
-The `/api` routes answer in GitHub's shapes, errors included (`{message, documentation_url}`).
-Handlers are plain functions (run in the thread pool): the store locks and writes a file.
+The `/api` routes answer in GitHub's shapes, errors included (`{message, documentation_url}`); the
+OAuth endpoint answers as github.com does (a 200 with `error` when it refuses). Handlers are plain
+functions (run in the thread pool) where they can be: the store locks and writes a file.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import re
 import threading
 import time
-from typing import Annotated, Any
-from urllib.parse import urlencode
+from typing import Annotated, Any, TypeVar
+from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Body, Depends, Header, Request, status
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from pydantic import Field
+from starlette.concurrency import run_in_threadpool
 
 from capstan.sandbox.git_host.host import DOCS, CredentialsRefused, SandboxGitHost
 from capstan.sandbox.git_host.store import (
     APP_PERMISSIONS,
+    BROKEN_BRANCH,
     PERMISSION_LEVELS,
+    SANDBOX_USER,
     InjectedFailure,
     SandboxRepository,
     iso,
@@ -42,6 +52,7 @@ _ACCOUNT_TYPES = ("User", "Organization")
 _DEFAULT_PAGE_SIZE = 30
 _MAX_PAGE_SIZE = 100
 _host_lock = threading.Lock()
+T = TypeVar("T")
 
 
 def _host(request: Request) -> SandboxGitHost:
@@ -67,15 +78,22 @@ def _github_error(status_code: int, message: str) -> JSONResponse:
     )
 
 
-def _refused_up_front(host: SandboxGitHost, user_agent: str | None) -> JSONResponse | None:
-    """What GitHub answers before looking at a request: no User-Agent, or an injected failure."""
+def _refused_up_front(
+    host: SandboxGitHost, request: Request, user_agent: str | None
+) -> JSONResponse | None:
+    """What GitHub's API answers before looking at a request: no User-Agent, or an injected
+    failure."""
     if not user_agent:
         return _github_error(
             403,
             "Request forbidden by administrative rules. Please make sure your request has a "
             "User-Agent header.",
         )
-    failure = host.store.take_failure()
+    return _injected_failure(host, request)
+
+
+def _injected_failure(host: SandboxGitHost, request: Request) -> JSONResponse | None:
+    failure = host.store.take_failure(request.url.path.removeprefix(router.prefix))
     if failure is None:
         return None
     if failure.delay_seconds:
@@ -100,27 +118,43 @@ def install_page(
     slug: str,
     host: Host,
     state: str | None = None,
-    account: str = "sandbox-user",
+    user: str | None = None,
+    account: str | None = None,
     account_type: str = "User",
     outcome: str = "install",
 ) -> Response:
-    """Approve at once and send the browser to the app's setup URL (Capstan's callback).
+    """Approve at once and send the browser to the app's callback URL (Capstan's callback), with
+    a one-time OAuth `code` for the user, as GitHub does for an app that requests user
+    authorization during installation.
 
-    `account`/`account_type` choose where the app is installed; `outcome=request` plays a member
-    without rights asking an owner for approval (nothing is installed).
+    `user` is the sandbox user signed in to the git host (default `sandbox-user`, or the
+    `account` when that is a user account: people install on their own account or on an
+    organization they own). `account`/`account_type` choose where the app is installed;
+    `outcome=request` plays a member without rights asking an owner for approval (nothing is
+    installed, no code).
     """
     if slug != host.app_slug:
         return _github_error(404, "Not Found")
-    if not _ACCOUNT_LOGIN.match(account) or account_type not in _ACCOUNT_TYPES:
+    if account_type not in _ACCOUNT_TYPES:
+        return _github_error(422, "account_type must be User or Organization")
+    login = user or (account if account is not None and account_type == "User" else SANDBOX_USER)
+    account = login if account is None else account
+    if not _ACCOUNT_LOGIN.match(login) or not _ACCOUNT_LOGIN.match(account):
+        return _github_error(422, "user and account must be GitHub logins")
+    if account_type == "User" and account.lower() != login.lower():
         return _github_error(
-            422, "account must be a GitHub login; account_type User or Organization"
+            422, "A user can install the app on their own account or on an organization only."
         )
     query: dict[str, str | int] = {}
     if outcome == "request":
         query["setup_action"] = "request"
     elif outcome == "install":
-        installation = host.store.create_installation(account, account_type)
-        query.update(installation_id=installation.id, setup_action="install")
+        installation = host.store.create_installation(account, account_type, installed_by=login)
+        query.update(
+            code=host.store.issue_code(login, host.client_id),
+            installation_id=installation.id,
+            setup_action="install",
+        )
     else:
         return _github_error(422, "outcome must be install or request")
     if state is not None:
@@ -128,14 +162,105 @@ def install_page(
     return RedirectResponse(f"{host.setup_url}?{urlencode(query)}", status_code=302)
 
 
+# OAuth: the user access token behind an install page's code -----------------------------------
+
+_OAUTH_ERRORS_URI = (
+    "https://docs.github.com/apps/managing-oauth-apps/"
+    "troubleshooting-oauth-app-access-token-request-errors/"
+)
+
+
+@router.post("/login/oauth/access_token")
+async def oauth_access_token(request: Request, host: Host) -> Response:
+    """Exchange `code` for a user access token, checking the app's client id and secret.
+
+    Parameters come as a form or JSON body (or the query string, which GitHub accepts too). The
+    answer is JSON when the client accepts it, form-encoded otherwise; refusals are 200s with
+    `error`, as on github.com.
+    """
+    if (failure := await run_in_threadpool(_injected_failure, host, request)) is not None:
+        return failure
+    fields = dict(request.query_params.items())
+    fields.update(_oauth_body(request.headers.get("content-type", ""), await request.body()))
+    client_id, client_secret = fields.get("client_id", ""), fields.get("client_secret", "")
+    if not host.check_client(client_id, client_secret):
+        return _oauth_answer(
+            request,
+            error="incorrect_client_credentials",
+            error_description="The client_id and/or client_secret passed are incorrect.",
+            error_uri=f"{_OAUTH_ERRORS_URI}#incorrect-client-credentials",
+        )
+    code = fields.get("code", "")
+    user_login = host.store.redeem_code(code, client_id) if code else None
+    if user_login is None:
+        return _oauth_answer(
+            request,
+            error="bad_verification_code",
+            error_description="The code passed is incorrect or expired.",
+            error_uri=f"{_OAUTH_ERRORS_URI}#bad-verification-code",
+        )
+    return _oauth_answer(
+        request,
+        access_token=host.store.issue_user_token(user_login, client_id),
+        token_type="bearer",  # noqa: S106 (a token kind, not a secret)
+        scope="",
+    )
+
+
+def _oauth_body(content_type: str, body: bytes) -> dict[str, str]:
+    text = body.decode("utf-8", errors="replace")
+    if "json" in content_type:
+        try:
+            document = json.loads(text) if text.strip() else {}
+        except ValueError:
+            return {}
+        if not isinstance(document, dict):
+            return {}
+        return {key: value for key, value in document.items() if isinstance(value, str)}
+    return {key: values[-1] for key, values in parse_qs(text).items()}
+
+
+def _oauth_answer(request: Request, **values: str) -> Response:
+    if "json" in request.headers.get("accept", ""):
+        return JSONResponse(values)
+    return Response(urlencode(values), media_type="application/x-www-form-urlencoded")
+
+
+@router.get("/api/user/installations")
+def list_user_installations(
+    request: Request,
+    host: Host,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+    per_page: str | None = None,
+    page: str | None = None,
+) -> Response:
+    """The app's installations on accounts the token's user administers; nobody else's."""
+    if (failure := _refused_up_front(host, request, user_agent)) is not None:
+        return failure
+    try:
+        token = host.check_user_token(authorization)
+    except CredentialsRefused as refused:
+        return _github_error(401, str(refused))
+    installations = host.store.installations_of_user(token.user_login)
+    chunk, headers = _page_of(request, installations, per_page, page)
+    return JSONResponse(
+        {
+            "total_count": len(installations),
+            "installations": [host.installation_json(i) for i in chunk],
+        },
+        headers=headers,
+    )
+
+
 # The REST API ----------------------------------------------------------------------------------
 
 
 @router.get("/api/app")
 def get_app(
-    host: Host, authorization: Authorization = None, user_agent: UserAgent = None
+    request: Request, host: Host, authorization: Authorization = None, user_agent: UserAgent = None
 ) -> Response:
-    if (failure := _refused_up_front(host, user_agent)) is not None:
+    if (failure := _refused_up_front(host, request, user_agent)) is not None:
         return failure
     try:
         host.check_app_jwt(authorization)
@@ -157,12 +282,13 @@ def get_app(
 
 @router.get("/api/app/installations/{installation_id}")
 def get_installation(
+    request: Request,
     installation_id: str,
     host: Host,
     authorization: Authorization = None,
     user_agent: UserAgent = None,
 ) -> Response:
-    if (failure := _refused_up_front(host, user_agent)) is not None:
+    if (failure := _refused_up_front(host, request, user_agent)) is not None:
         return failure
     try:
         host.check_app_jwt(authorization)
@@ -177,12 +303,13 @@ def get_installation(
 
 @router.delete("/api/app/installations/{installation_id}")
 def delete_installation(
+    request: Request,
     installation_id: str,
     host: Host,
     authorization: Authorization = None,
     user_agent: UserAgent = None,
 ) -> Response:
-    if (failure := _refused_up_front(host, user_agent)) is not None:
+    if (failure := _refused_up_front(host, request, user_agent)) is not None:
         return failure
     try:
         host.check_app_jwt(authorization)
@@ -196,13 +323,14 @@ def delete_installation(
 
 @router.post("/api/app/installations/{installation_id}/access_tokens")
 def create_access_token(
+    request: Request,
     installation_id: str,
     host: Host,
     authorization: Authorization = None,
     user_agent: UserAgent = None,
     body: Annotated[Any, Body()] = None,
 ) -> Response:
-    if (failure := _refused_up_front(host, user_agent)) is not None:
+    if (failure := _refused_up_front(host, request, user_agent)) is not None:
         return failure
     try:
         host.check_app_jwt(authorization)
@@ -283,32 +411,18 @@ def list_installation_repositories(
     per_page: str | None = None,
     page: str | None = None,
 ) -> Response:
-    if (failure := _refused_up_front(host, user_agent)) is not None:
+    if (failure := _refused_up_front(host, request, user_agent)) is not None:
         return failure
     try:
         token = host.check_installation_token(authorization)
     except CredentialsRefused as refused:
         return _github_error(401, str(refused))
-    size = min(_positive(per_page, _DEFAULT_PAGE_SIZE), _MAX_PAGE_SIZE)
-    number = _positive(page, 1)
     visible = [
         r
         for r in host.store.repositories()
         if token.repository_ids is None or r.id in token.repository_ids
     ]
-    last = max(1, -(-len(visible) // size))
-    chunk = visible[(number - 1) * size : number * size]
-    links = []
-
-    def link(to: int, rel: str) -> str:
-        url = request.url.include_query_params(per_page=size, page=to)
-        return f'<{url}>; rel="{rel}"'
-
-    if number > 1:
-        links += [link(min(number - 1, last), "prev"), link(1, "first")]
-    if number < last:
-        links += [link(number + 1, "next"), link(last, "last")]
-    headers = {"Link": ", ".join(links)} if links else None
+    chunk, headers = _page_of(request, visible, per_page, page)
     return JSONResponse(
         {
             "total_count": len(visible),
@@ -321,13 +435,14 @@ def list_installation_repositories(
 
 @router.get("/api/repos/{owner}/{repo}/branches")
 def list_branches(
+    request: Request,
     owner: str,
     repo: str,
     host: Host,
     authorization: Authorization = None,
     user_agent: UserAgent = None,
 ) -> Response:
-    found = _readable_repository(host, authorization, user_agent, owner, repo)
+    found = _readable_repository(host, request, authorization, user_agent, owner, repo)
     if isinstance(found, JSONResponse):
         return found
     return JSONResponse(
@@ -337,6 +452,7 @@ def list_branches(
 
 @router.get("/api/repos/{owner}/{repo}/branches/{branch:path}")
 def get_branch(
+    request: Request,
     owner: str,
     repo: str,
     branch: str,
@@ -344,7 +460,7 @@ def get_branch(
     authorization: Authorization = None,
     user_agent: UserAgent = None,
 ) -> Response:
-    found = _readable_repository(host, authorization, user_agent, owner, repo)
+    found = _readable_repository(host, request, authorization, user_agent, owner, repo)
     if isinstance(found, JSONResponse):
         return found
     sha = found.branches.get(branch)
@@ -353,10 +469,56 @@ def get_branch(
     return JSONResponse(host.branch_json(found, branch, sha))
 
 
+# What the sample repositories hold: one file that tells the sandbox's build runner how a build
+# of that commit goes (a real build would run the repository's own build instead).
+SANDBOX_BUILD_FILE = "capstan-sandbox.json"
+BROKEN_BUILD = {"build": "fail", "error": "npm ERR! Missing script: build"}
+
+
+@router.get("/api/repos/{owner}/{repo}/contents/{path:path}")
+def get_contents(
+    request: Request,
+    owner: str,
+    repo: str,
+    path: str,
+    host: Host,
+    ref: str | None = None,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+) -> Response:
+    """GitHub's contents API for the one file the samples hold, at a branch or commit."""
+    found = _readable_repository(host, request, authorization, user_agent, owner, repo)
+    if isinstance(found, JSONResponse):
+        return found
+    branch = found.branch_of(ref or found.default_branch)
+    if branch is None:
+        return _github_error(404, f"No commit found for the ref {ref}")
+    if path != SANDBOX_BUILD_FILE:
+        return _github_error(404, "Not Found")
+    document = BROKEN_BUILD if branch == BROKEN_BRANCH else {"build": "succeed"}
+    raw = json.dumps(document).encode()
+    return JSONResponse(
+        {
+            "type": "file",
+            "encoding": "base64",
+            "size": len(raw),
+            "name": path,
+            "path": path,
+            "content": base64.b64encode(raw).decode(),
+            "sha": hashlib.sha1(raw).hexdigest(),  # noqa: S324 (git's blob naming, not security)
+        }
+    )
+
+
 def _readable_repository(
-    host: SandboxGitHost, authorization: str | None, user_agent: str | None, owner: str, repo: str
+    host: SandboxGitHost,
+    request: Request,
+    authorization: str | None,
+    user_agent: str | None,
+    owner: str,
+    repo: str,
 ) -> SandboxRepository | JSONResponse:
-    if (failure := _refused_up_front(host, user_agent)) is not None:
+    if (failure := _refused_up_front(host, request, user_agent)) is not None:
         return failure
     try:
         token = host.check_installation_token(authorization)
@@ -368,6 +530,27 @@ def _readable_repository(
     ):
         return _github_error(404, "Not Found")
     return repository
+
+
+def _page_of(
+    request: Request, items: list[T], per_page: str | None, page: str | None
+) -> tuple[list[T], dict[str, str] | None]:
+    """One page of `items` and its `Link` header (prev/first/next/last), as GitHub paginates."""
+    size = min(_positive(per_page, _DEFAULT_PAGE_SIZE), _MAX_PAGE_SIZE)
+    number = _positive(page, 1)
+    last = max(1, -(-len(items) // size))
+    links = []
+
+    def link(to: int, rel: str) -> str:
+        url = request.url.include_query_params(per_page=size, page=to)
+        return f'<{url}>; rel="{rel}"'
+
+    if number > 1:
+        links += [link(min(number - 1, last), "prev"), link(1, "first")]
+    if number < last:
+        links += [link(number + 1, "next"), link(last, "last")]
+    headers = {"Link": ", ".join(links)} if links else None
+    return items[(number - 1) * size : number * size], headers
 
 
 def _positive(text: str | None, default: int) -> int:
@@ -385,13 +568,19 @@ class FailureRequest(StrictBody):
     count: int = Field(default=1, ge=1, le=100)
     retry_after: int | None = Field(default=None, ge=0, le=3600)
     delay_seconds: float = Field(default=0.0, ge=0, le=30)
+    # Only calls whose path under /sandbox/git_host starts with this, e.g. "/api/app/".
+    path: str | None = Field(default=None, pattern=r"^/", max_length=200)
 
 
 @router.post("/control/failures", status_code=status.HTTP_204_NO_CONTENT)
 def inject_failures(body: FailureRequest, host: Host) -> Response:
-    """The next `count` calls to `/api/...` answer late and/or fail, as GitHub sometimes does."""
+    """The next `count` calls to `/api/...` or the OAuth endpoint (those under `path`, when
+    given) answer late and/or fail, as GitHub sometimes does."""
     failure = InjectedFailure(
-        status=body.status, retry_after=body.retry_after, delay_seconds=body.delay_seconds
+        status=body.status,
+        retry_after=body.retry_after,
+        delay_seconds=body.delay_seconds,
+        path=body.path,
     )
     host.store.fail_next(failure, body.count)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,9 +1,13 @@
 """What the sandbox git host remembers.
 
-Installations and repositories (with their branches and head commits) are persisted to a JSON
-file in the data directory — written atomically, under a lock — so that installations recorded in
-Capstan's database keep working across dev-server restarts. Installation tokens live in memory
-only (they last an hour anyway); only their SHA-256 is kept.
+Installations (with the sandbox user who installed each) and repositories (with their branches
+and head commits) are persisted to a JSON file in the data directory — written atomically, under a
+lock — so that installations recorded in Capstan's database keep working across dev-server
+restarts. Installation tokens, OAuth codes and user access tokens live in memory only (they are
+short-lived anyway); only their SHA-256 is kept.
+
+Who may administer what, as GitHub decides it for `GET /user/installations`: a user administers
+their own account, and any account they installed the app on (installing takes an owner).
 """
 
 from __future__ import annotations
@@ -28,10 +32,16 @@ STATE_FILE = "sandbox_git_host.json"
 FORMAT_VERSION = 1
 FIRST_INSTALLATION_ID = 40_000_001
 TOKEN_LIFETIME = timedelta(hours=1)
+# GitHub's OAuth codes live ten minutes; its expiring user access tokens eight hours.
+CODE_LIFETIME = timedelta(minutes=10)
+USER_TOKEN_LIFETIME = timedelta(hours=8)
+# The sandbox user a browser on the install page is signed in as, unless it says otherwise.
+SANDBOX_USER = "sandbox-user"
 # What the sandbox app may be granted; a token asks for these or fewer.
 APP_PERMISSIONS: dict[str, str] = {"contents": "read", "metadata": "read"}
 PERMISSION_LEVELS = {"read": 1, "write": 2, "admin": 3}
 SAMPLES_OWNER = "capstan-samples"
+BROKEN_BRANCH = "broken-build"
 _TOKEN_ALPHABET = string.ascii_letters + string.digits
 
 
@@ -54,6 +64,15 @@ class SandboxRepository:
     description: str
     # Branch name -> head commit sha. Later features push commits and delete branches here.
     branches: dict[str, str] = field(default_factory=dict)
+    # Every commit sha -> the branch it was made on (what a build of that commit checks out).
+    commits: dict[str, str] = field(default_factory=dict)
+
+    def branch_of(self, ref: str) -> str | None:
+        """The branch a ref (a branch name or a commit sha) stands for."""
+        if ref in self.branches:
+            return ref
+        heads = {sha: name for name, sha in self.branches.items()}
+        return self.commits.get(ref) or heads.get(ref)
 
     @property
     def full_name(self) -> str:
@@ -67,6 +86,8 @@ class SandboxInstallation:
     account_type: str
     account_id: int
     created_at: datetime
+    # The login of the sandbox user who installed the app (an owner of the account).
+    installed_by: str
 
 
 @dataclass(frozen=True)
@@ -79,16 +100,38 @@ class IssuedToken:
 
 
 @dataclass(frozen=True)
+class IssuedCode:
+    """A one-time OAuth code from the install page, for one user and one OAuth client."""
+
+    user_login: str
+    client_id: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class IssuedUserToken:
+    user_login: str
+    client_id: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
 class InjectedFailure:
-    """How the next API call misbehaves: answer late, and/or answer `status`."""
+    """How the next API call misbehaves: answer late, and/or answer `status`.
+
+    `path` limits it to calls whose path under `/sandbox/git_host` starts with it, e.g.
+    `/api/app/installations` or `/login/oauth/access_token`; None: the next call, whatever it is.
+    """
 
     status: int | None
     retry_after: int | None = None
     delay_seconds: float = 0.0
+    path: str | None = None
 
 
 def sample_repositories() -> list[SandboxRepository]:
-    """A web app, a worker and a static site, each with `main` and `feature-x`."""
+    """A web app, a worker and a static site, each with `main`, `feature-x` and `broken-build`
+    (whose builds fail)."""
     samples = [
         (701_000_001, "hello-web", True, "A small HTTP service: the web server sample."),
         (701_000_002, "hello-worker", True, "A background job loop: the worker sample."),
@@ -106,8 +149,8 @@ def sample_repositories() -> list[SandboxRepository]:
                 default_branch="main",
                 description=description,
                 branches={
-                    "main": commit_sha(full_name, "main", 1),
-                    "feature-x": commit_sha(full_name, "feature-x", 1),
+                    branch: commit_sha(full_name, branch, 1)
+                    for branch in ("main", "feature-x", BROKEN_BRANCH)
                 },
             )
         )
@@ -139,12 +182,16 @@ class SandboxStore:
         self._repositories: dict[int, SandboxRepository] = {}
         self._next_installation_id = FIRST_INSTALLATION_ID
         self._tokens: dict[str, IssuedToken] = {}
+        self._codes: dict[str, IssuedCode] = {}
+        self._user_tokens: dict[str, IssuedUserToken] = {}
         self._failures: deque[InjectedFailure] = deque()
         self._load()
 
     # Installations -------------------------------------------------------------------------------
 
-    def create_installation(self, account_login: str, account_type: str) -> SandboxInstallation:
+    def create_installation(
+        self, account_login: str, account_type: str, *, installed_by: str = SANDBOX_USER
+    ) -> SandboxInstallation:
         with self._lock:
             installation = SandboxInstallation(
                 id=self._next_installation_id,
@@ -152,6 +199,7 @@ class SandboxStore:
                 account_type=account_type,
                 account_id=account_id(account_login),
                 created_at=utcnow().replace(microsecond=0),
+                installed_by=installed_by,
             )
             self._next_installation_id += 1
             self._installations[installation.id] = installation
@@ -161,6 +209,22 @@ class SandboxStore:
     def installation(self, installation_id: int) -> SandboxInstallation | None:
         with self._lock:
             return self._installations.get(installation_id)
+
+    def installations_of_user(self, user_login: str) -> list[SandboxInstallation]:
+        """The installations on accounts `user_login` administers: their own, and every account
+        they installed the app on. Nobody else's."""
+        user = user_login.lower()
+        with self._lock:
+            administered = {user} | {
+                i.account_login.lower()
+                for i in self._installations.values()
+                if i.installed_by.lower() == user
+            }
+            return [
+                self._installations[key]
+                for key in sorted(self._installations)
+                if self._installations[key].account_login.lower() in administered
+            ]
 
     def delete_installation(self, installation_id: int) -> bool:
         """Uninstall: the installation and every token it issued are gone."""
@@ -220,15 +284,67 @@ class SandboxStore:
             return None
         return token
 
+    # User authorization (OAuth codes and user access tokens) -----------------------------------
+
+    def issue_code(self, user_login: str, client_id: str, *, now: datetime | None = None) -> str:
+        """A one-time code for `user_login`, redeemable by `client_id` until it expires."""
+        code = secrets.token_hex(10)  # GitHub's codes are 20 hex characters
+        issued = IssuedCode(
+            user_login=user_login,
+            client_id=client_id,
+            expires_at=(now or utcnow()) + CODE_LIFETIME,
+        )
+        with self._lock:
+            self._codes = {k: c for k, c in self._codes.items() if c.expires_at > utcnow()}
+            self._codes[_hash(code)] = issued
+        return code
+
+    def redeem_code(self, code: str, client_id: str) -> str | None:
+        """The user behind `code`, once: a code is gone after its first redemption, even a failed
+        one (another client's), and worthless after it expires."""
+        with self._lock:
+            issued = self._codes.pop(_hash(code), None)
+        if issued is None or issued.expires_at <= utcnow():
+            return None
+        if issued.client_id != client_id:
+            return None
+        return issued.user_login
+
+    def issue_user_token(self, user_login: str, client_id: str) -> str:
+        secret = "ghu_" + "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(36))
+        token = IssuedUserToken(
+            user_login=user_login,
+            client_id=client_id,
+            expires_at=utcnow().replace(microsecond=0) + USER_TOKEN_LIFETIME,
+        )
+        with self._lock:
+            self._user_tokens = {
+                k: t for k, t in self._user_tokens.items() if t.expires_at > utcnow()
+            }
+            self._user_tokens[_hash(secret)] = token
+        return secret
+
+    def user_token(self, secret: str) -> IssuedUserToken | None:
+        with self._lock:
+            token = self._user_tokens.get(_hash(secret))
+        if token is None or token.expires_at <= utcnow():
+            return None
+        return token
+
     # Failure injection (tests and demos ask the sandbox to fail; the client cannot tell) -------
 
     def fail_next(self, failure: InjectedFailure, count: int) -> None:
         with self._lock:
             self._failures.extend([failure] * count)
 
-    def take_failure(self) -> InjectedFailure | None:
+    def take_failure(self, path: str) -> InjectedFailure | None:
+        """The first queued failure meant for a call to `path`, removed from the queue."""
         with self._lock:
-            return self._failures.popleft() if self._failures else None
+            for index, failure in enumerate(self._failures):
+                if failure.path is None or path.startswith(failure.path):
+                    del self._failures[index]
+                    return failure
+            return None
 
     # Persistence ---------------------------------------------------------------------------------
 
@@ -258,11 +374,19 @@ class SandboxStore:
                 account_type=item["account_type"],
                 account_id=int(item["account_id"]),
                 created_at=datetime.fromisoformat(item["created_at"]),
+                # Files written before installers were recorded: the account's own user, or
+                # the default sandbox user for an organization.
+                installed_by=item.get("installed_by")
+                or (item["account_login"] if item["account_type"] == "User" else SANDBOX_USER),
             )
             self._installations[installation.id] = installation
         for item in document["repositories"]:
             repository = SandboxRepository(**item)
             self._repositories[repository.id] = repository
+        for sample in sample_repositories():  # samples gained branches since the file was written
+            repository = self._repositories.setdefault(sample.id, sample)
+            for branch, sha in sample.branches.items():
+                repository.branches.setdefault(branch, sha)
 
     def _save(self) -> None:
         """Write the whole state atomically (temporary file + rename); the caller holds the lock."""
