@@ -53,7 +53,7 @@ def sandbox_cloud_url() -> Iterator[str | None]:
     """One sandbox cloud for the whole run (moto keeps its state per process anyway)."""
     from capstan.sandbox.cloud.server import start_sandbox_cloud
 
-    sandbox = start_sandbox_cloud()
+    sandbox = start_sandbox_cloud(build_seconds=0.3, task_start_seconds=0.3)
     yield sandbox.url
     sandbox.stop()
 

@@ -56,6 +56,11 @@ class Cloud:
     def region(self) -> str:
         return self.endpoint.region
 
+    @property
+    def operator(self) -> AwsSession:
+        """The control plane's own session (its account holds the service domain's DNS zone)."""
+        return self._operator
+
     def role_arn(self, account_id: str, role_name: str) -> str:
         return sts.role_arn(self.partition, account_id, role_name)
 

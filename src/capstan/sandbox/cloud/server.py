@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from moto.server import ThreadedMotoServer
 
 from capstan.sandbox.cloud import sts
+from capstan.sandbox.cloud.simulator import Simulator, simulator
 
 
 @dataclass
@@ -23,11 +25,17 @@ class SandboxCloud:
     _stopped: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    @property
+    def simulator(self) -> Simulator:
+        """The process's simulator: knobs (`configure`) and failures (`fail_rollouts`)."""
+        return simulator()
+
     def stop(self) -> None:
         with self._lock:
             if self._stopped:
                 return
             self._stopped = True
+        simulator().release()
         self._server.stop()
         # ThreadedMotoServer shuts the loop down but leaves the listening socket open.
         wsgi_server = getattr(self._server, "_server", None)
@@ -40,14 +48,57 @@ def install_extensions() -> None:
     sts.install()
 
 
-def start_sandbox_cloud(*, host: str = "127.0.0.1", port: int = 0) -> SandboxCloud:
-    """Start a sandbox cloud on `host` (a free port unless `port` is given)."""
+def start_sandbox_cloud(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    build_seconds: float | None = None,
+    task_start_seconds: float | None = None,
+    **knobs: float,
+) -> SandboxCloud:
+    """Start a sandbox cloud on `host` (a free port unless `port` is given), and its simulator.
+
+    Knobs (see `capstan.sandbox.cloud.simulator.Knobs`; seconds, 0 = at once) left None keep
+    their current values — 2 s builds and task starts unless configured otherwise. They are
+    process-wide, like moto's state.
+    """
     install_extensions()
     werkzeug_log = logging.getLogger("werkzeug")
     if werkzeug_log.level == logging.NOTSET:
         # One line per AWS call is noise; werkzeug would otherwise log at INFO to stderr.
         werkzeug_log.setLevel(logging.WARNING)
+    settings: dict[str, Any] = dict(knobs)
+    if build_seconds is not None:
+        settings["build_seconds"] = build_seconds
+    if task_start_seconds is not None:
+        settings["task_start_seconds"] = task_start_seconds
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
     server.start()
+    simulator().acquire(**settings)
     bound_host, bound_port = server.get_host_and_port()
     return SandboxCloud(url=f"http://{bound_host}:{bound_port}", _server=server)
+
+
+def run_sandbox_cloud(host: str = "127.0.0.1", port: int = 4566, **knobs: float) -> None:
+    """Serve a sandbox cloud until interrupted (Ctrl-C or SIGTERM): `capstan sandbox`.
+
+    Its own process, so a Capstan server can be killed while the cloud keeps its state.
+    """
+    import signal
+
+    stopped = threading.Event()
+
+    def stop(_signal: int, _frame: object) -> None:
+        stopped.set()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    sandbox = start_sandbox_cloud(host=host, port=port, **knobs)
+    print(f"sandbox cloud at {sandbox.url}", flush=True)
+    try:
+        while not stopped.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sandbox.stop()
+        signal.signal(signal.SIGTERM, previous)

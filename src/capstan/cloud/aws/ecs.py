@@ -1,0 +1,330 @@
+"""ECS on Fargate: the project's cluster, a task definition revision per deployment and one
+rolling service per target (minimum healthy 100 %, maximum 200 %, circuit breaker with rollback)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from capstan.cloud.aws import names
+from capstan.cloud.aws.calls import error_code, ignoring
+from capstan.cloud.aws.errors import aws_errors
+from capstan.cloud.aws.session import AwsSession
+
+DEPLOYMENT_CONFIGURATION = {
+    "minimumHealthyPercent": 100,
+    "maximumPercent": 200,
+    "deploymentCircuitBreaker": {"enable": True, "rollback": True},
+}
+
+
+@dataclass(frozen=True)
+class Deployment:
+    id: str
+    status: str  # PRIMARY | ACTIVE | INACTIVE
+    task_definition: str
+    rollout_state: str | None  # IN_PROGRESS | COMPLETED | FAILED
+    reason: str | None
+    running: int
+    desired: int
+
+
+@dataclass(frozen=True)
+class ServiceState:
+    arn: str
+    status: str  # ACTIVE | DRAINING | INACTIVE
+    task_definition: str | None
+    desired: int
+    running: int
+    deployments: tuple[Deployment, ...]
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    image: str
+    cpu: int
+    memory: int
+    secrets: dict[str, str]  # variable name -> SSM parameter ARN
+    log_group: str
+    region: str
+    port: int | None  # web servers: the container port
+    health_path: str | None
+    command: str | None  # workers: the entry point command
+
+
+def _client(session: AwsSession) -> Any:
+    return session.client("ecs")
+
+
+def ensure_cluster(session: AwsSession, project_id: str) -> str:
+    ecs = _client(session)
+    name = names.cluster_name(project_id)
+    with aws_errors():
+        found = ecs.describe_clusters(clusters=[name])["clusters"]
+        if any(cluster.get("status") == "ACTIVE" for cluster in found):
+            return name
+        ecs.create_cluster(
+            clusterName=name,
+            tags=names.tag_list(project_id, project_id, key="key", value="value"),
+            capacityProviders=["FARGATE"],
+        )
+    return name
+
+
+def cluster_exists(session: AwsSession, project_id: str) -> bool:
+    with aws_errors():
+        found = _client(session).describe_clusters(clusters=[names.cluster_name(project_id)])
+    return any(cluster.get("status") == "ACTIVE" for cluster in found["clusters"])
+
+
+def active_services(session: AwsSession, project_id: str) -> list[str]:
+    ecs = _client(session)
+    cluster = names.cluster_name(project_id)
+    arns: list[str] = []
+    with aws_errors():
+        try:
+            for page in ecs.get_paginator("list_services").paginate(cluster=cluster):
+                arns += page["serviceArns"]
+        except ClientError as error:
+            if error_code(error) == "ClusterNotFoundException":
+                return []
+            raise
+        active: list[str] = []
+        for start in range(0, len(arns), 10):
+            described = ecs.describe_services(cluster=cluster, services=arns[start : start + 10])
+            active += [
+                service["serviceName"]
+                for service in described["services"]
+                if service.get("status") != "INACTIVE"
+            ]
+    return active
+
+
+def delete_cluster(session: AwsSession, project_id: str) -> None:
+    with aws_errors(), ignoring("ClusterNotFoundException"):
+        _client(session).delete_cluster(cluster=names.cluster_name(project_id))
+
+
+def _container(spec: ContainerSpec) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": names.CONTAINER_NAME,
+        "image": spec.image,
+        "essential": True,
+        "secrets": [{"name": name, "valueFrom": arn} for name, arn in sorted(spec.secrets.items())],
+        "logConfiguration": {
+            "logDriver": "awslogs",
+            "options": {
+                "awslogs-group": spec.log_group,
+                "awslogs-region": spec.region,
+                "awslogs-stream-prefix": "app",
+            },
+        },
+    }
+    if spec.port is not None:
+        container["portMappings"] = [{"containerPort": spec.port, "protocol": "tcp"}]
+        container["environment"] = [{"name": "PORT", "value": str(spec.port)}]
+    if spec.health_path is not None and spec.port is not None:
+        container["healthCheck"] = {
+            "command": [
+                "CMD-SHELL",
+                f"curl -fsS http://localhost:{spec.port}{spec.health_path} > /dev/null || exit 1",
+            ],
+            "interval": 30,
+            "timeout": 5,
+            "retries": 3,
+            "startPeriod": 60,
+        }
+    if spec.command is not None:
+        container["entryPoint"] = ["sh", "-c"]
+        container["command"] = [spec.command]
+    return container
+
+
+def ensure_task_definition(
+    session: AwsSession,
+    project_id: str,
+    resource_id: str,
+    deployment_id: str,
+    spec: ContainerSpec,
+    *,
+    task_role_arn: str,
+    execution_role_arn: str,
+) -> str:
+    """The task definition revision of `deployment_id`, registered once (found by its tag)."""
+    ecs = _client(session)
+    family = names.service_name(resource_id)
+    with aws_errors():
+        newest = ecs.list_task_definitions(familyPrefix=family, status="ACTIVE", sort="DESC")[
+            "taskDefinitionArns"
+        ][:3]
+        for arn in newest:
+            described = ecs.describe_task_definition(taskDefinition=arn, include=["TAGS"])
+            tags = {tag["key"]: tag["value"] for tag in described.get("tags", [])}
+            if (
+                tags.get(names.DEPLOYMENT_TAG) == deployment_id
+                and described["taskDefinition"]["family"] == family
+            ):
+                return str(arn)
+        registered = ecs.register_task_definition(
+            family=family,
+            taskRoleArn=task_role_arn,
+            executionRoleArn=execution_role_arn,
+            networkMode="awsvpc",
+            requiresCompatibilities=["FARGATE"],
+            cpu=str(spec.cpu),
+            memory=str(spec.memory),
+            runtimePlatform={"cpuArchitecture": "X86_64", "operatingSystemFamily": "LINUX"},
+            containerDefinitions=[_container(spec)],
+            tags=names.tag_list(
+                project_id,
+                resource_id,
+                key="key",
+                value="value",
+                **{names.DEPLOYMENT_TAG: deployment_id},
+            ),
+        )
+    return str(registered["taskDefinition"]["taskDefinitionArn"])
+
+
+def delete_task_definitions(session: AwsSession, resource_id: str) -> None:
+    ecs = _client(session)
+    family = names.service_name(resource_id)
+    with aws_errors():
+        for status in ("ACTIVE", "INACTIVE"):
+            arns: list[str] = []
+            for page in ecs.get_paginator("list_task_definitions").paginate(
+                familyPrefix=family, status=status
+            ):
+                arns += [arn for arn in page["taskDefinitionArns"] if f"/{family}:" in arn]
+            for arn in arns:
+                if status == "ACTIVE":
+                    with ignoring("ClientException"):
+                        ecs.deregister_task_definition(taskDefinition=arn)
+            for start in range(0, len(arns), 10):
+                with ignoring("ClientException", "InvalidParameterException"):
+                    ecs.delete_task_definitions(taskDefinitions=arns[start : start + 10])
+
+
+def task_definitions_left(session: AwsSession, resource_id: str) -> list[str]:
+    ecs = _client(session)
+    family = names.service_name(resource_id)
+    left: list[str] = []
+    with aws_errors():
+        for status in ("ACTIVE", "INACTIVE"):
+            arns = ecs.list_task_definitions(familyPrefix=family, status=status)
+            left += [arn for arn in arns["taskDefinitionArns"] if f"/{family}:" in arn]
+    return left
+
+
+def _deployment(raw: dict[str, Any]) -> Deployment:
+    return Deployment(
+        id=str(raw.get("id")),
+        status=str(raw.get("status")),
+        task_definition=str(raw.get("taskDefinition")),
+        rollout_state=raw.get("rolloutState"),
+        reason=raw.get("rolloutStateReason"),
+        running=int(raw.get("runningCount") or 0),
+        desired=int(raw.get("desiredCount") or 0),
+    )
+
+
+def describe_service(session: AwsSession, cluster: str, service: str) -> ServiceState | None:
+    """The service, or None when there is none (never made, or deleted and gone)."""
+    with aws_errors():
+        try:
+            described = _client(session).describe_services(cluster=cluster, services=[service])
+        except ClientError as error:
+            if error_code(error) == "ClusterNotFoundException":
+                return None
+            raise
+    if not described["services"]:
+        return None
+    raw = described["services"][0]
+    return ServiceState(
+        arn=str(raw["serviceArn"]),
+        status=str(raw.get("status")),
+        task_definition=raw.get("taskDefinition"),
+        desired=int(raw.get("desiredCount") or 0),
+        running=int(raw.get("runningCount") or 0),
+        deployments=tuple(_deployment(item) for item in raw.get("deployments", [])),
+    )
+
+
+def ensure_service(
+    session: AwsSession,
+    project_id: str,
+    resource_id: str,
+    *,
+    cluster: str,
+    task_definition_arn: str,
+    subnet_ids: tuple[str, ...],
+    security_group_id: str,
+    target_group_arn: str | None,
+) -> None:
+    """Create the service, or roll it to `task_definition_arn` if it runs something else."""
+    ecs = _client(session)
+    name = names.service_name(resource_id)
+    network = {
+        "awsvpcConfiguration": {
+            "subnets": list(subnet_ids),
+            "securityGroups": [security_group_id],
+            # Public subnets and no NAT: tasks need a public address to reach ECR and the logs.
+            "assignPublicIp": "ENABLED",
+        }
+    }
+    current = describe_service(session, cluster, name)
+    with aws_errors():
+        if current is not None and current.status == "ACTIVE":
+            if current.task_definition != task_definition_arn:
+                ecs.update_service(
+                    cluster=cluster,
+                    service=name,
+                    taskDefinition=task_definition_arn,
+                    deploymentConfiguration=DEPLOYMENT_CONFIGURATION,
+                    networkConfiguration=network,
+                )
+            return
+        arguments: dict[str, Any] = {
+            "cluster": cluster,
+            "serviceName": name,
+            "taskDefinition": task_definition_arn,
+            "desiredCount": 1,
+            "launchType": "FARGATE",
+            "networkConfiguration": network,
+            "deploymentConfiguration": DEPLOYMENT_CONFIGURATION,
+            "deploymentController": {"type": "ECS"},
+            "propagateTags": "SERVICE",
+            "enableECSManagedTags": True,
+            "tags": names.tag_list(project_id, resource_id, key="key", value="value"),
+            # At most 36 characters; the same for a retried call of one deployment.
+            "clientToken": hashlib.sha256(f"{name}|{task_definition_arn}".encode()).hexdigest()[
+                :36
+            ],
+        }
+        if target_group_arn is not None:
+            arguments["loadBalancers"] = [
+                {
+                    "targetGroupArn": target_group_arn,
+                    "containerName": names.CONTAINER_NAME,
+                    "containerPort": names.CONTAINER_PORT,
+                }
+            ]
+            arguments["healthCheckGracePeriodSeconds"] = 60
+        ecs.create_service(**arguments)
+
+
+def delete_service(session: AwsSession, cluster: str, resource_id: str) -> bool:
+    """Scale to zero and delete; True when the service is gone or going (INACTIVE/DRAINING)."""
+    ecs = _client(session)
+    name = names.service_name(resource_id)
+    current = describe_service(session, cluster, name)
+    if current is None or current.status == "INACTIVE":
+        return True
+    with aws_errors(), ignoring("ServiceNotActiveException", "ServiceNotFoundException"):
+        if current.status == "ACTIVE" and current.desired:
+            ecs.update_service(cluster=cluster, service=name, desiredCount=0)
+        ecs.delete_service(cluster=cluster, service=name, force=True)
+    return True

@@ -1,0 +1,136 @@
+"""IAM: the project's roles — task role, task execution role, build role (all under /capstan/)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from capstan.cloud.aws import names
+from capstan.cloud.aws.errors import aws_errors
+from capstan.cloud.aws.session import AwsSession
+
+
+def _trust(service: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": service},
+                    "Action": "sts:AssumeRole",
+                }
+            ],
+        }
+    )
+
+
+def _policy(*statements: dict[str, Any]) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]:
+    """The project's roles by purpose (`task`, `execution`, `build`) -> ARN, made if missing.
+
+    The task role starts with no permissions (model access adds its own policy later). The
+    execution role may pull images, write the project's task logs and read its parameters;
+    the build role may push images and write build logs.
+    """
+    iam = session.client("iam")
+    parameters = "arn:*:ssm:*:*:parameter/capstan/*"
+    roles = {
+        "task": (names.task_role_name(project_id), "ecs-tasks.amazonaws.com", None),
+        "execution": (
+            names.execution_role_name(project_id),
+            "ecs-tasks.amazonaws.com",
+            _policy(
+                {
+                    "Effect": "Allow",
+                    "Action": [
+                        "ecr:GetAuthorizationToken",
+                        "ecr:BatchCheckLayerAvailability",
+                        "ecr:GetDownloadUrlForLayer",
+                        "ecr:BatchGetImage",
+                        "logs:CreateLogStream",
+                        "logs:PutLogEvents",
+                    ],
+                    "Resource": "*",
+                },
+                {"Effect": "Allow", "Action": ["ssm:GetParameters"], "Resource": parameters},
+                {"Effect": "Allow", "Action": ["kms:Decrypt"], "Resource": "*"},
+            ),
+        ),
+        "build": (
+            names.build_role_name(project_id),
+            "codebuild.amazonaws.com",
+            _policy(
+                {
+                    "Effect": "Allow",
+                    "Action": [
+                        "ecr:GetAuthorizationToken",
+                        "ecr:BatchCheckLayerAvailability",
+                        "ecr:InitiateLayerUpload",
+                        "ecr:UploadLayerPart",
+                        "ecr:CompleteLayerUpload",
+                        "ecr:PutImage",
+                        "ecr:BatchGetImage",
+                        "ecr:GetDownloadUrlForLayer",
+                        "logs:CreateLogGroup",
+                        "logs:CreateLogStream",
+                        "logs:PutLogEvents",
+                    ],
+                    "Resource": "*",
+                }
+            ),
+        ),
+    }
+    arns: dict[str, str] = {}
+    with aws_errors():
+        for purpose, (role_name, service, policy) in roles.items():
+            arns[purpose] = _ensure_role(iam, project_id, role_name, service)
+            if policy is not None:
+                iam.put_role_policy(RoleName=role_name, PolicyName="capstan", PolicyDocument=policy)
+    return arns
+
+
+def _ensure_role(iam: Any, project_id: str, role_name: str, service: str) -> str:
+    try:
+        return str(iam.get_role(RoleName=role_name)["Role"]["Arn"])
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
+            raise
+    try:
+        created = iam.create_role(
+            RoleName=role_name,
+            Path=names.ROLE_PATH,
+            AssumeRolePolicyDocument=_trust(service),
+            Tags=names.tag_list(project_id, project_id),
+        )
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "EntityAlreadyExists":
+            raise
+        return str(iam.get_role(RoleName=role_name)["Role"]["Arn"])
+    return str(created["Role"]["Arn"])
+
+
+def delete_project_roles(session: AwsSession, project_id: str) -> None:
+    iam = session.client("iam")
+    with aws_errors():
+        for role_name in (
+            names.task_role_name(project_id),
+            names.execution_role_name(project_id),
+            names.build_role_name(project_id),
+        ):
+            try:
+                for policy in iam.list_role_policies(RoleName=role_name)["PolicyNames"]:
+                    iam.delete_role_policy(RoleName=role_name, PolicyName=policy)
+                for attached in iam.list_attached_role_policies(RoleName=role_name)[
+                    "AttachedPolicies"
+                ]:
+                    iam.detach_role_policy(RoleName=role_name, PolicyArn=attached["PolicyArn"])
+                iam.delete_role(RoleName=role_name)
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
+                    raise

@@ -1,0 +1,559 @@
+"""Deploying web servers and workers into a customer's AWS account: the driver the reconciler uses.
+
+`Deployer` is coarse and idempotent: every method finds what exists (by deterministic names and
+the `capstan:project` / `capstan:resource` tags) before it creates anything, starts long work
+(builds, rollouts) without waiting for it, and raises only `RetryableCloudError` or
+`TerminalCloudError`. Its calls are blocking boto3 calls; the reconciler runs them through
+`Cloud.run` in a worker thread. The modules under `capstan.cloud.aws` do one AWS service each;
+nothing boto3-shaped leaves this module.
+
+What a target (a service or a preview) owns, all named after its resource id: an ECR repository,
+a CodeBuild project, two log groups (`/capstan/<id>/build`, `/capstan/<id>/runtime`), SSM
+parameters under `/capstan/<id>/`, task definitions (one revision per deployment) and an ECS
+service; a web server also a target group, a host-header rule on the project's listener, an
+ALIAS record in the operator's zone of the service domain, and CPU target tracking.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from capstan.cloud.aws import (
+    autoscaling,
+    cloudwatch,
+    codebuild,
+    cost,
+    ecr,
+    ecs,
+    elbv2,
+    iam,
+    logs,
+    names,
+    network,
+    route53,
+    ssm,
+)
+from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
+from capstan.services.sizing import memory_problem
+
+TargetKind = Literal["web_server", "worker"]
+_ERROR_LINE = re.compile(r"\b(err(or)?|fatal|failed|exception|could not)\b|ERR!", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Target:
+    resource_id: str  # "svc_…" (a service) or "pvw_…" (a preview)
+    project_id: str  # "prj_…"
+    kind: TargetKind
+    hostname: str | None  # web servers: "<name>.<hostname_suffix>.<domain>"; workers: None
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    target: Target
+    repo: str  # "owner/name"
+    commit_sha: str
+    git_api_url: str  # the git host's REST base, e.g. https://api.github.com
+    # One-hour installation token for this one repository: passed to this build only, never
+    # stored or logged (kept out of repr).
+    source_token: str = field(repr=False)
+    build_command: str | None
+
+
+@dataclass(frozen=True)
+class Build:
+    id: str
+    state: Literal["in_progress", "succeeded", "failed"]
+    image_uri: str | None  # set when succeeded
+    error: str | None  # set when failed: the reason, from the build's log
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    target: Target
+    deployment_id: str  # "dep_…": one task definition revision per deployment
+    image_uri: str
+    cpu: int
+    memory: int
+    environment: dict[str, str]  # name -> SSM parameter ARN, from put_environment
+    start_command: str | None  # workers: the container entry point command
+    health_path: str | None  # web servers
+
+
+@dataclass(frozen=True)
+class Rollout:
+    state: Literal["in_progress", "completed", "failed"]
+    running: int
+    desired: int
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class LogLine:
+    timestamp: datetime
+    message: str
+
+
+@dataclass(frozen=True)
+class _Project:
+    network: network.ProjectNetwork
+    balancer: elbv2.LoadBalancer
+    cluster: str
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Deployer:
+    """Synchronous boto3 work (the reconciler runs it through Cloud.run in a thread).
+
+    `customer`: a session in the organization's account (the assumed role); `operator`:
+    Capstan's own account, which holds the Route 53 hosted zone of `domain`.
+    """
+
+    def __init__(
+        self,
+        customer: AwsSession,
+        operator: AwsSession,
+        *,
+        domain: str,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self._customer = customer
+        self._operator = operator
+        self._domain = domain.rstrip(".")
+        self._clock = clock
+        self._region = customer.endpoint.region
+        self._projects: dict[str, _Project] = {}
+        self._roles: dict[str, dict[str, str]] = {}
+
+    # -- the project's shared resources -----------------------------------------------------
+
+    def ensure_project_network(self, project_id: str) -> None:
+        """VPC, subnets, gateway, security groups, load balancer + listener, cluster, roles."""
+        net = network.ensure_network(self._customer, project_id)
+        balancer = elbv2.ensure_load_balancer(self._customer, project_id, net)
+        cluster = ecs.ensure_cluster(self._customer, project_id)
+        self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
+        self._projects[project_id] = _Project(net, balancer, cluster)
+
+    def delete_project_network(self, project_id: str) -> bool:
+        """Remove the project's shared resources once no target uses them; True when gone."""
+        if ecs.active_services(self._customer, project_id):
+            return False
+        balancer = elbv2.find_load_balancer(self._customer, project_id)
+        if balancer is not None and elbv2.has_rules(self._customer, balancer.listener_arn):
+            return False
+        self._projects.pop(project_id, None)
+        self._roles.pop(project_id, None)
+        elbv2.delete_load_balancer(self._customer, project_id)
+        ecs.delete_cluster(self._customer, project_id)
+        try:
+            gone = network.delete_network(self._customer, project_id)
+        except RetryableCloudError as error:
+            if error.code != "dependency_violation":
+                raise
+            return False
+        iam.delete_project_roles(self._customer, project_id)
+        return (
+            gone
+            and elbv2.find_load_balancer(self._customer, project_id) is None
+            and not ecs.cluster_exists(self._customer, project_id)
+        )
+
+    def _project(self, project_id: str) -> _Project:
+        project = self._projects.get(project_id)
+        if project is not None:
+            return project
+        net = network.find_network(self._customer, project_id)
+        balancer = elbv2.find_load_balancer(self._customer, project_id)
+        if net is None or balancer is None or not ecs.cluster_exists(self._customer, project_id):
+            self.ensure_project_network(project_id)
+            return self._projects[project_id]
+        project = _Project(net, balancer, names.cluster_name(project_id))
+        self._projects[project_id] = project
+        return project
+
+    def _project_roles(self, project_id: str) -> dict[str, str]:
+        roles = self._roles.get(project_id)
+        if roles is None:
+            roles = self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
+        return roles
+
+    # -- builds -------------------------------------------------------------------------
+
+    def start_build(self, spec: BuildSpec) -> str:
+        """Start a build of `spec.commit_sha` into the target's repository; the build's id."""
+        target = spec.target
+        roles = self._project_roles(target.project_id)
+        logs.ensure_group(
+            self._customer,
+            target.project_id,
+            target.resource_id,
+            names.build_log_group(target.resource_id),
+        )
+        repository = ecr.ensure_repository(self._customer, target.project_id, target.resource_id)
+        project = codebuild.ensure_project(
+            self._customer, target.project_id, target.resource_id, service_role_arn=roles["build"]
+        )
+        environment = {
+            "GIT_TOKEN": spec.source_token,
+            "SOURCE_COMMIT": spec.commit_sha,
+            "SOURCE_REPO": spec.repo,
+            "GIT_API_URL": spec.git_api_url,
+            "GIT_CLONE_BASE": codebuild.clone_base(spec.git_api_url),
+            "IMAGE_URI": f"{repository}:{spec.commit_sha}",
+        }
+        if spec.build_command:
+            environment["BUILD_COMMAND"] = spec.build_command
+        return codebuild.start_build(self._customer, project, environment=environment)
+
+    def describe_build(self, build_id: str) -> Build:
+        info = codebuild.describe_build(self._customer, build_id)
+        if info is None:
+            return Build(build_id, "failed", None, "The build no longer exists.")
+        if info.status == "IN_PROGRESS":
+            return Build(build_id, "in_progress", None, None)
+        if info.status == "SUCCEEDED":
+            return Build(build_id, "succeeded", info.image_uri, None)
+        return Build(build_id, "failed", None, self._failure_reason(info))
+
+    def _failure_reason(self, info: codebuild.BuildInfo) -> str:
+        """The build's own error line: the last output line that reads like an error (CodeBuild's
+        `[Container]` bookkeeping lines aside), else the failed phase's message."""
+        output = [
+            line.message
+            for line in self._build_events(info)
+            if line.message.strip() and not line.message.startswith("[Container]")
+        ]
+        errors = [message for message in output if _ERROR_LINE.search(message)]
+        if errors:
+            return errors[-1]
+        if info.failed_phase_messages:
+            return info.failed_phase_messages[-1]
+        if output:
+            return output[-1]
+        return f"The build ended {info.status.lower().replace('_', ' ')}."
+
+    def _build_events(self, info: codebuild.BuildInfo) -> list[LogLine]:
+        if not info.log_group or not info.log_stream:
+            return []
+        return [
+            LogLine(event.timestamp, event.message)
+            for event in logs.stream_events(self._customer, info.log_group, info.log_stream)
+        ]
+
+    def build_log(self, build_id: str) -> list[LogLine]:
+        info = codebuild.describe_build(self._customer, build_id)
+        return [] if info is None else self._build_events(info)
+
+    # -- environment ----------------------------------------------------------------------
+
+    def put_environment(self, target: Target, variables: dict[str, str]) -> dict[str, str]:
+        """SecureString parameters exactly `variables`; answers name -> parameter ARN."""
+        return ssm.put_environment(self._customer, target.project_id, target.resource_id, variables)
+
+    # -- deployments ----------------------------------------------------------------------
+
+    def deploy(self, spec: TaskSpec) -> str:
+        """Roll the target to a task definition of `spec` (idempotent); its ARN."""
+        problem = memory_problem(spec.cpu, spec.memory)
+        if problem is not None:
+            raise TerminalCloudError("invalid_task_size", problem)
+        target = spec.target
+        web = target.kind == "web_server"
+        if web and not target.hostname:
+            raise TerminalCloudError("invalid_target", "A web server needs a hostname.")
+        project = self._project(target.project_id)
+        roles = self._project_roles(target.project_id)
+        log_group = names.runtime_log_group(target.resource_id)
+        logs.ensure_group(self._customer, target.project_id, target.resource_id, log_group)
+        container = ecs.ContainerSpec(
+            image=spec.image_uri,
+            cpu=spec.cpu,
+            memory=spec.memory,
+            secrets=dict(spec.environment),
+            log_group=log_group,
+            region=self._region,
+            port=names.CONTAINER_PORT if web else None,
+            health_path=(spec.health_path or "/") if web else None,
+            command=None if web else spec.start_command,
+        )
+        task_definition = ecs.ensure_task_definition(
+            self._customer,
+            target.project_id,
+            target.resource_id,
+            spec.deployment_id,
+            container,
+            task_role_arn=roles["task"],
+            execution_role_arn=roles["execution"],
+        )
+        target_group: str | None = None
+        if web:
+            assert target.hostname is not None
+            target_group = elbv2.ensure_target_group(
+                self._customer,
+                target.project_id,
+                target.resource_id,
+                project.network.vpc_id,
+                spec.health_path or "/",
+            )
+            elbv2.ensure_host_rule(
+                self._customer,
+                target.project_id,
+                target.resource_id,
+                project.balancer.listener_arn,
+                target_group,
+                target.hostname,
+            )
+        ecs.ensure_service(
+            self._customer,
+            target.project_id,
+            target.resource_id,
+            cluster=project.cluster,
+            task_definition_arn=task_definition,
+            subnet_ids=project.network.subnet_ids,
+            security_group_id=project.network.services_group_id,
+            target_group_arn=target_group,
+        )
+        if web:
+            assert target.hostname is not None
+            self._point_dns(target.hostname, project.balancer)
+            autoscaling.ensure_cpu_scaling(
+                self._customer, project.cluster, names.service_name(target.resource_id)
+            )
+        return task_definition
+
+    def _point_dns(self, hostname: str, balancer: elbv2.LoadBalancer) -> None:
+        zone = route53.ensure_zone(self._operator, self._domain)
+        route53.upsert_alias(
+            self._operator,
+            zone,
+            hostname,
+            dns_name=balancer.dns_name,
+            target_zone_id=balancer.hosted_zone_id,
+        )
+
+    def describe_rollout(self, target: Target, task_definition_arn: str) -> Rollout:
+        """completed: the PRIMARY deployment runs `task_definition_arn` with every task running
+        (and, for a web server, as many healthy targets); failed: ECS gave the rollout up."""
+        cluster = names.cluster_name(target.project_id)
+        service = ecs.describe_service(
+            self._customer, cluster, names.service_name(target.resource_id)
+        )
+        if service is None or service.status != "ACTIVE":
+            return Rollout("failed", 0, 0, "The service does not exist.")
+        deployment = next(
+            (item for item in service.deployments if item.task_definition == task_definition_arn),
+            None,
+        )
+        if deployment is None:
+            if service.task_definition == task_definition_arn:
+                return Rollout("in_progress", 0, service.desired, "Waiting for ECS to start.")
+            return Rollout(
+                "failed",
+                0,
+                service.desired,
+                "The service no longer runs this task definition (rolled back or replaced).",
+            )
+        if deployment.rollout_state == "FAILED":
+            return Rollout(
+                "failed",
+                deployment.running,
+                deployment.desired,
+                deployment.reason or "ECS stopped the rollout.",
+            )
+        unhealthy: str | None = None
+        healthy = deployment.running
+        if target.kind == "web_server":
+            group = elbv2.find_target_group(self._customer, target.resource_id)
+            health = elbv2.target_health(self._customer, group) if group else []
+            healthy = sum(1 for item in health if item.state == "healthy")
+            problems = [
+                f"{item.target_id}: {item.state}"
+                + (f" ({item.description})" if item.description else "")
+                for item in health
+                if item.state not in ("healthy", "draining")
+            ]
+            unhealthy = "; ".join(problems) or None
+        settled = (
+            deployment.status == "PRIMARY"
+            and deployment.rollout_state == "COMPLETED"
+            and deployment.running == deployment.desired
+            and healthy >= deployment.desired
+        )
+        if settled:
+            return Rollout("completed", deployment.running, deployment.desired, None)
+        reason = unhealthy or (
+            f"{deployment.running} of {deployment.desired} tasks running"
+            + (f"; {deployment.reason}" if deployment.reason else "")
+        )
+        return Rollout("in_progress", deployment.running, deployment.desired, reason)
+
+    def move_hostname(self, target: Target, old_hostname: str) -> None:
+        """After a hostname_suffix rename: rule and DNS record to `target.hostname`."""
+        if target.kind != "web_server" or not target.hostname:
+            return
+        project = self._project(target.project_id)
+        group = elbv2.find_target_group(self._customer, target.resource_id)
+        if group is not None:
+            elbv2.ensure_host_rule(
+                self._customer,
+                target.project_id,
+                target.resource_id,
+                project.balancer.listener_arn,
+                group,
+                target.hostname,
+            )
+        self._point_dns(target.hostname, project.balancer)
+        if old_hostname.rstrip(".") != target.hostname.rstrip("."):
+            route53.delete_record(self._operator, self._domain, old_hostname)
+
+    # -- deletion -------------------------------------------------------------------------
+
+    def delete(self, target: Target) -> bool:
+        """Remove everything of the target, in order; True when nothing of it is left."""
+        cluster = names.cluster_name(target.project_id)
+        service = names.service_name(target.resource_id)
+        autoscaling.delete_scaling(self._customer, cluster, service)
+        ecs.delete_service(self._customer, cluster, target.resource_id)
+        group = elbv2.find_target_group(self._customer, target.resource_id)
+        if group is not None:
+            balancer = elbv2.find_load_balancer(self._customer, target.project_id)
+            if balancer is not None:
+                elbv2.delete_host_rule(self._customer, balancer.listener_arn, group)
+            try:
+                elbv2.delete_target_group(self._customer, target.resource_id)
+            except TerminalCloudError as error:
+                if error.code != "resource_in_use":
+                    raise
+                return False  # the service's tasks are still draining
+        if target.hostname:
+            route53.delete_record(self._operator, self._domain, target.hostname)
+        ssm.delete_environment(self._customer, target.resource_id)
+        codebuild.delete_project(self._customer, target.resource_id)
+        ecr.delete_repository(self._customer, target.resource_id)
+        for group_name in (
+            names.build_log_group(target.resource_id),
+            names.runtime_log_group(target.resource_id),
+        ):
+            logs.delete_group(self._customer, group_name)
+        ecs.delete_task_definitions(self._customer, target.resource_id)
+        return not self.remaining(target)
+
+    def remaining(self, target: Target) -> list[str]:
+        """What of the target still exists, by kind of resource ([] when it is all gone)."""
+        left: list[str] = []
+        state = ecs.describe_service(
+            self._customer,
+            names.cluster_name(target.project_id),
+            names.service_name(target.resource_id),
+        )
+        if state is not None and state.status == "ACTIVE":
+            left.append("ecs service")
+        if elbv2.find_target_group(self._customer, target.resource_id):
+            left.append("target group")
+        if target.hostname:
+            zone = route53.find_zone(self._operator, self._domain)
+            if zone and route53.find_record(self._operator, zone, target.hostname):
+                left.append("dns record")
+        if ssm.parameter_names(self._customer, target.resource_id):
+            left.append("ssm parameters")
+        if codebuild.project_exists(self._customer, target.resource_id):
+            left.append("codebuild project")
+        if ecr.repository_exists(self._customer, target.resource_id):
+            left.append("ecr repository")
+        for group_name in (
+            names.build_log_group(target.resource_id),
+            names.runtime_log_group(target.resource_id),
+        ):
+            if logs.group_exists(self._customer, group_name):
+                left.append(f"log group {group_name}")
+        if ecs.task_definitions_left(self._customer, target.resource_id):
+            left.append("task definitions")
+        return left
+
+    # -- observation ----------------------------------------------------------------------
+
+    def logs(
+        self, target: Target, *, since: datetime | None = None, limit: int = 100
+    ) -> list[LogLine]:
+        """Runtime lines from CloudWatch Logs, oldest first (the newest `limit` of them)."""
+        events = logs.recent_events(
+            self._customer,
+            names.runtime_log_group(target.resource_id),
+            since=since if since is not None else self._clock() - timedelta(days=1),
+            limit=limit,
+        )
+        return [LogLine(event.timestamp, event.message) for event in events]
+
+    def metrics(self, target: Target) -> dict[str, float | int]:
+        """CloudWatch over the last hour: CPU and memory (and, for web servers, requests)."""
+        end = self._clock()
+        start = end - timedelta(hours=1)
+        dimensions = {
+            "ClusterName": names.cluster_name(target.project_id),
+            "ServiceName": names.service_name(target.resource_id),
+        }
+        queries = [
+            cloudwatch.MetricQuery("cpu", "AWS/ECS", "CPUUtilization", dimensions, "Average"),
+            cloudwatch.MetricQuery("memory", "AWS/ECS", "MemoryUtilization", dimensions, "Average"),
+        ]
+        if target.kind == "web_server":
+            group = elbv2.find_target_group(self._customer, target.resource_id)
+            balancer = elbv2.find_load_balancer(self._customer, target.project_id)
+            if group is not None and balancer is not None:
+                alb = {
+                    "TargetGroup": elbv2.metric_dimension(group),
+                    "LoadBalancer": elbv2.metric_dimension(balancer.arn),
+                }
+                queries += [
+                    cloudwatch.MetricQuery(
+                        "requests", "AWS/ApplicationELB", "RequestCount", alb, "Sum"
+                    ),
+                    cloudwatch.MetricQuery(
+                        "errors", "AWS/ApplicationELB", "HTTPCode_Target_5XX_Count", alb, "Sum"
+                    ),
+                ]
+        values = cloudwatch.aggregate(
+            self._customer, queries, start=start, end=end, period_seconds=60
+        )
+
+        def mean(key: str) -> float:
+            points = values.get(key, [])
+            return round(sum(points) / len(points), 2) if points else 0.0
+
+        result: dict[str, float | int] = {
+            "cpu_utilization_percent": mean("cpu"),
+            "memory_utilization_percent": mean("memory"),
+        }
+        if target.kind == "web_server":
+            requests = int(sum(values.get("requests", [])))
+            errors = sum(values.get("errors", []))
+            result["request_count_1h"] = requests
+            result["error_rate_percent"] = round(errors / requests * 100, 2) if requests else 0.0
+        return result
+
+    def spend_this_month(self, target: Target) -> float:
+        """Cost Explorer, month to date, of everything tagged `capstan:resource` = the target."""
+        return cost.month_to_date_usd(
+            self._customer, target.resource_id, today=self._clock().date()
+        )
+
+
+__all__ = [
+    "Build",
+    "BuildSpec",
+    "CloudError",
+    "Deployer",
+    "LogLine",
+    "Rollout",
+    "Target",
+    "TaskSpec",
+]

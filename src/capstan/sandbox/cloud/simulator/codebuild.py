@@ -1,0 +1,289 @@
+"""CodeBuild, simulated: builds keep their environment overrides and log settings, stay
+IN_PROGRESS until the runner finishes them, and finish the way the source says.
+
+moto refuses a NO_SOURCE project without a source location (AWS wants none), answers StartBuild
+but drops `environmentVariablesOverride` and the project's logs config, and its BatchGetBuilds
+marks every build SUCCEEDED on sight. `install()` fixes all three (in moto's
+response and backend classes, once per process); `BuildRunner` does what the build would do.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import threading
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from moto.codebuild import responses as codebuild_responses
+from moto.codebuild.models import CodeBuildBackend, codebuild_backends
+from moto.codebuild.responses import CodeBuildResponse
+from moto.core.utils import iso_8601_datetime_with_milliseconds
+from moto.ecr.models import ecr_backends
+
+from capstan.sandbox.cloud.simulator import logs as sim_logs
+from capstan.sandbox.cloud.simulator.backends import each
+
+if TYPE_CHECKING:
+    from capstan.sandbox.cloud.simulator import Simulator
+
+_MARK = "_capstan_simulated"
+_install_lock = threading.Lock()
+SOURCE_FILE = "capstan-sandbox.json"
+_PHASES = ("PROVISIONING", "DOWNLOAD_SOURCE", "INSTALL", "PRE_BUILD", "BUILD", "POST_BUILD")
+
+
+def install() -> None:
+    with _install_lock:
+        if getattr(CodeBuildResponse.start_build, _MARK, False):
+            return
+        original_start = CodeBuildResponse.start_build
+        original_validate = codebuild_responses._validate_required_params_source
+
+        def validate_source(source: dict[str, Any]) -> None:
+            # AWS: a NO_SOURCE project has an inline buildspec and no location.
+            if source.get("type") == "NO_SOURCE" and source.get("buildspec"):
+                return
+            original_validate(source)
+
+        codebuild_responses._validate_required_params_source = validate_source
+
+        def start_build(self: CodeBuildResponse) -> Any:
+            result = original_start(self)
+            project_name = self._get_param("projectName")
+            backend = self.codebuild_backend
+            build = backend.build_metadata[project_name].build_metadata
+            _amend(
+                backend.codebuild_projects[project_name].project_metadata,
+                build,
+                self._get_param("environmentVariablesOverride") or [],
+            )
+            return result
+
+        def batch_get_builds(self: CodeBuildBackend, ids: list[str]) -> list[dict[str, Any]]:
+            return [
+                build
+                for history in list(self.build_metadata_history.values())
+                for build in list(history)
+                if build["id"] in ids
+            ]
+
+        setattr(start_build, _MARK, True)
+        CodeBuildResponse.start_build = start_build  # type: ignore[method-assign]
+        CodeBuildBackend.batch_get_builds = batch_get_builds  # type: ignore[method-assign]
+
+
+def _amend(project: dict[str, Any], build: dict[str, Any], overrides: list[dict[str, Any]]) -> None:
+    """Make the build look as AWS describes it: the project's environment with the overrides,
+    its source and its log destination (`<streamName>/<build uuid>`)."""
+    environment = copy.deepcopy(project.get("environment") or {})
+    variables = {item["name"]: item for item in environment.get("environmentVariables", [])}
+    for item in overrides:
+        variables[item["name"]] = {
+            "name": item["name"],
+            "value": item.get("value", ""),
+            "type": item.get("type", "PLAINTEXT"),
+        }
+    environment["environmentVariables"] = list(variables.values())
+    build["environment"] = environment
+    build["source"] = copy.deepcopy(project.get("source") or {})
+    build_uuid = str(build["id"]).split(":", 1)[-1]
+    cloudwatch = (project.get("logsConfig") or {}).get("cloudWatchLogs") or {}
+    group = cloudwatch.get("groupName") or f"/aws/codebuild/{project['name']}"
+    prefix = cloudwatch.get("streamName")
+    stream = f"{prefix}/{build_uuid}" if prefix else build_uuid
+    build["logs"] = {
+        "groupName": group,
+        "streamName": stream,
+        "cloudWatchLogs": {"status": "ENABLED", "groupName": group, "streamName": prefix},
+        "s3Logs": {"status": "DISABLED"},
+    }
+    variable_values = {name: item.get("value") for name, item in variables.items()}
+    if variable_values.get("SOURCE_COMMIT"):
+        build["sourceVersion"] = variable_values["SOURCE_COMMIT"]
+
+
+class BuildRunner:
+    """Finishes IN_PROGRESS builds `build_seconds` after it first sees them."""
+
+    def __init__(self, simulator: Simulator) -> None:
+        self._simulator = simulator
+        self._seen: dict[str, float] = {}
+        self._running: set[str] = set()
+        self._lock = threading.Lock()
+
+    def tick(self, now: float) -> None:
+        delay = self._simulator.knobs.build_seconds
+        for account_id, region, backend in each(codebuild_backends):
+            for history in list(backend.build_metadata_history.values()):
+                for build in list(history):
+                    if build.get("buildStatus") != "IN_PROGRESS":
+                        continue
+                    build_id = build["id"]
+                    seen = self._seen.setdefault(build_id, now)
+                    with self._lock:
+                        if now - seen < delay or build_id in self._running:
+                            continue
+                        self._running.add(build_id)
+                    self._simulator.pool.submit(self._finish, account_id, region, build)
+
+    def _finish(self, account_id: str, region: str, build: dict[str, Any]) -> None:
+        try:
+            run_build(account_id, region, build)
+        finally:
+            with self._lock:
+                self._running.discard(build["id"])
+                self._seen.pop(build["id"], None)
+
+
+def run_build(account_id: str, region: str, build: dict[str, Any]) -> None:
+    variables = {
+        item["name"]: str(item.get("value", ""))
+        for item in build.get("environment", {}).get("environmentVariables", [])
+    }
+    repo = variables.get("SOURCE_REPO", "")
+    commit = variables.get("SOURCE_COMMIT", "")
+    image_uri = variables.get("IMAGE_URI", "")
+    lines = [
+        "[Container] Entering phase DOWNLOAD_SOURCE",
+        f"[Container] Running command git clone {variables.get('GIT_CLONE_BASE', '')}/{repo}.git",
+        f"Cloning {repo} at {commit}",
+    ]
+    failed_phase: str | None = None
+    error: str | None = None
+    try:
+        outcome = fetch_outcome(variables)
+    except SourceUnavailable as problem:
+        failed_phase, error = "DOWNLOAD_SOURCE", f"could not fetch source: {problem}"
+    else:
+        if outcome.get("build") == "fail":
+            failed_phase = "BUILD"
+            error = str(outcome.get("error") or "the build command exited with status 1")
+    if failed_phase is None:
+        command = variables.get("BUILD_COMMAND")
+        lines += ["[Container] Entering phase BUILD"]
+        if command:
+            lines += [f"[Container] Running command {command}"]
+        lines += [f"docker build -t {image_uri} .", "Successfully built the image"]
+        lines += ["[Container] Entering phase POST_BUILD", f"pushing {image_uri}"]
+        try:
+            _push_image(account_id, region, image_uri, repo, commit)
+        except Exception as problem:  # e.g. the repository was deleted meanwhile
+            failed_phase, error = "POST_BUILD", f"push failed: {problem}"
+        else:
+            lines += [f"{commit[:12]}: digest pushed", "[Container] Phase complete: POST_BUILD"]
+    if failed_phase is not None and error is not None:
+        if failed_phase == "BUILD":
+            lines += ["[Container] Entering phase BUILD"]
+        lines += [error, f"[Container] Phase complete: {failed_phase} State: FAILED"]
+    logs_info = build.get("logs", {})
+    if logs_info.get("groupName") and logs_info.get("streamName"):
+        sim_logs.write(
+            account_id,
+            region,
+            logs_info["groupName"],
+            logs_info["streamName"],
+            lines,
+            create_group=True,
+        )
+    _complete(build, failed_phase, error)
+
+
+class SourceUnavailable(Exception):
+    pass
+
+
+def fetch_outcome(variables: dict[str, str]) -> dict[str, Any]:
+    """What the repository's `capstan-sandbox.json` at the commit says (fetched as a build would,
+    with the build's own token)."""
+    api = variables.get("GIT_API_URL", "").rstrip("/")
+    url = f"{api}/repos/{variables.get('SOURCE_REPO', '')}/contents/{SOURCE_FILE}"
+    try:
+        answer = httpx.get(
+            url,
+            params={"ref": variables.get("SOURCE_COMMIT", "")},
+            headers={
+                "Authorization": f"token {variables.get('GIT_TOKEN', '')}",
+                "Accept": "application/vnd.github+json",
+            },
+            timeout=10,
+        )
+    except httpx.HTTPError as error:
+        raise SourceUnavailable(f"{type(error).__name__}: {error}") from error
+    if answer.status_code != 200:
+        raise SourceUnavailable(f"HTTP {answer.status_code} {answer.reason_phrase} from {url}")
+    try:
+        content = answer.json().get("content", "")
+        decoded = json.loads(base64.b64decode(content))
+    except (ValueError, AttributeError) as error:
+        raise SourceUnavailable(f"{SOURCE_FILE} is not valid JSON: {error}") from error
+    if not isinstance(decoded, dict):
+        raise SourceUnavailable(f"{SOURCE_FILE} is not a JSON object")
+    return decoded
+
+
+def _push_image(account_id: str, region: str, image_uri: str, repo: str, commit: str) -> None:
+    path, _, tag = image_uri.partition("/")[2].rpartition(":")
+    layer = hashlib.sha256(f"{repo}@{commit}".encode()).hexdigest()
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+        "config": {
+            "mediaType": "application/vnd.docker.container.image.v1+json",
+            "size": 1469,
+            "digest": f"sha256:{hashlib.sha256(layer.encode()).hexdigest()}",
+        },
+        "layers": [
+            {
+                "mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
+                "size": 2811478,
+                "digest": f"sha256:{layer}",
+            }
+        ],
+    }
+    backend = ecr_backends[account_id][region]
+    if path not in backend.repositories:
+        raise RuntimeError(f"name unknown: the repository '{path}' does not exist")
+    repository = backend.repositories[path]
+    if any(tag in (image.image_tags or []) for image in list(repository.images)):
+        return
+    backend.put_image(
+        path,
+        json.dumps(manifest),
+        tag,
+        "application/vnd.docker.distribution.manifest.v2+json",
+    )
+
+
+def _complete(build: dict[str, Any], failed_phase: str | None, error: str | None) -> None:
+    stamp = iso_8601_datetime_with_milliseconds()
+    phases = [phase for phase in build.get("phases", []) if phase.get("phaseType") == "SUBMITTED"]
+    phases.append({"phaseType": "QUEUED", "phaseStatus": "SUCCEEDED", "startTime": stamp})
+    for phase_type in _PHASES:
+        phase: dict[str, Any] = {
+            "phaseType": phase_type,
+            "phaseStatus": "SUCCEEDED",
+            "startTime": stamp,
+            "endTime": stamp,
+            "durationInSeconds": 1,
+        }
+        if phase_type == failed_phase:
+            phase["phaseStatus"] = "FAILED"
+            phase["contexts"] = [
+                {
+                    "statusCode": "COMMAND_EXECUTION_ERROR",
+                    "message": f"Error while executing command. Reason: {error}",
+                }
+            ]
+        phases.append(phase)
+        if phase_type == failed_phase:
+            break
+    for phase_type in ("FINALIZING", "COMPLETED"):
+        phases.append({"phaseType": phase_type, "phaseStatus": "SUCCEEDED", "startTime": stamp})
+    build["phases"] = phases
+    build["endTime"] = stamp
+    build["currentPhase"] = "COMPLETED"
+    build["buildComplete"] = True
+    build["buildStatus"] = "FAILED" if failed_phase else "SUCCEEDED"

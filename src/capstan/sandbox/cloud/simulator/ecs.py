@@ -1,0 +1,321 @@
+"""ECS, simulated: deployments roll out, tasks run, targets register and turn healthy.
+
+moto's UpdateService swaps the task definition in place; `install()` makes it start a new PRIMARY
+deployment (IN_PROGRESS) as ECS does, and makes target health answer from the simulator for
+targets it knows to be unhealthy. `Scheduler.tick` then does what ECS's scheduler does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from moto.core.utils import utcnow
+from moto.ecs.models import EC2ContainerServiceBackend, ecs_backends
+from moto.elbv2.models import FakeHealthStatus, FakeTargetGroup, elbv2_backends
+from moto.moto_api._internal import mock_random
+
+from capstan.sandbox.cloud.simulator.backends import each
+
+if TYPE_CHECKING:
+    from capstan.sandbox.cloud.simulator import Simulator
+
+_MARK = "_capstan_simulated"
+_install_lock = threading.Lock()
+# (target group ARN, target id) -> why its health check fails.
+_unhealthy: dict[tuple[str, str], str] = {}
+_addresses = itertools.count(1)
+CIRCUIT_BREAKER_REASON = (
+    "ECS deployment circuit breaker: tasks failed to start or failed their health checks."
+)
+
+
+def install() -> None:
+    with _install_lock:
+        if getattr(EC2ContainerServiceBackend.update_service, _MARK, False):
+            return
+        original_update = EC2ContainerServiceBackend.update_service
+        original_health = FakeTargetGroup.health_for
+
+        def update_service(
+            self: EC2ContainerServiceBackend, service_properties: dict[str, Any]
+        ) -> Any:
+            force = bool(service_properties.get("force_new_deployment"))
+            service = original_update(self, service_properties)
+            primary = service.deployments[0] if service.deployments else None
+            if primary is not None and (
+                force or service.task_definition != primary.get("taskDefinition")
+            ):
+                _start_deployment(service)
+            return service
+
+        def health_for(self: FakeTargetGroup, target: dict[str, Any], ec2_backend: Any) -> Any:
+            reason = _unhealthy.get((self.arn, target["Id"]))
+            if reason is not None and target["Id"] in self.targets:
+                return FakeHealthStatus(
+                    target["Id"],
+                    self.targets[target["Id"]]["Port"],
+                    self.health_check_port,
+                    "unhealthy",
+                    "Target.ResponseCodeMismatch",
+                    reason,
+                )
+            return original_health(self, target, ec2_backend)
+
+        setattr(update_service, _MARK, True)
+        EC2ContainerServiceBackend.update_service = update_service  # type: ignore[method-assign]
+        FakeTargetGroup.health_for = health_for  # type: ignore[method-assign]
+
+
+def _start_deployment(service: Any) -> None:
+    now = utcnow()
+    for deployment in service.deployments:
+        if deployment.get("status") == "PRIMARY":
+            deployment["status"] = "ACTIVE"
+    deployment_id = f"ecs-svc/{mock_random.randint(0, 32**12)}"
+    service.deployments.insert(
+        0,
+        {
+            **service.deployments[0],
+            "id": deployment_id,
+            "status": "PRIMARY",
+            "taskDefinition": service.task_definition,
+            "desiredCount": service.desired_count,
+            "pendingCount": service.desired_count,
+            "runningCount": 0,
+            "failedTasks": 0,
+            "rolloutState": "IN_PROGRESS",
+            "rolloutStateReason": f"ECS deployment {deployment_id} in progress.",
+            "createdAt": now,
+            "updatedAt": now,
+        },
+    )
+
+
+@dataclass
+class Task:
+    id: str
+    address: str
+    task_definition: str
+    deployment_id: str
+    started: float
+    healthy: bool
+    logged_start: bool = False
+    last_log: float = 0.0
+
+
+@dataclass
+class ServiceSim:
+    tasks: list[Task] = field(default_factory=list)
+    seen: dict[str, float] = field(default_factory=dict)
+    last_metrics: float = 0.0
+    last_cost: float | None = None
+
+
+def _tags(service: Any) -> dict[str, str]:
+    return {str(tag.get("key")): str(tag.get("value")) for tag in service.tags or []}
+
+
+class Scheduler:
+    def __init__(self, simulator: Simulator) -> None:
+        self._simulator = simulator
+        self.services: dict[tuple[str, str, str], ServiceSim] = {}
+
+    def tick(self, now: float) -> None:
+        live = set()
+        for account_id, region, backend in each(ecs_backends):
+            for key, service in list(backend.services.items()):
+                sim_key = (account_id, region, service.arn)
+                live.add(sim_key)
+                sim = self.services.setdefault(sim_key, ServiceSim())
+                self._accrue(account_id, region, backend, service, sim, now)
+                if service.status != "ACTIVE":
+                    self._retire(account_id, region, backend, key, service, sim, now)
+                else:
+                    self._schedule(account_id, region, backend, service, sim, now)
+        for gone in set(self.services) - live:
+            del self.services[gone]
+
+    # -- rollouts -------------------------------------------------------------------------
+
+    def _schedule(
+        self, account_id: str, region: str, backend: Any, service: Any, sim: ServiceSim, now: float
+    ) -> None:
+        if not service.deployments:
+            return
+        primary = service.deployments[0]
+        knobs = self._simulator.knobs
+        if primary.get("rolloutState") == "IN_PROGRESS":
+            seen = sim.seen.setdefault(primary["id"], now)
+            if now - seen < knobs.task_start_seconds:
+                return
+            failing = self._simulator.is_failing(
+                service.name, _tags(service).get("capstan:resource")
+            )
+            new = [task for task in sim.tasks if task.deployment_id == primary["id"]]
+            if not new:
+                new = [
+                    self._task(primary, now, healthy=not failing)
+                    for _ in range(service.desired_count)
+                ]
+                sim.tasks += new
+                self._register(account_id, region, service, new)
+            if failing:
+                primary["failedTasks"] = len(new)
+                primary["runningCount"] = 0
+                primary["updatedAt"] = utcnow()
+                if now - seen >= knobs.task_start_seconds + knobs.circuit_breaker_seconds:
+                    self._trip(account_id, region, service, sim, primary)
+                return
+            old = [task for task in sim.tasks if task.deployment_id != primary["id"]]
+            self._deregister(account_id, region, service, old)
+            sim.tasks = new
+            primary.update(
+                runningCount=len(new),
+                pendingCount=0,
+                desiredCount=service.desired_count,
+                rolloutState="COMPLETED",
+                rolloutStateReason=f"ECS deployment {primary['id']} completed.",
+                updatedAt=utcnow(),
+            )
+            service.deployments[:] = [primary]
+            service.running_count = len(new)
+            service.pending_count = 0
+        elif primary.get("rolloutState") == "COMPLETED":
+            self._scale(account_id, region, service, sim, primary, now)
+
+    def _trip(
+        self, account_id: str, region: str, service: Any, sim: ServiceSim, failed: dict[str, Any]
+    ) -> None:
+        """The circuit breaker: the rollout FAILED; roll back to the previous deployment."""
+        doomed = [task for task in sim.tasks if task.deployment_id == failed["id"]]
+        self._deregister(account_id, region, service, doomed)
+        sim.tasks = [task for task in sim.tasks if task.deployment_id != failed["id"]]
+        failed.update(
+            rolloutState="FAILED",
+            rolloutStateReason=CIRCUIT_BREAKER_REASON,
+            runningCount=0,
+            pendingCount=0,
+            updatedAt=utcnow(),
+        )
+        previous = next(
+            (item for item in service.deployments[1:] if item.get("taskDefinition")), None
+        )
+        if previous is None:
+            return
+        failed["status"] = "ACTIVE"
+        previous["status"] = "PRIMARY"
+        service.deployments[:] = [previous, failed]
+        service.task_definition = previous["taskDefinition"]
+        service.running_count = previous.get("runningCount", 0)
+
+    def _scale(
+        self,
+        account_id: str,
+        region: str,
+        service: Any,
+        sim: ServiceSim,
+        primary: dict[str, Any],
+        now: float,
+    ) -> None:
+        desired = service.desired_count
+        running = [task for task in sim.tasks if task.deployment_id == primary["id"]]
+        if len(running) < desired:
+            extra = [self._task(primary, now, healthy=True) for _ in range(desired - len(running))]
+            sim.tasks += extra
+            self._register(account_id, region, service, extra)
+        elif len(running) > desired:
+            stopping = running[desired:]
+            self._deregister(account_id, region, service, stopping)
+            sim.tasks = [task for task in sim.tasks if task not in stopping]
+        if primary.get("runningCount") != desired or service.running_count != desired:
+            primary.update(runningCount=desired, desiredCount=desired, pendingCount=0)
+            service.running_count = desired
+            service.pending_count = 0
+
+    def _retire(
+        self,
+        account_id: str,
+        region: str,
+        backend: Any,
+        key: str,
+        service: Any,
+        sim: ServiceSim,
+        now: float,
+    ) -> None:
+        """A deleted service's tasks stop and it disappears from DescribeServices (ECS keeps
+        INACTIVE services describable for a while; the sandbox drops them on its next look)."""
+        if sim.tasks:
+            self._deregister(account_id, region, service, sim.tasks)
+            sim.tasks = []
+        if backend.services.get(key) is service:
+            del backend.services[key]
+
+    # -- tasks and targets -----------------------------------------------------------------
+
+    @staticmethod
+    def _task(deployment: dict[str, Any], now: float, *, healthy: bool) -> Task:
+        number = next(_addresses)
+        return Task(
+            id=uuid.uuid4().hex,
+            address=f"10.0.{(number // 250) % 32}.{number % 250 + 4}",
+            task_definition=str(deployment.get("taskDefinition")),
+            deployment_id=str(deployment["id"]),
+            started=now,
+            healthy=healthy,
+        )
+
+    @staticmethod
+    def _target_groups(account_id: str, region: str, service: Any) -> list[tuple[Any, int]]:
+        backend = elbv2_backends[account_id][region]
+        groups = []
+        for balancer in service.load_balancers or []:
+            arn = balancer.get("targetGroupArn")
+            group = backend.target_groups.get(arn) if arn else None
+            if group is not None:
+                groups.append((group, int(balancer.get("containerPort") or group.port or 80)))
+        return groups
+
+    def _register(self, account_id: str, region: str, service: Any, tasks: list[Task]) -> None:
+        for group, port in self._target_groups(account_id, region, service):
+            for task in tasks:
+                if not task.healthy:
+                    _unhealthy[(group.arn, task.address)] = (
+                        "Health checks failed with these codes: [503]"
+                    )
+            group.register([{"Id": task.address, "Port": port} for task in tasks])
+
+    def _deregister(self, account_id: str, region: str, service: Any, tasks: list[Task]) -> None:
+        for group, _port in self._target_groups(account_id, region, service):
+            for task in tasks:
+                group.targets.pop(task.address, None)
+                _unhealthy.pop((group.arn, task.address), None)
+
+    # -- cost -----------------------------------------------------------------------------
+
+    def _accrue(
+        self, account_id: str, region: str, backend: Any, service: Any, sim: ServiceSim, now: float
+    ) -> None:
+        running = [task for task in sim.tasks if task.healthy]
+        last, sim.last_cost = sim.last_cost, now
+        if last is None or not running:
+            return
+        self._simulator.cost.accrue(
+            account_id,
+            region,
+            _tags(service),
+            [(self._size(backend, task.task_definition)) for task in running],
+            seconds=now - last,
+        )
+
+    @staticmethod
+    def _size(backend: Any, task_definition: str) -> tuple[int, int]:
+        definition = backend.task_definitions.get(
+            task_definition.split("/")[-1].split(":")[0], {}
+        ).get(int(task_definition.rsplit(":", 1)[-1]) if ":" in task_definition else 0)
+        if definition is None:
+            return 256, 512
+        return int(definition.cpu or 256), int(definition.memory or 512)

@@ -1,0 +1,199 @@
+"""Helpers for the deploy driver's tests: a customer account, a tiny git host, leftovers by tag."""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+from capstan.cloud.aws import names
+from capstan.cloud.aws.session import AwsSession
+
+T = TypeVar("T")
+GOOD_TOKEN = "ghs_" + "a" * 36
+
+
+def new_id(prefix: str) -> str:
+    alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+    return f"{prefix}_" + "".join(secrets.choice(alphabet) for _ in range(26))
+
+
+def wait_for(check: Callable[[], T | None], *, timeout: float = 20.0, every: float = 0.1) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s; last value {value!r}")
+        time.sleep(every)
+
+
+class GitHost:
+    """The contents endpoint of a GitHub-like host on a real socket: `capstan-sandbox.json` of
+    `repos[(repo, ref)]`, for requests carrying `token`; requests are recorded."""
+
+    def __init__(self) -> None:
+        self.files: dict[tuple[str, str], dict[str, Any]] = {}
+        self.requests: list[tuple[str, str | None]] = []
+        host = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                host.requests.append((self.path, self.headers.get("Authorization")))
+                prefix, _, rest = parts.path.partition("/repos/")
+                repo, _, file = rest.partition("/contents/")
+                ref = parse_qs(parts.query).get("ref", [""])[0]
+                if self.headers.get("Authorization") != f"token {GOOD_TOKEN}":
+                    return self._answer(401, {"message": "Bad credentials"})
+                content = host.files.get((repo, ref))
+                if prefix != "/api" or file != "capstan-sandbox.json" or content is None:
+                    return self._answer(404, {"message": "Not Found"})
+                encoded = base64.b64encode(json.dumps(content).encode()).decode()
+                return self._answer(200, {"encoding": "base64", "content": encoded})
+
+            def _answer(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        self.api_url = f"http://127.0.0.1:{self._server.server_address[1]}/api"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@contextmanager
+def git_host() -> Iterator[GitHost]:
+    host = GitHost()
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
+def leftovers(
+    customer: AwsSession, operator: AwsSession, resource_id: str, hostname: str | None
+) -> dict[str, list[str]]:
+    """Everything of `resource_id` still in the account, listed service by service."""
+    found: dict[str, list[str]] = {}
+    tag = {names.RESOURCE_TAG: resource_id}
+
+    def tagged(items: list[tuple[str, dict[str, str]]]) -> list[str]:
+        return [name for name, tags in items if all(tags.get(k) == v for k, v in tag.items())]
+
+    tagging = customer.client("resourcegroupstaggingapi")
+    found["tagging"] = [
+        item["ResourceARN"]
+        for page in tagging.get_paginator("get_resources").paginate(
+            TagFilters=[{"Key": names.RESOURCE_TAG, "Values": [resource_id]}]
+        )
+        for item in page["ResourceTagMappingList"]
+    ]
+    ecs = customer.client("ecs")
+    services = []
+    for cluster in ecs.list_clusters()["clusterArns"]:
+        arns = ecs.list_services(cluster=cluster)["serviceArns"]
+        for start in range(0, len(arns), 10):
+            for service in ecs.describe_services(
+                cluster=cluster, services=arns[start : start + 10], include=["TAGS"]
+            )["services"]:
+                tags = {t["key"]: t["value"] for t in service.get("tags", [])}
+                services.append((service["serviceName"], tags))
+    found["ecs services"] = tagged(services)
+    found["ecs task definitions"] = [
+        arn
+        for status in ("ACTIVE", "INACTIVE")
+        for arn in ecs.list_task_definitions(status=status)["taskDefinitionArns"]
+        if resource_id in arn
+    ]
+    ecr = customer.client("ecr")
+    repositories = []
+    for repository in ecr.describe_repositories()["repositories"]:
+        tags = ecr.list_tags_for_resource(resourceArn=repository["repositoryArn"])["tags"]
+        repositories.append((repository["repositoryName"], {t["Key"]: t["Value"] for t in tags}))
+    found["ecr"] = tagged(repositories)
+    codebuild = customer.client("codebuild")
+    projects = codebuild.list_projects()["projects"]
+    found["codebuild"] = [
+        project["name"]
+        for project in (
+            codebuild.batch_get_projects(names=projects)["projects"] if projects else []
+        )
+        if any(
+            t["key"] == names.RESOURCE_TAG and t["value"] == resource_id for t in project["tags"]
+        )
+    ]
+    ssm = customer.client("ssm")
+    found["ssm"] = [
+        parameter["Name"]
+        for parameter in ssm.describe_parameters()["Parameters"]
+        if resource_id in parameter["Name"]
+    ]
+    logs = customer.client("logs")
+    found["logs"] = [
+        group["logGroupName"]
+        for group in logs.describe_log_groups()["logGroups"]
+        if resource_id in group["logGroupName"]
+    ]
+    elbv2 = customer.client("elbv2")
+    groups = elbv2.describe_target_groups()["TargetGroups"]
+    group_tags = []
+    if groups:
+        for start in range(0, len(groups), 20):
+            for description in elbv2.describe_tags(
+                ResourceArns=[g["TargetGroupArn"] for g in groups[start : start + 20]]
+            )["TagDescriptions"]:
+                tags = {t["Key"]: t["Value"] for t in description["Tags"]}
+                group_tags.append((description["ResourceArn"], tags))
+    found["target groups"] = tagged(group_tags)
+    rules = []
+    for balancer in elbv2.describe_load_balancers()["LoadBalancers"]:
+        for listener in elbv2.describe_listeners(LoadBalancerArn=balancer["LoadBalancerArn"])[
+            "Listeners"
+        ]:
+            for rule in elbv2.describe_rules(ListenerArn=listener["ListenerArn"])["Rules"]:
+                if not rule["IsDefault"]:
+                    rules.append(rule["RuleArn"])
+    rule_tags = []
+    if rules:
+        for description in elbv2.describe_tags(ResourceArns=rules)["TagDescriptions"]:
+            rule_tags.append(
+                (description["ResourceArn"], {t["Key"]: t["Value"] for t in description["Tags"]})
+            )
+    found["listener rules"] = tagged(rule_tags)
+    scaling = customer.client("application-autoscaling")
+    found["autoscaling"] = [
+        target["ResourceId"]
+        for target in scaling.describe_scalable_targets(ServiceNamespace="ecs")["ScalableTargets"]
+        if resource_id in target["ResourceId"]
+    ]
+    records = []
+    if hostname:
+        route53 = operator.client("route53")
+        for zone in route53.list_hosted_zones()["HostedZones"]:
+            for record in route53.list_resource_record_sets(HostedZoneId=zone["Id"])[
+                "ResourceRecordSets"
+            ]:
+                if record["Name"] == hostname + ".":
+                    records.append(record["Name"])
+    found["route53"] = records
+    return {kind: items for kind, items in found.items() if items}

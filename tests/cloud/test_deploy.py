@@ -1,0 +1,460 @@
+"""The deploy driver against the sandbox cloud over HTTP: real boto3 calls, real moto, the
+sandbox simulator doing what AWS does after a call (builds, rollouts, logs, metrics, cost)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+
+from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.cloud.deploy import BuildSpec, Deployer, Target, TaskSpec
+from capstan.cloud.errors import TerminalCloudError
+from capstan.cloud.pricing import monthly_run_rate_usd
+from capstan.sandbox.cloud.accounts import organization_access
+from capstan.sandbox.cloud.operator import bootstrap_control_plane
+from capstan.sandbox.cloud.simulator import simulator
+from tests.cloud.deploy_helpers import (
+    GOOD_TOKEN,
+    GitHost,
+    git_host,
+    leftovers,
+    new_id,
+    wait_for,
+)
+from tests.sandbox.aws import new_account
+
+DOMAIN = "apps.sandbox.test"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+BROKEN = "fedcba9876543210fedcba9876543210fedcba98"
+REPO = "acme/shop"
+
+
+@pytest.fixture(autouse=True)
+def fast_simulator() -> Iterator[None]:
+    before = simulator().configure(
+        build_seconds=0.2,
+        task_start_seconds=0.2,
+        circuit_breaker_seconds=1.0,
+        log_interval_seconds=0.2,
+        metrics_interval_seconds=0.2,
+    )
+    yield
+    simulator().configure(**{k: getattr(before, k) for k in before.__dataclass_fields__})
+    simulator().heal_rollouts()
+
+
+@pytest.fixture(scope="module")
+def source() -> Iterator[GitHost]:
+    with git_host() as host:
+        host.files[(REPO, COMMIT)] = {"build": "succeed"}
+        host.files[(REPO, BROKEN)] = {"build": "fail", "error": "npm ERR! Missing script: build"}
+        yield host
+
+
+@pytest.fixture(scope="module")
+def sessions(endpoint: Endpoint) -> Iterator[tuple[AwsSession, AwsSession]]:
+    account = new_account(endpoint, "deploy")
+    with (
+        organization_access(endpoint, account) as customer,
+        AwsSession(endpoint, bootstrap_control_plane(endpoint)) as operator,
+    ):
+        yield customer, operator
+
+
+@pytest.fixture
+def deployer(sessions: tuple[AwsSession, AwsSession]) -> Deployer:
+    customer, operator = sessions
+    return Deployer(customer, operator, domain=DOMAIN)
+
+
+def web_target(project_id: str) -> Target:
+    resource_id = new_id("svc")
+    return Target(resource_id, project_id, "web_server", f"web-{resource_id[-6:]}.acme.{DOMAIN}")
+
+
+def worker_target(project_id: str) -> Target:
+    return Target(new_id("svc"), project_id, "worker", None)
+
+
+def build(deployer: Deployer, target: Target, source: GitHost, commit: str = COMMIT) -> str:
+    spec = BuildSpec(target, REPO, commit, source.api_url, GOOD_TOKEN, "npm run build")
+    build_id = deployer.start_build(spec)
+    done = wait_for(lambda: (b := deployer.describe_build(build_id)).state != "in_progress" and b)
+    assert done
+    return build_id
+
+
+def task_spec(target: Target, image_uri: str, environment: dict[str, str]) -> TaskSpec:
+    web = target.kind == "web_server"
+    return TaskSpec(
+        target=target,
+        deployment_id=new_id("dep"),
+        image_uri=image_uri,
+        cpu=256,
+        memory=512,
+        environment=environment,
+        start_command=None if web else "python -m worker",
+        health_path="/healthz" if web else None,
+    )
+
+
+def settle(deployer: Deployer, target: Target, arn: str) -> None:
+    rollout = wait_for(
+        lambda: (r := deployer.describe_rollout(target, arn)).state != "in_progress" and r
+    )
+    assert rollout.state == "completed", rollout
+
+
+def test_web_server_end_to_end(
+    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+) -> None:
+    customer, operator = sessions
+    project_id = new_id("prj")
+    target = web_target(project_id)
+    deployer.ensure_project_network(project_id)
+
+    build_id = build(deployer, target, source)
+    finished = deployer.describe_build(build_id)
+    assert finished.state == "succeeded" and finished.error is None
+    assert finished.image_uri is not None and finished.image_uri.endswith(f":{COMMIT}")
+    images = customer.client("ecr").list_images(repositoryName=f"capstan/{target.resource_id}")
+    assert [image["imageTag"] for image in images["imageIds"]] == [COMMIT]
+    messages = [line.message for line in deployer.build_log(build_id)]
+    assert any("Cloning" in message for message in messages)
+    assert any("docker build" in message for message in messages)
+    assert not any(GOOD_TOKEN in message for message in messages)
+    # The build fetched its source with its own token.
+    assert (
+        f"/api/repos/{REPO}/contents/capstan-sandbox.json?ref={COMMIT}",
+        f"token {GOOD_TOKEN}",
+    ) in source.requests
+
+    environment = deployer.put_environment(target, {"DATABASE_URL": "postgres://db", "MODE": "a"})
+    assert set(environment) == {"DATABASE_URL", "MODE"}
+    assert all(":parameter/capstan/" in arn for arn in environment.values())
+    environment = deployer.put_environment(target, {"DATABASE_URL": "postgres://db2"})
+    assert set(environment) == {"DATABASE_URL"}
+    stored = customer.client("ssm").get_parameter(
+        Name=f"/capstan/{target.resource_id}/DATABASE_URL", WithDecryption=True
+    )["Parameter"]
+    assert stored["Type"] == "SecureString" and stored["Value"] == "postgres://db2"
+
+    arn = deployer.deploy(task_spec(target, finished.image_uri, environment))
+    assert deployer.describe_rollout(target, arn).state == "in_progress"
+    settle(deployer, target, arn)
+
+    ecs = customer.client("ecs")
+    definition = ecs.describe_task_definition(taskDefinition=arn)["taskDefinition"]
+    container = definition["containerDefinitions"][0]
+    assert definition["requiresCompatibilities"] == ["FARGATE"]
+    assert definition["networkMode"] == "awsvpc"
+    assert (definition["cpu"], definition["memory"]) == ("256", "512")
+    assert container["secrets"] == [
+        {"name": "DATABASE_URL", "valueFrom": environment["DATABASE_URL"]}
+    ]
+    assert container["logConfiguration"]["logDriver"] == "awslogs"
+    assert "/healthz" in " ".join(container["healthCheck"]["command"])
+    assert ":role/capstan/capstan-task-" in definition["taskRoleArn"]
+    elbv2 = customer.client("elbv2")
+    group = elbv2.describe_target_groups(Names=[f"cp-{target.resource_id.replace('_', '')}"])[
+        "TargetGroups"
+    ][0]
+    assert group["HealthCheckPath"] == "/healthz" and group["Port"] == 8080
+    health = elbv2.describe_target_health(TargetGroupArn=group["TargetGroupArn"])
+    assert [item["TargetHealth"]["State"] for item in health["TargetHealthDescriptions"]] == [
+        "healthy"
+    ]
+    zone = operator.client("route53").list_hosted_zones_by_name(DNSName=DOMAIN + ".")
+    zone_id = zone["HostedZones"][0]["Id"]
+    records = operator.client("route53").list_resource_record_sets(HostedZoneId=zone_id)
+    record = next(r for r in records["ResourceRecordSets"] if r["Name"] == target.hostname + ".")
+    assert record["Type"] == "A" and "AliasTarget" in record
+    scaling = customer.client("application-autoscaling").describe_scaling_policies(
+        ServiceNamespace="ecs"
+    )["ScalingPolicies"]
+    assert any(target.resource_id in policy["ResourceId"] for policy in scaling)
+
+    lines = wait_for(lambda: len(lines := deployer.logs(target)) >= 2 and lines)
+    assert lines[0].message == "listening on :8080"
+    assert [line.timestamp for line in lines] == sorted(line.timestamp for line in lines)
+    assert len(deployer.logs(target, limit=1)) == 1
+
+    metrics = wait_for(lambda: (m := deployer.metrics(target))["request_count_1h"] > 0 and m)
+    assert set(metrics) == {
+        "cpu_utilization_percent",
+        "memory_utilization_percent",
+        "request_count_1h",
+        "error_rate_percent",
+    }
+    assert 0 < metrics["cpu_utilization_percent"] < 100
+    assert wait_for(lambda: deployer.spend_this_month(target) > 0)
+
+    assert leftovers(customer, operator, target.resource_id, target.hostname)
+    wait_for(lambda: deployer.delete(target), timeout=10)
+    # ECS forgets a deleted service on its own time; everything else is gone at once.
+    wait_for(lambda: not leftovers(customer, operator, target.resource_id, target.hostname))
+    assert deployer.delete(target) is True
+
+
+def test_worker_gets_no_load_balancer_and_no_dns(
+    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+) -> None:
+    customer, operator = sessions
+    project_id = new_id("prj")
+    target = worker_target(project_id)
+    deployer.ensure_project_network(project_id)
+    finished = deployer.describe_build(build(deployer, target, source))
+    assert finished.image_uri
+    arn = deployer.deploy(task_spec(target, finished.image_uri, {}))
+    settle(deployer, target, arn)
+
+    service = customer.client("ecs").describe_services(
+        cluster=f"capstan-{project_id}", services=[f"capstan-{target.resource_id}"]
+    )["services"][0]
+    assert service["loadBalancers"] == []
+    container = customer.client("ecs").describe_task_definition(taskDefinition=arn)[
+        "taskDefinition"
+    ]["containerDefinitions"][0]
+    assert container["command"] == ["python -m worker"]
+    assert "portMappings" not in container or container["portMappings"] == []
+    assert "target groups" not in leftovers(customer, operator, target.resource_id, None)
+    lines = wait_for(lambda: deployer.logs(target))
+    assert lines[0].message == "worker started: python -m worker"
+    metrics = wait_for(lambda: (m := deployer.metrics(target))["cpu_utilization_percent"] and m)
+    assert set(metrics) == {"cpu_utilization_percent", "memory_utilization_percent"}
+
+    assert deployer.delete_project_network(project_id) is False  # the worker still runs
+    wait_for(lambda: deployer.delete(target), timeout=10)
+    wait_for(lambda: not leftovers(customer, operator, target.resource_id, None))
+
+
+def test_a_failing_build_reports_its_error(deployer: Deployer, source: GitHost) -> None:
+    target = worker_target(new_id("prj"))
+    build_id = build(deployer, target, source, commit=BROKEN)
+    failed = deployer.describe_build(build_id)
+    assert failed.state == "failed" and failed.image_uri is None
+    assert failed.error == "npm ERR! Missing script: build"
+    messages = [line.message for line in deployer.build_log(build_id)]
+    assert "npm ERR! Missing script: build" in messages
+    assert not any("pushing" in message for message in messages)
+    deployer.delete(target)
+
+
+def test_a_build_whose_token_is_refused_cannot_fetch_its_source(
+    deployer: Deployer, source: GitHost
+) -> None:
+    target = worker_target(new_id("prj"))
+    spec = BuildSpec(target, REPO, COMMIT, source.api_url, "ghs_expired", None)
+    build_id = deployer.start_build(spec)
+    failed = wait_for(lambda: (b := deployer.describe_build(build_id)).state != "in_progress" and b)
+    assert failed.state == "failed"
+    assert failed.error is not None and failed.error.startswith("could not fetch source: HTTP 401")
+    deployer.delete(target)
+
+
+def test_a_rollout_that_never_becomes_healthy_fails_and_rolls_back(
+    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+) -> None:
+    customer, _operator = sessions
+    project_id = new_id("prj")
+    target = web_target(project_id)
+    finished = deployer.describe_build(build(deployer, target, source))
+    assert finished.image_uri
+    good = deployer.deploy(task_spec(target, finished.image_uri, {}))
+    settle(deployer, target, good)
+
+    simulator().fail_rollouts(target.resource_id)
+    bad = deployer.deploy(task_spec(target, finished.image_uri, {"X": "y"}))
+    assert bad != good
+    rollout = wait_for(
+        lambda: (r := deployer.describe_rollout(target, bad)).state != "in_progress" and r
+    )
+    assert rollout.state == "failed"
+    assert rollout.reason is not None and "circuit breaker" in rollout.reason
+    # Rolled back: the previous task definition is PRIMARY again and still serving.
+    assert deployer.describe_rollout(target, good).state == "completed"
+    service = customer.client("ecs").describe_services(
+        cluster=f"capstan-{project_id}", services=[f"capstan-{target.resource_id}"]
+    )["services"][0]
+    assert service["taskDefinition"] == good
+    wait_for(lambda: deployer.delete(target), timeout=10)
+
+
+def test_an_unhealthy_first_rollout_reports_its_targets_until_the_breaker_trips(
+    deployer: Deployer, source: GitHost
+) -> None:
+    target = web_target(new_id("prj"))
+    simulator().configure(circuit_breaker_seconds=30)
+    simulator().fail_rollouts(target.resource_id)
+    finished = deployer.describe_build(build(deployer, target, source))
+    assert finished.image_uri
+    arn = deployer.deploy(task_spec(target, finished.image_uri, {}))
+    rollout = wait_for(
+        lambda: (
+            (r := deployer.describe_rollout(target, arn)).reason and "unhealthy" in r.reason and r
+        )
+    )
+    assert rollout.state == "in_progress"
+    assert "Health checks failed" in (rollout.reason or "")
+    simulator().configure(circuit_breaker_seconds=0)
+    rollout = wait_for(
+        lambda: (r := deployer.describe_rollout(target, arn)).state != "in_progress" and r
+    )
+    assert rollout.state == "failed"
+    wait_for(lambda: deployer.delete(target), timeout=10)
+
+
+def _inventory(customer: AwsSession, project_id: str) -> dict[str, int]:
+    ec2 = customer.client("ec2")
+    project = [{"Name": "tag:capstan:project", "Values": [project_id]}]
+    return {
+        "vpcs": len(ec2.describe_vpcs(Filters=project)["Vpcs"]),
+        "subnets": len(ec2.describe_subnets(Filters=project)["Subnets"]),
+        "groups": len(ec2.describe_security_groups(Filters=project)["SecurityGroups"]),
+        "gateways": len(ec2.describe_internet_gateways(Filters=project)["InternetGateways"]),
+        "balancers": sum(
+            1
+            for b in customer.client("elbv2").describe_load_balancers()["LoadBalancers"]
+            if b["LoadBalancerName"] == f"cp-{project_id.replace('_', '')}"
+        ),
+        "clusters": len(
+            [
+                c
+                for c in customer.client("ecs").describe_clusters(
+                    clusters=[f"capstan-{project_id}"]
+                )["clusters"]
+                if c["status"] == "ACTIVE"
+            ]
+        ),
+        "roles": sum(
+            1
+            for r in customer.client("iam").list_roles(PathPrefix="/capstan/")["Roles"]
+            if r["RoleName"].endswith(project_id)
+        ),
+    }
+
+
+def test_network_and_deploy_are_idempotent(
+    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+) -> None:
+    customer, operator = sessions
+    project_id = new_id("prj")
+    deployer.ensure_project_network(project_id)
+    first = _inventory(customer, project_id)
+    assert first == {
+        "vpcs": 1,
+        "subnets": 2,
+        "groups": 2,
+        "gateways": 1,
+        "balancers": 1,
+        "clusters": 1,
+        "roles": 3,
+    }
+    # A fresh driver (a restarted process) finds everything by name and tag.
+    again = Deployer(*sessions, domain=DOMAIN)
+    again.ensure_project_network(project_id)
+    assert _inventory(customer, project_id) == first
+
+    target = web_target(project_id)
+    finished = deployer.describe_build(build(deployer, target, source))
+    assert finished.image_uri
+    spec = task_spec(target, finished.image_uri, {})
+    arn = deployer.deploy(spec)
+    before = leftovers(customer, operator, target.resource_id, target.hostname)
+    assert again.deploy(spec) == arn
+    assert deployer.deploy(spec) == arn
+    assert leftovers(customer, operator, target.resource_id, target.hostname) == before
+    settle(deployer, target, arn)
+    deployments = customer.client("ecs").describe_services(
+        cluster=f"capstan-{project_id}", services=[f"capstan-{target.resource_id}"]
+    )["services"][0]["deployments"]
+    assert len(deployments) == 1
+
+    # A new deployment is a new revision and a new rollout.
+    newer = deployer.deploy(replace(spec, deployment_id=new_id("dep"), cpu=512, memory=1024))
+    assert newer != arn
+    settle(deployer, target, newer)
+    assert deployer.describe_rollout(target, arn).state == "failed"  # replaced
+    wait_for(lambda: deployer.delete(target), timeout=10)
+
+
+def test_invalid_sizes_are_refused(deployer: Deployer) -> None:
+    target = worker_target(new_id("prj"))
+    with pytest.raises(TerminalCloudError) as raised:
+        deployer.deploy(replace(task_spec(target, "x:1", {}), memory=8192))
+    assert raised.value.code == "invalid_task_size"
+    assert "512, 1024, 2048" in raised.value.message
+
+
+def test_move_hostname(
+    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+) -> None:
+    customer, operator = sessions
+    project_id = new_id("prj")
+    target = web_target(project_id)
+    finished = deployer.describe_build(build(deployer, target, source))
+    assert finished.image_uri
+    settle(deployer, target, deployer.deploy(task_spec(target, finished.image_uri, {})))
+
+    moved = replace(
+        target, hostname=target.hostname.replace(".acme.", ".acme-2.") if target.hostname else None
+    )
+    assert moved.hostname and target.hostname
+    deployer.move_hostname(moved, target.hostname)
+    route53 = operator.client("route53")
+    zone_id = route53.list_hosted_zones_by_name(DNSName=DOMAIN + ".")["HostedZones"][0]["Id"]
+    names = {
+        r["Name"]
+        for r in route53.list_resource_record_sets(HostedZoneId=zone_id)["ResourceRecordSets"]
+    }
+    assert moved.hostname + "." in names and target.hostname + "." not in names
+    elbv2 = customer.client("elbv2")
+    balancer = elbv2.describe_load_balancers(Names=[f"cp-{project_id.replace('_', '')}"])[
+        "LoadBalancers"
+    ][0]
+    listener = elbv2.describe_listeners(LoadBalancerArn=balancer["LoadBalancerArn"])["Listeners"][0]
+    hosts = [
+        condition["HostHeaderConfig"]["Values"]
+        for rule in elbv2.describe_rules(ListenerArn=listener["ListenerArn"])["Rules"]
+        for condition in rule["Conditions"]
+        if condition["Field"] == "host-header"
+    ]
+    assert hosts == [[moved.hostname]]
+    wait_for(lambda: deployer.delete(moved), timeout=10)
+    wait_for(lambda: not leftovers(customer, operator, target.resource_id, moved.hostname))
+    assert leftovers(customer, operator, target.resource_id, target.hostname) == {}
+
+
+def test_delete_project_network(
+    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+) -> None:
+    customer, _operator = sessions
+    project_id = new_id("prj")
+    target = web_target(project_id)
+    deployer.ensure_project_network(project_id)
+    finished = deployer.describe_build(build(deployer, target, source))
+    assert finished.image_uri
+    settle(deployer, target, deployer.deploy(task_spec(target, finished.image_uri, {})))
+    assert deployer.delete_project_network(project_id) is False
+    assert _inventory(customer, project_id)["vpcs"] == 1
+
+    wait_for(lambda: deployer.delete(target), timeout=10)
+    assert wait_for(lambda: deployer.delete_project_network(project_id), timeout=10)
+    assert set(_inventory(customer, project_id).values()) == {0}
+    assert deployer.delete_project_network(project_id) is True
+
+
+def test_monthly_run_rate() -> None:
+    worker = monthly_run_rate_usd(1024, 2048, "us-east-1", "worker")
+    # 1 vCPU and 2 GB for 730 hours at us-east-1 prices.
+    assert worker == pytest.approx((0.04048 + 2 * 0.004445) * 730, abs=0.01)
+    web = monthly_run_rate_usd(1024, 2048, "us-east-1", "web_server")
+    assert web > worker
+    assert monthly_run_rate_usd(256, 512, "xx-nowhere-1", "worker") == monthly_run_rate_usd(
+        256, 512, "us-east-1", "worker"
+    )
+    assert monthly_run_rate_usd(4096, 8192, "eu-central-1", "worker") > monthly_run_rate_usd(
+        4096, 8192, "us-east-1", "worker"
+    )

@@ -1,0 +1,183 @@
+"""The sandbox simulator, through plain boto3 calls as any AWS client would make them."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.sandbox.cloud.accounts import organization_access
+from capstan.sandbox.cloud.simulator import simulator
+from tests.cloud.deploy_helpers import GOOD_TOKEN, GitHost, git_host, wait_for
+from tests.sandbox.aws import new_account
+
+
+@pytest.fixture
+def admin(endpoint: Endpoint) -> Iterator[AwsSession]:
+    with organization_access(endpoint, new_account(endpoint, "simulator")) as session:
+        yield session
+
+
+@pytest.fixture
+def source() -> Iterator[GitHost]:
+    with git_host() as host:
+        host.files[("acme/app", "c1")] = {"build": "succeed"}
+        yield host
+
+
+@pytest.fixture(autouse=True)
+def restore_knobs() -> Iterator[None]:
+    before = simulator().knobs
+    yield
+    simulator().configure(**{k: getattr(before, k) for k in before.__dataclass_fields__})
+
+
+def _project(admin: AwsSession, name: str) -> None:
+    admin.client("logs").create_log_group(logGroupName=f"/{name}")
+    admin.client("ecr").create_repository(repositoryName=name)
+    admin.client("codebuild").create_project(
+        name=name,
+        source={"type": "NO_SOURCE", "buildspec": "version: 0.2"},
+        artifacts={"type": "NO_ARTIFACTS"},
+        environment={
+            "type": "LINUX_CONTAINER",
+            "image": "aws/codebuild/standard:7.0",
+            "computeType": "BUILD_GENERAL1_SMALL",
+        },
+        serviceRole=f"arn:aws:iam::{admin.client('sts').get_caller_identity()['Account']}:role/b",
+        logsConfig={"cloudWatchLogs": {"status": "ENABLED", "groupName": f"/{name}"}},
+    )
+
+
+def test_a_build_stays_in_progress_until_build_seconds_pass(
+    admin: AwsSession, source: GitHost
+) -> None:
+    simulator().configure(build_seconds=1.0)
+    _project(admin, "app")
+    account = admin.client("sts").get_caller_identity()["Account"]
+    image = f"{account}.dkr.ecr.us-east-1.amazonaws.com/app:c1"
+    codebuild = admin.client("codebuild")
+    started = time.monotonic()
+    build_id = codebuild.start_build(
+        projectName="app",
+        environmentVariablesOverride=[
+            {"name": name, "value": value, "type": "PLAINTEXT"}
+            for name, value in {
+                "GIT_TOKEN": GOOD_TOKEN,
+                "GIT_API_URL": source.api_url,
+                "SOURCE_REPO": "acme/app",
+                "SOURCE_COMMIT": "c1",
+                "IMAGE_URI": image,
+            }.items()
+        ],
+    )["build"]["id"]
+    assert codebuild.batch_get_builds(ids=[build_id])["builds"][0]["buildStatus"] == "IN_PROGRESS"
+    build = wait_for(
+        lambda: (
+            (b := codebuild.batch_get_builds(ids=[build_id])["builds"][0])["buildStatus"]
+            != "IN_PROGRESS"
+            and b
+        )
+    )
+    assert time.monotonic() - started >= 1.0
+    assert build["buildStatus"] == "SUCCEEDED"
+    assert build["logs"]["groupName"] == "/app"
+    variables = {v["name"]: v["value"] for v in build["environment"]["environmentVariables"]}
+    assert variables["SOURCE_COMMIT"] == "c1"
+    images = admin.client("ecr").describe_images(repositoryName="app")["imageDetails"]
+    assert images[0]["imageTags"] == ["c1"]
+    events = admin.client("logs").get_log_events(
+        logGroupName="/app", logStreamName=build["logs"]["streamName"], startFromHead=True
+    )["events"]
+    assert any(event["message"] == f"pushing {image}" for event in events)
+
+
+def test_update_service_starts_a_new_deployment_that_completes(admin: AwsSession) -> None:
+    simulator().configure(task_start_seconds=0.3)
+    ecs = admin.client("ecs")
+    ecs.create_cluster(clusterName="c")
+    first, second = (
+        ecs.register_task_definition(
+            family="f", containerDefinitions=[{"name": "app", "image": f"i:{n}", "memory": 512}]
+        )["taskDefinition"]["taskDefinitionArn"]
+        for n in (1, 2)
+    )
+    ecs.create_service(cluster="c", serviceName="s", taskDefinition=first, desiredCount=2)
+
+    def deployments() -> list[dict[str, object]]:
+        return list(
+            ecs.describe_services(cluster="c", services=["s"])["services"][0]["deployments"]
+        )
+
+    wait_for(lambda: deployments()[0]["rolloutState"] == "COMPLETED")
+    ecs.update_service(cluster="c", service="s", taskDefinition=second)
+    rolling = deployments()
+    assert [(d["status"], d["taskDefinition"], d["rolloutState"]) for d in rolling] == [
+        ("PRIMARY", second, "IN_PROGRESS"),
+        ("ACTIVE", first, "COMPLETED"),
+    ]
+    wait_for(lambda: deployments()[0]["rolloutState"] == "COMPLETED")
+    done = deployments()
+    assert len(done) == 1 and done[0]["taskDefinition"] == second
+    assert done[0]["runningCount"] == 2
+
+
+def test_cost_explorer_answers_by_tag_from_run_time(admin: AwsSession) -> None:
+    simulator().configure(task_start_seconds=0)
+    ecs = admin.client("ecs")
+    ecs.create_cluster(clusterName="c")
+    definition = ecs.register_task_definition(
+        family="f",
+        cpu="1024",
+        memory="2048",
+        containerDefinitions=[{"name": "app", "image": "i"}],
+    )["taskDefinition"]["taskDefinitionArn"]
+    ecs.create_service(
+        cluster="c",
+        serviceName="priced",
+        taskDefinition=definition,
+        desiredCount=1,
+        tags=[{"key": "capstan:resource", "value": "svc_priced"}],
+    )
+    ce = admin.client("ce")
+
+    def spend(value: str) -> float:
+        answer = ce.get_cost_and_usage(
+            TimePeriod={"Start": "2020-01-01", "End": "2100-01-01"},
+            Granularity="MONTHLY",
+            Metrics=["UnblendedCost"],
+            Filter={"Tags": {"Key": "capstan:resource", "Values": [value]}},
+        )
+        return sum(float(p["Total"]["UnblendedCost"]["Amount"]) for p in answer["ResultsByTime"])
+
+    first = wait_for(lambda: spend("svc_priced"))
+    time.sleep(0.5)
+    assert spend("svc_priced") > first
+    assert spend("svc_other") == 0.0
+    # About 0.5 s of a 1 vCPU / 2 GB task at ~0.049 USD an hour: tiny, but accrued.
+    assert spend("svc_priced") < 0.001
+
+
+def test_unknown_knobs_are_refused() -> None:
+    with pytest.raises(TypeError, match="unknown simulator knobs: build_minutes"):
+        simulator().configure(build_minutes=1)
+
+
+def test_fetch_outcome_parses_the_contents_api(source: GitHost) -> None:
+    from capstan.sandbox.cloud.simulator.codebuild import SourceUnavailable, fetch_outcome
+
+    variables = {
+        "GIT_API_URL": source.api_url,
+        "SOURCE_REPO": "acme/app",
+        "SOURCE_COMMIT": "c1",
+        "GIT_TOKEN": GOOD_TOKEN,
+    }
+    assert fetch_outcome(variables) == {"build": "succeed"}
+    with pytest.raises(SourceUnavailable, match="HTTP 404"):
+        fetch_outcome({**variables, "SOURCE_COMMIT": "nope"})
+    with pytest.raises(SourceUnavailable, match="HTTP 401"):
+        fetch_outcome({**variables, "GIT_TOKEN": "wrong"})
+    assert json.dumps(source.requests[0][1]) == json.dumps(f"token {GOOD_TOKEN}")
