@@ -32,6 +32,9 @@ from capstan.git_host.client import open_git_host
 from capstan.git_host.router import router as git_host_router
 from capstan.openapi import install_openapi
 from capstan.projects.router import router as projects_router
+from capstan.services import service as services
+from capstan.services.router import web_servers_router, workers_router
+from capstan.workers import make_worker, running_worker
 
 log = logging.getLogger("capstan")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,128}$")
@@ -47,6 +50,11 @@ def create_app(settings: Settings) -> FastAPI:
             stack.push_async_callback(engine.dispose)
             app.state.cloud = await stack.enter_async_context(open_cloud(settings))
             app.state.git_host = await stack.enter_async_context(open_git_host(settings))
+            if settings.worker_concurrency > 0:
+                worker = make_worker(
+                    app.state.sessionmaker, app.state.cloud, app.state.git_host, settings
+                )
+                app.state.worker = await stack.enter_async_context(running_worker(worker))
             yield
 
     app = FastAPI(
@@ -66,6 +74,9 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(projects_router)
     app.include_router(cloud_account_router)
     app.include_router(git_host_router)
+    app.include_router(web_servers_router)
+    app.include_router(workers_router)
+    services.register_with_projects()
     if settings.cloud is CloudMode.sandbox:
         from capstan.sandbox.cloud.pages import router as sandbox_cloud_router
 

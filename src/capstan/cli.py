@@ -89,6 +89,50 @@ def server(
 
 
 @app.command()
+def worker(data_dir: DataDir = None, dev: Dev = False) -> None:
+    """Run reconcile workers alone (no API), e.g. several of them over one PostgreSQL."""
+    import signal
+
+    from capstan.workers import run_workers
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = _settings(data_dir, dev)
+    try:
+        settings.require_secret_key()
+        _migrate(settings)
+    except ConfigurationError as error:
+        raise _fail(str(error)) from error
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await run_workers(settings, stop)
+
+    typer.echo("Capstan workers are running (Ctrl-C stops them).")
+    asyncio.run(main())
+
+
+@app.command()
+def sandbox(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 4566,
+    build_seconds: Annotated[float, typer.Option(help="How long sandbox builds take.")] = 2.0,
+    task_start_seconds: Annotated[
+        float, typer.Option(help="How long sandbox tasks take to become healthy.")
+    ] = 2.0,
+) -> None:
+    """Run the sandbox cloud on its own (point servers at it with CAPSTAN_SANDBOX_CLOUD_URL)."""
+    from capstan.sandbox.cloud.server import run_sandbox_cloud
+
+    typer.echo(f"Sandbox cloud on http://{host}:{port}")
+    run_sandbox_cloud(
+        host, port, build_seconds=build_seconds, task_start_seconds=task_start_seconds
+    )
+
+
+@app.command()
 def migrate(data_dir: DataDir = None, dev: Dev = False) -> None:
     """Apply database migrations to the configured database."""
     _migrate(_settings(data_dir, dev))

@@ -23,5 +23,8 @@ class Project(Base):
     region: Mapped[str] = mapped_column(String(32))
     certificate_status: Mapped[str | None] = mapped_column(String(32))
     certificate_arn: Mapped[str | None] = mapped_column(String(2048))
+    # Set while the project's shared network (VPC, load balancer, cluster, roles) exists in the
+    # organization's account; managed by the project network reconciler.
+    network_ready_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = created_at_column()
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

@@ -20,6 +20,10 @@ from capstan.projects.schemas import ProjectCreate, ProjectUpdate
 # is refused while any count is above zero.
 DependentCounter = Callable[[AsyncSession, str], Awaitable[int]]
 DEPENDENTS: dict[str, DependentCounter] = {}
+# Called (in the request's transaction) after a project's hostname suffix changed, so resource
+# kinds with hostnames can enqueue their resources to move them.
+SuffixChanged = Callable[[AsyncSession, str], Awaitable[None]]
+ON_SUFFIX_CHANGE: list[SuffixChanged] = []
 
 
 @cache
@@ -75,9 +79,15 @@ async def update(
     project = await get(session, caller, project_id)
     if body.name is not None:
         project.name = body.name
-    if body.hostname_suffix is not None and body.hostname_suffix != project.hostname_suffix:
-        project.hostname_suffix = body.hostname_suffix
+    suffix_changed = (
+        body.hostname_suffix is not None and body.hostname_suffix != project.hostname_suffix
+    )
+    if suffix_changed:
+        project.hostname_suffix = body.hostname_suffix  # type: ignore[assignment]
     await _flush_suffix(session, body.hostname_suffix)
+    if suffix_changed:
+        for hook in ON_SUFFIX_CHANGE:
+            await hook(session, project.id)
     return project
 
 

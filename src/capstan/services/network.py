@@ -1,0 +1,110 @@
+"""The project's shared network, reconciled as a resource of its own (queue kind
+`project_network`, keyed by project id).
+
+Every web server, worker and preview of a project runs in one VPC behind one load balancer.
+Creating or removing that network from each target's own pass would race (two targets of a new
+project would both create it); as its own queue row, the lease lets exactly one worker work on it
+at a time. It exists while the project has any target row (live or still being removed) and is
+removed after the last one is gone.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from capstan.cloud.credentials import RoleRef
+from capstan.cloud.deploy import Deployer
+from capstan.cloud.driver import Cloud
+from capstan.cloud_account.models import CloudAccount
+from capstan.config import Settings
+from capstan.db import utcnow
+from capstan.projects.models import Project
+from capstan.reconcile.queue import enqueue
+from capstan.reconcile.worker import Done, RequeueAfter, Result
+from capstan.services import service as services
+from capstan.services.models import Deployment, Preview, Service
+
+QUEUE_KIND = "project_network"
+POLL_SECONDS = 1.0
+
+
+class ProjectNetworkReconciler:
+    kind = QUEUE_KIND
+
+    def __init__(
+        self, sessionmaker: async_sessionmaker[AsyncSession], cloud: Cloud, settings: Settings
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._cloud = cloud
+        self._settings = settings
+
+    async def live_ids(self, session: AsyncSession) -> list[str]:
+        return list(
+            await session.scalars(select(Project.id).where(Project.network_ready_at.is_not(None)))
+        )
+
+    async def reconcile(self, project_id: str) -> Result:
+        async with self._sessionmaker() as session:
+            project = await session.get(Project, project_id)
+            if project is None:
+                return Done()
+            account = await session.get(CloudAccount, project.organization_id)
+            targets = await session.scalar(
+                select(func.count()).select_from(Service).where(Service.project_id == project.id)
+            )
+            wanted = bool(targets)
+            if wanted == (project.network_ready_at is not None) and not wanted:
+                return Done()
+            if account is None or account.account_id is None or account.role_name is None:
+                return Done()  # the targets fail on their own with "no cloud account"
+            role = RoleRef(account.account_id, account.role_name, account.external_id)
+            customer = await self._cloud.session_for(role)
+            try:
+                deployer = Deployer(customer, self._cloud.operator, domain=self._settings.domain)
+                if wanted:
+                    await self._cloud.run(lambda: deployer.ensure_project_network(project_id))
+                    project.network_ready_at = project.network_ready_at or utcnow()
+                    await wake_waiting_targets(session, project_id)
+                    result: Result = Done()
+                elif await self._cloud.run(lambda: deployer.delete_project_network(project_id)):
+                    project.network_ready_at = None
+                    result = Done()
+                else:
+                    result = RequeueAfter(POLL_SECONDS)
+            finally:
+                await self._cloud.run(customer.close)
+            await session.commit()
+            return result
+
+
+async def wake_waiting_targets(session: AsyncSession, project_id: str) -> None:
+    """Enqueue the project's targets whose newest deployment waits for the network."""
+    waiting = await session.execute(
+        select(Deployment.service_id, Deployment.preview_id)
+        .join(Service, Service.id == Deployment.service_id)
+        .where(Service.project_id == project_id, Deployment.status == "pending")
+    )
+    for service_id, preview_id in waiting:
+        if preview_id is None:
+            await enqueue(session, services.QUEUE_KIND, service_id)
+        else:
+            await enqueue(session, services.PREVIEW_QUEUE_KIND, preview_id)
+
+
+async def network_in_project(session: AsyncSession, project_id: str) -> int:
+    """1 while the project's network still exists in the cloud (for the project delete rule)."""
+    ready = await session.scalar(select(Project.network_ready_at).where(Project.id == project_id))
+    return 1 if ready is not None else 0
+
+
+async def previews_in_project(session: AsyncSession, project_id: str) -> int:
+    return int(
+        await session.scalar(
+            select(func.count())
+            .select_from(Preview)
+            .join(Service, Service.id == Preview.service_id)
+            .where(Service.project_id == project_id)
+        )
+        or 0
+    )

@@ -1,0 +1,431 @@
+"""Routes of web servers and workers, written once and mounted for each kind.
+
+`/api/projects/{project_id}/web_servers/...` and `/api/projects/{project_id}/workers/...` share
+every operation: create, get, patch, delete, redeploy, deployments, environment and previews.
+
+This module evaluates its annotations at definition time (no `from __future__ import
+annotations`): the body types of each kind's routes are chosen at run time, and FastAPI reads
+them from the signatures.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response, status
+from pydantic import BaseModel
+
+from capstan.auth.principal import Caller
+from capstan.config import Settings
+from capstan.crypto import SecretBox
+from capstan.db import DbSession
+from capstan.projects import service as projects
+from capstan.projects.models import Project
+from capstan.services import observe, schemas
+from capstan.services import service as services
+from capstan.services.models import Preview, Service
+
+
+@dataclass(frozen=True)
+class Kind:
+    kind: str  # the stored kind
+    path: str  # the path segment
+    label: str  # for summaries
+    create: type[BaseModel]
+    update: type[BaseModel]
+    out: type[BaseModel]
+    has_url: bool
+    describe: Callable[[Service, str, str | None], dict[str, Any]]
+    metrics: type[BaseModel]
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def _box(request: Request) -> SecretBox:
+    return services.environment_box(_settings(request).require_secret_key())
+
+
+def make_router(spec: Kind) -> APIRouter:
+    router = APIRouter(prefix=f"/api/projects/{{project_id}}/{spec.path}", tags=[spec.path])
+    item = "/{service_id}"
+
+    async def render(session: DbSession, caller: Caller, service: Service, request: Request) -> Any:
+        project = await projects.get(session, caller, service.project_id)
+        deployment = await services.newest_deployment(session, service.id, None)
+        url = services.url(service.name, project, _settings(request).domain)
+        return spec.out.model_validate(
+            spec.describe(service, services.status_of(deployment), url if spec.has_url else None)
+        )
+
+    @router.post(
+        "",
+        status_code=status.HTTP_201_CREATED,
+        response_model=spec.out,
+        summary=f"Create a {spec.label} (starts its first deployment)",
+    )
+    async def create(
+        project_id: str,
+        body: spec.create,  # type: ignore[name-defined]
+        caller: Caller,
+        session: DbSession,
+        request: Request,
+    ) -> Any:
+        service = await services.create(
+            session,
+            caller,
+            project_id,
+            spec.kind,
+            body.model_dump(),
+            git_host=request.app.state.git_host,
+        )
+        return await render(session, caller, service, request)
+
+    @router.get(item, response_model=spec.out, summary=f"A {spec.label}")
+    async def get(
+        project_id: str, service_id: str, caller: Caller, session: DbSession, request: Request
+    ) -> Any:
+        service = await services.get(session, caller, project_id, spec.kind, service_id)
+        return await render(session, caller, service, request)
+
+    @router.patch(
+        item,
+        response_model=spec.out,
+        summary=f"Change a {spec.label} (a change of source or compute redeploys)",
+    )
+    async def patch(
+        project_id: str,
+        service_id: str,
+        body: spec.update,  # type: ignore[name-defined]
+        caller: Caller,
+        session: DbSession,
+        request: Request,
+    ) -> Any:
+        service = await services.update_settings(
+            session, caller, project_id, spec.kind, service_id, body.model_dump(exclude_unset=True)
+        )
+        return await render(session, caller, service, request)
+
+    @router.delete(
+        item,
+        status_code=status.HTTP_204_NO_CONTENT,
+        response_class=Response,
+        summary=f"Delete a {spec.label} and its cloud resources",
+    )
+    async def delete(
+        project_id: str, service_id: str, caller: Caller, session: DbSession
+    ) -> Response:
+        await services.delete(session, caller, project_id, spec.kind, service_id)
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+    @router.post(
+        f"{item}/redeploy",
+        status_code=status.HTTP_202_ACCEPTED,
+        response_model=schemas.Deploying,
+        summary="Redeploy from the branch head, even without new commits",
+    )
+    async def redeploy(
+        project_id: str, service_id: str, caller: Caller, session: DbSession
+    ) -> schemas.Deploying:
+        await services.redeploy(session, caller, project_id, spec.kind, service_id)
+        return schemas.Deploying()
+
+    @router.get(
+        f"{item}/deployments",
+        response_model=schemas.DeploymentList,
+        summary="Deployments, newest first",
+    )
+    async def deployments(
+        project_id: str, service_id: str, caller: Caller, session: DbSession
+    ) -> schemas.DeploymentList:
+        rows = await services.list_deployments(session, caller, project_id, spec.kind, service_id)
+        return schemas.DeploymentList(
+            deployments=[schemas.DeploymentOut.model_validate(row) for row in rows]
+        )
+
+    @router.get(
+        f"{item}/environment",
+        response_model=schemas.Environment,
+        summary="Environment variables",
+    )
+    async def get_environment(
+        project_id: str, service_id: str, caller: Caller, session: DbSession, request: Request
+    ) -> dict[str, Any]:
+        variables = await services.get_environment(
+            session, caller, project_id, spec.kind, service_id, _box(request)
+        )
+        return {"environment": variables}
+
+    @router.put(
+        f"{item}/environment",
+        status_code=status.HTTP_202_ACCEPTED,
+        response_model=schemas.Deploying,
+        summary="Replace the environment (not a merge) and roll it out",
+    )
+    async def put_environment(
+        project_id: str,
+        service_id: str,
+        body: schemas.Environment,
+        caller: Caller,
+        session: DbSession,
+        request: Request,
+    ) -> schemas.Deploying:
+        variables = [v.model_dump() for v in body.environment]
+        await services.put_environment(
+            session, caller, project_id, spec.kind, service_id, _box(request), variables
+        )
+        return schemas.Deploying()
+
+    @router.get(f"{item}/logs", response_model=schemas.Logs, summary="Recent runtime log lines")
+    async def logs(
+        project_id: str,
+        service_id: str,
+        caller: Caller,
+        session: DbSession,
+        request: Request,
+        since: datetime | None = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> schemas.Logs:
+        service = await services.get(session, caller, project_id, spec.kind, service_id)
+        return await _logs(session, caller, request, service, None, since, limit)
+
+    @router.get(f"{item}/metrics", response_model=spec.metrics, summary="The last hour's metrics")
+    async def metrics(
+        project_id: str, service_id: str, caller: Caller, session: DbSession, request: Request
+    ) -> Any:
+        service = await services.get(session, caller, project_id, spec.kind, service_id)
+        return await _metrics(session, caller, request, service, None)
+
+    @router.get(f"{item}/cost", response_model=schemas.Cost, summary="Spend and run-rate")
+    async def cost(
+        project_id: str, service_id: str, caller: Caller, session: DbSession, request: Request
+    ) -> Any:
+        service = await services.get(session, caller, project_id, spec.kind, service_id)
+        project = await projects.get(session, caller, project_id)
+        settings = _settings(request)
+        target = observe.target_of(service, None, project, settings.domain)
+        return await observe.cost(
+            session, caller, request.app.state.cloud, settings, service, target, project.region
+        )
+
+    async def _logs(
+        session: DbSession,
+        caller: Caller,
+        request: Request,
+        service: Service,
+        preview: Preview | None,
+        since: datetime | None,
+        limit: int,
+    ) -> schemas.Logs:
+        project = await projects.get(session, caller, service.project_id)
+        settings = _settings(request)
+        target = observe.target_of(service, preview, project, settings.domain)
+        lines = await observe.logs(
+            session, caller, request.app.state.cloud, settings, target, since=since, limit=limit
+        )
+        return schemas.Logs(
+            lines=[
+                schemas.LogLine(timestamp=line.timestamp, message=line.message) for line in lines
+            ]
+        )
+
+    async def _metrics(
+        session: DbSession,
+        caller: Caller,
+        request: Request,
+        service: Service,
+        preview: Preview | None,
+    ) -> Any:
+        project = await projects.get(session, caller, service.project_id)
+        settings = _settings(request)
+        target = observe.target_of(service, preview, project, settings.domain)
+        return await observe.metrics(session, caller, request.app.state.cloud, settings, target)
+
+    previews = f"{item}/previews"
+
+    @router.get(
+        f"{previews}/{{preview_id}}/logs",
+        response_model=schemas.Logs,
+        summary="A preview's recent runtime log lines",
+    )
+    async def preview_logs(
+        project_id: str,
+        service_id: str,
+        preview_id: str,
+        caller: Caller,
+        session: DbSession,
+        request: Request,
+        since: datetime | None = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> schemas.Logs:
+        service, preview = await services.get_preview(
+            session, caller, project_id, spec.kind, service_id, preview_id
+        )
+        return await _logs(session, caller, request, service, preview, since, limit)
+
+    @router.get(
+        f"{previews}/{{preview_id}}/metrics",
+        response_model=spec.metrics,
+        summary="A preview's metrics over the last hour",
+    )
+    async def preview_metrics(
+        project_id: str,
+        service_id: str,
+        preview_id: str,
+        caller: Caller,
+        session: DbSession,
+        request: Request,
+    ) -> Any:
+        service, preview = await services.get_preview(
+            session, caller, project_id, spec.kind, service_id, preview_id
+        )
+        return await _metrics(session, caller, request, service, preview)
+
+    async def render_preview(
+        session: DbSession, service: Service, preview: Preview, project: Project, domain: str
+    ) -> schemas.PreviewOut:
+        deployment = await services.newest_deployment(session, service.id, preview.id)
+        return schemas.PreviewOut(
+            id=preview.id,
+            branch=preview.branch,
+            url=services.url(preview.slug, project, domain) if spec.has_url else None,
+            status=services.status_of(deployment),
+        )
+
+    @router.post(
+        previews,
+        status_code=status.HTTP_201_CREATED,
+        response_model=schemas.PreviewOut,
+        response_model_exclude_none=True,
+        summary="Create a preview of a branch",
+    )
+    async def create_preview(
+        project_id: str,
+        service_id: str,
+        body: schemas.PreviewCreate,
+        caller: Caller,
+        session: DbSession,
+        request: Request,
+    ) -> schemas.PreviewOut:
+        service, preview = await services.create_preview(
+            session, caller, project_id, spec.kind, service_id, body.branch, _box(request)
+        )
+        project = await projects.get(session, caller, project_id)
+        return await render_preview(session, service, preview, project, _settings(request).domain)
+
+    @router.get(
+        f"{previews}/{{preview_id}}",
+        response_model=schemas.PreviewOut,
+        response_model_exclude_none=True,
+        summary="A preview",
+    )
+    async def get_preview(
+        project_id: str,
+        service_id: str,
+        preview_id: str,
+        caller: Caller,
+        session: DbSession,
+        request: Request,
+    ) -> schemas.PreviewOut:
+        service, preview = await services.get_preview(
+            session, caller, project_id, spec.kind, service_id, preview_id
+        )
+        project = await projects.get(session, caller, project_id)
+        return await render_preview(session, service, preview, project, _settings(request).domain)
+
+    @router.delete(
+        f"{previews}/{{preview_id}}",
+        status_code=status.HTTP_204_NO_CONTENT,
+        response_class=Response,
+        summary="Delete a preview and its cloud resources",
+    )
+    async def delete_preview(
+        project_id: str, service_id: str, preview_id: str, caller: Caller, session: DbSession
+    ) -> Response:
+        await services.delete_preview(
+            session, caller, project_id, spec.kind, service_id, preview_id
+        )
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+    @router.get(
+        f"{previews}/{{preview_id}}/environment",
+        response_model=schemas.Environment,
+        summary="A preview's environment variables",
+    )
+    async def get_preview_environment(
+        project_id: str,
+        service_id: str,
+        preview_id: str,
+        caller: Caller,
+        session: DbSession,
+        request: Request,
+    ) -> dict[str, Any]:
+        _service, preview = await services.get_preview(
+            session, caller, project_id, spec.kind, service_id, preview_id
+        )
+        return {"environment": services.read_environment(_box(request), preview)}
+
+    return router
+
+
+def _describe_web_server(service: Service, status: str, url: str | None) -> dict[str, Any]:
+    return {
+        "id": service.id,
+        "name": service.name,
+        "status": status,
+        "url": url,
+        "repo": service.repo,
+        "branch": service.branch,
+        "build_command": service.build_command,
+        "health_path": service.health_path or "/",
+        "cpu": service.cpu,
+        "memory": service.memory,
+        "auto_deploy": service.auto_deploy,
+        "created_at": service.created_at,
+        "updated_at": service.updated_at,
+    }
+
+
+def _describe_worker(service: Service, status: str, _url: str | None) -> dict[str, Any]:
+    return {
+        "id": service.id,
+        "name": service.name,
+        "status": status,
+        "repo": service.repo,
+        "branch": service.branch,
+        "start_command": service.start_command,
+        "cpu": service.cpu,
+        "memory": service.memory,
+        "auto_deploy": service.auto_deploy,
+        "created_at": service.created_at,
+        "updated_at": service.updated_at,
+    }
+
+
+WEB_SERVERS = Kind(
+    kind=services.WEB_SERVER,
+    path="web_servers",
+    label="web server",
+    create=schemas.WebServerCreate,
+    update=schemas.WebServerUpdate,
+    out=schemas.WebServerOut,
+    has_url=True,
+    describe=_describe_web_server,
+    metrics=schemas.WebServerMetrics,
+)
+WORKERS = Kind(
+    kind=services.WORKER,
+    path="workers",
+    label="worker",
+    create=schemas.WorkerCreate,
+    update=schemas.WorkerUpdate,
+    out=schemas.WorkerOut,
+    has_url=False,
+    describe=_describe_worker,
+    metrics=schemas.WorkerMetrics,
+)
+web_servers_router = make_router(WEB_SERVERS)
+workers_router = make_router(WORKERS)

@@ -1,0 +1,203 @@
+"""Request and response shapes of web servers, workers, their previews and deployments."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, StringConstraints, field_validator
+
+from capstan.schemas import Request, Response
+from capstan.services.sizing import CPU_VALUES
+
+DNS_LABEL = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
+# Git forbids spaces, "~^:?*[\" and control characters in ref names (the rest in `_branch_rules`).
+BRANCH = r"^[^\x00-\x20~^:?*\[\\\x7f]{1,255}$"
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,254}$"
+
+ServiceName = Annotated[
+    str,
+    Field(
+        pattern=DNS_LABEL,
+        max_length=40,
+        description="A DNS label (lowercase letters, digits, inner hyphens; at most 40 "
+        "characters); the service's hostname is <name>.<hostname_suffix>.<domain>.",
+    ),
+]
+Repo = Annotated[
+    str,
+    Field(pattern=r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$", examples=["acme/shop"]),
+]
+
+
+def _branch_rules(branch: str) -> str:
+    """The parts of git's ref-name rules a character class cannot say."""
+    if (
+        branch.startswith(("/", "-"))
+        or branch.endswith(("/", ".", ".lock"))
+        or any(bad in branch for bad in ("..", "//", "@{"))
+    ):
+        raise ValueError("not a valid git branch name")
+    return branch
+
+
+Branch = Annotated[str, Field(pattern=BRANCH, examples=["main"]), AfterValidator(_branch_rules)]
+Command = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+HealthPath = Annotated[str, Field(pattern=r"^/[\x21-\x7e]{0,1023}$", examples=["/healthz"])]
+Cpu = Annotated[int, Field(description=f"One of {', '.join(map(str, CPU_VALUES))}.")]
+Memory = Annotated[int, Field(description="MiB; must pair with cpu under Fargate's rules.")]
+
+
+class _CpuCheck(Request):
+    @field_validator("cpu", check_fields=False)
+    @classmethod
+    def _cpu_allowed(cls, cpu: int | None) -> int | None:
+        if cpu is not None and cpu not in CPU_VALUES:
+            raise ValueError(f"cpu must be one of {', '.join(map(str, CPU_VALUES))}")
+        return cpu
+
+
+class WebServerCreate(_CpuCheck):
+    name: ServiceName
+    repo: Repo
+    branch: Branch
+    build_command: Command | None = None
+    health_path: HealthPath = "/"
+    cpu: Cpu
+    memory: Memory
+    auto_deploy: bool = False
+
+
+class WebServerUpdate(_CpuCheck):
+    branch: Branch | None = None
+    build_command: Command | None = None
+    health_path: HealthPath | None = None
+    cpu: Cpu | None = None
+    memory: Memory | None = None
+    auto_deploy: bool | None = None
+
+
+class WorkerCreate(_CpuCheck):
+    name: ServiceName
+    repo: Repo
+    branch: Branch
+    start_command: Command
+    cpu: Cpu
+    memory: Memory
+    auto_deploy: bool = False
+
+
+class WorkerUpdate(_CpuCheck):
+    branch: Branch | None = None
+    start_command: Command | None = None
+    cpu: Cpu | None = None
+    memory: Memory | None = None
+    auto_deploy: bool | None = None
+
+
+Status = Literal["deploying", "running", "failed"]
+
+
+class WebServerOut(Response):
+    id: str
+    name: str
+    status: Status
+    url: str
+    repo: str
+    branch: str
+    build_command: str | None
+    health_path: str
+    cpu: int
+    memory: int
+    auto_deploy: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class WorkerOut(Response):
+    id: str
+    name: str
+    status: Status
+    repo: str
+    branch: str
+    start_command: str
+    cpu: int
+    memory: int
+    auto_deploy: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class EnvironmentVariable(Request):
+    name: Annotated[str, Field(pattern=ENV_NAME)]
+    value: Annotated[str, Field(max_length=32768)]
+
+
+class Environment(Request):
+    environment: Annotated[list[EnvironmentVariable], Field(max_length=500)]
+
+    @field_validator("environment")
+    @classmethod
+    def _unique_names(cls, variables: list[EnvironmentVariable]) -> list[EnvironmentVariable]:
+        seen: set[str] = set()
+        for variable in variables:
+            if variable.name in seen:
+                raise ValueError(f"{variable.name} appears more than once")
+            seen.add(variable.name)
+        return variables
+
+
+class Deploying(Response):
+    status: Literal["deploying"] = "deploying"
+
+
+class DeploymentOut(Response):
+    id: str
+    status: str
+    trigger: str
+    commit_sha: str | None
+    created_at: datetime
+    finished_at: datetime | None
+    error: str | None
+
+
+class DeploymentList(Response):
+    deployments: list[DeploymentOut]
+
+
+class PreviewCreate(Request):
+    branch: Branch
+
+
+class PreviewOut(Response):
+    id: str
+    branch: str
+    url: str | None = None
+    status: Status
+
+
+class LogLine(Response):
+    timestamp: datetime
+    message: str
+
+
+class Logs(Response):
+    lines: list[LogLine]
+
+
+class WebServerMetrics(Response):
+    cpu_utilization_percent: float
+    memory_utilization_percent: float
+    request_count_1h: int
+    error_rate_percent: float
+
+
+class WorkerMetrics(Response):
+    cpu_utilization_percent: float
+    memory_utilization_percent: float
+
+
+class Cost(Response):
+    spend_this_month_usd: float
+    monthly_run_rate_usd: float
+    currency: Literal["USD"] = "USD"

@@ -1,0 +1,416 @@
+"""Web servers and workers: the rules of the API, the desired state, and the deployments.
+
+Every change that needs the cloud to move writes the desired state, bumps `generation`, records a
+deployment (superseding the one under way) and enqueues the resource for the reconciler — all in
+the request's transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from capstan.auth.principal import Principal
+from capstan.cloud_account.models import CloudAccount
+from capstan.crypto import SecretBox
+from capstan.db import utcnow
+from capstan.errors import BadRequest, Conflict, NotFound
+from capstan.git_host.models import GitHostInstallation
+from capstan.projects import service as projects
+from capstan.projects.models import Project
+from capstan.reconcile.queue import enqueue
+from capstan.services.models import Deployment, Preview, Service
+from capstan.services.sizing import memory_problem
+
+WEB_SERVER = "web_server"
+WORKER = "worker"
+QUEUE_KIND = "service"
+PREVIEW_QUEUE_KIND = "preview"
+# Fields whose change needs a new deployment; `auto_deploy` alone does not.
+DEPLOYING_FIELDS = ("branch", "build_command", "health_path", "start_command", "cpu", "memory")
+UNDER_WAY = ("pending", "building", "deploying")
+
+
+class CloudAccountNotConnected(Conflict):
+    code = "cloud_account_not_connected"
+    default_message = (
+        "Connect a cloud account first (GET /api/cloud_account, then POST "
+        "/api/cloud_account/verification)."
+    )
+
+
+class NameTaken(Conflict):
+    code = "name_taken"
+
+
+class RepositoryNotAccessible(BadRequest):
+    code = "repo_not_accessible"
+
+
+def environment_box(secret_key: bytes) -> SecretBox:
+    return SecretBox(secret_key, "capstan environment v1")
+
+
+async def count_in_project(session: AsyncSession, project_id: str) -> int:
+    """Web servers and workers of the project, including those still being removed."""
+    rows = await session.scalars(select(Service.id).where(Service.project_id == project_id))
+    return len(list(rows))
+
+
+async def enqueue_project(session: AsyncSession, project_id: str) -> None:
+    """Give every service and preview of a project a pass (its hostnames changed)."""
+    for service in await session.scalars(
+        select(Service).where(Service.project_id == project_id, Service.deleted_at.is_(None))
+    ):
+        await enqueue(session, QUEUE_KIND, service.id)
+        for preview in await live_previews(session, service.id):
+            await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
+
+
+def register_with_projects() -> None:
+    """Projects refuse deletion while services remain, and tell services when they rename."""
+    from capstan.services.network import network_in_project
+
+    projects.DEPENDENTS["web servers and workers"] = count_in_project
+    projects.DEPENDENTS["network still being removed"] = network_in_project
+    if enqueue_project not in projects.ON_SUFFIX_CHANGE:
+        projects.ON_SUFFIX_CHANGE.append(enqueue_project)
+
+
+def check_size(cpu: int, memory: int) -> None:
+    problem = memory_problem(cpu, memory)
+    if problem:
+        raise BadRequest(
+            problem,
+            code="invalid_memory",
+            details=[{"field": "memory", "type": "fargate_size", "message": problem}],
+        )
+
+
+async def require_cloud_account(session: AsyncSession, caller: Principal) -> CloudAccount:
+    account = await session.get(CloudAccount, caller.organization_id)
+    if account is None or not account.active or account.account_id is None:
+        raise CloudAccountNotConnected()
+    return account
+
+
+async def require_repository(
+    session: AsyncSession, caller: Principal, git_host: Any, full_name: str
+) -> int:
+    """The installation through which the organization reaches `full_name`, or a 400."""
+    installations = await session.scalars(
+        select(GitHostInstallation.installation_id).where(
+            GitHostInstallation.organization_id == caller.organization_id
+        )
+    )
+    wanted = full_name.lower()
+    for installation_id in installations:
+        for repository in await git_host.list_repositories(installation_id):
+            if repository.full_name.lower() == wanted:
+                return int(installation_id)
+    raise RepositoryNotAccessible(
+        f"No git host installation of your organization can read {full_name}; install the app "
+        "on it (POST /api/git_host/installation_setup)."
+    )
+
+
+async def get(
+    session: AsyncSession, caller: Principal, project_id: str, kind: str, service_id: str
+) -> Service:
+    service = await session.scalar(
+        select(Service).where(
+            Service.id == service_id,
+            Service.project_id == project_id,
+            Service.kind == kind,
+            Service.organization_id == caller.organization_id,
+            Service.deleted_at.is_(None),
+        )
+    )
+    if service is None:
+        raise NotFound(f"No such {kind.replace('_', ' ')}.")
+    return service
+
+
+async def create(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    kind: str,
+    fields: dict[str, Any],
+    *,
+    git_host: Any,
+) -> Service:
+    project = await projects.get(session, caller, project_id)
+    check_size(fields["cpu"], fields["memory"])
+    await require_cloud_account(session, caller)
+    installation_id = await require_repository(session, caller, git_host, fields["repo"])
+    service = Service(
+        organization_id=caller.organization_id,
+        project_id=project.id,
+        kind=kind,
+        installation_id=installation_id,
+    )
+    for name, value in fields.items():
+        setattr(service, name, value)
+    session.add(service)
+    try:
+        async with session.begin_nested():
+            await session.flush()
+    except IntegrityError as error:
+        raise NameTaken(
+            f"This project already has a {kind.replace('_', ' ')} named {fields['name']!r}."
+        ) from error
+    await start_deployment(session, service, None, trigger="create", bump=False)
+    return service
+
+
+async def update_settings(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    kind: str,
+    service_id: str,
+    changes: dict[str, Any],
+) -> Service:
+    service = await get(session, caller, project_id, kind, service_id)
+    check_size(changes.get("cpu", service.cpu), changes.get("memory", service.memory))
+    changed = {k: v for k, v in changes.items() if getattr(service, k) != v}
+    for name, value in changed.items():
+        setattr(service, name, value)
+    if any(name in DEPLOYING_FIELDS for name in changed):
+        await start_deployment(session, service, None, trigger="patch")
+        for preview in await live_previews(session, service.id):
+            await start_deployment(session, service, preview, trigger="patch")
+    await session.flush()
+    return service
+
+
+async def delete(
+    session: AsyncSession, caller: Principal, project_id: str, kind: str, service_id: str
+) -> None:
+    """Finalizer: hidden from the API now, its cloud resources removed by the reconciler."""
+    service = await get(session, caller, project_id, kind, service_id)
+    now = utcnow()
+    service.deleted_at = now
+    for preview in await live_previews(session, service.id):
+        preview.deleted_at = now
+        await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
+    await _supersede(session, service.id, None, all_targets=True)
+    await enqueue(session, QUEUE_KIND, service.id)
+    await session.flush()
+
+
+async def start_deployment(
+    session: AsyncSession,
+    service: Service,
+    preview: Preview | None,
+    *,
+    trigger: str,
+    bump: bool = True,
+    commit_sha: str | None = None,
+) -> Deployment:
+    target = preview or service
+    if bump:
+        target.generation += 1
+    await _supersede(session, service.id, preview.id if preview else None)
+    deployment = Deployment(
+        service_id=service.id,
+        preview_id=preview.id if preview else None,
+        generation=target.generation,
+        trigger=trigger,
+        commit_sha=commit_sha,
+    )
+    session.add(deployment)
+    await session.flush()
+    if preview is None:
+        await enqueue(session, QUEUE_KIND, service.id)
+    else:
+        await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
+    return deployment
+
+
+async def _supersede(
+    session: AsyncSession, service_id: str, preview_id: str | None, *, all_targets: bool = False
+) -> None:
+    query = update(Deployment).where(
+        Deployment.service_id == service_id, Deployment.status.in_(UNDER_WAY)
+    )
+    if not all_targets:
+        query = query.where(
+            Deployment.preview_id.is_(None)
+            if preview_id is None
+            else Deployment.preview_id == preview_id
+        )
+    await session.execute(
+        query.values(status="superseded", finished_at=utcnow()),
+        execution_options={"synchronize_session": False},
+    )
+
+
+async def newest_deployment(
+    session: AsyncSession, service_id: str, preview_id: str | None
+) -> Deployment | None:
+    target = (
+        Deployment.preview_id.is_(None)
+        if preview_id is None
+        else Deployment.preview_id == preview_id
+    )
+    return await session.scalar(
+        select(Deployment)
+        .where(Deployment.service_id == service_id, target, Deployment.status != "superseded")
+        .order_by(Deployment.created_at.desc(), Deployment.id.desc())
+        .limit(1)
+    )
+
+
+def status_of(deployment: Deployment | None) -> str:
+    if deployment is None or deployment.status in UNDER_WAY:
+        return "deploying"
+    return "running" if deployment.status == "running" else "failed"
+
+
+async def list_deployments(
+    session: AsyncSession, caller: Principal, project_id: str, kind: str, service_id: str
+) -> list[Deployment]:
+    service = await get(session, caller, project_id, kind, service_id)
+    return list(
+        await session.scalars(
+            select(Deployment)
+            .where(Deployment.service_id == service.id, Deployment.preview_id.is_(None))
+            .order_by(Deployment.created_at.desc(), Deployment.id.desc())
+        )
+    )
+
+
+def hostname(name: str, project: Project, domain: str) -> str:
+    return f"{name}.{project.hostname_suffix}.{domain}"
+
+
+def url(name: str, project: Project, domain: str) -> str:
+    scheme = "https" if project.certificate_status == "issued" else "http"
+    return f"{scheme}://{hostname(name, project, domain)}"
+
+
+def preview_slug(service_name: str, branch: str) -> str:
+    """One DNS label for a preview: `<service>-<branch>`, shortened with a hash when too long."""
+    branch_part = re.sub(r"[^a-z0-9]+", "-", branch.lower()).strip("-") or "branch"
+    slug = f"{service_name}-{branch_part}"
+    if len(slug) > 63:
+        digest = hashlib.sha256(branch.encode()).hexdigest()[:8]
+        slug = f"{slug[: 63 - 9].rstrip('-')}-{digest}"
+    return slug
+
+
+async def live_previews(session: AsyncSession, service_id: str) -> list[Preview]:
+    return list(
+        await session.scalars(
+            select(Preview)
+            .where(Preview.service_id == service_id, Preview.deleted_at.is_(None))
+            .order_by(Preview.created_at)
+        )
+    )
+
+
+async def redeploy(
+    session: AsyncSession, caller: Principal, project_id: str, kind: str, service_id: str
+) -> Deployment:
+    service = await get(session, caller, project_id, kind, service_id)
+    return await start_deployment(session, service, None, trigger="redeploy")
+
+
+def read_environment(box: SecretBox, owner: Service | Preview) -> list[dict[str, str]]:
+    value = box.open_json(owner.environment, owner=owner.id)
+    return list(value) if isinstance(value, list) else []
+
+
+async def get_environment(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    kind: str,
+    service_id: str,
+    box: SecretBox,
+) -> list[dict[str, str]]:
+    return read_environment(box, await get(session, caller, project_id, kind, service_id))
+
+
+async def put_environment(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    kind: str,
+    service_id: str,
+    box: SecretBox,
+    variables: list[dict[str, str]],
+) -> Deployment:
+    """Replace the whole environment (never a merge) and roll it out."""
+    service = await get(session, caller, project_id, kind, service_id)
+    service.environment = box.seal_json(variables, owner=service.id)
+    return await start_deployment(session, service, None, trigger="environment")
+
+
+async def get_preview(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    kind: str,
+    service_id: str,
+    preview_id: str,
+) -> tuple[Service, Preview]:
+    service = await get(session, caller, project_id, kind, service_id)
+    preview = await session.scalar(
+        select(Preview).where(
+            Preview.id == preview_id,
+            Preview.service_id == service.id,
+            Preview.deleted_at.is_(None),
+        )
+    )
+    if preview is None:
+        raise NotFound("No such preview.")
+    return service, preview
+
+
+async def create_preview(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    kind: str,
+    service_id: str,
+    branch: str,
+    box: SecretBox,
+) -> tuple[Service, Preview]:
+    service = await get(session, caller, project_id, kind, service_id)
+    preview = Preview(service_id=service.id, branch=branch, slug=preview_slug(service.name, branch))
+    session.add(preview)
+    try:
+        async with session.begin_nested():
+            await session.flush()
+    except IntegrityError as error:
+        raise Conflict(
+            f"This {kind.replace('_', ' ')} already has a preview of {branch!r}.",
+            code="preview_exists",
+        ) from error
+    # A preview starts with a copy of the parent's environment; after that it is its own.
+    preview.environment = box.seal_json(read_environment(box, service), owner=preview.id)
+    await start_deployment(session, service, preview, trigger="create", bump=False)
+    return service, preview
+
+
+async def delete_preview(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    kind: str,
+    service_id: str,
+    preview_id: str,
+) -> None:
+    service, preview = await get_preview(session, caller, project_id, kind, service_id, preview_id)
+    preview.deleted_at = utcnow()
+    await _supersede(session, service.id, preview.id)
+    await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
+    await session.flush()

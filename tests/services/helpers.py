@@ -1,0 +1,69 @@
+"""An organization ready to deploy: a connected sandbox cloud account, the git host app
+installed, and a project — all through the HTTP API, as a user would do it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from tests.cloud_account.test_api import connect
+from tests.git_host.flow import install
+from tests.harness import Org
+
+WEB_REPO = "capstan-samples/hello-web"
+WORKER_REPO = "capstan-samples/hello-worker"
+
+
+@dataclass
+class Ready:
+    org: Org
+    project: dict[str, Any]
+
+    @property
+    def base(self) -> str:
+        return f"/api/projects/{self.project['id']}"
+
+    def create_web_server(self, **fields: Any) -> dict[str, Any]:
+        body = {"name": "web", "repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512}
+        body.update(fields)
+        response = self.org.api.post(f"{self.base}/web_servers", json=body)
+        assert response.status_code == 201, response.text
+        return dict(response.json())
+
+    def create_worker(self, **fields: Any) -> dict[str, Any]:
+        body = {
+            "name": "jobs",
+            "repo": WORKER_REPO,
+            "branch": "main",
+            "start_command": "python worker.py",
+            "cpu": 256,
+            "memory": 512,
+        }
+        body.update(fields)
+        response = self.org.api.post(f"{self.base}/workers", json=body)
+        assert response.status_code == 201, response.text
+        return dict(response.json())
+
+    def wait_for(self, path: str, *statuses: str, timeout: float = 60) -> dict[str, Any]:
+        """Poll `path` until its status is one of `statuses`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            body = dict(self.org.api.get(path).json())
+            if body.get("status") in statuses:
+                return body
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{path} stayed {body.get('status')}: {body}")
+            if body.get("status") == "failed" and "failed" not in statuses:
+                raise AssertionError(f"{path} failed: {body}")
+            time.sleep(0.2)
+
+
+def ready(org: Org) -> Ready:
+    connect(org)
+    install(org)
+    project = org.api.post(
+        "/api/projects", json={"name": "Shop", "hostname_suffix": org.server.unique("shop")}
+    )
+    assert project.status_code == 201, project.text
+    return Ready(org=org, project=project.json())

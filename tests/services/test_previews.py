@@ -1,0 +1,90 @@
+"""Previews of web servers and workers, and the read endpoints (logs, metrics, cost)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.harness import Org
+from tests.services.helpers import Ready, ready
+
+
+@pytest.fixture
+def shop(org: Org) -> Ready:
+    return ready(org)
+
+
+def test_web_server_preview_lifecycle(shop: Ready) -> None:
+    parent = shop.create_web_server()
+    parent_path = f"{shop.base}/web_servers/{parent['id']}"
+    variables = [{"name": "FEATURE", "value": "on"}]
+    shop.org.api.put(f"{parent_path}/environment", json={"environment": variables})
+    created = shop.org.api.post(f"{parent_path}/previews", json={"branch": "feature-x"})
+    assert created.status_code == 201, created.text
+    preview = created.json()
+    assert preview["branch"] == "feature-x" and preview["status"] == "deploying"
+    suffix = shop.project["hostname_suffix"]
+    assert preview["url"] == f"http://web-feature-x.{suffix}.{shop.org.server.settings.domain}"
+    path = f"{parent_path}/previews/{preview['id']}"
+    assert shop.wait_for(path, "running", "failed")["status"] == "running"
+    # It inherited the parent's environment at creation, and is its own from then on.
+    assert shop.org.api.get(f"{path}/environment").json() == {"environment": variables}
+    shop.org.api.put(f"{parent_path}/environment", json={"environment": []})
+    assert shop.org.api.get(f"{path}/environment").json() == {"environment": variables}
+    assert shop.org.api.get(f"{path}/logs").status_code == 200
+    metrics = shop.org.api.get(f"{path}/metrics")
+    assert metrics.status_code == 200
+    assert set(metrics.json()) == {
+        "cpu_utilization_percent",
+        "memory_utilization_percent",
+        "request_count_1h",
+        "error_rate_percent",
+    }
+    # No cost and no PUT environment on previews.
+    assert shop.org.api.get(f"{path}/cost").status_code in (404, 405)
+    assert shop.org.api.put(f"{path}/environment", json={"environment": []}).status_code in (
+        404,
+        405,
+    )
+    assert shop.org.api.delete(path).status_code == 204
+    assert shop.org.api.get(path).status_code == 404
+
+
+def test_worker_previews_have_no_url(shop: Ready) -> None:
+    parent = shop.create_worker()
+    created = shop.org.api.post(
+        f"{shop.base}/workers/{parent['id']}/previews", json={"branch": "feature-x"}
+    )
+    assert created.status_code == 201
+    assert "url" not in created.json()
+    path = f"{shop.base}/workers/{parent['id']}/previews/{created.json()['id']}"
+    assert "url" not in shop.org.api.get(path).json()
+
+
+def test_bad_preview_requests(shop: Ready, other_org: Org) -> None:
+    parent = shop.create_web_server()
+    previews = f"{shop.base}/web_servers/{parent['id']}/previews"
+    assert shop.org.api.post(previews, json={}).status_code == 400
+    assert shop.org.api.post(previews, json={"branch": "a b"}).status_code == 400
+    assert shop.org.api.post(previews, json={"branch": "feature-x"}).status_code == 201
+    again = shop.org.api.post(previews, json={"branch": "feature-x"})
+    assert again.status_code == 409 and again.json()["error"] == "preview_exists"
+    assert shop.org.api.get(f"{previews}/pvw_nope").status_code == 404
+    assert other_org.api.post(previews, json={"branch": "main"}).status_code == 404
+
+
+def test_logs_metrics_and_cost_of_a_running_web_server(shop: Ready) -> None:
+    created = shop.create_web_server(cpu=512, memory=1024)
+    path = f"{shop.base}/web_servers/{created['id']}"
+    shop.wait_for(path, "running")
+    logs = shop.org.api.get(f"{path}/logs")
+    assert logs.status_code == 200
+    lines = logs.json()["lines"]
+    assert [line["timestamp"] for line in lines] == sorted(line["timestamp"] for line in lines)
+    assert shop.org.api.get(f"{path}/logs", params={"limit": 0}).status_code == 400
+    metrics = shop.org.api.get(f"{path}/metrics").json()
+    assert 0 <= metrics["cpu_utilization_percent"] <= 100
+    assert metrics["request_count_1h"] >= 0
+    cost = shop.org.api.get(f"{path}/cost").json()
+    assert cost["currency"] == "USD"
+    assert cost["spend_this_month_usd"] >= 0
+    assert cost["monthly_run_rate_usd"] > 0

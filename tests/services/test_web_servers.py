@@ -1,0 +1,222 @@
+"""Web servers and workers through HTTP against the sandbox: the lifecycle and the bad paths."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.harness import Org
+from tests.services.helpers import WEB_REPO, Ready, ready
+
+
+@pytest.fixture
+def shop(org: Org) -> Ready:
+    return ready(org)
+
+
+def test_a_web_server_deploys_and_runs(shop: Ready) -> None:
+    created = shop.create_web_server(health_path="/healthz")
+    assert created["status"] == "deploying"
+    suffix = shop.project["hostname_suffix"]
+    assert created["url"] == f"http://web.{suffix}.{shop.org.server.settings.domain}"
+    assert created["health_path"] == "/healthz"
+    assert created["auto_deploy"] is False
+    path = f"{shop.base}/web_servers/{created['id']}"
+    running = shop.wait_for(path, "running", "failed")
+    assert running["status"] == "running", shop.org.api.get(f"{path}/deployments").json()
+    deployments = shop.org.api.get(f"{path}/deployments").json()["deployments"]
+    assert len(deployments) == 1
+    (first,) = deployments
+    assert first["trigger"] == "create"
+    assert first["status"] == "running"
+    assert re.fullmatch(r"[0-9a-f]{40}", first["commit_sha"])
+    assert first["finished_at"] and first["error"] is None
+
+
+def test_a_worker_deploys_without_a_url(shop: Ready) -> None:
+    created = shop.create_worker()
+    assert "url" not in created
+    assert created["start_command"] == "python worker.py"
+    running = shop.wait_for(f"{shop.base}/workers/{created['id']}", "running", "failed")
+    assert running["status"] == "running"
+
+
+def test_a_broken_build_fails_with_the_reason(shop: Ready) -> None:
+    created = shop.create_web_server(branch="broken-build")
+    path = f"{shop.base}/web_servers/{created['id']}"
+    assert shop.wait_for(path, "running", "failed")["status"] == "failed"
+    (deployment,) = shop.org.api.get(f"{path}/deployments").json()["deployments"]
+    assert deployment["status"] == "failed"
+    assert "Build failed" in deployment["error"]
+
+
+def test_patch_of_compute_redeploys_and_auto_deploy_alone_does_not(shop: Ready) -> None:
+    created = shop.create_web_server()
+    path = f"{shop.base}/web_servers/{created['id']}"
+    shop.wait_for(path, "running")
+    quiet = shop.org.api.patch(path, json={"auto_deploy": True})
+    assert quiet.status_code == 200
+    assert quiet.json()["status"] == "running" and quiet.json()["auto_deploy"] is True
+    assert len(shop.org.api.get(f"{path}/deployments").json()["deployments"]) == 1
+    patched = shop.org.api.patch(path, json={"cpu": 512, "memory": 1024})
+    assert patched.status_code == 200
+    assert patched.json()["status"] == "deploying"
+    assert (patched.json()["cpu"], patched.json()["memory"]) == (512, 1024)
+    assert shop.wait_for(path, "running", "failed")["status"] == "running"
+    triggers = [d["trigger"] for d in shop.org.api.get(f"{path}/deployments").json()["deployments"]]
+    assert triggers == ["patch", "create"]
+
+
+def test_two_patches_in_a_row_converge_once(shop: Ready) -> None:
+    created = shop.create_web_server()
+    path = f"{shop.base}/web_servers/{created['id']}"
+    assert shop.org.api.patch(path, json={"health_path": "/one"}).status_code == 200
+    assert shop.org.api.patch(path, json={"health_path": "/two"}).status_code == 200
+    final = shop.wait_for(path, "running", "failed")
+    assert final["status"] == "running" and final["health_path"] == "/two"
+    deployments = shop.org.api.get(f"{path}/deployments").json()["deployments"]
+    assert [d["status"] for d in deployments] == ["running", "superseded", "superseded"]
+
+
+def test_redeploy_and_environment(shop: Ready) -> None:
+    created = shop.create_web_server()
+    path = f"{shop.base}/web_servers/{created['id']}"
+    shop.wait_for(path, "running")
+    redeploy = shop.org.api.post(f"{path}/redeploy")
+    assert redeploy.status_code == 202 and redeploy.json() == {"status": "deploying"}
+    shop.wait_for(path, "running")
+    variables = [{"name": "DATABASE_URL", "value": "postgres://x"}, {"name": "DEBUG", "value": ""}]
+    put = shop.org.api.put(f"{path}/environment", json={"environment": variables})
+    assert put.status_code == 202 and put.json() == {"status": "deploying"}
+    assert shop.org.api.get(f"{path}/environment").json() == {"environment": variables}
+    # Full replacement, not a merge.
+    replaced = [{"name": "ONLY", "value": "this"}]
+    shop.org.api.put(f"{path}/environment", json={"environment": replaced})
+    assert shop.org.api.get(f"{path}/environment").json() == {"environment": replaced}
+    shop.wait_for(path, "running")
+    triggers = [d["trigger"] for d in shop.org.api.get(f"{path}/deployments").json()["deployments"]]
+    assert triggers[:3] == ["environment", "environment", "redeploy"]
+
+
+@pytest.mark.parametrize(
+    "environment",
+    [
+        [{"name": "1BAD", "value": "x"}],
+        [{"name": "OK", "value": 1}],
+        [{"name": "A", "value": "x"}, {"name": "A", "value": "y"}],
+        [{"name": "A"}],
+        "not a list",
+    ],
+)
+def test_bad_environments_are_400(shop: Ready, environment: object) -> None:
+    created = shop.create_web_server()
+    path = f"{shop.base}/web_servers/{created['id']}/environment"
+    response = shop.org.api.put(path, json={"environment": environment})
+    assert response.status_code == 400
+    assert shop.org.api.get(path).json() == {"environment": []}
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"cpu": 300}, "cpu"),
+        ({"cpu": 256, "memory": 4096}, "memory"),
+        ({"name": "Web_1"}, "name"),
+        ({"name": "-web"}, "name"),
+        ({"repo": "not-a-repo"}, "repo"),
+        ({"branch": "bad..branch"}, "branch"),
+        ({"health_path": "no-slash"}, "health_path"),
+        ({"cpu": "256"}, "cpu"),
+        ({"auto_deploy": "yes"}, "auto_deploy"),
+        ({"color": "red"}, "color"),
+    ],
+)
+def test_bad_web_server_bodies_are_400(shop: Ready, fields: dict, field: str) -> None:
+    body = {"name": "web", "repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512}
+    body.update(fields)
+    response = shop.org.api.post(f"{shop.base}/web_servers", json=body)
+    assert response.status_code == 400, response.text
+    assert field in response.text
+    assert shop.org.api.get(f"{shop.base}/web_servers/x").status_code == 404
+
+
+def test_invalid_memory_names_the_valid_values(shop: Ready) -> None:
+    body = {"name": "web", "repo": WEB_REPO, "branch": "main", "cpu": 1024, "memory": 1024}
+    response = shop.org.api.post(f"{shop.base}/web_servers", json=body)
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_memory"
+    assert "2048, 3072, 4096, 5120, 6144, 7168, 8192" in response.json()["message"]
+
+
+def test_missing_fields_are_400(shop: Ready) -> None:
+    for missing in ("name", "repo", "branch", "cpu", "memory"):
+        body = {"name": "web", "repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512}
+        del body[missing]
+        response = shop.org.api.post(f"{shop.base}/web_servers", json=body)
+        assert response.status_code == 400, missing
+        assert response.json()["details"][0]["field"] == missing
+    worker = {"name": "w", "repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512}
+    assert shop.org.api.post(f"{shop.base}/workers", json=worker).status_code == 400
+
+
+def test_unreachable_repo_is_400_and_duplicate_name_409(shop: Ready) -> None:
+    unreachable = shop.org.api.post(
+        f"{shop.base}/web_servers",
+        json={"name": "web", "repo": "someone/else", "branch": "main", "cpu": 256, "memory": 512},
+    )
+    assert unreachable.status_code == 400
+    assert unreachable.json()["error"] == "repo_not_accessible"
+    shop.create_web_server()
+    again = shop.org.api.post(
+        f"{shop.base}/web_servers",
+        json={"name": "web", "repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512},
+    )
+    assert again.status_code == 409 and again.json()["error"] == "name_taken"
+    # Names are unique per kind: a worker may share it.
+    assert shop.create_worker(name="web")["name"] == "web"
+
+
+def test_no_cloud_account_is_409(org: Org) -> None:
+    project = org.api.post(
+        "/api/projects", json={"name": "p", "hostname_suffix": org.server.unique("p")}
+    ).json()
+    response = org.api.post(
+        f"/api/projects/{project['id']}/web_servers",
+        json={"name": "web", "repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512},
+    )
+    assert response.status_code == 409
+    assert response.json()["error"] == "cloud_account_not_connected"
+
+
+def test_other_organizations_see_nothing(shop: Ready, other_org: Org) -> None:
+    created = shop.create_web_server()
+    path = f"{shop.base}/web_servers/{created['id']}"
+    for method, suffix, body in [
+        ("GET", "", None),
+        ("PATCH", "", {"cpu": 512, "memory": 1024}),
+        ("DELETE", "", None),
+        ("POST", "/redeploy", None),
+        ("GET", "/deployments", None),
+        ("GET", "/environment", None),
+        ("PUT", "/environment", {"environment": []}),
+        ("GET", "/logs", None),
+        ("GET", "/metrics", None),
+        ("GET", "/cost", None),
+        ("POST", "/previews", {"branch": "main"}),
+    ]:
+        response = other_org.api.request(method, path + suffix, json=body)
+        assert response.status_code == 404, (method, suffix, response.text)
+    assert shop.org.api.get(path).status_code == 200
+
+
+def test_delete_hides_at_once_and_blocks_nothing_after(shop: Ready) -> None:
+    created = shop.create_web_server()
+    path = f"{shop.base}/web_servers/{created['id']}"
+    refused = shop.org.api.delete(shop.base)
+    assert refused.status_code == 409 and refused.json()["error"] == "project_not_empty"
+    assert shop.org.api.delete(path).status_code == 204
+    assert shop.org.api.get(path).status_code == 404
+    assert shop.org.api.delete(path).status_code == 404
+    # The name is free again at once.
+    assert shop.create_web_server()["name"] == "web"
