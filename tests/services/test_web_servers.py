@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from tests.harness import Org
+from capstan.services.models import Service
+from tests.harness import Org, run_db
 from tests.services.helpers import WEB_REPO, Ready, ready
 
 
@@ -220,3 +224,44 @@ def test_delete_hides_at_once_and_blocks_nothing_after(shop: Ready) -> None:
     assert shop.org.api.delete(path).status_code == 404
     # The name is free again at once.
     assert shop.create_web_server()["name"] == "web"
+
+
+def _dns_record(shop: Ready, hostname: str) -> object:
+    from capstan.cloud.aws import route53
+    from tests.cloud_account.test_api import cloud_of
+
+    cloud = cloud_of(shop.org.server)
+    zone = route53.find_zone(cloud.operator, shop.org.server.settings.domain)
+    return None if zone is None else route53.find_record(cloud.operator, zone, hostname)
+
+
+def test_renaming_the_suffix_moves_the_dns_record(shop: Ready) -> None:
+    created = shop.create_web_server()
+    path = f"{shop.base}/web_servers/{created['id']}"
+    shop.wait_for(path, "running")
+    domain = shop.org.server.settings.domain
+    old_host = f"web.{shop.project['hostname_suffix']}.{domain}"
+    assert _dns_record(shop, old_host) is not None
+    new_suffix = shop.org.server.unique("moved")
+    renamed = shop.org.api.patch(shop.base, json={"hostname_suffix": new_suffix})
+    assert renamed.status_code == 200
+    new_host = f"web.{new_suffix}.{domain}"
+    assert shop.org.api.get(path).json()["url"] == f"http://{new_host}"  # at once, in the API
+    deadline = time.monotonic() + 30
+    while _dns_record(shop, new_host) is None or _dns_record(shop, old_host) is not None:
+        assert time.monotonic() < deadline, "the DNS record did not move"
+        time.sleep(0.2)
+
+
+def test_environment_values_are_encrypted_at_rest(shop: Ready) -> None:
+    created = shop.create_web_server()
+    path = f"{shop.base}/web_servers/{created['id']}"
+    secret = "postgres://user:s3cr3t-value@db/prod"
+    shop.org.api.put(f"{path}/environment", json={"environment": [{"name": "DB", "value": secret}]})
+
+    async def stored(session: AsyncSession) -> bytes | None:
+        return await session.scalar(select(Service.environment).where(Service.id == created["id"]))
+
+    sealed = run_db(shop.org.server.settings, stored)
+    assert sealed is not None and secret.encode() not in sealed and b"DB" not in sealed
+    assert shop.org.api.get(f"{path}/environment").json()["environment"][0]["value"] == secret
