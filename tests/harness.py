@@ -3,7 +3,6 @@ git host, and helpers that sign users in through the HTTP API like any client wo
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import socket
 import threading
@@ -21,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.app import create_app
 from capstan.auth import service as auth_service
 from capstan.config import CloudMode, GitHostMode, Settings
-from capstan.db import make_engine, make_sessionmaker
+from capstan.db import run_in_session
 from capstan.migrations import upgrade
 
 T = TypeVar("T")
@@ -37,18 +36,7 @@ def free_socket() -> socket.socket:
 
 def run_db(settings: Settings, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
     """Run `work` in its own transaction against the server's database, from a test."""
-
-    async def main() -> T:
-        engine = make_engine(settings.sqlalchemy_url, schema=settings.database_schema)
-        try:
-            async with make_sessionmaker(engine)() as session:
-                result = await work(session)
-                await session.commit()
-                return result
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(main())
+    return run_in_session(settings.sqlalchemy_url, settings.database_schema, work)
 
 
 @dataclass

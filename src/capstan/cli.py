@@ -167,19 +167,9 @@ def create_user(
 
 
 def _run(settings: Settings, work: Any) -> Any:
-    from capstan.db import make_engine, make_sessionmaker
+    from capstan.db import run_in_session
 
-    async def main() -> Any:
-        engine = make_engine(settings.sqlalchemy_url, schema=settings.database_schema)
-        try:
-            async with make_sessionmaker(engine)() as session:
-                result = await work(session)
-                await session.commit()
-                return result
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(main())
+    return run_in_session(settings.sqlalchemy_url, settings.database_schema, work)
 
 
 def _dev_first_start(settings: Settings) -> list[str]:

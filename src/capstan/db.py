@@ -7,15 +7,17 @@ returns and rolls back when it raises, before the response is sent.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 from sqlalchemy import DateTime, MetaData, String, TypeDecorator, event
 from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -23,6 +25,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+T = TypeVar("T")
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -104,6 +108,33 @@ def make_engine(url: str, *, schema: str | None = None, **kwargs: Any) -> AsyncE
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+async def flush_unique(session: AsyncSession, conflict: Exception) -> None:
+    """Flush, turning a unique index's refusal into `conflict` (the index decides, not a read
+    made before the write, so two requests at once cannot both pass)."""
+    try:
+        async with session.begin_nested():
+            await session.flush()
+    except IntegrityError as error:
+        raise conflict from error
+
+
+def run_in_session(url: str, schema: str | None, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    """Run `work` in one committed transaction on a short-lived engine, from synchronous code
+    (the command line, tests)."""
+
+    async def main() -> T:
+        engine = make_engine(url, schema=schema)
+        try:
+            async with make_sessionmaker(engine)() as session:
+                result = await work(session)
+                await session.commit()
+                return result
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(main())
 
 
 async def _request_session(request: Request) -> AsyncIterator[AsyncSession]:

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy import delete, func, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan.auth.models import ApiToken, BrowserSession, Organization, SignInAttempt, User
@@ -20,7 +19,7 @@ from capstan.auth.secrets import (
     verify_password,
 )
 from capstan.config import Settings
-from capstan.db import utcnow
+from capstan.db import flush_unique, utcnow
 from capstan.errors import BadRequest, Conflict, NotFound, TooManyRequests, Unauthorized
 
 
@@ -63,11 +62,7 @@ async def create_user(
         password_hash=hash_password(password),
     )
     session.add(user)
-    try:
-        async with session.begin_nested():
-            await session.flush()
-    except IntegrityError as error:
-        raise EmailTaken() from error
+    await flush_unique(session, EmailTaken())
     return user, org
 
 

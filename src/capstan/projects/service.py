@@ -7,10 +7,10 @@ from functools import cache
 
 import botocore.session
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
+from capstan.db import flush_unique
 from capstan.errors import BadRequest, HostnameSuffixTaken, NotFound, ProjectNotEmpty
 from capstan.projects.models import Project
 from capstan.projects.schemas import ProjectCreate, ProjectUpdate
@@ -103,11 +103,7 @@ async def delete(session: AsyncSession, caller: Principal, project_id: str) -> N
 
 
 async def _flush_suffix(session: AsyncSession, suffix: str | None) -> None:
-    """Flush, turning the unique index's refusal into a 409 (the index, not a read, decides)."""
-    try:
-        async with session.begin_nested():
-            await session.flush()
-    except IntegrityError as error:
-        raise HostnameSuffixTaken(
-            f"The hostname suffix {suffix!r} is already in use; choose another."
-        ) from error
+    await flush_unique(
+        session,
+        HostnameSuffixTaken(f"The hostname suffix {suffix!r} is already in use; choose another."),
+    )

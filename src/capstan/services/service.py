@@ -12,13 +12,12 @@ import re
 from typing import Any
 
 from sqlalchemy import select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
 from capstan.cloud_account.models import CloudAccount
 from capstan.crypto import SecretBox
-from capstan.db import utcnow
+from capstan.db import flush_unique, utcnow
 from capstan.errors import BadRequest, Conflict, NotFound
 from capstan.git_host.models import GitHostInstallation
 from capstan.projects import service as projects
@@ -158,13 +157,10 @@ async def create(
     for name, value in fields.items():
         setattr(service, name, value)
     session.add(service)
-    try:
-        async with session.begin_nested():
-            await session.flush()
-    except IntegrityError as error:
-        raise NameTaken(
-            f"This project already has a {kind.replace('_', ' ')} named {fields['name']!r}."
-        ) from error
+    await flush_unique(
+        session,
+        NameTaken(f"This project already has a {kind.replace('_', ' ')} named {fields['name']!r}."),
+    )
     await start_deployment(session, service, None, trigger="create", bump=False)
     return service
 
@@ -387,14 +383,13 @@ async def create_preview(
     service = await get(session, caller, project_id, kind, service_id)
     preview = Preview(service_id=service.id, branch=branch, slug=preview_slug(service.name, branch))
     session.add(preview)
-    try:
-        async with session.begin_nested():
-            await session.flush()
-    except IntegrityError as error:
-        raise Conflict(
+    await flush_unique(
+        session,
+        Conflict(
             f"This {kind.replace('_', ' ')} already has a preview of {branch!r}.",
             code="preview_exists",
-        ) from error
+        ),
+    )
     # A preview starts with a copy of the parent's environment; after that it is its own.
     preview.environment = box.seal_json(read_environment(box, service), owner=preview.id)
     await start_deployment(session, service, preview, trigger="create", bump=False)
