@@ -1,5 +1,6 @@
 """The sandbox cloud: a moto server on a loopback port, inside this process, with the sandbox's
-extensions installed (see the package docstring).
+extensions installed (see the package docstring), and a count of the AWS calls it answered at
+`GET /_capstan/stats` (see `stats`).
 
 moto keeps its state per process, in memory: every sandbox started in one process shares it, and
 it is gone when the process ends.
@@ -12,10 +13,29 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication,
+    MotoRequestHandler,
+    create_backend_app,
+)
 from moto.server import ThreadedMotoServer
+from werkzeug.serving import make_server
 
-from capstan.sandbox.cloud import sts
+from capstan.sandbox.cloud import route53, sts
 from capstan.sandbox.cloud.simulator import Simulator, simulator
+from capstan.sandbox.cloud.stats import CallCounter
+
+
+class _CountingMotoServer(ThreadedMotoServer):
+    """moto's threaded server with the call counter of `stats` in front of it."""
+
+    def _server_entry(self) -> None:
+        app = CallCounter(DomainDispatcherApplication(create_backend_app))
+        self._server = make_server(
+            self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+        )
+        self._server_ready_event.set()
+        self._server.serve_forever()
 
 
 @dataclass
@@ -46,6 +66,7 @@ class SandboxCloud:
 def install_extensions() -> None:
     """Teach moto what the sandbox adds to it (idempotent, process-wide)."""
     sts.install()
+    route53.install()
 
 
 def start_sandbox_cloud(
@@ -72,7 +93,7 @@ def start_sandbox_cloud(
         settings["build_seconds"] = build_seconds
     if task_start_seconds is not None:
         settings["task_start_seconds"] = task_start_seconds
-    server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+    server = _CountingMotoServer(ip_address=host, port=port, verbose=False)
     server.start()
     simulator().acquire(**settings)
     bound_host, bound_port = server.get_host_and_port()

@@ -1,0 +1,184 @@
+"""Deploying N web servers at once against the sandbox cloud with zero simulated delay.
+
+For each N (1, 10, 100 by default) this starts a fresh `capstan sandbox --build-seconds 0
+--task-start-seconds 0` and a fresh `capstan server --dev` (SQLite, the in-process worker) as
+separate processes, connects the cloud account and installs the git host app over HTTP, creates
+N web servers at once, and measures until all N are `running`:
+
+- time: wall-clock seconds from the first create request until the last deployment is
+  `running` (read from the server's SQLite file, so that polling costs the server nothing);
+- control-plane CPU: user + system time of the `capstan server` process only (from
+  /proc/<pid>/stat), per deployment — the sandbox runs in its own process and is reported apart;
+- AWS calls: counted by the sandbox itself (a WSGI middleware in front of moto answers
+  `GET /_capstan/stats`), per deployment. The project's network (VPC, load balancer, cluster,
+  roles) is made once per run, so at N = 1 it weighs on one deployment alone.
+
+Run from the repository root:  .venv/bin/python bench/deploy.py  [--sizes 1,10,100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.services.processes import (  # noqa: E402 (the repository root is on the path now)
+    bearer_client,
+    capstan_env,
+    connect_cloud_account,
+    create_project,
+    free_port,
+    install_git_host,
+    processes,
+    web_server_body,
+)
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Run:
+    n: int
+    seconds: float
+    server_cpu: float
+    sandbox_cpu: float
+    aws_calls: int
+    by_service: dict[str, int]
+
+    @property
+    def cpu_per_deployment(self) -> float:
+        return self.server_cpu / self.n
+
+    @property
+    def calls_per_deployment(self) -> float:
+        return self.aws_calls / self.n
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (fields 14 and 15 of /proc/<pid>/stat)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def aws_calls(client: httpx.Client) -> dict[str, int]:
+    by_service: dict[str, int] = client.get("/_capstan/stats").json()["by_service"]
+    return by_service
+
+
+def deployment_states(database: Path) -> dict[str, int]:
+    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = connection.execute("SELECT status, count(*) FROM deployments GROUP BY status")
+        return {status: count for status, count in rows}
+    finally:
+        connection.close()
+
+
+def run(n: int, timeout: float) -> Run:
+    with tempfile.TemporaryDirectory(prefix="capstan-bench-") as tmp, processes(Path(tmp)) as procs:
+        sandbox, sandbox_url = procs.sandbox(build_seconds=0, task_start_seconds=0)
+        port = free_port()
+        data_dir = Path(tmp) / "data"
+        server = procs.server(
+            "server",
+            ["--dev", "--data-dir", str(data_dir), "--port", str(port)],
+            capstan_env(CAPSTAN_SANDBOX_CLOUD_URL=sandbox_url),
+        )
+        token = server.wait_for_line(r"Dev API token \(shown once\): (capstan_\w+)").group(1)
+        base_url = f"http://127.0.0.1:{port}"
+        with (
+            bearer_client(base_url, token) as api,
+            httpx.Client(base_url=sandbox_url, timeout=30) as stats,
+        ):
+            connect_cloud_account(api)
+            install_git_host(api)
+            project = create_project(api, "bench")
+            path = f"/api/projects/{project['id']}/web_servers"
+            calls_before = aws_calls(stats)
+            server_before, sandbox_before = cpu_seconds(server.pid), cpu_seconds(sandbox.pid)
+            started = time.monotonic()
+
+            def create(index: int) -> None:
+                created = api.post(path, json=web_server_body(f"web{index}"))
+                assert created.status_code == 201, created.text
+
+            with ThreadPoolExecutor(max_workers=min(n, 16)) as pool:
+                list(pool.map(create, range(n)))
+            deadline = started + timeout
+            while True:
+                states = deployment_states(data_dir / "capstan.db")
+                if states.get("failed"):
+                    raise SystemExit(f"N={n}: deployments failed: {states}\n{procs.output()}")
+                if states.get("running", 0) == n:
+                    break
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"N={n}: not all running after {timeout}s: {states}")
+                time.sleep(0.05)
+            seconds = time.monotonic() - started
+            server_cpu = cpu_seconds(server.pid) - server_before
+            sandbox_cpu = cpu_seconds(sandbox.pid) - sandbox_before
+            calls_after = aws_calls(stats)
+        by_service = {
+            service: calls_after[service] - calls_before.get(service, 0)
+            for service in calls_after
+            if calls_after[service] - calls_before.get(service, 0)
+        }
+        return Run(n, seconds, server_cpu, sandbox_cpu, sum(by_service.values()), by_service)
+
+
+def report(runs: list[Run]) -> None:
+    base = runs[0]
+    print()
+    print(
+        f"{'N':>4} | {'all running':>11} | {'per deploy':>10} | {'CP CPU/deploy':>13} | "
+        f"{'sandbox CPU/deploy':>18} | {'AWS calls/deploy':>16} || ratios vs N={base.n}: "
+        "time/deploy, CPU/deploy, calls/deploy"
+    )
+    for item in runs:
+        print(
+            f"{item.n:>4} | {item.seconds:>10.2f}s | {item.seconds / item.n:>9.3f}s | "
+            f"{item.cpu_per_deployment:>12.3f}s | {item.sandbox_cpu / item.n:>17.3f}s | "
+            f"{item.calls_per_deployment:>16.1f} || "
+            f"{(item.seconds / item.n) / (base.seconds / base.n):>5.2f}  "
+            f"{item.cpu_per_deployment / base.cpu_per_deployment:>5.2f}  "
+            f"{item.calls_per_deployment / base.calls_per_deployment:>5.2f}"
+        )
+    print()
+    for item in runs:
+        top = sorted(item.by_service.items(), key=lambda pair: -pair[1])
+        listed = ", ".join(f"{service} {count / item.n:.1f}" for service, count in top)
+        print(f"N={item.n} AWS calls per deployment by service: {listed}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,10,100", help="comma-separated N values")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per N")
+    arguments = parser.parse_args()
+    runs = []
+    for n in (int(size) for size in arguments.sizes.split(",")):
+        result = run(n, arguments.timeout)
+        print(
+            f"N={n}: all running in {result.seconds:.2f}s, control-plane CPU "
+            f"{result.server_cpu:.2f}s, sandbox CPU {result.sandbox_cpu:.2f}s, "
+            f"{result.aws_calls} AWS calls",
+            flush=True,
+        )
+        runs.append(result)
+    report(runs)
+
+
+if __name__ == "__main__":
+    main()

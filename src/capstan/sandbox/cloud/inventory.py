@@ -1,0 +1,257 @@
+"""What Capstan made in an account, found by its tags: every resource tagged `capstan:project`,
+service by service, as an operator auditing an account would list them.
+
+The Resource Groups Tagging API is asked first (kind `tagging:<service>`), and then each service
+Capstan's driver uses is listed on its own, because the tagging API (moto's more than AWS's) does
+not cover every resource type. Application Auto Scaling targets carry no tags; they are found by
+the cluster and service names, which derive from the ids. Deleted ECS clusters and services stay
+describable as INACTIVE for a while (in AWS as in moto), and the tagging API keeps answering them
+meanwhile: they are deleted, so they are not listed. DNS records live in the operator's zone
+and carry no tags either: `dns_records` lists them by name.
+
+For tests and tools (the sandbox's leftovers checks); read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from capstan.cloud.aws import names
+from capstan.cloud.aws.session import AwsSession
+
+
+@dataclass(frozen=True)
+class Found:
+    kind: str  # "ecs service", "target group", ..., or "tagging:<service>"
+    id: str  # name or ARN
+    tags: dict[str, str]
+
+    @property
+    def project(self) -> str | None:
+        return self.tags.get(names.PROJECT_TAG)
+
+    @property
+    def resource(self) -> str | None:
+        return self.tags.get(names.RESOURCE_TAG)
+
+
+def capstan_resources(customer: AwsSession, project_id: str | None = None) -> list[Found]:
+    """Every Capstan-tagged resource in the account (of `project_id`, when given)."""
+    deleted: set[str] = set()
+    found = [
+        *_ec2(customer),
+        *_elbv2(customer),
+        *_ecs(customer, deleted),
+        *_ecr(customer),
+        *_codebuild(customer),
+        *_logs(customer),
+        *_ssm(customer),
+        *_iam(customer),
+        *_autoscaling(customer),
+    ]
+    found += [item for item in _tagging_api(customer) if item.id not in deleted]
+    return [item for item in found if project_id is None or item.project == project_id]
+
+
+def dns_records(operator: AwsSession, domain: str, *, under: str | None = None) -> list[str]:
+    """Names of the A/CNAME records in the operator's zone of `domain` (ending in `under.domain`
+    when `under` is given), e.g. `web.shop.capstan.test.`."""
+    route53 = operator.client("route53")
+    suffix = f".{under}.{domain.rstrip('.')}." if under else f".{domain.rstrip('.')}."
+    records = []
+    for zone in route53.list_hosted_zones()["HostedZones"]:
+        if zone["Name"] != domain.rstrip(".") + ".":
+            continue
+        for page in route53.get_paginator("list_resource_record_sets").paginate(
+            HostedZoneId=zone["Id"]
+        ):
+            records += [
+                record["Name"]
+                for record in page["ResourceRecordSets"]
+                if record["Type"] in ("A", "AAAA", "CNAME") and record["Name"].endswith(suffix)
+            ]
+    return records
+
+
+def _pairs(
+    tags: list[dict[str, str]] | None, key: str = "Key", value: str = "Value"
+) -> dict[str, str]:
+    return {tag[key]: tag[value] for tag in tags or []}
+
+
+def _capstan(tags: dict[str, str]) -> bool:
+    return names.PROJECT_TAG in tags
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _tagging_api(customer: AwsSession) -> Iterator[Found]:
+    tagging = customer.client("resourcegroupstaggingapi")
+    for page in tagging.get_paginator("get_resources").paginate(
+        TagFilters=[{"Key": names.PROJECT_TAG}]
+    ):
+        for item in page["ResourceTagMappingList"]:
+            arn = item["ResourceARN"]
+            service = arn.split(":")[2] if arn.count(":") >= 2 else "unknown"
+            yield Found(f"tagging:{service}", arn, _pairs(item.get("Tags")))
+
+
+def _ec2(customer: AwsSession) -> Iterator[Found]:
+    ec2 = customer.client("ec2")
+    capstan = [{"Name": "tag-key", "Values": [names.PROJECT_TAG]}]
+    listings: list[tuple[str, str, str, str]] = [
+        ("vpc", "describe_vpcs", "Vpcs", "VpcId"),
+        ("subnet", "describe_subnets", "Subnets", "SubnetId"),
+        ("security group", "describe_security_groups", "SecurityGroups", "GroupId"),
+        ("internet gateway", "describe_internet_gateways", "InternetGateways", "InternetGatewayId"),
+        ("route table", "describe_route_tables", "RouteTables", "RouteTableId"),
+        (
+            "network interface",
+            "describe_network_interfaces",
+            "NetworkInterfaces",
+            "NetworkInterfaceId",
+        ),
+    ]
+    for kind, call, key, id_key in listings:
+        for item in getattr(ec2, call)(Filters=capstan)[key]:
+            tags = _pairs(item.get("Tags") or item.get("TagSet"))
+            yield Found(kind, item[id_key], tags)
+
+
+def _elbv2(customer: AwsSession) -> Iterator[Found]:
+    elbv2 = customer.client("elbv2")
+    balancers = elbv2.describe_load_balancers()["LoadBalancers"]
+    groups = elbv2.describe_target_groups()["TargetGroups"]
+    rules: list[str] = []
+    for balancer in balancers:
+        for listener in elbv2.describe_listeners(LoadBalancerArn=balancer["LoadBalancerArn"])[
+            "Listeners"
+        ]:
+            rules += [
+                rule["RuleArn"]
+                for rule in elbv2.describe_rules(ListenerArn=listener["ListenerArn"])["Rules"]
+                if not rule["IsDefault"]
+            ]
+    kinds = {balancer["LoadBalancerArn"]: "load balancer" for balancer in balancers}
+    kinds |= {group["TargetGroupArn"]: "target group" for group in groups}
+    kinds |= {rule: "listener rule" for rule in rules}
+    for chunk in _chunks(list(kinds), 20):
+        for description in elbv2.describe_tags(ResourceArns=chunk)["TagDescriptions"]:
+            tags = _pairs(description.get("Tags"))
+            if _capstan(tags):
+                yield Found(kinds[description["ResourceArn"]], description["ResourceArn"], tags)
+
+
+def _ecs(customer: AwsSession, deleted: set[str]) -> Iterator[Found]:
+    ecs = customer.client("ecs")
+    clusters = ecs.list_clusters()["clusterArns"]
+    for chunk in _chunks(clusters, 100):
+        for cluster in ecs.describe_clusters(clusters=chunk, include=["TAGS"])["clusters"]:
+            tags = _pairs(cluster.get("tags"), "key", "value")
+            if cluster.get("status") == "INACTIVE":
+                deleted.add(cluster["clusterArn"])
+            elif _capstan(tags):
+                yield Found("ecs cluster", cluster["clusterArn"], tags)
+        for cluster_arn in chunk:
+            services: list[str] = []
+            for page in ecs.get_paginator("list_services").paginate(cluster=cluster_arn):
+                services += page["serviceArns"]
+            for batch in _chunks(services, 10):
+                for service in ecs.describe_services(
+                    cluster=cluster_arn, services=batch, include=["TAGS"]
+                )["services"]:
+                    tags = _pairs(service.get("tags"), "key", "value")
+                    if service.get("status") == "INACTIVE":
+                        deleted.add(service["serviceArn"])
+                    elif _capstan(tags):
+                        yield Found("ecs service", service["serviceArn"], tags)
+    for status in ("ACTIVE", "INACTIVE"):
+        arns: list[str] = []
+        for page in ecs.get_paginator("list_task_definitions").paginate(status=status):
+            arns += page["taskDefinitionArns"]
+        for arn in arns:
+            described = ecs.describe_task_definition(taskDefinition=arn, include=["TAGS"])
+            tags = _pairs(described.get("tags"), "key", "value")
+            if _capstan(tags):
+                yield Found(f"task definition ({status.lower()})", arn, tags)
+
+
+def _ecr(customer: AwsSession) -> Iterator[Found]:
+    ecr = customer.client("ecr")
+    for page in ecr.get_paginator("describe_repositories").paginate():
+        for repository in page["repositories"]:
+            arn = repository["repositoryArn"]
+            tags = _pairs(ecr.list_tags_for_resource(resourceArn=arn)["tags"])
+            if _capstan(tags):
+                yield Found("ecr repository", repository["repositoryName"], tags)
+
+
+def _codebuild(customer: AwsSession) -> Iterator[Found]:
+    codebuild = customer.client("codebuild")
+    projects = codebuild.list_projects()["projects"]
+    for chunk in _chunks(projects, 100):
+        for project in codebuild.batch_get_projects(names=chunk)["projects"]:
+            tags = _pairs(project.get("tags"), "key", "value")
+            if _capstan(tags):
+                yield Found("codebuild project", project["name"], tags)
+
+
+def _logs(customer: AwsSession) -> Iterator[Found]:
+    logs = customer.client("logs")
+    for page in logs.get_paginator("describe_log_groups").paginate():
+        for group in page["logGroups"]:
+            tags = logs.list_tags_log_group(logGroupName=group["logGroupName"])["tags"]
+            if _capstan(tags):
+                yield Found("log group", group["logGroupName"], tags)
+
+
+def _ssm(customer: AwsSession) -> Iterator[Found]:
+    ssm = customer.client("ssm")
+    for page in ssm.get_paginator("describe_parameters").paginate():
+        for parameter in page["Parameters"]:
+            tags = _pairs(
+                ssm.list_tags_for_resource(ResourceType="Parameter", ResourceId=parameter["Name"])[
+                    "TagList"
+                ]
+            )
+            # A parameter is tagged right after it is written; its path names it as Capstan's.
+            if _capstan(tags) or parameter["Name"].startswith(names.SSM_PREFIX + "/"):
+                yield Found("ssm parameter", parameter["Name"], tags)
+
+
+def _iam(customer: AwsSession) -> Iterator[Found]:
+    iam = customer.client("iam")
+    for page in iam.get_paginator("list_roles").paginate(PathPrefix=names.ROLE_PATH):
+        for role in page["Roles"]:
+            tags = _pairs(iam.list_role_tags(RoleName=role["RoleName"])["Tags"])
+            yield Found("iam role", role["RoleName"], tags)
+
+
+def _autoscaling(customer: AwsSession) -> Iterator[Found]:
+    scaling = customer.client("application-autoscaling")
+    targets: Any = scaling.describe_scalable_targets(ServiceNamespace="ecs")["ScalableTargets"]
+    for target in targets:
+        tags = _service_tags(target["ResourceId"])
+        if tags:
+            yield Found("scalable target", target["ResourceId"], tags)
+    policies: Any = scaling.describe_scaling_policies(ServiceNamespace="ecs")["ScalingPolicies"]
+    for policy in policies:
+        tags = _service_tags(policy["ResourceId"])
+        if tags:
+            yield Found("scaling policy", f"{policy['ResourceId']}:{policy['PolicyName']}", tags)
+
+
+def _service_tags(scaling_resource_id: str) -> dict[str, str]:
+    """The ids in `service/capstan-<project id>/capstan-<resource id>` as tags ({} if not ours)."""
+    parts = scaling_resource_id.split("/")
+    if len(parts) != 3 or not all(part.startswith("capstan-") for part in parts[1:]):
+        return {}
+    return {
+        names.PROJECT_TAG: parts[1].removeprefix("capstan-"),
+        names.RESOURCE_TAG: parts[2].removeprefix("capstan-"),
+    }

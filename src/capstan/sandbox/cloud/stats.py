@@ -1,0 +1,55 @@
+"""How many AWS API calls the sandbox cloud has answered, for benchmarks and operators.
+
+A WSGI middleware in front of moto counts every request it passes on, by AWS service (the
+service of the request's SigV4 credential scope), and answers `GET /_capstan/stats` itself:
+
+    {"calls": 1234, "by_service": {"ecs": 400, "elasticloadbalancing": 210, ...}}
+
+Only calls made over HTTP are counted — what clients (Capstan's driver, a test, the AWS CLI)
+asked for; the simulator works on moto's backends in-process and is not counted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+STATS_PATH = "/_capstan/stats"
+# "AWS4-HMAC-SHA256 Credential=AKID/20250101/us-east-1/ecs/aws4_request, ..."
+_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[^/]+/([^/]+)/aws4_request")
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class CallCounter:
+    """Counts the requests that reach `app`; serves the counts at `STATS_PATH`."""
+
+    def __init__(self, app: WsgiApp) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+        self._by_service: Counter[str] = Counter()
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            by_service = dict(sorted(self._by_service.items()))
+        return {"calls": sum(by_service.values()), "by_service": by_service}
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == STATS_PATH and environ.get("REQUEST_METHOD") == "GET":
+            body = json.dumps(self.snapshot()).encode()
+            start_response(
+                "200 OK",
+                [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+            )
+            return [body]
+        scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
+        service = scope.group(1) if scope else "unsigned"
+        with self._lock:
+            self._by_service[service] += 1
+        return self._app(environ, start_response)
