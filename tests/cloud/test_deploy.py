@@ -242,6 +242,20 @@ def test_a_failing_build_reports_its_error(deployer: Deployer, source: GitHost) 
     deployer.delete(target)
 
 
+def test_starting_a_deployments_build_again_answers_the_same_build(
+    deployer: Deployer, source: GitHost
+) -> None:
+    """A crash between StartBuild and recording its id must not start a second build."""
+    target = worker_target(new_id("prj"))
+    deployment = new_id("dep")
+    spec = BuildSpec(target, REPO, COMMIT, source.api_url, GOOD_TOKEN, None, deployment)
+    first = deployer.start_build(spec)
+    assert deployer.start_build(spec) == first
+    other = deployer.start_build(replace(spec, deployment_id=new_id("dep")))
+    assert other != first
+    deployer.delete(target)
+
+
 def test_a_build_whose_token_is_refused_cannot_fetch_its_source(
     deployer: Deployer, source: GitHost
 ) -> None:

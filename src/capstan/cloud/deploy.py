@@ -63,6 +63,9 @@ class BuildSpec:
     # stored or logged (kept out of repr).
     source_token: str = field(repr=False)
     build_command: str | None
+    # The deployment the build is for: CodeBuild's idempotency token, so starting it again after
+    # a crash does not start a second build.
+    deployment_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -212,7 +215,9 @@ class Deployer:
         }
         if spec.build_command:
             environment["BUILD_COMMAND"] = spec.build_command
-        return codebuild.start_build(self._customer, project, environment=environment)
+        return codebuild.start_build(
+            self._customer, project, environment=environment, idempotency_token=spec.deployment_id
+        )
 
     def describe_build(self, build_id: str) -> Build:
         info = codebuild.describe_build(self._customer, build_id)

@@ -204,6 +204,7 @@ class TargetReconciler:
             git_api_url=self._settings.github_api_base,
             source_token=token.token,
             build_command=service.build_command,
+            deployment_id=deployment.id,
         )
         deployment.build_id = await self._cloud.run(lambda: deployer.start_build(spec))
         deployment.status = "building"

@@ -122,13 +122,17 @@ def start_build(
     project_name: str,
     *,
     environment: dict[str, str],
+    idempotency_token: str | None = None,
 ) -> str:
+    """Start a build. With `idempotency_token`, a repeat of the same request within five minutes
+    (a retry after a crash between the call and recording its id) answers the same build."""
     variables = [
         {"name": key, "value": value, "type": "PLAINTEXT"} for key, value in environment.items()
     ]
+    extra = {"idempotencyToken": idempotency_token} if idempotency_token else {}
     with aws_errors():
         started = _client(session).start_build(
-            projectName=project_name, environmentVariablesOverride=variables
+            projectName=project_name, environmentVariablesOverride=variables, **extra
         )
     return str(started["build"]["id"])
 

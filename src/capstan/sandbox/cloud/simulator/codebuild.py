@@ -14,12 +14,14 @@ import copy
 import hashlib
 import json
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import httpx
 from moto.codebuild import responses as codebuild_responses
 from moto.codebuild.models import CodeBuildBackend, codebuild_backends
 from moto.codebuild.responses import CodeBuildResponse
+from moto.core.responses import ActionResult
 from moto.core.utils import iso_8601_datetime_with_milliseconds
 from moto.ecr.models import ecr_backends
 
@@ -33,6 +35,11 @@ _MARK = "_capstan_simulated"
 _install_lock = threading.Lock()
 SOURCE_FILE = "capstan-sandbox.json"
 _PHASES = ("PROVISIONING", "DOWNLOAD_SOURCE", "INSTALL", "PRE_BUILD", "BUILD", "POST_BUILD")
+
+
+# StartBuild's idempotencyToken: a repeat within five minutes answers the same build, as AWS does.
+IDEMPOTENCY_SECONDS = 300.0
+_started_by_token: dict[tuple[str, str, str, str], tuple[str, float]] = {}
 
 
 def install() -> None:
@@ -51,8 +58,16 @@ def install() -> None:
         codebuild_responses._validate_required_params_source = validate_source
 
         def start_build(self: CodeBuildResponse) -> Any:
-            result = original_start(self)
             project_name = self._get_param("projectName")
+            token = self._get_param("idempotencyToken")
+            key = (self.current_account, self.region, project_name, token)
+            if token and (seen := _started_by_token.get(key)) is not None:
+                build_id, at = seen
+                if time.monotonic() - at < IDEMPOTENCY_SECONDS:  # AWS: the same build
+                    repeated = self.codebuild_backend.batch_get_builds([build_id])
+                    if repeated:
+                        return ActionResult({"build": repeated[0]})
+            result = original_start(self)
             backend = self.codebuild_backend
             build = backend.build_metadata[project_name].build_metadata
             _amend(
@@ -60,6 +75,8 @@ def install() -> None:
                 build,
                 self._get_param("environmentVariablesOverride") or [],
             )
+            if token:
+                _started_by_token[key] = (build["id"], time.monotonic())
             return result
 
         def batch_get_builds(self: CodeBuildBackend, ids: list[str]) -> list[dict[str, Any]]:
