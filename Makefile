@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: dev test check format migrate clean
+.PHONY: dev test check format migrate bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,13 +30,17 @@ test: $(VENV)/.installed-test
 
 ## make check: lint, format check and type check
 check: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
 format: $(VENV)/.installed-test
-	$(BIN)/ruff check --fix src tests
-	$(BIN)/ruff format src tests
+	$(BIN)/ruff check --fix src tests bench
+	$(BIN)/ruff format src tests bench
+
+## make bench: deploy N = 1, 10, 100 web servers against a zero-delay sandbox and print the figures
+bench: $(VENV)/.installed-test
+	$(BIN)/python bench/deploy.py
 
 migrate: $(VENV)/.installed-run
 	$(BIN)/capstan migrate
