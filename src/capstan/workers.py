@@ -14,6 +14,7 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from capstan.cloud.deploy import ProjectCache
 from capstan.cloud.driver import Cloud, open_cloud
 from capstan.config import Settings
 from capstan.db import make_engine, make_sessionmaker
@@ -31,11 +32,24 @@ def reconcilers(
     settings: Settings,
 ) -> list[Reconciler]:
     deadline = timedelta(seconds=settings.rollout_deadline_seconds)
+    # One per process: what the reconcilers learned of each project's network and roles.
+    projects = ProjectCache()
     targets: list[Reconciler] = [
-        TargetReconciler(kind, sessionmaker, cloud, git_host, settings, rollout_deadline=deadline)
+        TargetReconciler(
+            kind,
+            sessionmaker,
+            cloud,
+            git_host,
+            settings,
+            rollout_deadline=deadline,
+            project_cache=projects,
+        )
         for kind in (services.QUEUE_KIND, services.PREVIEW_QUEUE_KIND)
     ]
-    return [*targets, ProjectNetworkReconciler(sessionmaker, cloud, settings)]
+    return [
+        *targets,
+        ProjectNetworkReconciler(sessionmaker, cloud, settings, project_cache=projects),
+    ]
 
 
 def make_worker(

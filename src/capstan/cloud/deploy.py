@@ -17,6 +17,7 @@ ALIAS record in the operator's zone of the service domain, and CPU target tracki
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -113,6 +114,35 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+class ProjectCache:
+    """What a process knows of projects' shared resources (network, load balancer, cluster,
+    roles), kept across passes so each step does not look them up again.
+
+    Entries are keyed by project and a `version` the caller gives — the time the project's network
+    was (re)created — so a network removed and created again is never answered from an old entry.
+    `ensure_project_network` always refreshes; `delete_project_network` forgets the project.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, str], tuple[_Project, dict[str, str]]] = {}
+
+    def get(self, project_id: str, version: str) -> tuple[_Project, dict[str, str]] | None:
+        with self._lock:
+            return self._entries.get((project_id, version))
+
+    def put(self, project_id: str, version: str, project: _Project, roles: dict[str, str]) -> None:
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == project_id]:
+                del self._entries[key]
+            self._entries[(project_id, version)] = (project, roles)
+
+    def forget(self, project_id: str) -> None:
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == project_id]:
+                del self._entries[key]
+
+
 class Deployer:
     """Synchronous boto3 work (the reconciler runs it through Cloud.run in a thread).
 
@@ -127,6 +157,8 @@ class Deployer:
         *,
         domain: str,
         clock: Callable[[], datetime] = _utcnow,
+        cache: ProjectCache | None = None,
+        network_version: str | None = None,
     ) -> None:
         self._customer = customer
         self._operator = operator
@@ -135,6 +167,25 @@ class Deployer:
         self._region = customer.endpoint.region
         self._projects: dict[str, _Project] = {}
         self._roles: dict[str, dict[str, str]] = {}
+        # Shared across passes when the caller says which version of the network it expects.
+        self._cache = cache if network_version is not None else None
+        self._network_version = network_version or ""
+
+    def _remember(self, project_id: str) -> None:
+        if self._cache is not None and project_id in self._projects and project_id in self._roles:
+            self._cache.put(
+                project_id,
+                self._network_version,
+                self._projects[project_id],
+                self._roles[project_id],
+            )
+
+    def _recall(self, project_id: str) -> None:
+        if self._cache is None or project_id in self._projects:
+            return
+        known = self._cache.get(project_id, self._network_version)
+        if known is not None:
+            self._projects[project_id], self._roles[project_id] = known
 
     # -- the project's shared resources -----------------------------------------------------
 
@@ -145,6 +196,7 @@ class Deployer:
         cluster = ecs.ensure_cluster(self._customer, project_id)
         self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
         self._projects[project_id] = _Project(net, balancer, cluster)
+        self._remember(project_id)
 
     def delete_project_network(self, project_id: str) -> bool:
         """Remove the project's shared resources once no target uses them; True when gone."""
@@ -155,6 +207,8 @@ class Deployer:
             return False
         self._projects.pop(project_id, None)
         self._roles.pop(project_id, None)
+        if self._cache is not None:
+            self._cache.forget(project_id)
         elbv2.delete_load_balancer(self._customer, project_id)
         ecs.delete_cluster(self._customer, project_id)
         try:
@@ -171,6 +225,7 @@ class Deployer:
         )
 
     def _project(self, project_id: str) -> _Project:
+        self._recall(project_id)
         project = self._projects.get(project_id)
         if project is not None:
             return project
@@ -184,9 +239,11 @@ class Deployer:
         return project
 
     def _project_roles(self, project_id: str) -> dict[str, str]:
+        self._recall(project_id)
         roles = self._roles.get(project_id)
         if roles is None:
             roles = self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
+            self._remember(project_id)
         return roles
 
     # -- builds -------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan.cloud.credentials import RoleRef
-from capstan.cloud.deploy import Deployer
+from capstan.cloud.deploy import Deployer, ProjectCache
 from capstan.cloud.driver import Cloud
 from capstan.cloud_account.models import CloudAccount
 from capstan.config import Settings
@@ -33,11 +33,17 @@ class ProjectNetworkReconciler:
     kind = QUEUE_KIND
 
     def __init__(
-        self, sessionmaker: async_sessionmaker[AsyncSession], cloud: Cloud, settings: Settings
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        cloud: Cloud,
+        settings: Settings,
+        *,
+        project_cache: ProjectCache | None = None,
     ) -> None:
         self._sessionmaker = sessionmaker
         self._cloud = cloud
         self._settings = settings
+        self._project_cache = project_cache
 
     async def live_ids(self, session: AsyncSession) -> list[str]:
         return list(
@@ -60,11 +66,18 @@ class ProjectNetworkReconciler:
                 return Done()  # the targets fail on their own with "no cloud account"
             role = RoleRef(account.account_id, account.role_name, account.external_id)
             customer = await self._cloud.session_for(role)
+            ready_at = project.network_ready_at or utcnow()
             try:
-                deployer = Deployer(customer, self._cloud.operator, domain=self._settings.domain)
+                deployer = Deployer(
+                    customer,
+                    self._cloud.operator,
+                    domain=self._settings.domain,
+                    cache=self._project_cache,
+                    network_version=ready_at.isoformat(),
+                )
                 if wanted:
                     await self._cloud.run(lambda: deployer.ensure_project_network(project_id))
-                    project.network_ready_at = project.network_ready_at or utcnow()
+                    project.network_ready_at = ready_at
                     await wake_waiting_targets(session, project_id)
                     result: Result = Done()
                 elif await self._cloud.run(lambda: deployer.delete_project_network(project_id)):

@@ -23,7 +23,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan.cloud.credentials import RoleRef
-from capstan.cloud.deploy import BuildSpec, Deployer, Target, TaskSpec
+from capstan.cloud.deploy import BuildSpec, Deployer, ProjectCache, Target, TaskSpec
 from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import CloudError, TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
@@ -86,8 +86,10 @@ class TargetReconciler:
         settings: Settings,
         *,
         rollout_deadline: timedelta = ROLLOUT_DEADLINE,
+        project_cache: ProjectCache | None = None,
     ) -> None:
         self.kind = kind
+        self._project_cache = project_cache
         self._sessionmaker = sessionmaker
         self._cloud = cloud
         self._git_host = git_host
@@ -127,7 +129,9 @@ class TargetReconciler:
         assert project is not None
         return _Subject(service=service, preview=preview, project=project)
 
-    async def _deployer(self, account: CloudAccount | None) -> tuple[Deployer, Any]:
+    async def _deployer(
+        self, account: CloudAccount | None, project: Project | None = None
+    ) -> tuple[Deployer, Any]:
         if account is None or account.account_id is None or account.role_name is None:
             raise TerminalCloudError(
                 "cloud_account_not_connected", "The organization has no connected cloud account."
@@ -138,7 +142,14 @@ class TargetReconciler:
             external_id=account.external_id,
         )
         customer = await self._cloud.session_for(role)
-        deployer = Deployer(customer, self._cloud.operator, domain=self._settings.domain)
+        ready_at = project.network_ready_at if project is not None else None
+        deployer = Deployer(
+            customer,
+            self._cloud.operator,
+            domain=self._settings.domain,
+            cache=self._project_cache,
+            network_version=ready_at.isoformat() if ready_at is not None else None,
+        )
         return deployer, customer
 
     # Converging ---------------------------------------------------------------------------------
@@ -154,7 +165,7 @@ class TargetReconciler:
         if deployment.status in ("failed", "superseded"):
             return Done()
         try:
-            deployer, customer = await self._deployer(account)
+            deployer, customer = await self._deployer(account, subject.project)
         except CloudError as error:
             self._fail(deployment, error.message)
             return Done()
