@@ -208,8 +208,4 @@ def _write_private(path: Path, text: str) -> None:
     path.write_text(text)
 
 
-def default_settings() -> Settings:
-    return Settings()
-
-
 __all__ = ["CloudMode", "ConfigurationError", "GitHostMode", "Settings"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan.auth.models import ApiToken, BrowserSession, Organization, SignInAttempt, User
@@ -220,7 +220,3 @@ async def revoke_api_token(session: AsyncSession, caller: Principal, token_id: s
     )
     if result.rowcount == 0:  # type: ignore[attr-defined]
         raise NotFound("No such API token.")
-
-
-async def count_users(session: AsyncSession) -> int:
-    return int(await session.scalar(select(func.count()).select_from(User)) or 0)

@@ -209,7 +209,3 @@ async def prune_passes(session: AsyncSession, *, older_than: timedelta) -> None:
         delete(ReconcilePass).where(ReconcilePass.finished_at < utcnow() - older_than)
     )
     await session.commit()
-
-
-async def pending(session: AsyncSession) -> list[QueueItem]:
-    return list(await session.scalars(select(QueueItem).order_by(QueueItem.due_at)))

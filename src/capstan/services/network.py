@@ -23,7 +23,7 @@ from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
 from capstan.reconcile.worker import Done, RequeueAfter, Result
 from capstan.services import service as services
-from capstan.services.models import Deployment, Preview, Service
+from capstan.services.models import Deployment, Service
 
 QUEUE_KIND = "project_network"
 POLL_SECONDS = 1.0
@@ -109,15 +109,3 @@ async def network_in_project(session: AsyncSession, project_id: str) -> int:
     """1 while the project's network still exists in the cloud (for the project delete rule)."""
     ready = await session.scalar(select(Project.network_ready_at).where(Project.id == project_id))
     return 1 if ready is not None else 0
-
-
-async def previews_in_project(session: AsyncSession, project_id: str) -> int:
-    return int(
-        await session.scalar(
-            select(func.count())
-            .select_from(Preview)
-            .join(Service, Service.id == Preview.service_id)
-            .where(Service.project_id == project_id)
-        )
-        or 0
-    )
