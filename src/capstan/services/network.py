@@ -13,8 +13,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from capstan.cloud.credentials import RoleRef
-from capstan.cloud.deploy import Deployer, ProjectCache
+from capstan.cloud.deploy import ProjectCache
 from capstan.cloud.driver import Cloud
 from capstan.cloud_account.models import CloudAccount
 from capstan.config import Settings
@@ -23,6 +22,7 @@ from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
 from capstan.reconcile.worker import Done, RequeueAfter, Result
 from capstan.services import service as services
+from capstan.services.deploying import deployer_for
 from capstan.services.models import Deployment, Service
 
 QUEUE_KIND = "project_network"
@@ -60,24 +60,17 @@ class ProjectNetworkReconciler:
                 select(func.count()).select_from(Service).where(Service.project_id == project.id)
             )
             wanted = bool(targets)
-            if wanted == (project.network_ready_at is not None) and not wanted:
+            if not wanted and project.network_ready_at is None:
                 return Done()
             if account is None or account.account_id is None or account.role_name is None:
                 return Done()  # the targets fail on their own with "no cloud account"
-            role = RoleRef(account.account_id, account.role_name, account.external_id)
-            customer = await self._cloud.session_for(role)
-            ready_at = project.network_ready_at or utcnow()
-            try:
-                deployer = Deployer(
-                    customer,
-                    self._cloud.operator,
-                    domain=self._settings.domain,
-                    cache=self._project_cache,
-                    network_version=ready_at.isoformat(),
-                )
+            # A network about to be made is keyed by the time it will be recorded as made.
+            project.network_ready_at = project.network_ready_at or utcnow()
+            async with deployer_for(
+                self._cloud, account, self._settings, cache=self._project_cache, project=project
+            ) as deployer:
                 if wanted:
                     await self._cloud.run(lambda: deployer.ensure_project_network(project_id))
-                    project.network_ready_at = ready_at
                     await wake_waiting_targets(session, project_id)
                     result: Result = Done()
                 elif await self._cloud.run(lambda: deployer.delete_project_network(project_id)):
@@ -85,8 +78,6 @@ class ProjectNetworkReconciler:
                     result = Done()
                 else:
                     result = RequeueAfter(POLL_SECONDS)
-            finally:
-                await self._cloud.run(customer.close)
             await session.commit()
             return result
 

@@ -12,16 +12,15 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
-from capstan.cloud.credentials import RoleRef
-from capstan.cloud.deploy import Deployer, LogLine, Target
+from capstan.cloud.deploy import LogLine, Target
 from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import CloudError, RetryableCloudError
 from capstan.cloud.pricing import monthly_run_rate_usd
 from capstan.config import Settings
 from capstan.errors import ApiError
-from capstan.projects.models import Project
 from capstan.services import service as services
-from capstan.services.models import Preview, Service
+from capstan.services.deploying import deployer_for
+from capstan.services.models import Service
 
 
 class CloudUnavailable(ApiError):
@@ -29,31 +28,13 @@ class CloudUnavailable(ApiError):
     code = "cloud_unavailable"
 
 
-def target_of(service: Service, preview: Preview | None, project: Project, domain: str) -> Target:
-    label = preview.slug if preview else service.name
-    return Target(
-        resource_id=(preview or service).id,
-        project_id=project.id,
-        kind=service.kind,  # type: ignore[arg-type]
-        hostname=services.hostname(label, project, domain)
-        if service.kind == services.WEB_SERVER
-        else None,
-    )
-
-
 async def _read(
     session: AsyncSession, caller: Principal, cloud: Cloud, settings: Settings, work: Any
 ) -> Any:
     account = await services.require_cloud_account(session, caller)
-    assert account.account_id is not None and account.role_name is not None
-    role = RoleRef(account.account_id, account.role_name, account.external_id)
     try:
-        customer = await cloud.session_for(role)
-        try:
-            deployer = Deployer(customer, cloud.operator, domain=settings.domain)
+        async with deployer_for(cloud, account, settings) as deployer:
             return await cloud.run(lambda: work(deployer))
-        finally:
-            await cloud.run(customer.close)
     except CloudError as error:
         retry = {"Retry-After": "5"} if isinstance(error, RetryableCloudError) else None
         raise CloudUnavailable(

@@ -15,17 +15,16 @@ project's last target.
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from capstan.cloud.credentials import RoleRef
 from capstan.cloud.deploy import BuildSpec, Deployer, ProjectCache, Target, TaskSpec
 from capstan.cloud.driver import Cloud
-from capstan.cloud.errors import CloudError, TerminalCloudError
+from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
 from capstan.config import Settings
 from capstan.db import utcnow
@@ -35,6 +34,7 @@ from capstan.reconcile.queue import enqueue
 from capstan.reconcile.worker import Done, RequeueAfter, Result
 from capstan.services import network
 from capstan.services import service as services
+from capstan.services.deploying import deployer_for, target_of
 from capstan.services.models import Deployment, Preview, Service
 
 log = logging.getLogger("capstan.services")
@@ -59,19 +59,8 @@ class _Subject:
     def branch(self) -> str:
         return self.preview.branch if self.preview else self.service.branch
 
-    def hostname(self, domain: str) -> str | None:
-        if self.service.kind != services.WEB_SERVER:
-            return None
-        label = self.preview.slug if self.preview else self.service.name
-        return services.hostname(label, self.project, domain)
-
     def target(self, domain: str) -> Target:
-        return Target(
-            resource_id=self.row.id,
-            project_id=self.project.id,
-            kind=self.service.kind,  # type: ignore[arg-type]
-            hostname=self.hostname(domain),
-        )
+        return target_of(self.service, self.preview, self.project, domain)
 
 
 class TargetReconciler:
@@ -129,28 +118,12 @@ class TargetReconciler:
         assert project is not None
         return _Subject(service=service, preview=preview, project=project)
 
-    async def _deployer(
+    def _deployer(
         self, account: CloudAccount | None, project: Project | None = None
-    ) -> tuple[Deployer, Any]:
-        if account is None or account.account_id is None or account.role_name is None:
-            raise TerminalCloudError(
-                "cloud_account_not_connected", "The organization has no connected cloud account."
-            )
-        role = RoleRef(
-            account_id=account.account_id,
-            role_name=account.role_name,
-            external_id=account.external_id,
+    ) -> AbstractAsyncContextManager[Deployer]:
+        return deployer_for(
+            self._cloud, account, self._settings, cache=self._project_cache, project=project
         )
-        customer = await self._cloud.session_for(role)
-        ready_at = project.network_ready_at if project is not None else None
-        deployer = Deployer(
-            customer,
-            self._cloud.operator,
-            domain=self._settings.domain,
-            cache=self._project_cache,
-            network_version=ready_at.isoformat() if ready_at is not None else None,
-        )
-        return deployer, customer
 
     # Converging ---------------------------------------------------------------------------------
 
@@ -165,25 +138,19 @@ class TargetReconciler:
         if deployment.status in ("failed", "superseded"):
             return Done()
         try:
-            deployer, customer = await self._deployer(account, subject.project)
-        except CloudError as error:
-            self._fail(deployment, error.message)
-            return Done()
-        try:
-            if deployment.status == "running":
-                return await self._check_running(subject, deployment, deployer)
-            if deployment.status == "pending":
-                return await self._start_build(session, subject, deployment, deployer)
-            if deployment.status == "building":
-                return await self._after_build(subject, deployment, deployer)
-            return await self._watch_rollout(subject, deployment, deployer)
+            async with self._deployer(account, subject.project) as deployer:
+                if deployment.status == "running":
+                    return await self._check_running(subject, deployment, deployer)
+                if deployment.status == "pending":
+                    return await self._start_build(session, subject, deployment, deployer)
+                if deployment.status == "building":
+                    return await self._after_build(subject, deployment, deployer)
+                return await self._watch_rollout(subject, deployment, deployer)
         except (TerminalCloudError, TerminalGitHostError) as error:
             self._fail(deployment, _message(error))
             return Done()
         except GitHostError as error:  # transient: the queue retries with backoff
             raise RuntimeError(_message(error)) from error
-        finally:
-            await self._cloud.run(customer.close)
 
     async def _start_build(
         self,
@@ -327,13 +294,10 @@ class TargetReconciler:
             if remaining_previews:
                 return RequeueAfter(POLL_SECONDS)  # previews go first (they reference the service)
         if account is not None and account.account_id is not None:
-            deployer, customer = await self._deployer(account)
-            try:
-                target = subject.target(self._settings.domain)
+            target = subject.target(self._settings.domain)
+            async with self._deployer(account) as deployer:
                 if not await self._cloud.run(lambda: deployer.delete(target)):
                     return RequeueAfter(POLL_SECONDS)
-            finally:
-                await self._cloud.run(customer.close)
         await self._delete_rows(session, subject)
         if subject.preview is None:
             # The last target of a project takes the project's network with it.

@@ -24,6 +24,7 @@ from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.services import observe, schemas
 from capstan.services import service as services
+from capstan.services.deploying import target_of
 from capstan.services.models import Preview, Service
 
 
@@ -206,7 +207,7 @@ def make_router(spec: Kind) -> APIRouter:
         service = await services.get(session, caller, project_id, spec.kind, service_id)
         project = await projects.get(session, caller, project_id)
         settings = _settings(request)
-        target = observe.target_of(service, None, project, settings.domain)
+        target = target_of(service, None, project, settings.domain)
         return await observe.cost(
             session, caller, request.app.state.cloud, settings, service, target, project.region
         )
@@ -222,7 +223,7 @@ def make_router(spec: Kind) -> APIRouter:
     ) -> schemas.Logs:
         project = await projects.get(session, caller, service.project_id)
         settings = _settings(request)
-        target = observe.target_of(service, preview, project, settings.domain)
+        target = target_of(service, preview, project, settings.domain)
         lines = await observe.logs(
             session, caller, request.app.state.cloud, settings, target, since=since, limit=limit
         )
@@ -241,7 +242,7 @@ def make_router(spec: Kind) -> APIRouter:
     ) -> Any:
         project = await projects.get(session, caller, service.project_id)
         settings = _settings(request)
-        target = observe.target_of(service, preview, project, settings.domain)
+        target = target_of(service, preview, project, settings.domain)
         return await observe.metrics(session, caller, request.app.state.cloud, settings, target)
 
     previews = f"{item}/previews"
