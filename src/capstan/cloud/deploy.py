@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from capstan.cloud.aws import (
     autoscaling,
@@ -197,6 +197,10 @@ class Deployer:
         self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
         self._projects[project_id] = _Project(net, balancer, cluster)
         self._remember(project_id)
+
+    def apply_task_grants(self, project_id: str, statements: list[dict[str, Any]]) -> None:
+        """The project's task role may do exactly `statements` beyond running its tasks."""
+        iam.put_task_grants(self._customer, project_id, statements)
 
     def delete_project_network(self, project_id: str) -> bool:
         """Remove the project's shared resources once no target uses them; True when gone."""

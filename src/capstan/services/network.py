@@ -6,9 +6,18 @@ Creating or removing that network from each target's own pass would race (two ta
 project would both create it); as its own queue row, the lease lets exactly one worker work on it
 at a time. It exists while the project has any target row (live or still being removed) and is
 removed after the last one is gone.
+
+Other resource kinds plug in through two registries, filled when their package registers itself:
+`NETWORK_USERS` (kinds that need the network too, such as caches: the network stays while any
+has rows) and `TASK_GRANTS` (what the project's task role may do: its buckets, its enabled
+models). Each pass puts the grants policy on the task role, so a kind that changes its grants
+enqueues this row.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -27,6 +36,32 @@ from capstan.services.models import Deployment, Service
 
 QUEUE_KIND = "project_network"
 POLL_SECONDS = 1.0
+
+CountFn = Callable[[AsyncSession, str], Awaitable[int]]
+GrantFn = Callable[[AsyncSession, Project], Awaitable[list[dict[str, Any]]]]
+# Kind -> rows of that kind in the project that need the network (live or still being removed).
+NETWORK_USERS: dict[str, CountFn] = {}
+# Kind -> the IAM policy statements the project's task role gets for that kind.
+TASK_GRANTS: dict[str, GrantFn] = {}
+
+
+async def needs_network(session: AsyncSession, project_id: str) -> bool:
+    targets = await session.scalar(
+        select(func.count()).select_from(Service).where(Service.project_id == project_id)
+    )
+    if targets:
+        return True
+    for count in NETWORK_USERS.values():
+        if await count(session, project_id):
+            return True
+    return False
+
+
+async def task_grants(session: AsyncSession, project: Project) -> list[dict[str, Any]]:
+    statements: list[dict[str, Any]] = []
+    for name in sorted(TASK_GRANTS):
+        statements += await TASK_GRANTS[name](session, project)
+    return statements
 
 
 class ProjectNetworkReconciler:
@@ -56,10 +91,7 @@ class ProjectNetworkReconciler:
             if project is None:
                 return Done()
             account = await session.get(CloudAccount, project.organization_id)
-            targets = await session.scalar(
-                select(func.count()).select_from(Service).where(Service.project_id == project.id)
-            )
-            wanted = bool(targets)
+            wanted = await needs_network(session, project.id)
             if not wanted and project.network_ready_at is None:
                 return Done()
             if account is None or account.account_id is None or account.role_name is None:
@@ -70,7 +102,9 @@ class ProjectNetworkReconciler:
                 self._cloud, account, self._settings, cache=self._project_cache, project=project
             ) as deployer:
                 if wanted:
+                    grants = await task_grants(session, project)
                     await self._cloud.run(lambda: deployer.ensure_project_network(project_id))
+                    await self._cloud.run(lambda: deployer.apply_task_grants(project_id, grants))
                     await wake_waiting_targets(session, project_id)
                     result: Result = Done()
                 elif await self._cloud.run(lambda: deployer.delete_project_network(project_id)):

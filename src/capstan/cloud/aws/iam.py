@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.parse
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -134,3 +135,41 @@ def delete_project_roles(session: AwsSession, project_id: str) -> None:
             except ClientError as error:
                 if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
                     raise
+
+
+GRANTS_POLICY = "capstan-grants"
+
+
+def put_task_grants(session: AwsSession, project_id: str, statements: list[dict[str, Any]]) -> None:
+    """The task role's grants policy is exactly `statements` (removed when there are none):
+    what the project's services may do beyond running (its buckets, its enabled models)."""
+    iam = session.client("iam")
+    role_name = names.task_role_name(project_id)
+    with aws_errors():
+        if statements:
+            iam.put_role_policy(
+                RoleName=role_name, PolicyName=GRANTS_POLICY, PolicyDocument=_policy(*statements)
+            )
+            return
+        try:
+            iam.delete_role_policy(RoleName=role_name, PolicyName=GRANTS_POLICY)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
+                raise
+
+
+def task_grants(session: AwsSession, project_id: str) -> list[dict[str, Any]]:
+    """The statements of the task role's grants policy ([] when the role or policy is missing)."""
+    iam = session.client("iam")
+    with aws_errors():
+        try:
+            document = iam.get_role_policy(
+                RoleName=names.task_role_name(project_id), PolicyName=GRANTS_POLICY
+            )["PolicyDocument"]
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
+                raise
+            return []
+    if isinstance(document, str):
+        document = json.loads(urllib.parse.unquote(document))
+    return list(document.get("Statement", []))

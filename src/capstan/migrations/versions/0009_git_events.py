@@ -1,0 +1,21 @@
+"""git events
+
+Revision ID: 0009
+Revises: 0008
+Create Date: 2026-11-22 10:00:00
+"""
+
+from collections.abc import Sequence
+
+revision: str = "0009"
+down_revision: str | None = "0008"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
