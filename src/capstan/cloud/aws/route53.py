@@ -92,3 +92,22 @@ def delete_record(session: AwsSession, domain: str, hostname: str) -> None:
             HostedZoneId=zone_id,
             ChangeBatch={"Changes": [{"Action": "DELETE", "ResourceRecordSet": record}]},
         )
+
+
+def upsert_record(
+    session: AwsSession, zone_id: str, name: str, record_type: str, value: str, ttl: int = 300
+) -> None:
+    """A plain record (e.g. an ACM validation CNAME) with one value."""
+    change = {
+        "Action": "UPSERT",
+        "ResourceRecordSet": {
+            "Name": _fqdn(name),
+            "Type": record_type,
+            "TTL": ttl,
+            "ResourceRecords": [{"Value": value}],
+        },
+    }
+    with aws_errors():
+        _client(session).change_resource_record_sets(
+            HostedZoneId=zone_id, ChangeBatch={"Changes": [change]}
+        )
