@@ -141,8 +141,12 @@ def test_web_server_end_to_end(
     )["Parameter"]
     assert stored["Type"] == "SecureString" and stored["Value"] == "postgres://db2"
 
+    # Tasks that have not started leave the rollout in progress (held back for this look, so a
+    # busy machine cannot race it; released right after).
+    simulator().configure(task_start_seconds=60)
     arn = deployer.deploy(task_spec(target, finished.image_uri, environment))
     assert deployer.describe_rollout(target, arn).state == "in_progress"
+    simulator().configure(task_start_seconds=0.2)
     settle(deployer, target, arn)
 
     ecs = customer.client("ecs")
