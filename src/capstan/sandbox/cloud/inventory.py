@@ -7,7 +7,8 @@ not cover every resource type. Application Auto Scaling targets carry no tags; t
 the cluster and service names, which derive from the ids. Deleted ECS clusters and services stay
 describable as INACTIVE for a while (in AWS as in moto), and the tagging API keeps answering them
 meanwhile: they are deleted, so they are not listed. DNS records live in the operator's zone
-and carry no tags either: `dns_records` lists them by name.
+and carry no tags either: `dns_records` lists them by name (ACM's validation CNAMEs of a project
+end in its suffix too).
 
 For tests and tools (the sandbox's leftovers checks); read-only.
 """
@@ -17,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import names
 from capstan.cloud.aws.session import AwsSession
@@ -50,6 +53,10 @@ def capstan_resources(customer: AwsSession, project_id: str | None = None) -> li
         *_ssm(customer),
         *_iam(customer),
         *_autoscaling(customer),
+        *_acm(customer),
+        *_elasticache(customer),
+        *_s3(customer),
+        *_cloudfront(customer),
     ]
     found += [item for item in _tagging_api(customer) if item.id not in deleted]
     return [item for item in found if project_id is None or item.project == project_id]
@@ -255,3 +262,63 @@ def _service_tags(scaling_resource_id: str) -> dict[str, str]:
         names.PROJECT_TAG: parts[1].removeprefix("capstan-"),
         names.RESOURCE_TAG: parts[2].removeprefix("capstan-"),
     }
+
+
+def _elasticache(customer: AwsSession) -> Iterator[Found]:
+    """Serverless caches, also while being deleted (their security groups are EC2's)."""
+    elasticache = customer.client("elasticache")
+    for page in elasticache.get_paginator("describe_serverless_caches").paginate():
+        for cache in page["ServerlessCaches"]:
+            tags = _pairs(elasticache.list_tags_for_resource(ResourceName=cache["ARN"])["TagList"])
+            if _capstan(tags):
+                yield Found("serverless cache", cache["ServerlessCacheName"], tags)
+
+
+def _acm(customer: AwsSession) -> Iterator[Found]:
+    """Certificates in the account's region and in us-east-1 (CloudFront's certificates)."""
+    for region in dict.fromkeys([customer.endpoint.region, "us-east-1"]):
+        acm = customer.client("acm", region=region)
+        for page in acm.get_paginator("list_certificates").paginate():
+            for summary in page["CertificateSummaryList"]:
+                arn = summary["CertificateArn"]
+                tags = _pairs(acm.list_tags_for_certificate(CertificateArn=arn)["Tags"])
+                if _capstan(tags):
+                    yield Found("acm certificate", arn, tags)
+
+
+def _s3(customer: AwsSession) -> Iterator[Found]:
+    """Every Capstan-tagged bucket of the account, in any region (storage buckets, static
+    websites' buckets): `ListBuckets` answers the account's buckets wherever they are."""
+    s3 = customer.client("s3")
+    for bucket in s3.list_buckets().get("Buckets", []):
+        try:
+            tag_set = s3.get_bucket_tagging(Bucket=bucket["Name"])["TagSet"]
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchTagSet", "NoSuchBucket"):
+                continue  # untagged: not Capstan's; or removed since the listing
+            raise
+        tags = _pairs(tag_set)
+        if _capstan(tags):
+            yield Found("s3 bucket", bucket["Name"], tags)
+
+
+def _cloudfront(customer: AwsSession) -> Iterator[Found]:
+    """CloudFront distributions (by their tags) and origin access controls (they carry no tags:
+    Capstan names them `capstan-<resource id>` and writes the tags into their description)."""
+    cloudfront = customer.client("cloudfront", region="us-east-1")
+    for page in cloudfront.get_paginator("list_distributions").paginate():
+        for item in page["DistributionList"].get("Items") or []:
+            listed = cloudfront.list_tags_for_resource(Resource=item["ARN"])
+            tags = _pairs(listed["Tags"].get("Items"))
+            if _capstan(tags):
+                yield Found("cloudfront distribution", item["ARN"], tags)
+    controls = cloudfront.list_origin_access_controls()["OriginAccessControlList"]
+    for control in controls.get("Items") or []:
+        if not str(control.get("Name", "")).startswith("capstan-"):
+            continue
+        described = dict(
+            pair.split("=", 1)
+            for pair in str(control.get("Description", "")).split()
+            if "=" in pair
+        )
+        yield Found("origin access control", control["Name"], described)

@@ -21,7 +21,8 @@ from moto.moto_server.werkzeug_app import (
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
-from capstan.sandbox.cloud import route53, sts
+from capstan.sandbox.cloud import acm, bedrock, elasticache, route53, s3_metrics, sts
+from capstan.sandbox.cloud import cloudfront as cloudfront_extension
 from capstan.sandbox.cloud.simulator import Simulator, simulator
 from capstan.sandbox.cloud.stats import CallCounter
 
@@ -67,6 +68,11 @@ def install_extensions() -> None:
     """Teach moto what the sandbox adds to it (idempotent, process-wide)."""
     sts.install()
     route53.install()
+    elasticache.install()
+    acm.install()
+    bedrock.install()
+    s3_metrics.install()
+    cloudfront_extension.install()
 
 
 def start_sandbox_cloud(

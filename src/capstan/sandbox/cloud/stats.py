@@ -23,6 +23,11 @@ STATS_PATH = "/_capstan/stats"
 _SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[^/]+/([^/]+)/aws4_request")
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+# Other parts of the sandbox watch requests: a watcher gets each request's service and WSGI
+# environ and answers the `start_response` to use (its own wrapper, to see the answer too, or the
+# one it was given). S3 request metrics are counted this way (`s3_metrics`).
+Watcher = Callable[[str, dict[str, Any], Callable[..., Any]], Callable[..., Any]]
+WATCHERS: list[Watcher] = []
 
 
 class CallCounter:
@@ -52,4 +57,6 @@ class CallCounter:
         service = scope.group(1) if scope else "unsigned"
         with self._lock:
             self._by_service[service] += 1
+        for watch in WATCHERS:
+            start_response = watch(service, environ, start_response)
         return self._app(environ, start_response)

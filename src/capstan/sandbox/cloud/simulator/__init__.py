@@ -15,6 +15,13 @@ times a second and moves things along, in AWS's terms:
   circuit breaker fails the rollout and rolls back to the previous deployment, if any.
 - `runtime`: running tasks write log lines to their awslogs stream and CloudWatch data points.
 - `cost`: the tasks' run time accrues cost per tag; Cost Explorer's GetCostAndUsage answers from it.
+- `elasticache`: serverless caches become available (or gone) after `cache_seconds`, write
+  CloudWatch data points and accrue the cost of their data stored.
+- `cdn`: CloudFront distributions are `Deployed` `distribution_seconds` after each change and
+  invalidations `Completed` after `invalidation_seconds`; deployed distributions write CloudWatch
+  data points and accrue the cost of what they serve.
+- `s3`: S3 request metrics (counted by `s3_metrics`) and storage metrics become CloudWatch data
+  points; requests and bytes stored accrue cost per tag.
 
 Knobs are process-wide (`configure(...)`), so are the failures asked for (`fail_rollouts`).
 """
@@ -43,6 +50,11 @@ class Knobs:
     metrics_interval_seconds: float = 10.0
     # How often the simulator looks at moto's state.
     tick_seconds: float = 0.05
+    # How long ElastiCache Serverless takes to create, modify or delete a cache.
+    cache_seconds: float = 2.0
+    # How long a CloudFront distribution's change takes to deploy, and an invalidation to finish.
+    distribution_seconds: float = 0.5
+    invalidation_seconds: float = 0.5
 
 
 class Simulator:
@@ -60,6 +72,15 @@ class Simulator:
         self.builds = codebuild.BuildRunner(self)
         self.ecs = ecs.Scheduler(self)
         self.runtime = runtime.Runtime(self)
+        from capstan.sandbox.cloud.simulator import elasticache
+
+        self.caches = elasticache.CacheSim(self)
+        from capstan.sandbox.cloud.simulator import s3
+
+        self.buckets = s3.BucketSim(self)
+        from capstan.sandbox.cloud.simulator import cdn
+
+        self.edges = cdn.EdgeSim(self)
 
     @property
     def knobs(self) -> Knobs:
@@ -129,7 +150,8 @@ class Simulator:
 
     def tick(self) -> None:
         now = time.monotonic()
-        for step in (self.builds.tick, self.ecs.tick, self.runtime.tick):
+        steps = (self.builds.tick, self.ecs.tick, self.runtime.tick, self.caches.tick)
+        for step in (*steps, self.buckets.tick, self.edges.tick):
             try:
                 step(now)
             except Exception:  # the simulator must survive whatever moto's state holds

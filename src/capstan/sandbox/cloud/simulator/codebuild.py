@@ -1,6 +1,14 @@
 """CodeBuild, simulated: builds keep their environment overrides and log settings, stay
 IN_PROGRESS until the runner finishes them, and finish the way the source says.
 
+A static website's build (it has `SITE_BUCKET`) runs as `SITE_BUILDSPEC` would: it resolves its
+`PARAMETER_STORE` variables from SSM (a missing parameter fails the build as it starts, as in
+AWS), fetches the source, "runs" the build command — the files the repository's
+`capstan-sandbox.json` declares under its `publish_dir`, with `${NAME}` replaced by the build's
+variables — fails like the buildspec when `PUBLISH_DIR` is not that directory, and syncs the
+files into `SITE_BUCKET` (`--delete`: keys the build no longer has are removed). A build stopped
+meanwhile syncs nothing.
+
 moto refuses a NO_SOURCE project without a source location (AWS wants none), answers StartBuild
 but drops `environmentVariablesOverride` and the project's logs config, and its BatchGetBuilds
 marks every build SUCCEEDED on sight. `install()` fixes all three (in moto's
@@ -13,8 +21,10 @@ import base64
 import copy
 import hashlib
 import json
+import mimetypes
 import threading
 import time
+from string import Template
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -24,6 +34,8 @@ from moto.codebuild.responses import CodeBuildResponse
 from moto.core.responses import ActionResult
 from moto.core.utils import iso_8601_datetime_with_milliseconds
 from moto.ecr.models import ecr_backends
+from moto.s3.models import s3_backends
+from moto.ssm.models import ssm_backends
 
 from capstan.sandbox.cloud.simulator import logs as sim_logs
 from capstan.sandbox.cloud.simulator.backends import each
@@ -156,6 +168,10 @@ class BuildRunner:
 
 
 def run_build(account_id: str, region: str, build: dict[str, Any]) -> None:
+    items = build.get("environment", {}).get("environmentVariables", [])
+    if any(item.get("name") == "SITE_BUCKET" for item in items):
+        run_site_build(account_id, region, build, items)
+        return
     variables = {
         item["name"]: str(item.get("value", ""))
         for item in build.get("environment", {}).get("environmentVariables", [])
@@ -210,6 +226,130 @@ def run_build(account_id: str, region: str, build: dict[str, Any]) -> None:
 
 class SourceUnavailable(Exception):
     pass
+
+
+class BuildFailed(Exception):
+    def __init__(self, phase: str, error: str) -> None:
+        super().__init__(error)
+        self.phase = phase
+        self.error = error
+
+
+def run_site_build(
+    account_id: str, region: str, build: dict[str, Any], items: list[dict[str, Any]]
+) -> None:
+    plain = {
+        str(item["name"]): str(item.get("value", ""))
+        for item in items
+        if item.get("type", "PLAINTEXT") == "PLAINTEXT"
+    }
+    stored = {
+        str(item["name"]): str(item.get("value", ""))
+        for item in items
+        if item.get("type") == "PARAMETER_STORE"
+    }
+    repo, commit = plain.get("SOURCE_REPO", ""), plain.get("SOURCE_COMMIT", "")
+    publish_dir = _directory(plain.get("PUBLISH_DIR", ""))
+    bucket = plain.get("SITE_BUCKET", "")
+    lines = ["[Container] Entering phase PROVISIONING"]
+    failure: BuildFailed | None = None
+    try:
+        resolved = _parameters(account_id, region, stored)
+        lines += [
+            "[Container] Entering phase DOWNLOAD_SOURCE",
+            f"Cloning {repo} at {commit}",
+        ]
+        try:
+            outcome = fetch_outcome(plain)
+        except SourceUnavailable as problem:
+            raise BuildFailed("DOWNLOAD_SOURCE", f"could not fetch source: {problem}") from None
+        lines += [
+            "[Container] Entering phase BUILD",
+            f"[Container] Running command {plain.get('BUILD_COMMAND')}",
+            "build-time variables: " + (", ".join(sorted(resolved)) or "(none)"),
+        ]
+        if outcome.get("build") == "fail":
+            raise BuildFailed(
+                "BUILD", str(outcome.get("error") or "the build command exited with status 1")
+            )
+        produced = _directory(str(outcome.get("publish_dir") or ""))
+        if not produced or produced != publish_dir:
+            raise BuildFailed(
+                "BUILD", f"error: the build did not produce publish_dir {plain.get('PUBLISH_DIR')}"
+            )
+        variables = {k: v for k, v in plain.items() if k != "GIT_TOKEN"} | resolved
+        files = {
+            str(key).lstrip("/"): Template(str(content)).safe_substitute(variables).encode()
+            for key, content in dict(outcome.get("files") or {}).items()
+        }
+        lines += [f"built {len(files)} files into {publish_dir}"]
+        lines += ["[Container] Entering phase POST_BUILD"]
+        if build.get("buildStatus") != "IN_PROGRESS":
+            return  # stopped meanwhile: a stopped build syncs nothing
+        lines += _sync(account_id, bucket, publish_dir, files)
+        lines += ["[Container] Phase complete: POST_BUILD State: SUCCEEDED"]
+    except BuildFailed as failed:
+        failure = failed
+        lines += [failed.error, f"[Container] Phase complete: {failed.phase} State: FAILED"]
+    logs_info = build.get("logs", {})
+    if logs_info.get("groupName") and logs_info.get("streamName"):
+        sim_logs.write(
+            account_id,
+            region,
+            logs_info["groupName"],
+            logs_info["streamName"],
+            lines,
+            create_group=True,
+        )
+    if build.get("buildStatus") == "IN_PROGRESS":
+        _complete(build, failure.phase if failure else None, failure.error if failure else None)
+
+
+def _directory(path: str) -> str:
+    """`./dist/` and `dist` are the same directory."""
+    parts = [part for part in path.strip().split("/") if part not in ("", ".")]
+    return "/".join(parts)
+
+
+def _parameters(account_id: str, region: str, stored: dict[str, str]) -> dict[str, str]:
+    """The values of the build's PARAMETER_STORE variables, decrypted, as CodeBuild resolves
+    them when the build starts."""
+    backend = ssm_backends[account_id][region]
+    values = {}
+    for variable, name in stored.items():
+        parameter = backend.get_parameter(name)
+        if parameter is None:
+            raise BuildFailed(
+                "PROVISIONING",
+                f"CLIENT_ERROR: Parameter {name} for the environment variable {variable} "
+                "does not exist",
+            )
+        values[variable] = str(parameter.value)
+    return values
+
+
+def _sync(account_id: str, bucket: str, publish_dir: str, files: dict[str, bytes]) -> list[str]:
+    """`aws s3 sync <publish_dir> s3://<bucket>/ --delete`, and its output lines."""
+    backend = s3_backends[account_id]["aws"]
+    try:
+        found = backend.get_bucket(bucket)
+    except Exception:
+        raise BuildFailed(
+            "POST_BUILD",
+            f"fatal error: An error occurred (NoSuchBucket) when calling the ListObjectsV2 "
+            f"operation: The specified bucket does not exist: {bucket}",
+        ) from None
+    lines = []
+    existing = {str(key) for key in list(found.keys.keys())}
+    for key, body in sorted(files.items()):
+        stored = backend.put_object(bucket, key, body)
+        kind, _ = mimetypes.guess_type(key)
+        stored.set_metadata({"Content-Type": kind or "binary/octet-stream"})
+        lines.append(f"upload: {publish_dir}/{key} to s3://{bucket}/{key}")
+    for key in sorted(existing - set(files)):
+        backend.delete_object(bucket, key)
+        lines.append(f"delete: s3://{bucket}/{key}")
+    return lines
 
 
 def fetch_outcome(variables: dict[str, str]) -> dict[str, Any]:

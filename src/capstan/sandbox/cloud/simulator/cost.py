@@ -43,6 +43,14 @@ class Ledger:
             for key, value in tags.items():
                 self._usd[(account_id, month, key, value)] += usd
 
+    def add(self, account_id: str, tags: dict[str, str], usd: float) -> None:
+        """Charge `usd` this month to each of a resource's tags (resources not priced by task
+        size, such as caches)."""
+        month = datetime.now(UTC).strftime("%Y-%m")
+        with self._lock:
+            for key, value in tags.items():
+                self._usd[(account_id, month, key, value)] += usd
+
     def total(self, account_id: str, months: set[str], key: str, values: list[str]) -> float:
         with self._lock:
             return sum(
