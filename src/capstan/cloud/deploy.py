@@ -10,8 +10,9 @@ nothing boto3-shaped leaves this module.
 What a target (a service or a preview) owns, all named after its resource id: an ECR repository,
 a CodeBuild project, two log groups (`/capstan/<id>/build`, `/capstan/<id>/runtime`), SSM
 parameters under `/capstan/<id>/`, task definitions (one revision per deployment) and an ECS
-service; a web server also a target group, a host-header rule on the project's listener, an
-ALIAS record in the operator's zone of the service domain, and CPU target tracking.
+service; a web server also a target group, a host-header rule on the project's listener (on both
+listeners once the project has an HTTPS one), an ALIAS record in the operator's zone of the
+service domain, and CPU target tracking.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
 from capstan.services.sizing import memory_problem
 
-TargetKind = Literal["web_server", "worker"]
+TargetKind = Literal["web_server", "worker", "static_website"]  # sites: see cloud/site.py
 _ERROR_LINE = re.compile(r"\b(err(or)?|fatal|failed|exception|could not)\b|ERR!", re.IGNORECASE)
 
 
@@ -51,7 +52,8 @@ class Target:
     resource_id: str  # "svc_…" (a service) or "pvw_…" (a preview)
     project_id: str  # "prj_…"
     kind: TargetKind
-    hostname: str | None  # web servers: "<name>.<hostname_suffix>.<domain>"; workers: None
+    # web servers and static websites: "<name>.<hostname_suffix>.<domain>"; workers: None
+    hostname: str | None
 
 
 @dataclass(frozen=True)
@@ -189,10 +191,16 @@ class Deployer:
 
     # -- the project's shared resources -----------------------------------------------------
 
-    def ensure_project_network(self, project_id: str) -> None:
-        """VPC, subnets, gateway, security groups, load balancer + listener, cluster, roles."""
+    def ensure_project_network(self, project_id: str, certificate_arn: str | None = None) -> None:
+        """VPC, subnets, gateway, security groups, load balancer + listener, cluster, roles; with
+        the project's issued `certificate_arn`, an HTTPS listener serving it too."""
         net = network.ensure_network(self._customer, project_id)
         balancer = elbv2.ensure_load_balancer(self._customer, project_id, net)
+        if certificate_arn is not None:
+            https = elbv2.ensure_https_listener(
+                self._customer, project_id, balancer.arn, certificate_arn
+            )
+            elbv2.mirror_host_rules(self._customer, project_id, balancer.listener_arn, https)
         cluster = ecs.ensure_cluster(self._customer, project_id)
         self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
         self._projects[project_id] = _Project(net, balancer, cluster)
@@ -241,6 +249,37 @@ class Deployer:
         project = _Project(net, balancer, names.cluster_name(project_id))
         self._projects[project_id] = project
         return project
+
+    def _on_listeners(self, balancer: elbv2.LoadBalancer, apply: Callable[[str], object]) -> None:
+        """`apply` a host rule change to the HTTP listener, then to the HTTPS one if the project
+        has one. HTTPS is looked up only after HTTP is done: one made meanwhile copies its rules
+        from HTTP when it is made, so no rule is missed; one removed meanwhile (the certificate
+        was deleted) is no error."""
+        apply(balancer.listener_arn)
+        https = elbv2.find_https_listener(self._customer, balancer.arn)
+        if https is None:
+            return
+        try:
+            apply(https.arn)
+        except TerminalCloudError as error:
+            if error.code not in ("listener_not_found", "rule_not_found"):
+                raise
+
+    def _put_host_rule(
+        self, target: Target, balancer: elbv2.LoadBalancer, group: str, hostname: str
+    ) -> None:
+        self._on_listeners(
+            balancer,
+            lambda listener_arn: elbv2.ensure_host_rule(
+                self._customer, target.project_id, target.resource_id, listener_arn, group, hostname
+            ),
+        )
+
+    def _remove_host_rule(self, balancer: elbv2.LoadBalancer, group: str) -> None:
+        self._on_listeners(
+            balancer,
+            lambda listener_arn: elbv2.delete_host_rule(self._customer, listener_arn, group),
+        )
 
     def _project_roles(self, project_id: str) -> dict[str, str]:
         self._recall(project_id)
@@ -370,14 +409,7 @@ class Deployer:
                 project.network.vpc_id,
                 spec.health_path or "/",
             )
-            elbv2.ensure_host_rule(
-                self._customer,
-                target.project_id,
-                target.resource_id,
-                project.balancer.listener_arn,
-                target_group,
-                target.hostname,
-            )
+            self._put_host_rule(target, project.balancer, target_group, target.hostname)
         ecs.ensure_service(
             self._customer,
             target.project_id,
@@ -469,14 +501,7 @@ class Deployer:
         project = self._project(target.project_id)
         group = elbv2.find_target_group(self._customer, target.resource_id)
         if group is not None:
-            elbv2.ensure_host_rule(
-                self._customer,
-                target.project_id,
-                target.resource_id,
-                project.balancer.listener_arn,
-                group,
-                target.hostname,
-            )
+            self._put_host_rule(target, project.balancer, group, target.hostname)
         self._point_dns(target.hostname, project.balancer)
         if old_hostname.rstrip(".") != target.hostname.rstrip("."):
             route53.delete_record(self._operator, self._domain, old_hostname)
@@ -493,7 +518,7 @@ class Deployer:
         if group is not None:
             balancer = elbv2.find_load_balancer(self._customer, target.project_id)
             if balancer is not None:
-                elbv2.delete_host_rule(self._customer, balancer.listener_arn, group)
+                self._remove_host_rule(balancer, group)
             try:
                 elbv2.delete_target_group(self._customer, target.resource_id)
             except TerminalCloudError as error:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
@@ -74,10 +75,12 @@ class Cloud:
             raise
         return self.role_arn(account_id, role_name)
 
-    async def session_for(self, role: RoleRef) -> AwsSession:
-        """A session in the customer's account (the caller closes it: `with ... as aws:`)."""
+    async def session_for(self, role: RoleRef, *, region: str | None = None) -> AwsSession:
+        """A session in the customer's account whose clients talk to `region` (default: the
+        control plane's); the caller closes it (`with ... as aws:`)."""
         credentials = await self._roles.get(role)
-        return await self.run(lambda: AwsSession(self.endpoint, credentials))
+        endpoint = self.endpoint if region is None else replace(self.endpoint, region=region)
+        return await self.run(lambda: AwsSession(endpoint, credentials))
 
     def forget(self, role: RoleRef) -> None:
         """Drop cached credentials for `role` (e.g. after the customer disconnected it)."""

@@ -66,3 +66,100 @@ def monthly_run_rate_usd(
         price = price_for(region)
         hourly += price.alb_hour / max(alb_shared_by, 1) + price.lcu_hour
     return round(hourly * HOURS_PER_MONTH, 2)
+
+
+# ElastiCache Serverless for Valkey: data stored, per GB-hour (the other dimension, ECPUs at
+# $0.0023 per million in us-east-1, depends on traffic and is not estimated). AWS meters at least
+# 100 MB of data per Valkey cache. Published on https://aws.amazon.com/elasticache/pricing/;
+# regions not in the table are priced as `FALLBACK_REGION`.
+CACHE_STORAGE_GB_HOUR_USD: dict[str, float] = {
+    "us-east-1": 0.084,
+    "us-east-2": 0.084,
+    "us-west-2": 0.084,
+}
+CACHE_MINIMUM_METERED_MB = 100
+
+
+def cache_storage_gb_hour_usd(region: str) -> float:
+    return CACHE_STORAGE_GB_HOUR_USD.get(region, CACHE_STORAGE_GB_HOUR_USD[FALLBACK_REGION])
+
+
+def cache_monthly_usd(storage_limit_mb: int, region: str) -> float:
+    """A month of a serverless cache holding `storage_limit_mb` (its limit: the most its data
+    storage can cost), at 730 hours."""
+    stored_gb = max(storage_limit_mb, CACHE_MINIMUM_METERED_MB) / 1024
+    return round(stored_gb * cache_storage_gb_hour_usd(region) * HOURS_PER_MONTH, 2)
+
+
+# Static websites: CloudFront's on-demand prices for the first 10 TB a month out of North America
+# and Europe (the distributions' PriceClass_100 edges) — $0.085 per GB and $0.0100 per 10,000
+# HTTPS requests — on https://aws.amazon.com/cloudfront/pricing/; the bucket's S3 Standard
+# storage (`S3_PRICES`); and the distribution's additional metrics (needed for the cache hit
+# rate), 8 CloudWatch metrics at $0.30 each a month. Not counted: CloudFront's always-free tier
+# (1 TB and 10 million requests a month per account), S3 requests from CloudFront on cache
+# misses, and the builds (CodeBuild minutes, per deploy).
+CLOUDFRONT_USD_PER_GB = 0.085
+CLOUDFRONT_USD_PER_10K_HTTPS_REQUESTS = 0.0100
+CLOUDFRONT_ADDITIONAL_METRICS_USD_PER_MONTH = 8 * 0.30
+
+
+def cloudfront_usd(requests: float, bytes_out: float) -> float:
+    """What CloudFront charges for serving `requests` HTTPS requests and `bytes_out` bytes."""
+    return (
+        requests / 10_000 * CLOUDFRONT_USD_PER_10K_HTTPS_REQUESTS
+        + bytes_out / 1024**3 * CLOUDFRONT_USD_PER_GB
+    )
+
+
+def site_monthly_run_rate_usd(
+    requests_1h: int, bytes_1h: int, stored_bytes: int, region: str
+) -> float:
+    """A month of a static website at the last hour's traffic, with what its bucket holds."""
+    traffic = cloudfront_usd(requests_1h, bytes_1h) * HOURS_PER_MONTH
+    storage = stored_bytes / 1024**3 * s3_price_for(region).storage_gb_month
+    return round(traffic + storage + CLOUDFRONT_ADDITIONAL_METRICS_USD_PER_MONTH, 2)
+
+
+@dataclass(frozen=True)
+class S3Price:
+    """S3 Standard in one region: storage per GB-month (the first 50 TB tier), and requests per
+    thousand — PUT, COPY, POST and LIST in one tier, GET, SELECT, HEAD and the rest in the other
+    (DELETE is free). From https://aws.amazon.com/s3/pricing/ (read 2024-06)."""
+
+    storage_gb_month: float
+    tier1_per_1000: float
+    tier2_per_1000: float
+
+
+S3_PRICES: dict[str, S3Price] = {
+    "us-east-1": S3Price(0.023, 0.005, 0.0004),
+    "us-east-2": S3Price(0.023, 0.005, 0.0004),
+    "us-west-1": S3Price(0.026, 0.0055, 0.00044),
+    "us-west-2": S3Price(0.023, 0.005, 0.0004),
+    "ca-central-1": S3Price(0.025, 0.0055, 0.00044),
+    "eu-west-1": S3Price(0.023, 0.005, 0.0004),
+    "eu-west-2": S3Price(0.024, 0.0053, 0.00042),
+    "eu-central-1": S3Price(0.0245, 0.0054, 0.00043),
+    "ap-southeast-1": S3Price(0.025, 0.005, 0.0004),
+    "ap-southeast-2": S3Price(0.025, 0.0055, 0.00044),
+    "ap-northeast-1": S3Price(0.025, 0.0047, 0.00037),
+}
+GB = 1024**3
+
+
+def s3_price_for(region: str) -> S3Price:
+    return S3_PRICES.get(region, S3_PRICES[FALLBACK_REGION])
+
+
+def bucket_monthly_usd(
+    size_bytes: float, tier1_per_hour: float, tier2_per_hour: float, region: str
+) -> float:
+    """A month of a bucket holding `size_bytes` in S3 Standard and answering the given requests
+    per hour (tier 1: PUT, COPY, POST, LIST; tier 2: GET, HEAD) for 730 hours. Data transfer is
+    not included (free within the region, which is where the project's services run)."""
+    price = s3_price_for(region)
+    storage = size_bytes / GB * price.storage_gb_month
+    requests = (
+        tier1_per_hour * price.tier1_per_1000 + tier2_per_hour * price.tier2_per_1000
+    ) / 1000
+    return storage + requests * HOURS_PER_MONTH

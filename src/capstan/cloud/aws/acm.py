@@ -98,3 +98,26 @@ def delete_certificate(session: AwsSession, arn: str, *, region: str | None = No
     load balancer or distribution still uses it: `ResourceInUseException`, a retryable wait."""
     with aws_errors(), ignoring("ResourceNotFoundException"):
         _client(session, region).delete_certificate(CertificateArn=arn)
+
+
+def find_certificates(
+    session: AwsSession, tags: dict[str, str], *, region: str | None = None
+) -> list[str]:
+    """ARNs of the certificates carrying every one of `tags` (any status): how a certificate
+    whose ARN was never recorded (a crash right after the request) is found again."""
+    client = _client(session, region)
+    found: list[str] = []
+    with aws_errors():
+        for page in client.get_paginator("list_certificates").paginate():
+            for summary in page["CertificateSummaryList"]:
+                arn = str(summary["CertificateArn"])
+                try:
+                    listed = client.list_tags_for_certificate(CertificateArn=arn)["Tags"]
+                except ClientError as error:
+                    if error_code(error) == "ResourceNotFoundException":
+                        continue
+                    raise
+                have = {tag["Key"]: tag.get("Value", "") for tag in listed}
+                if all(have.get(key) == value for key, value in tags.items()):
+                    found.append(arn)
+    return found

@@ -26,8 +26,10 @@ def aggregate(
     start: datetime,
     end: datetime,
     period_seconds: int,
+    region: str | None = None,
 ) -> dict[str, list[float]]:
-    """Query key -> the data points of the window (one per period that had data)."""
+    """Query key -> the data points of the window (one per period that had data). `region`:
+    where the metrics live, when not the session's (CloudFront's are in us-east-1)."""
     request = [
         {
             "Id": query.key,
@@ -48,7 +50,7 @@ def aggregate(
     ]
     values: dict[str, list[float]] = {query.key: [] for query in queries}
     token: str | None = None
-    client: Any = session.client("cloudwatch")
+    client: Any = session.client("cloudwatch", region=region)
     with aws_errors():
         while True:
             arguments: dict[str, Any] = {

@@ -2,6 +2,11 @@
 token, runs the build command, builds the container image and pushes it to the target's ECR
 repository. The token comes as a per-build environment override and is never stored here.
 
+Static websites build with `SITE_BUILDSPEC` instead: the same source fetch, the build command,
+then `aws s3 sync` of the publish directory into the site's bucket. Their environment reaches
+the build as `PARAMETER_STORE` variables (SSM parameter names, resolved by CodeBuild when the
+build starts), never as plain-text values in the build's record.
+
 The clone URL is derived from the git host's REST base (`git_api_url`): `https://api.github.com`
 clones from `https://github.com`; any other host (GitHub Enterprise's `https://host/api/v3`, the
 sandbox git host's `{base_url}/sandbox/git_host/api`) clones from the URL's origin and path with
@@ -20,6 +25,7 @@ from capstan.cloud.aws import names
 from capstan.cloud.aws.calls import error_code, ignoring
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.errors import RetryableCloudError
 
 BUILD_IMAGE = "aws/codebuild/standard:7.0"
 BUILD_STREAM_PREFIX = "build"
@@ -43,6 +49,34 @@ phases:
   post_build:
     commands:
       - test "$CODEBUILD_BUILD_SUCCEEDING" = 1 && docker push "$IMAGE_URI"
+"""
+
+
+# A static website: the build command must leave `PUBLISH_DIR`; its files are synced to the
+# site's bucket (`--delete`: files the new build no longer has are removed). Build-time variables
+# are in the environment of the build command only; nothing is injected into the files.
+SITE_BUILDSPEC = """\
+version: 0.2
+env:
+  shell: bash
+phases:
+  pre_build:
+    commands:
+      - echo "Cloning $SOURCE_REPO at $SOURCE_COMMIT"
+      - ORIGIN="${GIT_CLONE_BASE%%://*}://x-access-token:${GIT_TOKEN}@${GIT_CLONE_BASE#*://}"
+      - git clone --quiet "$ORIGIN/$SOURCE_REPO.git" source && unset ORIGIN GIT_TOKEN
+      - cd source && git checkout --quiet "$SOURCE_COMMIT"
+  build:
+    commands:
+      - bash -c "$BUILD_COMMAND"
+      - >-
+        test -d "$PUBLISH_DIR" ||
+        { echo "error: the build did not produce publish_dir $PUBLISH_DIR"; exit 1; }
+  post_build:
+    commands:
+      - >-
+        test "$CODEBUILD_BUILD_SUCCEEDING" = 1 &&
+        aws s3 sync "$PUBLISH_DIR" "s3://$SITE_BUCKET/" --delete --no-progress
 """
 
 
@@ -73,8 +107,16 @@ def _client(session: AwsSession) -> Any:
 
 
 def ensure_project(
-    session: AwsSession, project_id: str, resource_id: str, *, service_role_arn: str
+    session: AwsSession,
+    project_id: str,
+    resource_id: str,
+    *,
+    service_role_arn: str,
+    buildspec: str = BUILDSPEC,
+    privileged: bool = True,
 ) -> str:
+    """The target's build project, made if missing. Image builds need privileged mode (Docker);
+    site builds (`SITE_BUILDSPEC`) do not."""
     codebuild = _client(session)
     name = names.service_name(resource_id)
     with aws_errors():
@@ -85,13 +127,13 @@ def ensure_project(
             codebuild.create_project(
                 name=name,
                 description=f"Capstan builds of {resource_id}",
-                source={"type": "NO_SOURCE", "buildspec": BUILDSPEC},
+                source={"type": "NO_SOURCE", "buildspec": buildspec},
                 artifacts={"type": "NO_ARTIFACTS"},
                 environment={
                     "type": "LINUX_CONTAINER",
                     "image": BUILD_IMAGE,
                     "computeType": "BUILD_GENERAL1_SMALL",
-                    "privilegedMode": True,
+                    "privilegedMode": privileged,
                     "environmentVariables": [],
                 },
                 serviceRole=service_role_arn,
@@ -106,9 +148,18 @@ def ensure_project(
                 tags=names.tag_list(project_id, resource_id, key="key", value="value"),
             )
         except ClientError as error:
+            if _role_not_ready(error):
+                # A role made moments ago is not yet assumable by CodeBuild (IAM is eventually
+                # consistent); a later pass succeeds.
+                raise RetryableCloudError("build_role_not_ready", str(error)) from error
             if error_code(error) != "ResourceAlreadyExistsException":
                 raise
     return name
+
+
+def _role_not_ready(error: ClientError) -> bool:
+    message = str(error.response.get("Error", {}).get("Message", ""))
+    return error_code(error) == "InvalidInputException" and "sts:AssumeRole" in message
 
 
 def project_exists(session: AwsSession, resource_id: str) -> bool:
@@ -123,10 +174,19 @@ def start_build(
     *,
     environment: dict[str, str],
     idempotency_token: str | None = None,
+    parameters: dict[str, str] | None = None,
 ) -> str:
     """Start a build. With `idempotency_token`, a repeat of the same request within five minutes
-    (a retry after a crash between the call and recording its id) answers the same build."""
+    (a retry after a crash between the call and recording its id) answers the same build.
+
+    `parameters`: variable name -> SSM parameter name, resolved by CodeBuild as the build starts
+    (type `PARAMETER_STORE`), so their values never appear in the build's record."""
     variables = [
+        {"name": key, "value": value, "type": "PARAMETER_STORE"}
+        for key, value in (parameters or {}).items()
+        if key not in environment
+    ]
+    variables += [
         {"name": key, "value": value, "type": "PLAINTEXT"} for key, value in environment.items()
     ]
     extra = {"idempotencyToken": idempotency_token} if idempotency_token else {}
@@ -163,6 +223,12 @@ def describe_build(session: AwsSession, build_id: str) -> BuildInfo | None:
         log_group=logs.get("groupName"),
         log_stream=logs.get("streamName"),
     )
+
+
+def stop_build(session: AwsSession, build_id: str) -> None:
+    """Stop a build that is still running (nothing happens when it has finished or is gone)."""
+    with aws_errors(), ignoring("ResourceNotFoundException", "InvalidInputException"):
+        _client(session).stop_build(id=build_id)
 
 
 def delete_project(session: AwsSession, resource_id: str) -> None:

@@ -1,6 +1,10 @@
 """Elastic Load Balancing v2: the project's Application Load Balancer and HTTP listener (default:
 a fixed 404), and per web server a target group (IP targets on the container port, health check
-on the server's health path) and a host-header rule forwarding the server's hostname to it."""
+on the server's health path) and a host-header rule forwarding the server's hostname to it.
+
+Once the project has a certificate, an HTTPS listener on 443 serves it (TLS 1.2 and 1.3) with the
+same host-header rules as the HTTP listener: `mirror_host_rules` copies them over, and the web
+server paths write and remove each rule on both listeners."""
 
 from __future__ import annotations
 
@@ -17,6 +21,20 @@ from capstan.cloud.aws.network import ProjectNetwork
 from capstan.cloud.aws.session import AwsSession
 
 _MAX_PRIORITY = 50_000
+HTTP_PORT = 80
+HTTPS_PORT = 443
+# TLS 1.3 and 1.2 with forward-secret ciphers only: AWS's recommended policy for ALBs.
+TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+_NOTHING_HERE: list[dict[str, Any]] = [
+    {
+        "Type": "fixed-response",
+        "FixedResponseConfig": {
+            "StatusCode": "404",
+            "ContentType": "text/plain",
+            "MessageBody": "No service here.",
+        },
+    }
+]
 
 
 @dataclass(frozen=True)
@@ -25,6 +43,12 @@ class LoadBalancer:
     dns_name: str
     hosted_zone_id: str
     listener_arn: str
+
+
+@dataclass(frozen=True)
+class HttpsListener:
+    arn: str
+    certificate_arn: str | None
 
 
 @dataclass(frozen=True)
@@ -49,7 +73,7 @@ def find_load_balancer(session: AwsSession, project_id: str) -> LoadBalancer | N
             raise
         balancer = found["LoadBalancers"][0]
         listeners = elbv2.describe_listeners(LoadBalancerArn=balancer["LoadBalancerArn"])
-    http = [item for item in listeners["Listeners"] if item.get("Port") == 80]
+    http = [item for item in listeners["Listeners"] if item.get("Port") == HTTP_PORT]
     if not http:
         return None
     return LoadBalancer(
@@ -82,24 +106,15 @@ def ensure_load_balancer(
                 Tags=tags,
             )["LoadBalancers"][0]
         listeners = elbv2.describe_listeners(LoadBalancerArn=balancer["LoadBalancerArn"])
-        http = [item for item in listeners["Listeners"] if item.get("Port") == 80]
+        http = [item for item in listeners["Listeners"] if item.get("Port") == HTTP_PORT]
         if http:
             listener_arn = http[0]["ListenerArn"]
         else:
             listener_arn = elbv2.create_listener(
                 LoadBalancerArn=balancer["LoadBalancerArn"],
                 Protocol="HTTP",
-                Port=80,
-                DefaultActions=[
-                    {
-                        "Type": "fixed-response",
-                        "FixedResponseConfig": {
-                            "StatusCode": "404",
-                            "ContentType": "text/plain",
-                            "MessageBody": "No service here.",
-                        },
-                    }
-                ],
+                Port=HTTP_PORT,
+                DefaultActions=_NOTHING_HERE,
                 Tags=tags,
             )["Listeners"][0]["ListenerArn"]
     return LoadBalancer(
@@ -283,6 +298,147 @@ def delete_host_rule(session: AwsSession, listener_arn: str, target_group_arn: s
         if rule is not None:
             with ignoring("RuleNotFound"):
                 elbv2.delete_rule(RuleArn=rule["RuleArn"])
+
+
+def find_https_listener(session: AwsSession, load_balancer_arn: str) -> HttpsListener | None:
+    """The load balancer's HTTPS listener (port 443), if it has one."""
+    with aws_errors():
+        try:
+            listeners = _client(session).describe_listeners(LoadBalancerArn=load_balancer_arn)
+        except ClientError as error:
+            if error_code(error) == "LoadBalancerNotFound":
+                return None
+            raise
+    for listener in listeners["Listeners"]:
+        if listener.get("Port") == HTTPS_PORT:
+            certificates = listener.get("Certificates") or [{}]
+            return HttpsListener(
+                arn=str(listener["ListenerArn"]),
+                certificate_arn=certificates[0].get("CertificateArn"),
+            )
+    return None
+
+
+def ensure_https_listener(
+    session: AwsSession, project_id: str, load_balancer_arn: str, certificate_arn: str
+) -> str:
+    """An HTTPS listener on 443 serving `certificate_arn` (swapped in if it serves another);
+    its ARN. Its default action, like the HTTP listener's, is a fixed 404."""
+    elbv2 = _client(session)
+    existing = find_https_listener(session, load_balancer_arn)
+    with aws_errors():
+        if existing is not None:
+            if existing.certificate_arn != certificate_arn:
+                elbv2.modify_listener(
+                    ListenerArn=existing.arn,
+                    Protocol="HTTPS",
+                    SslPolicy=TLS_POLICY,
+                    Certificates=[{"CertificateArn": certificate_arn}],
+                )
+            return existing.arn
+        try:
+            created = elbv2.create_listener(
+                LoadBalancerArn=load_balancer_arn,
+                Protocol="HTTPS",
+                Port=HTTPS_PORT,
+                SslPolicy=TLS_POLICY,
+                Certificates=[{"CertificateArn": certificate_arn}],
+                DefaultActions=_NOTHING_HERE,
+                Tags=names.tag_list(project_id, project_id),
+            )
+        except ClientError as error:
+            if error_code(error) != "DuplicateListener":
+                raise
+            # Someone made it meanwhile: make sure it serves this certificate.
+            return ensure_https_listener(session, project_id, load_balancer_arn, certificate_arn)
+    return str(created["Listeners"][0]["ListenerArn"])
+
+
+def delete_https_listener(session: AwsSession, load_balancer_arn: str) -> None:
+    """Remove the HTTPS listener and its rules (nothing happens when there is none)."""
+    listener = find_https_listener(session, load_balancer_arn)
+    if listener is None:
+        return
+    with aws_errors(), ignoring("ListenerNotFound"):
+        _client(session).delete_listener(ListenerArn=listener.arn)
+
+
+def mirror_host_rules(
+    session: AwsSession, project_id: str, source_listener_arn: str, target_listener_arn: str
+) -> None:
+    """Make the target listener's host-header rules those of the source listener: the same
+    hostnames forwarded to the same target groups, with the same tags; nothing else.
+
+    A rule the web server paths change on both listeners while this runs could be put back to
+    what the source said before; the source is read again afterwards, and mirrored again if it
+    changed meanwhile."""
+    elbv2 = _client(session)
+    source = _host_rules(elbv2, source_listener_arn)
+    for _attempt in range(3):
+        _mirror(session, elbv2, project_id, source, target_listener_arn)
+        again = _host_rules(elbv2, source_listener_arn)
+        if again == source:
+            return
+        source = again
+
+
+def _host_rules(elbv2: Any, listener_arn: str) -> dict[str, tuple[str, dict[str, str]]]:
+    """target group -> (hostname, tags) of the listener's host-header rules."""
+    with aws_errors():
+        rules = [
+            rule
+            for rule in elbv2.describe_rules(ListenerArn=listener_arn)["Rules"]
+            if not rule.get("IsDefault")
+        ]
+        tags: dict[str, dict[str, str]] = {}
+        arns = [str(rule["RuleArn"]) for rule in rules]
+        for start in range(0, len(arns), 20):
+            for description in elbv2.describe_tags(ResourceArns=arns[start : start + 20])[
+                "TagDescriptions"
+            ]:
+                tags[description["ResourceArn"]] = {
+                    tag["Key"]: tag["Value"] for tag in description.get("Tags", [])
+                }
+    found: dict[str, tuple[str, dict[str, str]]] = {}
+    for rule in rules:
+        group, hosts = _forwarded_group(rule), _hosts(rule)
+        if group is not None and hosts:
+            found[group] = (hosts[0], tags.get(str(rule["RuleArn"]), {}))
+    return found
+
+
+def _mirror(
+    session: AwsSession,
+    elbv2: Any,
+    project_id: str,
+    source: dict[str, tuple[str, dict[str, str]]],
+    target_listener_arn: str,
+) -> None:
+    for group, (hostname, tags) in source.items():
+        ensure_host_rule(
+            session,
+            tags.get(names.PROJECT_TAG, project_id),
+            tags.get(names.RESOURCE_TAG, project_id),
+            target_listener_arn,
+            group,
+            hostname,
+        )
+    with aws_errors():
+        for rule in elbv2.describe_rules(ListenerArn=target_listener_arn)["Rules"]:
+            if rule.get("IsDefault") or _forwarded_group(rule) in source:
+                continue
+            with ignoring("RuleNotFound"):
+                elbv2.delete_rule(RuleArn=rule["RuleArn"])
+
+
+def _forwarded_group(rule: dict[str, Any]) -> str | None:
+    for action in rule.get("Actions", []):
+        if action.get("TargetGroupArn"):
+            return str(action["TargetGroupArn"])
+        for group in action.get("ForwardConfig", {}).get("TargetGroups", []):
+            if group.get("TargetGroupArn"):
+                return str(group["TargetGroupArn"])
+    return None
 
 
 def metric_dimension(arn: str) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import urllib.parse
 from typing import Any
 
+import botocore.session
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import names
@@ -173,3 +175,105 @@ def task_grants(session: AwsSession, project_id: str) -> list[dict[str, Any]]:
     if isinstance(document, str):
         document = json.loads(urllib.parse.unquote(document))
     return list(document.get("Statement", []))
+
+
+# -- static websites: one build role per site, as narrow as the site ---------------------------
+
+
+def site_build_role_name(resource_id: str) -> str:
+    return f"capstan-site-build-{resource_id}"
+
+
+def ensure_site_build_role(
+    session: AwsSession,
+    project_id: str,
+    resource_id: str,
+    *,
+    bucket_arn: str,
+    log_group: str,
+) -> str:
+    """The build role of one static website (or site preview), made if missing: it may write
+    its build log, sync into its own bucket, and read its own SSM parameters (the build-time
+    environment, resolved by CodeBuild) — nothing else. Its ARN."""
+    iam = session.client("iam")
+    role_name = site_build_role_name(resource_id)
+    parameters = f"arn:*:ssm:*:*:parameter{names.parameter_path(resource_id)}*"
+    policy = _policy(
+        {
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": [
+                f"arn:*:logs:*:*:log-group:{log_group}",
+                f"arn:*:logs:*:*:log-group:{log_group}:*",
+            ],
+        },
+        {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": bucket_arn},
+        {
+            "Effect": "Allow",
+            "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+            "Resource": f"{bucket_arn}/*",
+        },
+        {"Effect": "Allow", "Action": ["ssm:GetParameters"], "Resource": parameters},
+        {
+            "Effect": "Allow",
+            "Action": ["kms:Decrypt"],
+            "Resource": "*",
+            "Condition": {"StringLike": {"kms:ViaService": "ssm.*.amazonaws.com"}},
+        },
+    )
+    with aws_errors():
+        try:
+            arn = str(iam.get_role(RoleName=role_name)["Role"]["Arn"])
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
+                raise
+            try:
+                arn = str(
+                    iam.create_role(
+                        RoleName=role_name,
+                        Path=names.ROLE_PATH,
+                        AssumeRolePolicyDocument=_trust("codebuild.amazonaws.com"),
+                        Tags=names.tag_list(project_id, resource_id),
+                    )["Role"]["Arn"]
+                )
+            except ClientError as again:
+                if again.response.get("Error", {}).get("Code") != "EntityAlreadyExists":
+                    raise
+                arn = str(iam.get_role(RoleName=role_name)["Role"]["Arn"])
+        iam.put_role_policy(RoleName=role_name, PolicyName="capstan", PolicyDocument=policy)
+    return arn
+
+
+def delete_site_build_role(session: AwsSession, resource_id: str) -> None:
+    iam = session.client("iam")
+    role_name = site_build_role_name(resource_id)
+    with aws_errors():
+        try:
+            for policy in iam.list_role_policies(RoleName=role_name)["PolicyNames"]:
+                iam.delete_role_policy(RoleName=role_name, PolicyName=policy)
+            iam.delete_role(RoleName=role_name)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
+                raise
+
+
+def site_build_role_exists(session: AwsSession, resource_id: str) -> bool:
+    iam = session.client("iam")
+    with aws_errors():
+        try:
+            iam.get_role(RoleName=site_build_role_name(resource_id))
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
+                raise
+            return False
+    return True
+
+
+# -- partitions -----------------------------------------------------------------------------
+
+
+@functools.cache
+def partition_of(region: str) -> str:
+    """`aws`, `aws-cn` or `aws-us-gov`: the partition of ARNs in `region` (botocore's data), for
+    ARNs built without a session (a bucket's, a model's)."""
+    return str(botocore.session.get_session().get_partition_for_region(region))

@@ -142,3 +142,79 @@ def object_keys(session: AwsSession, name: str) -> list[str]:
         for page in _client(session).get_paginator("list_objects_v2").paginate(Bucket=name):
             keys += [str(item["Key"]) for item in page.get("Contents", [])]
     return keys
+
+
+def stored_bytes(session: AwsSession, name: str) -> int:
+    """The total size of the bucket's current objects (0 when the bucket is gone)."""
+    total = 0
+    with aws_errors(), ignoring(*_GONE):
+        for page in _client(session).get_paginator("list_objects_v2").paginate(Bucket=name):
+            total += sum(int(item.get("Size", 0)) for item in page.get("Contents", []))
+    return total
+
+
+# -- storage buckets: request metrics and the task role's access -----------------------------
+
+# The request metrics configuration Capstan gives a storage bucket: the whole bucket, no filter.
+REQUEST_METRICS_ID = "EntireBucket"
+
+
+def arn_in(partition: str, name: str) -> str:
+    """A bucket's ARN without a session (bucket ARNs carry no region or account)."""
+    return f"arn:{partition}:s3:::{name}"
+
+
+def ensure_request_metrics(
+    session: AwsSession, name: str, config_id: str = REQUEST_METRICS_ID
+) -> None:
+    """CloudWatch request metrics for every object of the bucket (FilterId `config_id`); a put
+    replaces the configuration, so this is idempotent."""
+    with aws_errors():
+        _client(session).put_bucket_metrics_configuration(
+            Bucket=name, Id=config_id, MetricsConfiguration={"Id": config_id}
+        )
+
+
+def request_metrics_ids(session: AwsSession, name: str) -> list[str]:
+    """The ids of the bucket's request metrics configurations."""
+    ids: list[str] = []
+    token: str | None = None
+    with aws_errors():
+        while True:
+            arguments: dict[str, Any] = {"Bucket": name}
+            if token:
+                arguments["ContinuationToken"] = token
+            page = _client(session).list_bucket_metrics_configurations(**arguments)
+            ids += [str(item["Id"]) for item in page.get("MetricsConfigurationList", [])]
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return ids
+
+
+def read_write_statements(bucket_arns: list[str]) -> list[dict[str, Any]]:
+    """IAM statements letting a principal list, read, write and delete the objects of exactly
+    these buckets (none when there are no buckets)."""
+    if not bucket_arns:
+        return []
+    return [
+        {
+            "Sid": "CapstanBuckets",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket", "s3:GetBucketLocation", "s3:ListBucketMultipartUploads"],
+            "Resource": sorted(bucket_arns),
+        },
+        {
+            "Sid": "CapstanBucketObjects",
+            "Effect": "Allow",
+            "Action": [
+                "s3:GetObject",
+                "s3:PutObject",
+                "s3:DeleteObject",
+                "s3:GetObjectTagging",
+                "s3:PutObjectTagging",
+                "s3:AbortMultipartUpload",
+                "s3:ListMultipartUploadParts",
+            ],
+            "Resource": sorted(f"{arn}/*" for arn in bucket_arns),
+        },
+    ]

@@ -1,0 +1,482 @@
+"""Deploying static websites into a customer's AWS account: the site counterpart of `Deployer`.
+
+What a site (or a site preview) owns, all named after its resource id: a private S3 bucket
+`capstan-site-<id>` (public access blocked; its policy lets only the site's distribution read,
+through the origin access control `capstan-<id>`), a build role `capstan-site-build-<id>` that
+may write only that bucket and read only the site's parameters, a CodeBuild project
+`capstan-<id>` with the site buildspec, the build log group, SSM SecureString parameters under
+`/capstan/<id>/` (its build-time environment), a DNS-validated ACM certificate in us-east-1 for
+its hostname (CloudFront serves an alternate domain name only with one; the validation CNAMEs go
+into the operator's zone), a CloudFront distribution with the hostname as alias, and an ALIAS
+record `<hostname>` -> the distribution in the operator's zone.
+
+Like `Deployer`, every method finds what exists before it makes anything, starts long work
+(builds, certificate validation, distribution deployments, invalidations) without waiting for it,
+and raises only `RetryableCloudError` or `TerminalCloudError`. Builds, their logs and spend are
+`Deployer`'s own: a site build is a CodeBuild build like an image build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from capstan.cloud.aws import (
+    acm,
+    cloudfront,
+    cloudwatch,
+    codebuild,
+    iam,
+    logs,
+    names,
+    route53,
+    s3,
+    ssm,
+)
+from capstan.cloud.deploy import Deployer, Target
+from capstan.cloud.errors import CloudError, RetryableCloudError
+
+# CloudFront, the certificates it serves and its metrics all live in us-east-1.
+CLOUDFRONT_REGION = cloudfront.REGION
+
+
+def bucket_name(resource_id: str) -> str:
+    """`capstan-site-<id>`: S3 names are global, Capstan's ids are unique (80 random bits)."""
+    return "capstan-site-" + resource_id.lower().replace("_", "-")
+
+
+@dataclass(frozen=True)
+class SiteStorage:
+    bucket: str
+    origin_domain: str  # the bucket's regional REST endpoint, CloudFront's origin
+    origin_access_control_id: str
+
+
+@dataclass(frozen=True)
+class SiteCertificate:
+    arn: str
+    hostname: str
+    state: Literal["pending", "issued", "failed"]
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class SiteBuildSpec:
+    target: Target
+    repo: str  # "owner/name"
+    commit_sha: str
+    git_api_url: str
+    # The one-repository installation token, for this build only (see `BuildSpec`).
+    source_token: str = field(repr=False)
+    build_command: str
+    publish_dir: str
+    bucket: str
+    deployment_id: str
+    # The build-time environment: written to SSM, referenced by name from the build.
+    environment: dict[str, str] = field(repr=False, default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Publication:
+    """Where a site's distribution stands (status `Deployed` once its configuration is live at
+    the edges) and its deployment's invalidation (`Completed` once the old files are gone)."""
+
+    distribution_deployed: bool
+    invalidation_completed: bool
+
+
+@dataclass(frozen=True)
+class SiteHandles:
+    """What Capstan stored of a site's resources (for removal and for the leftovers check)."""
+
+    distribution_id: str | None = None
+    distribution_domain: str | None = None
+    origin_access_control_id: str | None = None
+    certificate_arns: tuple[str, ...] = ()
+    hostnames: tuple[str, ...] = ()  # hostnames whose records may point at the distribution
+
+
+def _token(*parts: str) -> str:
+    """An ACM idempotency token (at most 32 word characters) for these parts."""
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+# Certificate states that may still serve (or come to serve) the hostname.
+_LIVE = ("ISSUED", "PENDING_VALIDATION")
+
+
+def _in_use(error: CloudError) -> bool:
+    return "in_use" in error.code
+
+
+class SiteDeployer(Deployer):
+    """Synchronous boto3 work for static websites (run through Cloud.run in a thread)."""
+
+    # -- storage and certificate (before the build) --------------------------------------
+
+    def ensure_site_storage(self, target: Target) -> SiteStorage:
+        """The site's private bucket and the origin access control CloudFront reads it through."""
+        name = bucket_name(target.resource_id)
+        bucket = s3.ensure_private_bucket(
+            self._customer, name, target.project_id, target.resource_id
+        )
+        control = cloudfront.ensure_origin_access_control(
+            self._customer, target.project_id, target.resource_id
+        )
+        return SiteStorage(
+            bucket=bucket.name,
+            origin_domain=self.origin_domain(bucket.name),
+            origin_access_control_id=control,
+        )
+
+    def origin_domain(self, bucket: str) -> str:
+        """The bucket's regional REST endpoint (CloudFront's origin for an OAC)."""
+        suffix = "amazonaws.com.cn" if self._customer.partition() == "aws-cn" else "amazonaws.com"
+        return f"{bucket}.s3.{self._region}.{suffix}"
+
+    def ensure_certificate(
+        self, target: Target, known_arn: str | None, *, replace_failed: bool = False
+    ) -> SiteCertificate:
+        """The us-east-1 certificate of the target's hostname: `known_arn` when it still exists
+        (and, with `replace_failed`, has not failed or expired), else a new request. Its DNS
+        validation records are (re)written into the operator's zone every time: ACM validates
+        through them and renews through them later."""
+        hostname = target.hostname
+        if not hostname:
+            raise ValueError("a static website needs a hostname")
+        info = (
+            acm.describe_certificate(self._customer, known_arn, region=CLOUDFRONT_REGION)
+            if known_arn
+            else None
+        )
+        unusable = replace_failed and info is not None and info.status not in _LIVE
+        if info is None or unusable or info.domain_name.rstrip(".") != hostname:
+            arn = acm.request_certificate(
+                self._customer,
+                hostname,
+                # The same request (after a crash) answers the same certificate; a certificate
+                # that vanished is replaced by a new one.
+                idempotency_token=_token(target.resource_id, hostname, known_arn or ""),
+                tags=names.tag_map(target.project_id, target.resource_id),
+                region=CLOUDFRONT_REGION,
+            )
+            info = acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
+            if info is None:  # ACM answers the new certificate a moment later
+                return SiteCertificate(arn, hostname, "pending", "ACM is creating the certificate.")
+        if info.validation_records:
+            zone = route53.ensure_zone(self._operator, self._domain)
+            for record in info.validation_records:
+                route53.upsert_record(self._operator, zone, record.name, record.type, record.value)
+        if info.status == "ISSUED":
+            return SiteCertificate(info.arn, hostname, "issued", None)
+        if info.status == "PENDING_VALIDATION":
+            return SiteCertificate(
+                info.arn, hostname, "pending", f"Waiting for DNS validation of {hostname}."
+            )
+        reason = info.failure_reason or info.status.lower().replace("_", " ")
+        return SiteCertificate(
+            info.arn, hostname, "failed", f"The certificate for {hostname} failed: {reason}."
+        )
+
+    # -- builds ---------------------------------------------------------------------------
+
+    def start_site_build(self, spec: SiteBuildSpec) -> str:
+        """Start the build that fills the bucket; the build's id. The environment goes to SSM and
+        the build names the parameters (CodeBuild resolves them as it starts)."""
+        target = spec.target
+        log_group = names.build_log_group(target.resource_id)
+        role = iam.ensure_site_build_role(
+            self._customer,
+            target.project_id,
+            target.resource_id,
+            bucket_arn=s3.arn(self._customer, spec.bucket),
+            log_group=log_group,
+        )
+        logs.ensure_group(self._customer, target.project_id, target.resource_id, log_group)
+        project = codebuild.ensure_project(
+            self._customer,
+            target.project_id,
+            target.resource_id,
+            service_role_arn=role,
+            buildspec=codebuild.SITE_BUILDSPEC,
+            privileged=False,
+        )
+        stored = ssm.put_environment(
+            self._customer, target.project_id, target.resource_id, spec.environment
+        )
+        prefix = names.parameter_path(target.resource_id)
+        environment = {
+            "GIT_TOKEN": spec.source_token,
+            "SOURCE_COMMIT": spec.commit_sha,
+            "SOURCE_REPO": spec.repo,
+            "GIT_API_URL": spec.git_api_url,
+            "GIT_CLONE_BASE": codebuild.clone_base(spec.git_api_url),
+            "BUILD_COMMAND": spec.build_command,
+            "PUBLISH_DIR": spec.publish_dir,
+            "SITE_BUCKET": spec.bucket,
+        }
+        return codebuild.start_build(
+            self._customer,
+            project,
+            environment=environment,
+            parameters={variable: prefix + variable for variable in stored},
+            idempotency_token=spec.deployment_id,
+        )
+
+    def stop_builds(self, build_ids: list[str]) -> bool:
+        """Stop whichever of these builds still run; True once none does (a superseded build
+        must not sync its older files over a newer build's)."""
+        settled = True
+        for build_id in build_ids:
+            info = codebuild.describe_build(self._customer, build_id)
+            if info is not None and info.status == "IN_PROGRESS":
+                codebuild.stop_build(self._customer, build_id)
+                settled = False
+        return settled
+
+    # -- publishing -------------------------------------------------------------------------
+
+    def publish(
+        self,
+        target: Target,
+        storage: SiteStorage,
+        certificate_arn: str,
+        distribution_id: str | None,
+    ) -> cloudfront.DistributionInfo:
+        """The distribution serving the bucket at the hostname, the bucket readable by it alone,
+        and the hostname's ALIAS record pointing at it."""
+        assert target.hostname is not None
+        distribution = cloudfront.ensure_distribution(
+            self._customer,
+            cloudfront.DistributionSpec(
+                project_id=target.project_id,
+                resource_id=target.resource_id,
+                origin_domain=storage.origin_domain,
+                origin_access_control_id=storage.origin_access_control_id,
+                hostname=target.hostname,
+                certificate_arn=certificate_arn,
+            ),
+            distribution_id,
+        )
+        cloudfront.enable_additional_metrics(self._customer, distribution.id)
+        s3.put_policy(
+            self._customer,
+            storage.bucket,
+            [
+                {
+                    "Sid": "CloudFrontReadsThroughOriginAccessControl",
+                    "Effect": "Allow",
+                    "Principal": {"Service": "cloudfront.amazonaws.com"},
+                    "Action": "s3:GetObject",
+                    "Resource": f"{s3.arn(self._customer, storage.bucket)}/*",
+                    "Condition": {"StringEquals": {"AWS:SourceArn": distribution.arn}},
+                }
+            ],
+        )
+        zone = route53.ensure_zone(self._operator, self._domain)
+        route53.upsert_alias(
+            self._operator,
+            zone,
+            target.hostname,
+            dns_name=distribution.domain_name,
+            target_zone_id=cloudfront.HOSTED_ZONE_ID,
+        )
+        return distribution
+
+    def invalidate(self, distribution_id: str, deployment_id: str) -> str:
+        """Invalidate every cached path for this deployment (idempotent per deployment)."""
+        return cloudfront.create_invalidation(self._customer, distribution_id, deployment_id)
+
+    def describe_publication(self, distribution_id: str, invalidation_id: str) -> Publication:
+        distribution = cloudfront.describe_distribution(self._customer, distribution_id)
+        status = cloudfront.invalidation_status(self._customer, distribution_id, invalidation_id)
+        return Publication(
+            distribution_deployed=distribution is not None and distribution.deployed,
+            invalidation_completed=status == "Completed",
+        )
+
+    def remove_hostname(self, hostname: str, distribution_domain: str | None) -> None:
+        """The ALIAS record of a hostname the site no longer serves — only while it points at
+        the site's own distribution: a new site of the same name may have taken it over."""
+        if self._points_at(hostname, distribution_domain):
+            route53.delete_record(self._operator, self._domain, hostname)
+
+    def _points_at(self, hostname: str, distribution_domain: str | None) -> bool:
+        if not distribution_domain:
+            return False
+        zone = route53.find_zone(self._operator, self._domain)
+        record = route53.find_record(self._operator, zone, hostname) if zone else None
+        alias = (record or {}).get("AliasTarget") or {}
+        return str(alias.get("DNSName", "")).rstrip(".").lower() == distribution_domain.lower()
+
+    def retire_certificate(self, arn: str) -> bool:
+        """Delete a certificate no longer served, and its validation records; False while
+        CloudFront still serves it (the distribution's update is still deploying)."""
+        info = acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
+        if info is None:
+            return True
+        if info.in_use_by:
+            return False
+        try:
+            acm.delete_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
+        except CloudError as error:
+            if _in_use(error):
+                return False
+            raise
+        for record in info.validation_records:
+            route53.delete_record(self._operator, self._domain, record.name)
+        return True
+
+    # -- deletion -------------------------------------------------------------------------
+
+    def delete_site(self, target: Target, handles: SiteHandles) -> bool:
+        """Remove everything of the site, in order; True when nothing of it is left.
+
+        The hostname's record goes first; the distribution is disabled (dropping its alias and
+        certificate) and deleted on a later call, once the disabled configuration is deployed;
+        then the origin access control, the certificates, the bucket (emptied), the parameters,
+        the build project, its log group and its role."""
+        distribution_id = handles.distribution_id or cloudfront.find_distribution(
+            self._customer, target.resource_id
+        )
+        info = (
+            cloudfront.describe_distribution(self._customer, distribution_id)
+            if distribution_id
+            else None
+        )
+        domain = handles.distribution_domain or (info.domain_name if info else None)
+        for hostname in dict.fromkeys(h for h in (target.hostname, *handles.hostnames) if h):
+            self.remove_hostname(hostname, domain)
+        if info is not None:
+            if info.enabled or info.aliases or info.certificate_arn:
+                cloudfront.disable_distribution(
+                    self._customer,
+                    cloudfront.DistributionSpec(
+                        project_id=target.project_id,
+                        resource_id=target.resource_id,
+                        origin_domain=info.origin_domain
+                        or self.origin_domain(bucket_name(target.resource_id)),
+                        origin_access_control_id=info.origin_access_control_id or "",
+                        hostname=None,
+                        certificate_arn=None,
+                        enabled=False,
+                    ),
+                    info.id,
+                )
+                return False
+            if not info.deployed:
+                return False
+            try:
+                cloudfront.delete_distribution(self._customer, info)
+            except RetryableCloudError:
+                return False
+        control = handles.origin_access_control_id or cloudfront.find_origin_access_control(
+            self._customer, target.resource_id
+        )
+        if control is not None:
+            try:
+                cloudfront.delete_origin_access_control(self._customer, control)
+            except RetryableCloudError as error:
+                if error.code != "origin_access_control_in_use":
+                    raise
+                return False
+        for arn in handles.certificate_arns:
+            if not self.retire_certificate(arn):
+                return False
+        s3.delete_bucket(self._customer, bucket_name(target.resource_id))
+        ssm.delete_environment(self._customer, target.resource_id)
+        codebuild.delete_project(self._customer, target.resource_id)
+        logs.delete_group(self._customer, names.build_log_group(target.resource_id))
+        iam.delete_site_build_role(self._customer, target.resource_id)
+        return not self.remaining_site(target, handles)
+
+    def remaining_site(self, target: Target, handles: SiteHandles) -> list[str]:
+        """What of the site still exists, by kind of resource ([] when it is all gone)."""
+        left: list[str] = []
+        distribution_id = handles.distribution_id or cloudfront.find_distribution(
+            self._customer, target.resource_id
+        )
+        if distribution_id and cloudfront.describe_distribution(self._customer, distribution_id):
+            left.append("cloudfront distribution")
+        if cloudfront.find_origin_access_control(self._customer, target.resource_id):
+            left.append("origin access control")
+        for arn in handles.certificate_arns:
+            if acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION):
+                left.append(f"certificate {arn}")
+        if s3.bucket_exists(self._customer, bucket_name(target.resource_id)):
+            left.append("s3 bucket")
+        if ssm.parameter_names(self._customer, target.resource_id):
+            left.append("ssm parameters")
+        if codebuild.project_exists(self._customer, target.resource_id):
+            left.append("codebuild project")
+        if logs.group_exists(self._customer, names.build_log_group(target.resource_id)):
+            left.append("build log group")
+        if iam.site_build_role_exists(self._customer, target.resource_id):
+            left.append("build role")
+        for hostname in dict.fromkeys(h for h in (target.hostname, *handles.hostnames) if h):
+            if self._points_at(hostname, handles.distribution_domain):
+                left.append(f"dns record {hostname}")
+        return left
+
+    # -- observation ----------------------------------------------------------------------
+
+    def site_metrics(self, distribution_id: str | None) -> dict[str, float | int]:
+        """CloudFront's metrics of the last hour (zeros before the distribution exists)."""
+        values: dict[str, list[float]] = {}
+        if distribution_id:
+            end = self._clock()
+            dimensions = {"DistributionId": distribution_id, "Region": "Global"}
+            queries = [
+                cloudwatch.MetricQuery("requests", "AWS/CloudFront", "Requests", dimensions, "Sum"),
+                cloudwatch.MetricQuery(
+                    "bytes", "AWS/CloudFront", "BytesDownloaded", dimensions, "Sum"
+                ),
+                cloudwatch.MetricQuery(
+                    "errors", "AWS/CloudFront", "TotalErrorRate", dimensions, "Average"
+                ),
+                cloudwatch.MetricQuery(
+                    "hits", "AWS/CloudFront", "CacheHitRate", dimensions, "Average"
+                ),
+            ]
+            values = cloudwatch.aggregate(
+                self._customer,
+                queries,
+                start=end - timedelta(hours=1),
+                end=end,
+                period_seconds=60,
+                region=CLOUDFRONT_REGION,
+            )
+
+        def mean(key: str) -> float:
+            points = values.get(key, [])
+            return round(sum(points) / len(points), 2) if points else 0.0
+
+        return {
+            "requests_1h": int(sum(values.get("requests", []))),
+            "bytes_transferred_1h": int(sum(values.get("bytes", []))),
+            "error_rate_percent": mean("errors"),
+            "cache_hit_rate_percent": mean("hits"),
+        }
+
+    def site_usage(self, target: Target, distribution_id: str | None) -> dict[str, Any]:
+        """The last hour's traffic and what the bucket stores: the inputs of the run-rate."""
+        metrics = self.site_metrics(distribution_id)
+        return {
+            "requests_1h": int(metrics["requests_1h"]),
+            "bytes_1h": int(metrics["bytes_transferred_1h"]),
+            "stored_bytes": s3.stored_bytes(self._customer, bucket_name(target.resource_id)),
+        }
+
+
+__all__ = [
+    "CLOUDFRONT_REGION",
+    "Publication",
+    "SiteBuildSpec",
+    "SiteCertificate",
+    "SiteDeployer",
+    "SiteHandles",
+    "SiteStorage",
+    "bucket_name",
+]

@@ -1,0 +1,34 @@
+"""A session in an organization's AWS account: the one way every part of Capstan reaches it.
+
+The organization's connected role is assumed (credentials cached by `Cloud`), a session is
+opened in the region asked for — a project's resources live in the project's region — and
+closed afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.credentials import RoleRef
+from capstan.cloud.driver import Cloud
+from capstan.cloud.errors import TerminalCloudError
+from capstan.cloud_account.models import CloudAccount
+
+
+@asynccontextmanager
+async def customer_session(
+    cloud: Cloud, account: CloudAccount | None, *, region: str | None
+) -> AsyncIterator[AwsSession]:
+    """A session in the account's role talking to `region` (None: the control plane's)."""
+    if account is None or account.account_id is None or account.role_name is None:
+        raise TerminalCloudError(
+            "cloud_account_not_connected", "The organization has no connected cloud account."
+        )
+    role = RoleRef(account.account_id, account.role_name, account.external_id)
+    customer = await cloud.session_for(role, region=region)
+    try:
+        yield customer
+    finally:
+        await cloud.run(customer.close)
