@@ -59,11 +59,12 @@ class Ready:
             time.sleep(0.2)
 
 
-def ready(org: Org) -> Ready:
+def ready(org: Org, *, region: str | None = None) -> Ready:
     connect(org)
     install(org)
-    project = org.api.post(
-        "/api/projects", json={"name": "Shop", "hostname_suffix": org.server.unique("shop")}
-    )
+    body = {"name": "Shop", "hostname_suffix": org.server.unique("shop")}
+    if region is not None:
+        body["region"] = region
+    project = org.api.post("/api/projects", json=body)
     assert project.status_code == 201, project.text
     return Ready(org=org, project=project.json())

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.services.models import Service
 from tests.harness import Org, run_db
 from tests.services.helpers import WEB_REPO, Ready, ready
+from tests.services.processes import account_sessions
 
 
 @pytest.fixture
@@ -19,7 +20,9 @@ def shop(org: Org) -> Ready:
     return ready(org)
 
 
-def test_a_web_server_deploys_and_runs(shop: Ready) -> None:
+def test_a_web_server_deploys_and_runs(org: Org) -> None:
+    # A project outside the control plane's region (us-east-1): everything lands in its own.
+    shop = ready(org, region="eu-west-1")
     created = shop.create_web_server(health_path="/healthz")
     assert created["status"] == "deploying"
     suffix = shop.project["hostname_suffix"]
@@ -36,6 +39,14 @@ def test_a_web_server_deploys_and_runs(shop: Ready) -> None:
     assert first["status"] == "running"
     assert re.fullmatch(r"[0-9a-f]{40}", first["commit_sha"])
     assert first["finished_at"] and first["error"] is None
+    account_id = org.api.get("/api/cloud_account").json()["account_id"]
+    assert org.server.settings.sandbox_cloud_url
+    cluster = f"capstan-{shop.project['id']}"
+    with account_sessions(org.server.settings.sandbox_cloud_url, account_id) as (customer, _):
+        services = customer.client("ecs", region="eu-west-1").list_services(cluster=cluster)
+        assert len(services["serviceArns"]) == 1
+        assert ":eu-west-1:" in services["serviceArns"][0]
+        assert customer.client("ecs", region="us-east-1").list_clusters()["clusterArns"] == []
 
 
 def test_a_worker_deploys_without_a_url(shop: Ready) -> None:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from capstan.cloud.credentials import RoleRef
 from capstan.cloud.deploy import Deployer, ProjectCache, Target
 from capstan.cloud.driver import Cloud
-from capstan.cloud.errors import TerminalCloudError
+from capstan.cloud.site import SiteDeployer
 from capstan.cloud_account.models import CloudAccount
+from capstan.cloud_account.session import customer_session
 from capstan.config import Settings
 from capstan.projects.models import Project
 from capstan.services import service as services
@@ -21,7 +21,7 @@ from capstan.services.models import Preview, Service
 def target_of(service: Service, preview: Preview | None, project: Project, domain: str) -> Target:
     """A service, or one of its previews, as the driver sees it."""
     hostname = None
-    if service.kind == services.WEB_SERVER:
+    if service.kind in services.HOSTNAME_KINDS:
         label = preview.slug if preview is not None else service.name
         hostname = services.hostname(label, project, domain)
     return Target(
@@ -37,26 +37,21 @@ async def deployer_for(
     cloud: Cloud,
     account: CloudAccount | None,
     settings: Settings,
+    project: Project,
     *,
     cache: ProjectCache | None = None,
-    project: Project | None = None,
+    kind: str | None = None,
 ) -> AsyncIterator[Deployer]:
-    """A Deployer in the account's role; with `cache` and `project`, one that reuses what this
-    process knows of the project's network (keyed by when that network was made)."""
-    if account is None or account.account_id is None or account.role_name is None:
-        raise TerminalCloudError(
-            "cloud_account_not_connected", "The organization has no connected cloud account."
-        )
-    role = RoleRef(account.account_id, account.role_name, account.external_id)
-    customer = await cloud.session_for(role)
-    ready_at = project.network_ready_at if project is not None else None
-    try:
-        yield Deployer(
+    """A Deployer in the account's role, in the project's region; with `cache`, one that reuses
+    what this process knows of the project's network (keyed by when that network was made).
+    For a static website (`kind`), a `SiteDeployer`."""
+    ready_at = project.network_ready_at
+    factory = SiteDeployer if kind == services.STATIC_WEBSITE else Deployer
+    async with customer_session(cloud, account, region=project.region) as customer:
+        yield factory(
             customer,
             cloud.operator,
             domain=settings.domain,
             cache=cache,
             network_version=ready_at.isoformat() if ready_at is not None else None,
         )
-    finally:
-        await cloud.run(customer.close)

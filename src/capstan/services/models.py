@@ -1,9 +1,10 @@
-"""Web servers and workers ("services"), their previews and their deployments.
+"""Web servers, workers and static websites ("services"), their previews and their deployments.
 
-Web servers and workers share one table: they differ only in a few columns (a web server has a
-health path and a URL, a worker a start command) and share every operation. A preview is a
-per-branch copy of a service: it follows the parent's settings and has its own branch,
-environment and compute.
+The three kinds share one table: they differ only in a few columns (a web server has a health
+path and a URL, a worker a start command, a static website a publish directory and no compute)
+and share every operation. A preview is a per-branch copy of a service: it follows the parent's
+settings and has its own branch, environment and compute (a site preview: its own bucket,
+distribution and hostname).
 
 Desired state and its progress: `generation` is bumped by every change that needs a deployment;
 `observed_generation` is set when the cloud has converged to it. `deleted_at` is the finalizer
@@ -52,15 +53,17 @@ class Service(Base):
         ForeignKey("organizations.id", ondelete="CASCADE"), index=True
     )
     project_id: Mapped[str] = mapped_column(ForeignKey("projects.id"), index=True)
-    kind: Mapped[str] = mapped_column(String(20))  # "web_server" | "worker"
+    kind: Mapped[str] = mapped_column(String(20))  # "web_server" | "worker" | "static_website"
     name: Mapped[str] = mapped_column(String(63))
     repo: Mapped[str] = mapped_column(String(200))
     branch: Mapped[str] = mapped_column(String(255))
     build_command: Mapped[str | None] = mapped_column(Text)
     health_path: Mapped[str | None] = mapped_column(String(1024))
     start_command: Mapped[str | None] = mapped_column(Text)
-    cpu: Mapped[int] = mapped_column(Integer)
-    memory: Mapped[int] = mapped_column(Integer)
+    publish_dir: Mapped[str | None] = mapped_column(String(1024))  # static websites
+    # None for static websites (no compute).
+    cpu: Mapped[int | None] = mapped_column(Integer)
+    memory: Mapped[int | None] = mapped_column(Integer)
     auto_deploy: Mapped[bool] = mapped_column(Boolean, default=False)
     # The git host installation through which the repository was reachable at creation.
     installation_id: Mapped[int | None] = mapped_column(BigInteger)
@@ -119,6 +122,41 @@ class Deployment(Base):
     build_id: Mapped[str | None] = mapped_column(String(512))
     image_uri: Mapped[str | None] = mapped_column(String(512))
     task_definition_arn: Mapped[str | None] = mapped_column(String(512))
+    # Static websites: the build-time environment this deployment's build was given (sealed
+    # JSON, owner = the deployment id), and the CDN invalidation it made after the build.
+    build_environment: Mapped[bytes | None] = mapped_column(LargeBinary)
+    invalidation_id: Mapped[str | None] = mapped_column(String(128))
     deadline_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = created_at_column()
     finished_at: Mapped[datetime | None]
+
+    # Optimistic concurrency on the status: a reconcile pass writes a deployment back only if its
+    # status is still the one the pass read, so a deployment superseded meanwhile (by a push, a
+    # PATCH, a redeploy) stays superseded; the pass loses with StaleDataError and starts over.
+    __mapper_args__ = {"version_id_col": status, "version_id_generator": False}
+
+
+class SiteResources(Base):
+    """The CDN resources of one static website or site preview (`target_id`), stored as they are
+    made so that later passes (and teardown) find them without searching the account.
+
+    The bucket and the origin access control have deterministic names; the certificate and the
+    distribution are found through these handles. `certificate_hostname` is the hostname the
+    current certificate covers: when the project's hostname suffix changes, a new certificate is
+    requested and the old one joins `retired_certificate_arns` (JSON list) until it can be
+    deleted (ACM refuses while the distribution still uses it).
+    """
+
+    __tablename__ = "site_resources"
+
+    target_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    service_id: Mapped[str] = mapped_column(ForeignKey("services.id"), index=True)
+    bucket_name: Mapped[str | None] = mapped_column(String(63))
+    origin_access_control_id: Mapped[str | None] = mapped_column(String(128))
+    certificate_arn: Mapped[str | None] = mapped_column(String(2048))
+    certificate_hostname: Mapped[str | None] = mapped_column(String(253))
+    retired_certificate_arns: Mapped[str | None] = mapped_column(Text)
+    distribution_id: Mapped[str | None] = mapped_column(String(128))
+    distribution_domain: Mapped[str | None] = mapped_column(String(253))
+    created_at: Mapped[datetime] = created_at_column()
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

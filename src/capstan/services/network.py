@@ -1,7 +1,8 @@
 """The project's shared network, reconciled as a resource of its own (queue kind
 `project_network`, keyed by project id).
 
-Every web server, worker and preview of a project runs in one VPC behind one load balancer.
+Every web server, worker and their previews of a project run in one VPC behind one load
+balancer (static websites need neither).
 Creating or removing that network from each target's own pass would race (two targets of a new
 project would both create it); as its own queue row, the lease lets exactly one worker work on it
 at a time. It exists while the project has any target row (live or still being removed) and is
@@ -46,8 +47,11 @@ TASK_GRANTS: dict[str, GrantFn] = {}
 
 
 async def needs_network(session: AsyncSession, project_id: str) -> bool:
+    # Static websites are served by CloudFront from S3: they need no VPC or load balancer.
     targets = await session.scalar(
-        select(func.count()).select_from(Service).where(Service.project_id == project_id)
+        select(func.count())
+        .select_from(Service)
+        .where(Service.project_id == project_id, Service.kind.in_(services.COMPUTE_KINDS))
     )
     if targets:
         return True
@@ -96,14 +100,21 @@ class ProjectNetworkReconciler:
                 return Done()
             if account is None or account.account_id is None or account.role_name is None:
                 return Done()  # the targets fail on their own with "no cloud account"
+            # Read everything first: on SQLite the first write takes the database's lock, which
+            # must not be held through the cloud calls below.
+            grants = await task_grants(session, project) if wanted else []
+            # A network made after the certificate was issued serves it at once.
+            issued = project.certificate_status == "issued"
+            certificate = project.certificate_arn if issued else None
             # A network about to be made is keyed by the time it will be recorded as made.
             project.network_ready_at = project.network_ready_at or utcnow()
             async with deployer_for(
-                self._cloud, account, self._settings, cache=self._project_cache, project=project
+                self._cloud, account, self._settings, project, cache=self._project_cache
             ) as deployer:
                 if wanted:
-                    grants = await task_grants(session, project)
-                    await self._cloud.run(lambda: deployer.ensure_project_network(project_id))
+                    await self._cloud.run(
+                        lambda: deployer.ensure_project_network(project_id, certificate)
+                    )
                     await self._cloud.run(lambda: deployer.apply_task_grants(project_id, grants))
                     await wake_waiting_targets(session, project_id)
                     result: Result = Done()

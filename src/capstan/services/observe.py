@@ -1,26 +1,31 @@
-"""Reading a running target: runtime logs, the last hour's metrics, and cost.
+"""Reading a running target: its logs, the last hour's metrics, and cost.
 
-These are live reads of CloudWatch and Cost Explorer in the organization's account (they change
-nothing, so they need no reconciler).
+These are live reads of CloudWatch, Cost Explorer (and, for a static website's run-rate, its
+bucket) in the organization's account: they change nothing, so they need no reconciler. What is
+read depends on the kind: a container's runtime log and ECS/ALB metrics; a static website's most
+recent build log and CloudFront metrics.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
 from capstan.cloud.deploy import LogLine, Target
 from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import CloudError, RetryableCloudError
-from capstan.cloud.pricing import monthly_run_rate_usd
+from capstan.cloud.pricing import monthly_run_rate_usd, site_monthly_run_rate_usd
+from capstan.cloud.site import SiteDeployer
 from capstan.config import Settings
 from capstan.errors import ApiError
+from capstan.projects.models import Project
 from capstan.services import service as services
 from capstan.services.deploying import deployer_for
-from capstan.services.models import Service
+from capstan.services.models import Deployment, Service, SiteResources
 
 
 class CloudUnavailable(ApiError):
@@ -29,11 +34,18 @@ class CloudUnavailable(ApiError):
 
 
 async def _read(
-    session: AsyncSession, caller: Principal, cloud: Cloud, settings: Settings, work: Any
+    session: AsyncSession,
+    caller: Principal,
+    cloud: Cloud,
+    settings: Settings,
+    target: Target,
+    work: Any,
 ) -> Any:
     account = await services.require_cloud_account(session, caller)
+    project = await session.get(Project, target.project_id)
+    assert project is not None
     try:
-        async with deployer_for(cloud, account, settings) as deployer:
+        async with deployer_for(cloud, account, settings, project, kind=target.kind) as deployer:
             return await cloud.run(lambda: work(deployer))
     except CloudError as error:
         retry = {"Retry-After": "5"} if isinstance(error, RetryableCloudError) else None
@@ -52,17 +64,71 @@ async def logs(
     since: datetime | None,
     limit: int,
 ) -> list[LogLine]:
+    if target.kind == services.STATIC_WEBSITE:
+        return await _build_log(session, caller, cloud, settings, target, since=since, limit=limit)
     result: list[LogLine] = await _read(
-        session, caller, cloud, settings, lambda d: d.logs(target, since=since, limit=limit)
+        session, caller, cloud, settings, target, lambda d: d.logs(target, since=since, limit=limit)
     )
     return result
+
+
+async def _build_log(
+    session: AsyncSession,
+    caller: Principal,
+    cloud: Cloud,
+    settings: Settings,
+    target: Target,
+    *,
+    since: datetime | None,
+    limit: int,
+) -> list[LogLine]:
+    """The lines of the target's most recent build run (the newest deployment that started a
+    build, whatever became of it), oldest first: the newest `limit` of those after `since`."""
+    build_id = await session.scalar(
+        select(Deployment.build_id)
+        .where(
+            or_(
+                Deployment.preview_id == target.resource_id,
+                (Deployment.service_id == target.resource_id) & Deployment.preview_id.is_(None),
+            ),
+            Deployment.build_id.is_not(None),
+        )
+        .order_by(Deployment.created_at.desc(), Deployment.id.desc())
+        .limit(1)
+    )
+    if build_id is None:
+        return []
+    lines: list[LogLine] = await _read(
+        session, caller, cloud, settings, target, lambda d: d.build_log(build_id)
+    )
+    if since is not None:
+        after = since if since.tzinfo is not None else since.replace(tzinfo=UTC)
+        lines = [line for line in lines if line.timestamp > after]
+    return lines[-limit:]
+
+
+async def _distribution_id(session: AsyncSession, target: Target) -> str | None:
+    return await session.scalar(
+        select(SiteResources.distribution_id).where(SiteResources.target_id == target.resource_id)
+    )
 
 
 async def metrics(
     session: AsyncSession, caller: Principal, cloud: Cloud, settings: Settings, target: Target
 ) -> dict[str, Any]:
+    if target.kind == services.STATIC_WEBSITE:
+        distribution_id = await _distribution_id(session, target)
+        site: dict[str, Any] = await _read(
+            session,
+            caller,
+            cloud,
+            settings,
+            target,
+            lambda d: _as_site(d).site_metrics(distribution_id),
+        )
+        return site
     result: dict[str, Any] = await _read(
-        session, caller, cloud, settings, lambda d: d.metrics(target)
+        session, caller, cloud, settings, target, lambda d: d.metrics(target)
     )
     return result
 
@@ -76,13 +142,30 @@ async def cost(
     target: Target,
     region: str,
 ) -> dict[str, Any]:
-    spend: float = await _read(
-        session, caller, cloud, settings, lambda d: d.spend_this_month(target)
-    )
+    """Month-to-date spend (Cost Explorer, by the target's tag) and a monthly run-rate: from the
+    size for containers, from the last hour's traffic and the bucket's size for a site."""
+    if service.kind == services.STATIC_WEBSITE:
+        distribution_id = await _distribution_id(session, target)
+
+        def read_site(deployer: Any) -> tuple[float, float]:
+            site = _as_site(deployer)
+            usage = site.site_usage(target, distribution_id)
+            return site.spend_this_month(target), site_monthly_run_rate_usd(**usage, region=region)
+
+        spend, run_rate = await _read(session, caller, cloud, settings, target, read_site)
+    else:
+        assert service.cpu is not None and service.memory is not None
+        spend = await _read(
+            session, caller, cloud, settings, target, lambda d: d.spend_this_month(target)
+        )
+        run_rate = monthly_run_rate_usd(service.cpu, service.memory, region, service.kind)
     return {
         "spend_this_month_usd": round(spend, 2),
-        "monthly_run_rate_usd": round(
-            monthly_run_rate_usd(service.cpu, service.memory, region, service.kind), 2
-        ),
+        "monthly_run_rate_usd": round(run_rate, 2),
         "currency": "USD",
     }
+
+
+def _as_site(deployer: Any) -> SiteDeployer:
+    assert isinstance(deployer, SiteDeployer)
+    return deployer

@@ -1,32 +1,35 @@
-"""Reconcilers of web servers, workers and their previews.
+"""Reconcilers of web servers, workers, static websites and their previews.
 
 One pass looks at the newest deployment of a target (a service, or one of its previews) and takes
 the next step, storing each handle before waiting on it, so a crash between passes only repeats
-an idempotent step:
+an idempotent step. The state machine is written once here; what differs between kinds is in
+their `Steps` (`services/steps.py`): `ContainerSteps` below for web servers and workers,
+`SiteSteps` (`services/sites.py`) for static websites.
 
-    pending ──start build──► building ──build done, environment, task definition, service──►
-    deploying ──rollout complete──► running          (any step can end in failed)
+    pending ──prepare, start build──► building ──build done──► deploying ──watch: completed──►
+    running                                       (any step can end in failed)
 
 A deleted target (its `deleted_at` set) is torn down instead: the driver removes its cloud
 resources in order, and only then do its rows go; the project's shared network goes with the
-project's last target.
+project's last target that needs it.
 """
 
 from __future__ import annotations
 
 import logging
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm.exc import StaleDataError
 
-from capstan.cloud.deploy import BuildSpec, Deployer, ProjectCache, Target, TaskSpec
+from capstan.cloud.deploy import Build, BuildSpec, Deployer, ProjectCache, TaskSpec
 from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
 from capstan.config import Settings
+from capstan.crypto import SecretBox
 from capstan.db import utcnow
 from capstan.git_host.client import GitHostError, GitHubAppClient, TerminalGitHostError
 from capstan.projects.models import Project
@@ -34,33 +37,15 @@ from capstan.reconcile.queue import enqueue
 from capstan.reconcile.worker import Done, RequeueAfter, Result
 from capstan.services import network
 from capstan.services import service as services
-from capstan.services.deploying import deployer_for, target_of
+from capstan.services.deploying import deployer_for
 from capstan.services.models import Deployment, Preview, Service
+from capstan.services.sites import SiteSteps
+from capstan.services.steps import Progress, Steps, Subject
 
 log = logging.getLogger("capstan.services")
 
 POLL_SECONDS = 1.0
 ROLLOUT_DEADLINE = timedelta(minutes=15)
-
-
-@dataclass
-class _Subject:
-    """What one pass works on: a service, or a preview with its parent service."""
-
-    service: Service
-    preview: Preview | None
-    project: Project
-
-    @property
-    def row(self) -> Service | Preview:
-        return self.preview or self.service
-
-    @property
-    def branch(self) -> str:
-        return self.preview.branch if self.preview else self.service.branch
-
-    def target(self, domain: str) -> Target:
-        return target_of(self.service, self.preview, self.project, domain)
 
 
 class TargetReconciler:
@@ -83,8 +68,13 @@ class TargetReconciler:
         self._cloud = cloud
         self._git_host = git_host
         self._settings = settings
-        self._box = services.environment_box(settings.require_secret_key())
-        self._rollout_deadline = rollout_deadline
+        box = services.environment_box(settings.require_secret_key())
+        containers = ContainerSteps(cloud, settings, box, rollout_deadline)
+        self._steps: dict[str, Steps] = {
+            services.WEB_SERVER: containers,
+            services.WORKER: containers,
+            services.STATIC_WEBSITE: SiteSteps(cloud, settings, box, poll_seconds=POLL_SECONDS),
+        }
 
     async def live_ids(self, session: AsyncSession) -> list[str]:
         model = Preview if self.kind == services.PREVIEW_QUEUE_KIND else Service
@@ -96,14 +86,21 @@ class TargetReconciler:
             if subject is None:
                 return Done()
             account = await session.get(CloudAccount, subject.service.organization_id)
-            if subject.row.deleted_at is not None:
-                result = await self._tear_down(session, subject, account)
-            else:
-                result = await self._converge(session, subject, account)
-            await session.commit()
+            try:
+                if subject.row.deleted_at is not None:
+                    result = await self._tear_down(session, subject, account)
+                else:
+                    result = await self._converge(session, subject, account)
+                await session.commit()
+            except StaleDataError:
+                # The deployment changed under this pass (superseded by a newer one); the change
+                # enqueued the target again, and the next pass starts from what is now true.
+                await session.rollback()
+                log.info("%s %s changed during its pass; starting over", self.kind, resource_id)
+                return RequeueAfter(0)
             return result
 
-    async def _load(self, session: AsyncSession, resource_id: str) -> _Subject | None:
+    async def _load(self, session: AsyncSession, resource_id: str) -> Subject | None:
         if self.kind == services.PREVIEW_QUEUE_KIND:
             preview = await session.get(Preview, resource_id)
             if preview is None:
@@ -116,19 +113,24 @@ class TargetReconciler:
             return None
         project = await session.get(Project, service.project_id)
         assert project is not None
-        return _Subject(service=service, preview=preview, project=project)
+        return Subject(service=service, preview=preview, project=project)
 
     def _deployer(
-        self, account: CloudAccount | None, project: Project | None = None
+        self, account: CloudAccount | None, subject: Subject, *, with_project: bool = True
     ) -> AbstractAsyncContextManager[Deployer]:
         return deployer_for(
-            self._cloud, account, self._settings, cache=self._project_cache, project=project
+            self._cloud,
+            account,
+            self._settings,
+            subject.project,
+            cache=self._project_cache if with_project else None,
+            kind=subject.service.kind,
         )
 
     # Converging ---------------------------------------------------------------------------------
 
     async def _converge(
-        self, session: AsyncSession, subject: _Subject, account: CloudAccount | None
+        self, session: AsyncSession, subject: Subject, account: CloudAccount | None
     ) -> Result:
         deployment = await services.newest_deployment(
             session, subject.service.id, subject.preview.id if subject.preview else None
@@ -137,15 +139,16 @@ class TargetReconciler:
             return Done()
         if deployment.status in ("failed", "superseded"):
             return Done()
+        steps = self._steps[subject.service.kind]
         try:
-            async with self._deployer(account, subject.project) as deployer:
+            async with self._deployer(account, subject) as deployer:
                 if deployment.status == "running":
-                    return await self._check_running(subject, deployment, deployer)
+                    return await steps.check_running(session, subject, deployment, deployer)
                 if deployment.status == "pending":
-                    return await self._start_build(session, subject, deployment, deployer)
+                    return await self._start_build(session, subject, deployment, deployer, steps)
                 if deployment.status == "building":
-                    return await self._after_build(subject, deployment, deployer)
-                return await self._watch_rollout(subject, deployment, deployer)
+                    return await self._after_build(session, subject, deployment, deployer, steps)
+                return await self._watch(session, subject, deployment, deployer, steps)
         except (TerminalCloudError, TerminalGitHostError) as error:
             self._fail(deployment, _message(error))
             return Done()
@@ -155,14 +158,14 @@ class TargetReconciler:
     async def _start_build(
         self,
         session: AsyncSession,
-        subject: _Subject,
+        subject: Subject,
         deployment: Deployment,
         deployer: Deployer,
+        steps: Steps,
     ) -> Result:
-        if subject.project.network_ready_at is None:
-            # The project network reconciler creates it and wakes this target when it is ready.
-            await enqueue(session, network.QUEUE_KIND, subject.project.id)
-            return RequeueAfter(POLL_SECONDS * 5)
+        waiting = await steps.prepare(session, subject, deployment, deployer)
+        if waiting is not None:
+            return waiting
         service = subject.service
         if service.installation_id is None:
             raise TerminalGitHostError("The repository is not reachable through an installation.")
@@ -175,21 +178,19 @@ class TargetReconciler:
         token = await self._git_host.create_installation_token(
             service.installation_id, repositories=[name], permissions={"contents": "read"}
         )
-        spec = BuildSpec(
-            target=subject.target(self._settings.domain),
-            repo=service.repo,
-            commit_sha=deployment.commit_sha,
-            git_api_url=self._settings.github_api_base,
-            source_token=token.token,
-            build_command=service.build_command,
-            deployment_id=deployment.id,
+        deployment.build_id = await steps.start_build(
+            session, subject, deployment, deployer, token.token
         )
-        deployment.build_id = await self._cloud.run(lambda: deployer.start_build(spec))
         deployment.status = "building"
         return RequeueAfter(POLL_SECONDS)
 
     async def _after_build(
-        self, subject: _Subject, deployment: Deployment, deployer: Deployer
+        self,
+        session: AsyncSession,
+        subject: Subject,
+        deployment: Deployment,
+        deployer: Deployer,
+        steps: Steps,
     ) -> Result:
         assert deployment.build_id is not None
         build_id = deployment.build_id
@@ -199,16 +200,130 @@ class TargetReconciler:
         if build.state == "failed":
             self._fail(deployment, f"Build failed: {build.error or 'see the build log'}")
             return Done()
+        await steps.built(subject, deployment, deployer, build)
+        deployment.status = "deploying"
+        deployment.deadline_at = utcnow() + steps.deadline
+        if steps.watch_at_once:  # its first step (a site's publication) now, not a poll later
+            return await self._watch(session, subject, deployment, deployer, steps)
+        return RequeueAfter(POLL_SECONDS)
+
+    async def _watch(
+        self,
+        session: AsyncSession,
+        subject: Subject,
+        deployment: Deployment,
+        deployer: Deployer,
+        steps: Steps,
+    ) -> Result:
+        progress = await steps.watch(session, subject, deployment, deployer)
+        if progress.state == "completed":
+            deployment.status = "running"
+            deployment.finished_at = utcnow()
+            subject.row.observed_generation = deployment.generation
+            return Done()
+        if progress.state == "failed":
+            self._fail(deployment, progress.reason or "The deployment failed.")
+            return Done()
+        if deployment.deadline_at is not None and utcnow() > deployment.deadline_at:
+            self._fail(deployment, steps.overdue(progress))
+            return Done()
+        return RequeueAfter(POLL_SECONDS)
+
+    def _fail(self, deployment: Deployment, message: str) -> None:
+        deployment.status = "failed"
+        deployment.error = message[:4000]
+        deployment.finished_at = utcnow()
+
+    # Tearing down -------------------------------------------------------------------------------
+
+    async def _tear_down(
+        self, session: AsyncSession, subject: Subject, account: CloudAccount | None
+    ) -> Result:
+        if self.kind == services.QUEUE_KIND:
+            remaining_previews = await session.scalar(
+                select(func.count())
+                .select_from(Preview)
+                .where(Preview.service_id == subject.service.id)
+            )
+            if remaining_previews:
+                return RequeueAfter(POLL_SECONDS)  # previews go first (they reference the service)
+        steps = self._steps[subject.service.kind]
+        if account is not None and account.account_id is not None:
+            async with self._deployer(account, subject, with_project=False) as deployer:
+                if not await steps.tear_down(session, subject, deployer):
+                    return RequeueAfter(POLL_SECONDS)
+        await steps.forget(session, subject)
+        await self._delete_rows(session, subject)
+        if subject.preview is None:
+            # The last target of a project takes the project's network with it.
+            await enqueue(session, network.QUEUE_KIND, subject.project.id)
+        return Done()
+
+    async def _delete_rows(self, session: AsyncSession, subject: Subject) -> None:
+        if subject.preview is not None:
+            await session.execute(
+                delete(Deployment).where(Deployment.preview_id == subject.preview.id)
+            )
+            await session.delete(subject.preview)
+        else:
+            await session.execute(
+                delete(Deployment).where(Deployment.service_id == subject.service.id)
+            )
+            await session.delete(subject.service)
+        await session.flush()
+
+
+class ContainerSteps:
+    """Web servers and workers: an image build, then a rolling ECS deployment (and, for a web
+    server, its load balancer rule, DNS record and auto-scaling). They run in the project's
+    network, which its own reconciler makes."""
+
+    def __init__(
+        self, cloud: Cloud, settings: Settings, box: SecretBox, rollout_deadline: timedelta
+    ) -> None:
+        self._cloud = cloud
+        self._settings = settings
+        self._box = box
+        self.deadline = rollout_deadline
+        self.watch_at_once = False  # `built` started the rollout: nothing to see yet
+
+    async def prepare(
+        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
+    ) -> Result | None:
+        if subject.project.network_ready_at is None:
+            # The project network reconciler creates it and wakes this target when it is ready.
+            await enqueue(session, network.QUEUE_KIND, subject.project.id)
+            return RequeueAfter(POLL_SECONDS * 5)
+        return None
+
+    async def start_build(
+        self,
+        session: AsyncSession,
+        subject: Subject,
+        deployment: Deployment,
+        deployer: Deployer,
+        source_token: str,
+    ) -> str:
+        assert deployment.commit_sha is not None
+        spec = BuildSpec(
+            target=subject.target(self._settings.domain),
+            repo=subject.service.repo,
+            commit_sha=deployment.commit_sha,
+            git_api_url=self._settings.github_api_base,
+            source_token=source_token,
+            build_command=subject.service.build_command,
+            deployment_id=deployment.id,
+        )
+        return await self._cloud.run(lambda: deployer.start_build(spec))
+
+    async def built(
+        self, subject: Subject, deployment: Deployment, deployer: Deployer, build: Build
+    ) -> None:
         assert build.image_uri is not None
         deployment.image_uri = build.image_uri
         await self._roll_out(subject, deployment, deployer)
-        deployment.status = "deploying"
-        deployment.deadline_at = utcnow() + self._rollout_deadline
-        return RequeueAfter(POLL_SECONDS)
 
-    async def _roll_out(
-        self, subject: _Subject, deployment: Deployment, deployer: Deployer
-    ) -> None:
+    async def _roll_out(self, subject: Subject, deployment: Deployment, deployer: Deployer) -> None:
         target = subject.target(self._settings.domain)
         variables = {
             v["name"]: v["value"] for v in services.read_environment(self._box, subject.row)
@@ -216,6 +331,7 @@ class TargetReconciler:
         parameters = await self._cloud.run(lambda: deployer.put_environment(target, variables))
         service = subject.service
         assert deployment.image_uri is not None
+        assert service.cpu is not None and service.memory is not None
         spec = TaskSpec(
             target=target,
             deployment_id=deployment.id,
@@ -232,34 +348,31 @@ class TargetReconciler:
             await self._cloud.run(lambda: deployer.move_hostname(target, old_hostname))
         subject.row.applied_hostname = target.hostname
 
-    async def _watch_rollout(
-        self, subject: _Subject, deployment: Deployment, deployer: Deployer
-    ) -> Result:
+    async def watch(
+        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
+    ) -> Progress:
         target = subject.target(self._settings.domain)
         assert deployment.task_definition_arn is not None
         task_definition = deployment.task_definition_arn
         rollout = await self._cloud.run(lambda: deployer.describe_rollout(target, task_definition))
         if rollout.state == "completed":
-            deployment.status = "running"
-            deployment.finished_at = utcnow()
-            subject.row.observed_generation = deployment.generation
-            return Done()
+            return Progress("completed")
         if rollout.state == "failed":
-            self._fail(deployment, f"Rollout failed: {rollout.reason or 'tasks did not start'}")
-            return Done()
-        if deployment.deadline_at is not None and utcnow() > deployment.deadline_at:
-            self._fail(
-                deployment,
-                f"Tasks were not healthy within {int(self._rollout_deadline.total_seconds())} "
-                f"seconds ({rollout.running} of {rollout.desired} running"
-                + (f"; {rollout.reason}" if rollout.reason else "")
-                + ").",
-            )
-            return Done()
-        return RequeueAfter(POLL_SECONDS)
+            return Progress("failed", f"Rollout failed: {rollout.reason or 'tasks did not start'}")
+        return Progress(
+            "in_progress",
+            f"{rollout.running} of {rollout.desired} running"
+            + (f"; {rollout.reason}" if rollout.reason else ""),
+        )
 
-    async def _check_running(
-        self, subject: _Subject, deployment: Deployment, deployer: Deployer
+    def overdue(self, progress: Progress) -> str:
+        return (
+            f"Tasks were not healthy within {int(self.deadline.total_seconds())} seconds "
+            f"({progress.reason})."
+        )
+
+    async def check_running(
+        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
     ) -> Result:
         """A periodic look at a running target: move its hostname, repair drift."""
         target = subject.target(self._settings.domain)
@@ -275,47 +388,12 @@ class TargetReconciler:
             await self._roll_out(subject, deployment, deployer)
         return Done()
 
-    def _fail(self, deployment: Deployment, message: str) -> None:
-        deployment.status = "failed"
-        deployment.error = message[:4000]
-        deployment.finished_at = utcnow()
+    async def tear_down(self, session: AsyncSession, subject: Subject, deployer: Deployer) -> bool:
+        target = subject.target(self._settings.domain)
+        return await self._cloud.run(lambda: deployer.delete(target))
 
-    # Tearing down -------------------------------------------------------------------------------
-
-    async def _tear_down(
-        self, session: AsyncSession, subject: _Subject, account: CloudAccount | None
-    ) -> Result:
-        if self.kind == services.QUEUE_KIND:
-            remaining_previews = await session.scalar(
-                select(func.count())
-                .select_from(Preview)
-                .where(Preview.service_id == subject.service.id)
-            )
-            if remaining_previews:
-                return RequeueAfter(POLL_SECONDS)  # previews go first (they reference the service)
-        if account is not None and account.account_id is not None:
-            target = subject.target(self._settings.domain)
-            async with self._deployer(account) as deployer:
-                if not await self._cloud.run(lambda: deployer.delete(target)):
-                    return RequeueAfter(POLL_SECONDS)
-        await self._delete_rows(session, subject)
-        if subject.preview is None:
-            # The last target of a project takes the project's network with it.
-            await enqueue(session, network.QUEUE_KIND, subject.project.id)
-        return Done()
-
-    async def _delete_rows(self, session: AsyncSession, subject: _Subject) -> None:
-        if subject.preview is not None:
-            await session.execute(
-                delete(Deployment).where(Deployment.preview_id == subject.preview.id)
-            )
-            await session.delete(subject.preview)
-        else:
-            await session.execute(
-                delete(Deployment).where(Deployment.service_id == subject.service.id)
-            )
-            await session.delete(subject.service)
-        await session.flush()
+    async def forget(self, session: AsyncSession, subject: Subject) -> None:
+        return None
 
 
 def _message(error: Exception) -> str:

@@ -1,7 +1,8 @@
-"""Routes of web servers and workers, written once and mounted for each kind.
+"""Routes of web servers, workers and static websites, written once and mounted for each kind.
 
-`/api/projects/{project_id}/web_servers/...` and `/api/projects/{project_id}/workers/...` share
-every operation: create, get, patch, delete, redeploy, deployments, environment and previews.
+`/api/projects/{project_id}/web_servers/...`, `.../workers/...` and `.../static_websites/...`
+share every operation: create, get, patch, delete, redeploy, deployments, environment, logs,
+metrics, cost and previews. What differs by kind is in `Kind` and in the service functions.
 
 This module evaluates its annotations at definition time (no `from __future__ import
 annotations`): the body types of each kind's routes are chosen at run time, and FastAPI reads
@@ -57,7 +58,7 @@ def make_router(spec: Kind) -> APIRouter:
     async def render(session: DbSession, caller: Caller, service: Service, request: Request) -> Any:
         project = await projects.get(session, caller, service.project_id)
         deployment = await services.newest_deployment(session, service.id, None)
-        url = services.url(service.name, project, _settings(request).domain)
+        url = services.url(service.name, project, _settings(request).domain, spec.kind)
         return spec.out.model_validate(
             spec.describe(service, services.status_of(deployment), url if spec.has_url else None)
         )
@@ -180,7 +181,11 @@ def make_router(spec: Kind) -> APIRouter:
         )
         return schemas.Deploying()
 
-    @router.get(f"{item}/logs", response_model=schemas.Logs, summary="Recent runtime log lines")
+    @router.get(
+        f"{item}/logs",
+        response_model=schemas.Logs,
+        summary="Recent runtime log lines (a static website: its most recent build's lines)",
+    )
     async def logs(
         project_id: str,
         service_id: str,
@@ -292,7 +297,7 @@ def make_router(spec: Kind) -> APIRouter:
         return schemas.PreviewOut(
             id=preview.id,
             branch=preview.branch,
-            url=services.url(preview.slug, project, domain) if spec.has_url else None,
+            url=services.url(preview.slug, project, domain, spec.kind) if spec.has_url else None,
             status=services.status_of(deployment),
         )
 
@@ -354,7 +359,7 @@ def make_router(spec: Kind) -> APIRouter:
     @router.get(
         f"{previews}/{{preview_id}}/environment",
         response_model=schemas.Environment,
-        summary="A preview's environment variables",
+        summary="A preview's environment variables (a static website: those of its last build)",
     )
     async def get_preview_environment(
         project_id: str,
@@ -364,10 +369,11 @@ def make_router(spec: Kind) -> APIRouter:
         session: DbSession,
         request: Request,
     ) -> dict[str, Any]:
-        _service, preview = await services.get_preview(
+        service, preview = await services.get_preview(
             session, caller, project_id, spec.kind, service_id, preview_id
         )
-        return {"environment": services.read_environment(_box(request), preview)}
+        variables = await services.preview_environment(session, _box(request), service, preview)
+        return {"environment": variables}
 
     return router
 
@@ -406,6 +412,22 @@ def _describe_worker(service: Service, status: str, _url: str | None) -> dict[st
     }
 
 
+def _describe_static_website(service: Service, status: str, url: str | None) -> dict[str, Any]:
+    return {
+        "id": service.id,
+        "name": service.name,
+        "status": status,
+        "url": url,
+        "repo": service.repo,
+        "branch": service.branch,
+        "build_command": service.build_command,
+        "publish_dir": service.publish_dir,
+        "auto_deploy": service.auto_deploy,
+        "created_at": service.created_at,
+        "updated_at": service.updated_at,
+    }
+
+
 WEB_SERVERS = Kind(
     kind=services.WEB_SERVER,
     path="web_servers",
@@ -428,5 +450,17 @@ WORKERS = Kind(
     describe=_describe_worker,
     metrics=schemas.WorkerMetrics,
 )
+STATIC_WEBSITES = Kind(
+    kind=services.STATIC_WEBSITE,
+    path="static_websites",
+    label="static website",
+    create=schemas.StaticWebsiteCreate,
+    update=schemas.StaticWebsiteUpdate,
+    out=schemas.StaticWebsiteOut,
+    has_url=True,
+    describe=_describe_static_website,
+    metrics=schemas.StaticWebsiteMetrics,
+)
 web_servers_router = make_router(WEB_SERVERS)
 workers_router = make_router(WORKERS)
+static_websites_router = make_router(STATIC_WEBSITES)

@@ -1,4 +1,5 @@
-"""Request and response shapes of web servers, workers, their previews and deployments."""
+"""Request and response shapes of web servers, workers, static websites, their previews and
+deployments."""
 
 from __future__ import annotations
 
@@ -42,6 +43,25 @@ def _branch_rules(branch: str) -> str:
 
 
 Branch = Annotated[str, Field(pattern=BRANCH, examples=["main"]), AfterValidator(_branch_rules)]
+
+
+def _relative_directory(path: str) -> str:
+    """A directory inside the checked-out repository: relative, no `..` segments."""
+    if path.startswith("/") or ".." in path.split("/"):
+        raise ValueError("must be a directory inside the repository (relative, without '..')")
+    return path
+
+
+PublishDir = Annotated[
+    str,
+    Field(
+        pattern=r"^[\x20-\x7e]{1,1024}$",
+        examples=["dist"],
+        description="The directory the build command leaves the site in, relative to the "
+        "repository root; its files are uploaded to the site's bucket.",
+    ),
+    AfterValidator(_relative_directory),
+]
 Command = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
 HealthPath = Annotated[str, Field(pattern=r"^/[\x21-\x7e]{0,1023}$", examples=["/healthz"])]
 Cpu = Annotated[int, Field(description=f"One of {', '.join(map(str, CPU_VALUES))}.")]
@@ -95,6 +115,30 @@ class WorkerUpdate(_CpuCheck):
     auto_deploy: bool | None = None
 
 
+class StaticWebsiteCreate(Request):
+    name: ServiceName
+    repo: Repo
+    branch: Branch
+    build_command: Command
+    publish_dir: PublishDir
+    auto_deploy: bool = False
+
+
+class StaticWebsiteUpdate(Request):
+    branch: Branch | None = None
+    build_command: Command | None = None
+    publish_dir: PublishDir | None = None
+    auto_deploy: bool | None = None
+
+    @field_validator("branch", "build_command", "publish_dir", "auto_deploy")
+    @classmethod
+    def _given_means_set(cls, value: object) -> object:
+        # Omitting a field leaves it as it is; a site cannot be without any of these.
+        if value is None:
+            raise ValueError("may be left out, not null")
+        return value
+
+
 Status = Literal["deploying", "running", "failed"]
 
 
@@ -123,6 +167,20 @@ class WorkerOut(Response):
     start_command: str
     cpu: int
     memory: int
+    auto_deploy: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class StaticWebsiteOut(Response):
+    id: str
+    name: str
+    status: Status
+    url: str
+    repo: str
+    branch: str
+    build_command: str
+    publish_dir: str
     auto_deploy: bool
     created_at: datetime
     updated_at: datetime
@@ -195,6 +253,13 @@ class WebServerMetrics(Response):
 class WorkerMetrics(Response):
     cpu_utilization_percent: float
     memory_utilization_percent: float
+
+
+class StaticWebsiteMetrics(Response):
+    requests_1h: int
+    bytes_transferred_1h: int
+    error_rate_percent: float
+    cache_hit_rate_percent: float
 
 
 class Cost(Response):

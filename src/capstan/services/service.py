@@ -1,4 +1,5 @@
-"""Web servers and workers: the rules of the API, the desired state, and the deployments.
+"""Web servers, workers and static websites: the rules of the API, the desired state, and the
+deployments.
 
 Every change that needs the cloud to move writes the desired state, bumps `generation`, records a
 deployment (superseding the one under way) and enqueues the resource for the reconciler — all in
@@ -28,10 +29,37 @@ from capstan.services.sizing import memory_problem
 
 WEB_SERVER = "web_server"
 WORKER = "worker"
+STATIC_WEBSITE = "static_website"
+# Kinds served at `<name>.<hostname_suffix>.<domain>` (one namespace: a web server and a site of
+# one project cannot share a name), and kinds with Fargate compute.
+HOSTNAME_KINDS = (WEB_SERVER, STATIC_WEBSITE)
+COMPUTE_KINDS = (WEB_SERVER, WORKER)
 QUEUE_KIND = "service"
 PREVIEW_QUEUE_KIND = "preview"
 # Fields whose change needs a new deployment; `auto_deploy` alone does not.
-DEPLOYING_FIELDS = ("branch", "build_command", "health_path", "start_command", "cpu", "memory")
+DEPLOYING_FIELDS = (
+    "branch",
+    "build_command",
+    "health_path",
+    "start_command",
+    "publish_dir",
+    "cpu",
+    "memory",
+)
+# What a static website's build sets itself; its environment may not name these (nor CodeBuild's
+# own `CODEBUILD_*` variables).
+SITE_BUILD_VARIABLES = frozenset(
+    {
+        "GIT_TOKEN",
+        "SOURCE_COMMIT",
+        "SOURCE_REPO",
+        "GIT_API_URL",
+        "GIT_CLONE_BASE",
+        "BUILD_COMMAND",
+        "PUBLISH_DIR",
+        "SITE_BUCKET",
+    }
+)
 UNDER_WAY = ("pending", "building", "deploying")
 
 
@@ -55,10 +83,18 @@ def environment_box(secret_key: bytes) -> SecretBox:
     return SecretBox(secret_key, "capstan environment v1")
 
 
-async def count_in_project(session: AsyncSession, project_id: str) -> int:
-    """Web servers and workers of the project, including those still being removed."""
-    rows = await session.scalars(select(Service.id).where(Service.project_id == project_id))
+async def count_in_project(
+    session: AsyncSession, project_id: str, kinds: tuple[str, ...] = COMPUTE_KINDS
+) -> int:
+    """Services of `kinds` in the project, including those still being removed."""
+    rows = await session.scalars(
+        select(Service.id).where(Service.project_id == project_id, Service.kind.in_(kinds))
+    )
     return len(list(rows))
+
+
+async def count_sites_in_project(session: AsyncSession, project_id: str) -> int:
+    return await count_in_project(session, project_id, (STATIC_WEBSITE,))
 
 
 async def enqueue_project(session: AsyncSession, project_id: str) -> None:
@@ -76,6 +112,7 @@ def register_with_projects() -> None:
     from capstan.services.network import network_in_project
 
     projects.DEPENDENTS["web servers and workers"] = count_in_project
+    projects.DEPENDENTS["static websites"] = count_sites_in_project
     projects.DEPENDENTS["network still being removed"] = network_in_project
     if enqueue_project not in projects.ON_SUFFIX_CHANGE:
         projects.ON_SUFFIX_CHANGE.append(enqueue_project)
@@ -104,7 +141,9 @@ async def require_repository(
     """The installation through which the organization reaches `full_name`, or a 400."""
     installations = await session.scalars(
         select(GitHostInstallation.installation_id).where(
-            GitHostInstallation.organization_id == caller.organization_id
+            GitHostInstallation.organization_id == caller.organization_id,
+            # A suspended or uninstalled app reads nothing (the record stays, marked).
+            GitHostInstallation.status == "active",
         )
     )
     wanted = full_name.lower()
@@ -145,7 +184,10 @@ async def create(
     git_host: Any,
 ) -> Service:
     project = await projects.get(session, caller, project_id)
-    check_size(fields["cpu"], fields["memory"])
+    if kind in COMPUTE_KINDS:
+        check_size(fields["cpu"], fields["memory"])
+    if kind in HOSTNAME_KINDS:
+        await _require_free_hostname(session, project.id, kind, fields["name"])
     await require_cloud_account(session, caller)
     installation_id = await require_repository(session, caller, git_host, fields["repo"])
     service = Service(
@@ -165,6 +207,26 @@ async def create(
     return service
 
 
+async def _require_free_hostname(
+    session: AsyncSession, project_id: str, kind: str, name: str
+) -> None:
+    """A web server and a static website of one project share the hostname namespace."""
+    taken = await session.scalar(
+        select(Service.kind).where(
+            Service.project_id == project_id,
+            Service.kind.in_(HOSTNAME_KINDS),
+            Service.kind != kind,
+            Service.name == name,
+            Service.deleted_at.is_(None),
+        )
+    )
+    if taken is not None:
+        raise NameTaken(
+            f"This project already has a {taken.replace('_', ' ')} named {name!r} "
+            f"(it serves {name}.<hostname_suffix>)."
+        )
+
+
 async def update_settings(
     session: AsyncSession,
     caller: Principal,
@@ -174,7 +236,10 @@ async def update_settings(
     changes: dict[str, Any],
 ) -> Service:
     service = await get(session, caller, project_id, kind, service_id)
-    check_size(changes.get("cpu", service.cpu), changes.get("memory", service.memory))
+    if kind in COMPUTE_KINDS:
+        cpu, memory = changes.get("cpu", service.cpu), changes.get("memory", service.memory)
+        assert cpu is not None and memory is not None
+        check_size(cpu, memory)
     changed = {k: v for k, v in changes.items() if getattr(service, k) != v}
     for name, value in changed.items():
         setattr(service, name, value)
@@ -287,9 +352,11 @@ def hostname(name: str, project: Project, domain: str) -> str:
     return f"{name}.{project.hostname_suffix}.{domain}"
 
 
-def url(name: str, project: Project, domain: str) -> str:
-    scheme = "https" if project.certificate_status == "issued" else "http"
-    return f"{scheme}://{hostname(name, project, domain)}"
+def url(name: str, project: Project, domain: str, kind: str = WEB_SERVER) -> str:
+    """Web servers are served over HTTPS once the project's certificate is issued; a static
+    website always is (each has its own certificate on its distribution)."""
+    https = kind == STATIC_WEBSITE or project.certificate_status == "issued"
+    return f"{'https' if https else 'http'}://{hostname(name, project, domain)}"
 
 
 def preview_slug(service_name: str, branch: str) -> str:
@@ -346,8 +413,47 @@ async def put_environment(
 ) -> Deployment:
     """Replace the whole environment (never a merge) and roll it out."""
     service = await get(session, caller, project_id, kind, service_id)
+    if kind == STATIC_WEBSITE:
+        _check_build_variables(variables)
     service.environment = box.seal_json(variables, owner=service.id)
     return await start_deployment(session, service, None, trigger="environment")
+
+
+def _check_build_variables(variables: list[dict[str, str]]) -> None:
+    reserved = [
+        v["name"]
+        for v in variables
+        if v["name"] in SITE_BUILD_VARIABLES or v["name"].upper().startswith("CODEBUILD_")
+    ]
+    if reserved:
+        raise BadRequest(
+            f"{', '.join(reserved)}: set by the site's build itself; choose other names.",
+            code="reserved_variable",
+            details=[
+                {"field": "environment", "type": "reserved_variable", "message": name}
+                for name in reserved
+            ],
+        )
+
+
+async def preview_environment(
+    session: AsyncSession, box: SecretBox, service: Service, preview: Preview
+) -> list[dict[str, str]]:
+    """A preview's environment. A static website's variables exist only while it builds, so a
+    site preview answers those of its last build (the ones its next build will use before it
+    has built at all)."""
+    if service.kind != STATIC_WEBSITE:
+        return read_environment(box, preview)
+    built = await session.scalar(
+        select(Deployment)
+        .where(Deployment.preview_id == preview.id, Deployment.build_environment.is_not(None))
+        .order_by(Deployment.created_at.desc(), Deployment.id.desc())
+        .limit(1)
+    )
+    if built is None:
+        return read_environment(box, preview)
+    value = box.open_json(built.build_environment, owner=built.id)
+    return list(value) if isinstance(value, list) else []
 
 
 async def get_preview(
@@ -405,6 +511,12 @@ async def delete_preview(
     preview_id: str,
 ) -> None:
     service, preview = await get_preview(session, caller, project_id, kind, service_id, preview_id)
+    await remove_preview(session, service, preview)
+
+
+async def remove_preview(session: AsyncSession, service: Service, preview: Preview) -> None:
+    """Finalizer: the preview is gone from the API now, its cloud resources removed by the
+    reconciler. Shared by the API's DELETE and the git host's branch deletions."""
     preview.deleted_at = utcnow()
     await _supersede(session, service.id, preview.id)
     await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)

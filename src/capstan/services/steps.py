@@ -1,0 +1,95 @@
+"""What the target reconciler asks of each kind: the steps that differ between containers (web
+servers and workers) and static websites, around one state machine written once in
+`reconcile.py`:
+
+    pending ──prepare, start build──► building ──build done──► deploying ──watch: completed──►
+    running                                       (any step can end in failed)
+
+- `prepare`: what must exist before the build (containers: the project network; sites: the
+  bucket, the origin access control, the certificate request). Answers a `Result` to wait.
+- `start_build` / `built`: start the kind's build; act on its success (containers: roll out the
+  image; sites: nothing yet — the files are in the bucket).
+- `watch`: the next step of the rollout or publication and where it stands (`Progress`).
+- `check_running`: the periodic look at a running target (hostname moves, drift).
+- `tear_down` / `forget`: remove the target's cloud resources; drop the kind's own rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal, Protocol
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from capstan.cloud.deploy import Build, Deployer, Target
+from capstan.projects.models import Project
+from capstan.reconcile.worker import Result
+from capstan.services.deploying import target_of
+from capstan.services.models import Deployment, Preview, Service
+
+
+@dataclass
+class Subject:
+    """What one pass works on: a service, or a preview with its parent service."""
+
+    service: Service
+    preview: Preview | None
+    project: Project
+
+    @property
+    def row(self) -> Service | Preview:
+        return self.preview or self.service
+
+    @property
+    def branch(self) -> str:
+        return self.preview.branch if self.preview else self.service.branch
+
+    def target(self, domain: str) -> Target:
+        return target_of(self.service, self.preview, self.project, domain)
+
+
+@dataclass(frozen=True)
+class Progress:
+    state: Literal["in_progress", "completed", "failed"]
+    reason: str | None = None
+
+
+class Steps(Protocol):
+    # How long `deploying` may last before the deployment fails.
+    deadline: timedelta
+    # Whether `watch` runs in the pass that saw the build succeed (else a poll later).
+    watch_at_once: bool
+
+    async def prepare(
+        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
+    ) -> Result | None: ...
+
+    async def start_build(
+        self,
+        session: AsyncSession,
+        subject: Subject,
+        deployment: Deployment,
+        deployer: Deployer,
+        source_token: str,
+    ) -> str: ...
+
+    async def built(
+        self, subject: Subject, deployment: Deployment, deployer: Deployer, build: Build
+    ) -> None: ...
+
+    async def watch(
+        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
+    ) -> Progress: ...
+
+    def overdue(self, progress: Progress) -> str: ...
+
+    async def check_running(
+        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
+    ) -> Result: ...
+
+    async def tear_down(self, session: AsyncSession, subject: Subject, deployer: Deployer) -> bool:
+        """True when nothing of the target is left in the cloud."""
+        ...
+
+    async def forget(self, session: AsyncSession, subject: Subject) -> None: ...
