@@ -1,0 +1,253 @@
+"""The project certificate through HTTP against the sandbox: requested live (202 with its ARN),
+validated by the record Capstan writes into the operator's zone, served over HTTPS by the
+project's load balancer with every web server's host rule, replaced on a suffix change, removed
+on DELETE — and nothing of it left in the account or the zone afterwards."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from botocore.exceptions import ClientError
+
+from capstan.cloud.aws import names
+from capstan.cloud.aws.session import AwsSession
+from capstan.sandbox.cloud.inventory import capstan_resources, dns_records
+from tests.harness import Org
+from tests.services.helpers import Ready, ready
+from tests.services.processes import account_sessions, wait_all_running
+
+T = TypeVar("T")
+TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+
+
+def wait_until(check: Callable[[], T | None], what: str, timeout: float = 30) -> T:
+    """Poll `check` until it answers something other than None (or False)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value is not None and value is not False:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what} (last: {value!r})")
+        time.sleep(0.2)
+
+
+@contextmanager
+def cloud_of(org: Org) -> Iterator[tuple[AwsSession, AwsSession]]:
+    """Administrator sessions in the organization's sandbox account and the operator's."""
+    account_id = org.api.get("/api/cloud_account").json()["account_id"]
+    sandbox_url = org.server.settings.sandbox_cloud_url
+    assert sandbox_url
+    with account_sessions(sandbox_url, account_id) as sessions:
+        yield sessions
+
+
+def project_when(shop: Ready, status: str, *, not_arn: str | None = None) -> dict[str, Any]:
+    """Poll the project until its certificate is `status` (with an ARN other than `not_arn`)."""
+
+    def check() -> dict[str, Any] | None:
+        project = dict(shop.org.api.get(shop.base).json())
+        assert project.get("certificate_status") != "failed", project
+        arn = project.get("certificate_arn")
+        if project.get("certificate_status") == status and arn is not None and arn != not_arn:
+            return project
+        return None
+
+    return wait_until(check, f"the project's certificate {status}")
+
+
+def acm_status(customer: AwsSession, arn: str) -> str | None:
+    try:
+        found = customer.client("acm").describe_certificate(CertificateArn=arn)
+    except ClientError as error:
+        assert error.response["Error"]["Code"] == "ResourceNotFoundException"
+        return None
+    return str(found["Certificate"]["Status"])
+
+
+def validation_record(customer: AwsSession, arn: str) -> tuple[str, str]:
+    described = customer.client("acm").describe_certificate(CertificateArn=arn)["Certificate"]
+    (option,) = described["DomainValidationOptions"]
+    return option["ResourceRecord"]["Name"], option["ResourceRecord"]["Value"]
+
+
+def cnames(operator: AwsSession, domain: str) -> dict[str, str]:
+    """name -> value of the CNAME records in the operator's zone of `domain`."""
+    route53 = operator.client("route53")
+    found: dict[str, str] = {}
+    for zone in route53.list_hosted_zones()["HostedZones"]:
+        if zone["Name"] != f"{domain}.":
+            continue
+        for page in route53.get_paginator("list_resource_record_sets").paginate(
+            HostedZoneId=zone["Id"]
+        ):
+            for record in page["ResourceRecordSets"]:
+                if record["Type"] == "CNAME":
+                    found[record["Name"]] = record["ResourceRecords"][0]["Value"]
+    return found
+
+
+def listeners(customer: AwsSession, project_id: str) -> dict[int, dict[str, Any]]:
+    """The project load balancer's listeners by port ({} while it has no load balancer)."""
+    elbv2 = customer.client("elbv2")
+    try:
+        balancer = elbv2.describe_load_balancers(Names=[names.load_balancer_name(project_id)])
+    except ClientError as error:
+        assert error.response["Error"]["Code"] == "LoadBalancerNotFound"
+        return {}
+    found = elbv2.describe_listeners(
+        LoadBalancerArn=balancer["LoadBalancers"][0]["LoadBalancerArn"]
+    )["Listeners"]
+    return {item["Port"]: dict(item) for item in found}
+
+
+def rules_by_port(customer: AwsSession, project_id: str) -> dict[int, list[list[str]]]:
+    """The hostnames each listener of the project's load balancer routes, by port."""
+    return {
+        port: host_rules(customer, listener["ListenerArn"])
+        for port, listener in listeners(customer, project_id).items()
+    }
+
+
+def host_rules(customer: AwsSession, listener_arn: str) -> list[list[str]]:
+    rules = customer.client("elbv2").describe_rules(ListenerArn=listener_arn)["Rules"]
+    return sorted(
+        condition["HostHeaderConfig"]["Values"]
+        for rule in rules
+        if not rule["IsDefault"]
+        for condition in rule["Conditions"]
+        if condition["Field"] == "host-header"
+    )
+
+
+def delete_project_when_allowed(shop: Ready) -> None:
+    """DELETE the project, again while its resources are still being removed (409)."""
+
+    def attempt() -> bool:
+        response = shop.org.api.delete(shop.base)
+        assert response.status_code in (204, 409), response.text
+        return response.status_code == 204
+
+    wait_until(attempt, "the project can be deleted")
+
+
+def test_https_from_request_through_a_suffix_change_to_removal(org: Org) -> None:
+    shop = ready(org)
+    suffix, domain = shop.project["hostname_suffix"], org.server.settings.domain
+    project_id = shop.project["id"]
+    started = org.api.post(f"{shop.base}/certificate")
+    assert started.status_code == 202, started.text
+    assert started.json()["certificate_status"] == "pending_validation"
+    first = started.json()["certificate_arn"]
+    assert first.startswith("arn:aws:acm:")
+    again = org.api.post(f"{shop.base}/certificate")  # idempotent: the same certificate
+    assert again.status_code == 202 and again.json()["certificate_arn"] == first
+    assert org.api.get(shop.base).json()["certificate_arn"] == first
+    project_when(shop, "issued")
+    refused = org.api.delete(shop.base)
+    assert refused.status_code == 409 and "certificate" in refused.json()["message"]
+
+    with cloud_of(org) as (customer, operator):
+        name, value = validation_record(customer, first)
+        assert cnames(operator, domain)[name] == value
+        shown = org.api.get(f"{shop.base}/certificate").json()
+        assert shown["domain_name"] == f"*.{suffix}.{domain}"
+        assert shown["validation_records"] == [{"name": name, "type": "CNAME", "value": value}]
+
+        # A web server after issuance: its network comes with the HTTPS listener, and its rule
+        # goes on both listeners.
+        web = shop.create_web_server()
+        web_path = f"{shop.base}/web_servers/{web['id']}"
+        hostname = f"web.{suffix}.{domain}"
+        assert web["url"] == f"https://{hostname}"
+        wait_until(
+            lambda: rules_by_port(customer, project_id) == {80: [[hostname]], 443: [[hostname]]},
+            "the web server's rule on both listeners",
+        )
+        https = listeners(customer, project_id)[443]
+        assert https["Protocol"] == "HTTPS" and https["SslPolicy"] == TLS_POLICY
+        assert [item["CertificateArn"] for item in https["Certificates"]] == [first]
+
+        # A new suffix: a new certificate, which the listener swaps to once it is issued; the
+        # old one is deleted. (Hostnames move once the web server's rollout has settled.)
+        wait_all_running(org.api, [web_path], timeout=60)
+        new_suffix = org.server.unique("renamed")
+        patched = org.api.patch(shop.base, json={"hostname_suffix": new_suffix})
+        assert patched.status_code == 200
+        assert patched.json()["certificate_status"] == "pending_validation"
+        new_host = f"web.{new_suffix}.{domain}"
+        assert org.api.get(web_path).json()["url"] == f"http://{new_host}"
+        second = project_when(shop, "issued", not_arn=first)["certificate_arn"]
+        assert org.api.get(web_path).json()["url"] == f"https://{new_host}"
+        wait_until(lambda: acm_status(customer, first) is None, "the old certificate deleted")
+        assert acm_status(customer, second) == "ISSUED"
+        described = customer.client("acm").describe_certificate(CertificateArn=second)
+        assert described["Certificate"]["DomainName"] == f"*.{new_suffix}.{domain}"
+        wait_until(lambda: name not in cnames(operator, domain), "the old validation record gone")
+        wait_until(
+            lambda: rules_by_port(customer, project_id) == {80: [[new_host]], 443: [[new_host]]},
+            "the moved rule on both listeners",
+        )
+        wait_until(lambda: dns_records(operator, domain, under=suffix) == [], "old records gone")
+        # The listener swapped certificates under the running web server, which never noticed.
+        assert org.api.get(web_path).json()["status"] == "running"
+        https = listeners(customer, project_id)[443]
+        assert [item["CertificateArn"] for item in https["Certificates"]] == [second]
+
+        # DELETE: no certificate shown at once, http:// again; the listener, the certificate and
+        # its record go, and HTTP keeps serving.
+        assert org.api.delete(f"{shop.base}/certificate").status_code == 204
+        project = org.api.get(shop.base).json()
+        assert "certificate_status" not in project and "certificate_arn" not in project
+        assert org.api.get(web_path).json()["url"] == f"http://{new_host}"
+        assert org.api.get(f"{shop.base}/certificate").status_code == 404
+        gone = org.api.delete(f"{shop.base}/certificate")
+        assert gone.status_code == 404 and gone.json()["error"] == "no_certificate"
+        wait_until(lambda: acm_status(customer, second) is None, "the certificate deleted")
+        assert rules_by_port(customer, project_id) == {80: [[new_host]]}
+        wait_until(
+            lambda: len(dns_records(operator, domain, under=new_suffix)) == 1,
+            "the validation record gone",
+        )
+
+        # HTTPS again for a running web server: the new listener copies the HTTP listener's rules.
+        third = org.api.post(f"{shop.base}/certificate").json()["certificate_arn"]
+        assert third not in (first, second)
+        project_when(shop, "issued", not_arn=second)
+        assert org.api.get(web_path).json()["url"] == f"https://{new_host}"
+        assert rules_by_port(customer, project_id) == {80: [[new_host]], 443: [[new_host]]}
+        https = listeners(customer, project_id)[443]
+        assert [item["CertificateArn"] for item in https["Certificates"]] == [third]
+
+        # Deleting the web server takes its rule off both listeners (else its target group, still
+        # in use, could not go, nor the project); then the certificate, then the project.
+        assert org.api.delete(web_path).status_code == 204
+        wait_until(
+            lambda: rules_by_port(customer, project_id) in ({80: [], 443: []}, {}),
+            "the web server's rules removed",
+        )
+        assert org.api.delete(f"{shop.base}/certificate").status_code == 204
+        delete_project_when_allowed(shop)
+        assert capstan_resources(customer, project_id) == []
+        assert dns_records(operator, domain, under=new_suffix) == []
+
+
+def test_bad_paths(org: Org, other_org: Org) -> None:
+    project = org.api.post(
+        "/api/projects", json={"name": "No cloud", "hostname_suffix": org.server.unique("nc")}
+    ).json()
+    path = f"/api/projects/{project['id']}/certificate"
+    refused = org.api.post(path)
+    assert refused.status_code == 409
+    assert refused.json()["error"] == "cloud_account_not_connected"
+    assert "certificate_status" not in org.api.get(f"/api/projects/{project['id']}").json()
+    missing = org.api.delete(path)
+    assert missing.status_code == 404 and missing.json()["error"] == "no_certificate"
+    for method in ("POST", "GET", "DELETE"):
+        response = other_org.api.request(method, path)
+        assert response.status_code == 404, (method, response.text)
+        assert response.json()["error"] == "not_found"
+    assert org.api.post("/api/projects/prj_missing/certificate").status_code == 404
