@@ -1,0 +1,133 @@
+"""The reconciler of caches (queue kind `cache`).
+
+One pass compares a cache row with the cloud and takes the next step, never waiting on one:
+
+- converging: wait for the project's network (its own queue row, asked for here); then
+  `CacheDriver.ensure` creates the security group and the cache, or raises the cache's limit when
+  it is available with a smaller one; the pass records the endpoint and moves the status once the
+  cloud's cache is available at the asked-for limit (`created`, `resized`), or `failed` when the
+  cloud gave the cache up;
+- tearing down (`deleted_at` set): delete the cache, wait until it is gone, delete its security
+  group, then the row — and enqueue the project's network, which goes with its last user.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from capstan.caches import service
+from capstan.caches.models import Cache
+from capstan.cloud.caches import NETWORK_NOT_READY, CacheSpec, CacheState
+from capstan.cloud.driver import Cloud
+from capstan.cloud.errors import RetryableCloudError, TerminalCloudError
+from capstan.cloud_account.models import CloudAccount
+from capstan.projects.models import Project
+from capstan.reconcile.queue import enqueue
+from capstan.reconcile.worker import Done, RequeueAfter, Result
+from capstan.services import network
+
+log = logging.getLogger("capstan.caches")
+POLL_SECONDS = 1.0
+# Waiting for the network reads only the database (the network reconciler wakes services, not
+# caches), so it may look more often.
+NETWORK_POLL_SECONDS = 0.5
+
+
+class CacheReconciler:
+    kind = service.QUEUE_KIND
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], cloud: Cloud) -> None:
+        self._sessionmaker = sessionmaker
+        self._cloud = cloud
+
+    async def live_ids(self, session: AsyncSession) -> list[str]:
+        return list(await session.scalars(select(Cache.id)))
+
+    async def reconcile(self, cache_id: str) -> Result:
+        async with self._sessionmaker() as session:
+            cache = await session.get(Cache, cache_id)
+            if cache is None:
+                return Done()
+            project = await session.get(Project, cache.project_id)
+            assert project is not None
+            account = await session.get(CloudAccount, cache.organization_id)
+            if cache.deleted_at is not None:
+                result = await self._tear_down(session, cache, account)
+            else:
+                result = await self._converge(session, cache, project, account)
+            await session.commit()
+            return result
+
+    async def _converge(
+        self,
+        session: AsyncSession,
+        cache: Cache,
+        project: Project,
+        account: CloudAccount | None,
+    ) -> Result:
+        if cache.status == service.FAILED:
+            return Done()
+        if project.network_ready_at is None:
+            # The project network reconciler makes it (this cache counts as one of its users).
+            await enqueue(session, network.QUEUE_KIND, project.id)
+            return RequeueAfter(NETWORK_POLL_SECONDS)
+        spec = CacheSpec(cache.id, project.id, cache.storage_limit_mb)
+        try:
+            async with service.driver_for(self._cloud, account, project.region) as driver:
+                state = await self._cloud.run(lambda: driver.ensure(spec))
+        except RetryableCloudError as error:
+            if error.code != NETWORK_NOT_READY:
+                raise
+            # Marked made but incomplete: being removed after its last user, or drifted.
+            await enqueue(session, network.QUEUE_KIND, project.id)
+            return RequeueAfter(POLL_SECONDS)
+        except TerminalCloudError as error:
+            if service.can(cache.status, "failed"):
+                await service.move(session, cache, "failed", error=error.message[:4000])
+            else:  # a usable cache stays usable; its next change or resync looks again
+                log.warning("cache %s: %s", cache.id, error.message)
+            return Done()
+        return await self._record(session, cache, spec, state)
+
+    async def _record(
+        self, session: AsyncSession, cache: Cache, spec: CacheSpec, state: CacheState
+    ) -> Result:
+        if state.endpoint and cache.endpoint != state.endpoint:
+            cache.endpoint = state.endpoint
+        if state.status == "failed":
+            if service.can(cache.status, "failed"):
+                await service.move(
+                    session, cache, "failed", error="The cloud could not create the cache."
+                )
+            return Done()
+        if state.status != "available" or not state.holds(spec):
+            return RequeueAfter(POLL_SECONDS)  # the cloud is still at work
+        # Only if nobody asked for more meanwhile: a move lost to a concurrent change (a resize,
+        # a delete) comes with its own pass, which the change enqueued.
+        unchanged = Cache.storage_limit_mb == spec.storage_limit_mb
+        applied = {"applied_storage_limit_mb": spec.storage_limit_mb}
+        if cache.status == service.CREATING:
+            await service.move(session, cache, "created", unchanged, **applied)
+        elif cache.status == service.MODIFYING:
+            await service.move(session, cache, "resized", unchanged, **applied)
+        elif cache.applied_storage_limit_mb != spec.storage_limit_mb:
+            cache.applied_storage_limit_mb = spec.storage_limit_mb
+        return Done()
+
+    async def _tear_down(
+        self, session: AsyncSession, cache: Cache, account: CloudAccount | None
+    ) -> Result:
+        if account is not None and account.account_id is not None:
+            project = await session.get(Project, cache.project_id)
+            assert project is not None
+            async with service.driver_for(self._cloud, account, project.region) as driver:
+                if not await self._cloud.run(lambda: driver.delete(cache.id)):
+                    return RequeueAfter(POLL_SECONDS)
+        await session.delete(cache)
+        await session.flush()
+        # The project's network goes with its last user.
+        await enqueue(session, network.QUEUE_KIND, cache.project_id)
+        return Done()

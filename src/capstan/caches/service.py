@@ -1,0 +1,268 @@
+"""Caches: the rules of the API, the states a cache moves through, and the live reads.
+
+A cache's status moves only along `TRANSITIONS`, through `move`, a conditional UPDATE: when the
+API and the reconciler change one cache at once, the later move finds the status changed and
+loses cleanly instead of overwriting it.
+
+    (none) ──create──► creating ──created──► available ──resize──► modifying ──resized──► available
+                          └──failed──► failed                          └──failed──► failed
+    any but deleting ──delete──► deleting ──(the reconciler removes the row)──► gone
+
+A resize asked for while the cache is still being created (or modified) keeps its status: the
+reconciler applies the larger limit once the cloud's cache is available.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
+
+from capstan.auth.principal import Principal
+from capstan.caches.models import Cache
+from capstan.cloud.aws.cost import console_url
+from capstan.cloud.aws.elasticache import cache_name
+from capstan.cloud.caches import CacheDriver, CacheMetrics
+from capstan.cloud.driver import Cloud
+from capstan.cloud.errors import CloudError, RetryableCloudError
+from capstan.cloud.pricing import cache_monthly_usd
+from capstan.cloud_account.models import CloudAccount
+from capstan.cloud_account.session import customer_session
+from capstan.db import new_id, utcnow
+from capstan.errors import BadRequest, Conflict, NotFound
+from capstan.projects import service as projects
+from capstan.projects.models import Project
+from capstan.reconcile.queue import enqueue
+from capstan.services import network
+from capstan.services.observe import CloudUnavailable
+from capstan.services.service import require_cloud_account
+
+T = TypeVar("T")
+QUEUE_KIND = "cache"
+CREATING, AVAILABLE, MODIFYING, DELETING, FAILED = (
+    "creating",
+    "available",
+    "modifying",
+    "deleting",
+    "failed",
+)
+# (status, event) -> the next status. `None` is "no cache yet"; DELETE is allowed from any
+# status but deleting (see `_DELETABLE`).
+TRANSITIONS: dict[tuple[str | None, str], str] = {
+    (None, "create"): CREATING,
+    (CREATING, "created"): AVAILABLE,
+    (CREATING, "failed"): FAILED,
+    (CREATING, "resize"): CREATING,
+    (AVAILABLE, "resize"): MODIFYING,
+    (MODIFYING, "resize"): MODIFYING,
+    (MODIFYING, "resized"): AVAILABLE,
+    (MODIFYING, "failed"): FAILED,
+    **{(status, "delete"): DELETING for status in (CREATING, AVAILABLE, MODIFYING, FAILED)},
+}
+
+
+class CacheDownsizeUnsupported(BadRequest):
+    code = "cache_downsize_unsupported"
+
+
+class CacheNotModifiable(Conflict):
+    code = "cache_not_modifiable"
+
+
+class CacheChanged(Conflict):
+    code = "cache_changed"
+    default_message = "The cache changed while this request ran; read it and try again."
+
+
+def can(status: str | None, event: str) -> bool:
+    return (status, event) in TRANSITIONS
+
+
+async def move(
+    session: AsyncSession,
+    cache: Cache,
+    event: str,
+    *guards: ColumnElement[bool],
+    **changes: Any,
+) -> bool:
+    """Move `cache` along `event`, setting `changes` with it, if its status (and every guard)
+    still holds in the database; False when someone else changed it first."""
+    target = TRANSITIONS.get((cache.status, event))
+    if target is None:
+        raise ValueError(f"a cache cannot go from {cache.status} by {event}")
+    values = {"status": target, "updated_at": utcnow(), **changes}
+    result = await session.execute(
+        update(Cache)
+        .where(Cache.id == cache.id, Cache.status == cache.status, *guards)
+        .values(**values),
+        execution_options={"synchronize_session": False},
+    )
+    if not result.rowcount:  # type: ignore[attr-defined]
+        return False
+    for name, value in values.items():
+        set_committed_value(cache, name, value)
+    return True
+
+
+# -- registration -------------------------------------------------------------------------------
+
+
+async def count_in_project(session: AsyncSession, project_id: str) -> int:
+    """The project's caches, including those still being removed (their rows refer to it)."""
+    count = await session.scalar(
+        select(func.count()).select_from(Cache).where(Cache.project_id == project_id)
+    )
+    return int(count or 0)
+
+
+def register_with_projects() -> None:
+    """A project with caches cannot be deleted, and keeps its network while any cache row is
+    there (a cache lives in the project's subnets)."""
+    projects.DEPENDENTS["caches"] = count_in_project
+    network.NETWORK_USERS["caches"] = count_in_project
+
+
+# -- the API's operations ---------------------------------------------------------------------
+
+
+async def list_(session: AsyncSession, caller: Principal, project_id: str) -> list[Cache]:
+    project = await projects.get(session, caller, project_id)
+    return list(
+        await session.scalars(
+            select(Cache)
+            .where(Cache.project_id == project.id, Cache.organization_id == caller.organization_id)
+            .order_by(Cache.created_at, Cache.id)
+        )
+    )
+
+
+async def get(session: AsyncSession, caller: Principal, project_id: str, cache_id: str) -> Cache:
+    """A cache of the caller's organization, also while it is being deleted."""
+    cache = await session.scalar(
+        select(Cache).where(
+            Cache.id == cache_id,
+            Cache.project_id == project_id,
+            Cache.organization_id == caller.organization_id,
+        )
+    )
+    if cache is None:
+        raise NotFound("No such cache.")
+    return cache
+
+
+async def create(
+    session: AsyncSession, caller: Principal, project_id: str, storage_limit_mb: int
+) -> Cache:
+    project = await projects.get(session, caller, project_id)
+    await require_cloud_account(session, caller)
+    cache_id = new_id("cch")
+    cache = Cache(
+        id=cache_id,
+        organization_id=caller.organization_id,
+        project_id=project.id,
+        status=TRANSITIONS[(None, "create")],
+        storage_limit_mb=storage_limit_mb,
+        cloud_name=cache_name(cache_id),
+    )
+    session.add(cache)
+    await enqueue(session, QUEUE_KIND, cache.id)
+    await session.flush()
+    return cache
+
+
+async def resize(
+    session: AsyncSession, caller: Principal, project_id: str, cache_id: str, storage_limit_mb: int
+) -> Cache:
+    cache = await get(session, caller, project_id, cache_id)
+    if storage_limit_mb < cache.storage_limit_mb:
+        raise CacheDownsizeUnsupported(
+            f"A cache's storage limit cannot go down ({cache.storage_limit_mb} MB now); create a "
+            "new cache instead."
+        )
+    if storage_limit_mb == cache.storage_limit_mb:
+        return cache  # nothing to change
+    if not can(cache.status, "resize"):
+        raise CacheNotModifiable(f"The cache is {cache.status}; it can no longer be resized.")
+    grown = await move(
+        session,
+        cache,
+        "resize",
+        Cache.storage_limit_mb <= storage_limit_mb,  # a concurrent larger resize wins
+        storage_limit_mb=storage_limit_mb,
+    )
+    if not grown:
+        raise CacheChanged()
+    await enqueue(session, QUEUE_KIND, cache.id)
+    return cache
+
+
+async def delete(session: AsyncSession, caller: Principal, project_id: str, cache_id: str) -> Cache:
+    """Finalizer: the cache shows `deleting` until the reconciler has removed it from the cloud."""
+    cache = await get(session, caller, project_id, cache_id)
+    if cache.status == DELETING:
+        return cache  # already on its way
+    if not await move(session, cache, "delete", deleted_at=utcnow()):
+        raise CacheChanged()
+    await enqueue(session, QUEUE_KIND, cache.id)
+    return cache
+
+
+# -- the cloud, for the reconciler and the live reads -----------------------------------------
+
+
+@asynccontextmanager
+async def driver_for(
+    cloud: Cloud, account: CloudAccount | None, region: str
+) -> AsyncIterator[CacheDriver]:
+    """A CacheDriver in the account's role, in the project's region (closed afterwards)."""
+    async with customer_session(cloud, account, region=region) as customer:
+        yield CacheDriver(customer)
+
+
+async def _read(
+    session: AsyncSession,
+    caller: Principal,
+    cloud: Cloud,
+    cache: Cache,
+    work: Callable[[CacheDriver], T],
+) -> T:
+    """A live read in the organization's account; the cloud's failures are 502s."""
+    account = await require_cloud_account(session, caller)
+    project = await session.get(Project, cache.project_id)
+    assert project is not None
+    try:
+        async with driver_for(cloud, account, project.region) as driver:
+            return await cloud.run(lambda: work(driver))
+    except CloudError as error:
+        retry = {"Retry-After": "5"} if isinstance(error, RetryableCloudError) else None
+        raise CloudUnavailable(
+            f"The cloud did not answer: {error.message}", headers=retry
+        ) from error
+
+
+async def metrics(
+    session: AsyncSession, caller: Principal, cloud: Cloud, project_id: str, cache_id: str
+) -> CacheMetrics:
+    cache = await get(session, caller, project_id, cache_id)
+    return await _read(session, caller, cloud, cache, lambda driver: driver.metrics(cache.id))
+
+
+async def cost(
+    session: AsyncSession, caller: Principal, cloud: Cloud, project_id: str, cache_id: str
+) -> dict[str, Any]:
+    cache = await get(session, caller, project_id, cache_id)
+    project = await projects.get(session, caller, project_id)
+    spent = await _read(
+        session, caller, cloud, cache, lambda driver: driver.month_to_date_usd(cache.id)
+    )
+    return {
+        "cost_explorer_url": console_url(cache.id, today=utcnow().date()),
+        "estimated_monthly_usd": cache_monthly_usd(cache.storage_limit_mb, project.region),
+        # A new cache accrues fractions of a cent: keep them visible.
+        "month_to_date_usd": round(spent, 6),
+        "currency": "USD",
+    }

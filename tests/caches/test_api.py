@@ -1,0 +1,244 @@
+"""Caches through the HTTP API against the sandbox cloud: a cache lives through creation,
+growth, metrics, cost and deletion while a second one keeps the project's network up, and the
+account is looked into at each step — the cloud's cache, its limit, its security group — until
+nothing tagged with the project is left."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from capstan.cloud.aws import names
+from capstan.cloud.aws.network import find_network
+from capstan.sandbox.cloud.inventory import capstan_resources
+from capstan.sandbox.cloud.simulator import simulator
+from tests.harness import Org
+from tests.services.helpers import Ready, ready
+from tests.services.processes import account_sessions
+
+T = TypeVar("T")
+ENDPOINT = re.compile(r"^[a-z0-9.-]+\.amazonaws\.com:6379$")
+
+
+@pytest.fixture(autouse=True)
+def quick_caches() -> Iterator[None]:
+    """Serverless caches take a minute in AWS; a fraction of a second in these tests."""
+    before = simulator().configure(cache_seconds=0.3)
+    yield
+    simulator().configure(cache_seconds=before.cache_seconds)
+
+
+def wait(check: Callable[[], T | None], *, what: str, timeout: float = 30) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+def cloud_cache(customer: Any, cache_id: str) -> dict[str, Any]:
+    elasticache = customer.client("elasticache")
+    caches = elasticache.describe_serverless_caches(
+        ServerlessCacheName=f"capstan-{cache_id.replace('_', '')}"
+    )["ServerlessCaches"]
+    return dict(caches[0])
+
+
+def test_caches_from_creation_to_deletion(org: Org, other_org: Org) -> None:
+    shop = ready(org)
+    caches = f"{shop.base}/cache"
+    _refuses_bad_bodies(shop)
+
+    created = org.api.post(caches, json={"storage_limit_mb": 128})
+    assert created.status_code == 201, created.text
+    cache = created.json()
+    assert cache["status"] == "creating"
+    assert cache["storage_limit_mb"] == 128
+    assert cache["endpoint"] is None  # the cloud has not made it yet
+    assert cache["created_at"]
+    path = f"{caches}/{cache['id']}"
+    # A second cache keeps the project's network up while the first one is deleted.
+    second = org.api.post(caches, json={"storage_limit_mb": 1500}).json()
+    second_path = f"{caches}/{second['id']}"
+    listed = org.api.get(caches).json()["caches"]
+    assert listed == [org.api.get(path).json(), org.api.get(second_path).json()]
+    deleted = org.api.delete(shop.base)
+    assert deleted.status_code == 409, deleted.text
+    assert "caches: 2" in deleted.json()["message"]
+    _hidden_from(other_org, shop, cache["id"])
+
+    available = shop.wait_for(path, "available")
+    assert ENDPOINT.match(available["endpoint"]), available
+    account_id = org.api.get("/api/cloud_account").json()["account_id"]
+    sandbox_url = org.server.settings.sandbox_cloud_url
+    assert sandbox_url
+    with account_sessions(sandbox_url, account_id) as (customer, _operator):
+        _check_in_the_cloud(customer, shop, available)
+        # 1500 MB needs 2 GB: ElastiCache sets limits in whole GB.
+        assert shop.wait_for(second_path, "available")["storage_limit_mb"] == 1500
+        limits = cloud_cache(customer, second["id"])["CacheUsageLimits"]
+        assert limits == {"DataStorage": {"Maximum": 2, "Unit": "GB"}}
+
+        # Growing: 128 MB is 1 GB in the cloud; 3000 MB is 3 GB.
+        grown = org.api.patch(path, json={"storage_limit_mb": 3000})
+        assert grown.status_code == 200, grown.text
+        assert grown.json()["status"] == "modifying"
+        assert grown.json()["storage_limit_mb"] == 3000
+        assert shop.wait_for(path, "available")["storage_limit_mb"] == 3000
+        limits = cloud_cache(customer, cache["id"])["CacheUsageLimits"]
+        assert limits == {"DataStorage": {"Maximum": 3, "Unit": "GB"}}
+        smaller = org.api.patch(path, json={"storage_limit_mb": 2048})
+        assert smaller.status_code == 400, smaller.text
+        assert smaller.json()["error"] == "cache_downsize_unsupported"
+        same = org.api.patch(path, json={"storage_limit_mb": 3000})
+        assert same.status_code == 200 and same.json()["status"] == "available", same.text
+
+        _check_metrics_and_cost(shop, path, cache["id"])
+
+        gone = org.api.delete(path)
+        assert gone.status_code == 200, gone.text
+        assert gone.json() == {"id": cache["id"], "status": "deleting"}
+        late = org.api.patch(path, json={"storage_limit_mb": 4096})
+        assert late.status_code in (404, 409), late.text  # 404 once the row is gone
+        wait(lambda: org.api.get(path).status_code == 404, what="the cache's row to go")
+        # Its row goes last: the cache and its security group are gone by then, while the
+        # other cache (seen, with its group, by service and by the tagging API) and the
+        # project's network stay.
+        left = capstan_resources(customer, shop.project["id"])
+        assert [item for item in left if item.resource == cache["id"]] == []
+        assert {item.kind for item in left if item.resource == second["id"]} == {
+            "serverless cache",
+            "security group",
+            "tagging:elasticache",
+            "tagging:ec2",
+        }
+        assert any(item.kind == "vpc" for item in left)
+        assert org.api.get(caches).json()["caches"] == [org.api.get(second_path).json()]
+        assert "caches: 1" in org.api.delete(shop.base).json()["message"]
+
+        assert org.api.delete(second_path).status_code == 200
+        wait(lambda: org.api.get(second_path).status_code == 404, what="the second cache to go")
+        # The project's network goes with its last user; then the project can go.
+        wait(lambda: org.api.delete(shop.base).status_code == 204, what="the project to delete")
+        assert capstan_resources(customer, shop.project["id"]) == []
+
+
+def _refuses_bad_bodies(shop: Ready) -> None:
+    caches = f"{shop.base}/cache"
+    for body in (
+        {},
+        {"storage_limit_mb": 127},
+        {"storage_limit_mb": "256"},
+        {"storage_limit_mb": 256.0},
+        {"storage_limit_mb": True},
+        {"storage_limit_mb": 256, "engine": "redis"},
+    ):
+        refused = shop.org.api.post(caches, json=body)
+        assert refused.status_code == 400, (body, refused.text)
+        assert refused.json()["error"] == "invalid_request"
+    assert shop.org.api.get(caches).json() == {"caches": []}
+
+
+def _hidden_from(other: Org, shop: Ready, cache_id: str) -> None:
+    """Another organization sees no such cache, through our project or through its own."""
+    own = other.api.post(
+        "/api/projects", json={"name": "Other", "hostname_suffix": other.server.unique("other")}
+    )
+    assert own.status_code == 201, own.text
+    for base in (shop.base, f"/api/projects/{own.json()['id']}"):
+        path = f"{base}/cache/{cache_id}"
+        for method, suffix, body in (
+            ("GET", "", None),
+            ("PATCH", "", {"storage_limit_mb": 4096}),
+            ("DELETE", "", None),
+            ("GET", "/metrics", None),
+            ("GET", "/cost", None),
+        ):
+            answer = other.api.request(method, f"{path}{suffix}", json=body)
+            assert answer.status_code == 404, (method, path, suffix, answer.text)
+    assert other.api.get(f"{shop.base}/cache").status_code == 404
+    assert shop.org.api.get(f"{shop.base}/cache/{cache_id}").json()["storage_limit_mb"] == 128
+
+
+def _check_in_the_cloud(customer: Any, shop: Ready, cache: dict[str, Any]) -> None:
+    """Valkey, 1 GB, in the project's subnets, behind a group open to the services only."""
+    project_id = shop.project["id"]
+    found = cloud_cache(customer, cache["id"])
+    assert found["Engine"] == "valkey"
+    assert found["Status"] == "available"
+    assert found["CacheUsageLimits"] == {"DataStorage": {"Maximum": 1, "Unit": "GB"}}
+    assert f"{found['Endpoint']['Address']}:{found['Endpoint']['Port']}" == cache["endpoint"]
+    tags = customer.client("elasticache").list_tags_for_resource(ResourceName=found["ARN"])
+    assert {t["Key"]: t["Value"] for t in tags["TagList"]} == names.tag_map(project_id, cache["id"])
+    project = find_network(customer, project_id)
+    assert project is not None
+    assert sorted(found["SubnetIds"]) == sorted(project.subnet_ids)
+    [group_id] = found["SecurityGroupIds"]
+    [group] = customer.client("ec2").describe_security_groups(GroupIds=[group_id])["SecurityGroups"]
+    assert group["VpcId"] == project.vpc_id
+    assert [
+        (rule["IpProtocol"], rule["FromPort"], rule["ToPort"], rule.get("IpRanges"))
+        for rule in group["IpPermissions"]
+    ] == [("tcp", 6379, 6379, [])]
+    [pair] = group["IpPermissions"][0]["UserIdGroupPairs"]
+    assert pair["GroupId"] == project.services_group_id
+
+
+def _check_metrics_and_cost(shop: Ready, path: str, cache_id: str) -> None:
+    api = shop.org.api
+
+    def metrics() -> dict[str, Any] | None:
+        answer = api.get(f"{path}/metrics")
+        assert answer.status_code == 200, answer.text
+        body = dict(answer.json())
+        return body if body["cache_hits"] > 0 else None
+
+    figures = wait(metrics, what="CloudWatch data points of the cache")
+    assert set(figures) == {
+        "cache_hits",
+        "cache_misses",
+        "memory_used_bytes",
+        "curr_connections",
+        "period_seconds",
+    }
+    assert all(type(value) is int for value in figures.values()), figures
+    assert figures["period_seconds"] == 3600
+    assert figures["memory_used_bytes"] > 0 and figures["curr_connections"] > 0
+
+    def cost() -> dict[str, Any] | None:
+        answer = api.get(f"{path}/cost")
+        assert answer.status_code == 200, answer.text
+        body = dict(answer.json())
+        return body if body["month_to_date_usd"] > 0 else None
+
+    spent = wait(cost, what="month-to-date cost of the cache")
+    assert spent["currency"] == "USD"
+    # 3000 MB of data storage for 730 hours at us-east-1's $0.084 per GB-hour.
+    assert spent["estimated_monthly_usd"] == 179.65
+    assert spent["month_to_date_usd"] < 0.01  # seconds of a small cache
+    link = urlsplit(spent["cost_explorer_url"])
+    assert link.netloc.endswith("console.aws.amazon.com") and link.path == "/costmanagement/home"
+    report = parse_qs(urlsplit(link.fragment).query)
+    assert report["startDate"][0].endswith("-01")
+    [row] = json.loads(report["filter"][0])
+    assert row["growableValue"]["value"] == "capstan:resource"
+    assert [value["value"] for value in row["values"]] == [cache_id]
+
+
+def test_a_cache_needs_a_connected_cloud_account(org: Org) -> None:
+    project = org.api.post(
+        "/api/projects", json={"name": "Bare", "hostname_suffix": org.server.unique("bare")}
+    ).json()
+    refused = org.api.post(f"/api/projects/{project['id']}/cache", json={"storage_limit_mb": 256})
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["error"] == "cloud_account_not_connected"
+    assert org.api.get(f"/api/projects/{project['id']}/cache").json() == {"caches": []}
