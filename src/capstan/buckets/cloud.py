@@ -1,0 +1,122 @@
+"""What storage buckets ask of the cloud, in the bucket's own region: make one (private, encrypted,
+request metrics on), remove one, and read its request metrics, size and spend.
+
+Each function is blocking boto3 work through `capstan.cloud.aws` (run it with `Cloud.run`), on a
+session from `session_in`: the organization's assumed role, in the project's region — buckets
+and their request metrics live there, whatever region the control plane runs in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+
+from capstan.cloud.aws import cloudwatch, cost, iam, s3
+from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.driver import Cloud
+from capstan.cloud.pricing import bucket_monthly_usd
+from capstan.cloud_account.models import CloudAccount
+from capstan.cloud_account.session import customer_session
+
+PERIOD_SECONDS = 3600
+# Request metrics read from CloudWatch (dimensions BucketName and FilterId), keyed for the answer.
+_REQUESTS = {
+    "get": "GetRequests",
+    "head": "HeadRequests",
+    "put": "PutRequests",
+    "post": "PostRequests",
+    "delete": "DeleteRequests",
+    "list": "ListRequests",
+    "down": "BytesDownloaded",
+    "up": "BytesUploaded",
+}
+
+
+@asynccontextmanager
+async def session_in(
+    cloud: Cloud, account: CloudAccount | None, region: str
+) -> AsyncIterator[AwsSession]:
+    """A session in the organization's account (its role) whose clients talk to `region`."""
+    async with customer_session(cloud, account, region=region) as customer:
+        yield customer
+
+
+def arn(region: str, bucket_name: str) -> str:
+    return s3.arn_in(iam.partition_of(region), bucket_name)
+
+
+def ensure_bucket(aws: AwsSession, bucket_name: str, project_id: str, bucket_id: str) -> None:
+    """The private bucket with request metrics for all of it (idempotent: every setting is
+    applied again, so a half-made bucket is finished and drift is repaired)."""
+    s3.ensure_private_bucket(aws, bucket_name, project_id, bucket_id)
+    s3.ensure_request_metrics(aws, bucket_name)
+
+
+def remove_bucket(aws: AwsSession, bucket_name: str) -> bool:
+    """Empty the bucket (every version) and delete it; True once it is gone."""
+    s3.delete_bucket(aws, bucket_name)
+    return not s3.bucket_exists(aws, bucket_name)
+
+
+def requests_last_hour(aws: AwsSession, bucket_name: str, *, now: datetime) -> dict[str, int]:
+    """Sums over the last hour of the bucket's request metrics, by `_REQUESTS` key."""
+    dimensions = {"BucketName": bucket_name, "FilterId": s3.REQUEST_METRICS_ID}
+    queries = [
+        cloudwatch.MetricQuery(key, "AWS/S3", name, dimensions, "Sum")
+        for key, name in _REQUESTS.items()
+    ]
+    values = cloudwatch.aggregate(
+        aws, queries, start=now - timedelta(seconds=PERIOD_SECONDS), end=now, period_seconds=60
+    )
+    return {key: int(sum(values.get(key, []))) for key in _REQUESTS}
+
+
+def size_bytes(aws: AwsSession, bucket_name: str, *, now: datetime) -> float:
+    """The bytes the bucket stores: S3 publishes `BucketSizeBytes` once a day, so the largest
+    value of the last two days (0 for a bucket too new to have one)."""
+    dimensions = {"BucketName": bucket_name, "StorageType": "StandardStorage"}
+    values = cloudwatch.aggregate(
+        aws,
+        [cloudwatch.MetricQuery("size", "AWS/S3", "BucketSizeBytes", dimensions, "Maximum")],
+        start=now - timedelta(days=2),
+        end=now,
+        period_seconds=86400,
+    )
+    return max(values.get("size", []), default=0.0)
+
+
+def metrics(aws: AwsSession, bucket_name: str, *, now: datetime) -> dict[str, int]:
+    """The bucket metrics object: GET counts GET and HEAD, PUT counts PUT (copies are PUTs)
+    and POST."""
+    counts = requests_last_hour(aws, bucket_name, now=now)
+    return {
+        "get_requests": counts["get"] + counts["head"],
+        "put_requests": counts["put"] + counts["post"],
+        "delete_requests": counts["delete"],
+        "bytes_downloaded": counts["down"],
+        "bytes_uploaded": counts["up"],
+        "period_seconds": PERIOD_SECONDS,
+    }
+
+
+def costs(
+    aws: AwsSession, bucket_id: str, bucket_name: str, region: str, *, now: datetime
+) -> dict[str, float | str]:
+    """Month to date from Cost Explorer (by the `capstan:resource` tag), and an estimate of a
+    month: the bytes stored at S3 Standard's price per GB-month, plus the last hour's requests
+    (PUT, POST and LIST at one price, GET and HEAD at the other; DELETE is free) for 730 hours.
+    Rounded to millionths of a dollar: a quiet bucket costs fractions of a cent."""
+    counts = requests_last_hour(aws, bucket_name, now=now)
+    tier1 = counts["put"] + counts["post"] + counts["list"]
+    tier2 = counts["get"] + counts["head"]
+    estimate = bucket_monthly_usd(size_bytes(aws, bucket_name, now=now), tier1, tier2, region)
+    spent = cost.month_to_date_usd(aws, bucket_id, today=now.date())
+    return {
+        "cost_explorer_url": cost.console_url(
+            bucket_id, today=now.date(), partition=iam.partition_of(region)
+        ),
+        "estimated_monthly_usd": round(estimate, 6),
+        "month_to_date_usd": round(spent, 6),
+        "currency": "USD",
+    }

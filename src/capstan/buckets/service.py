@@ -1,0 +1,254 @@
+"""Storage buckets: the rules of the API, the state machine, and what buckets add to the project's
+task role.
+
+A request writes the desired state and enqueues the bucket for its reconciler (queue kind
+`bucket`) and the project network (whose pass puts the task role's grants) in the same
+transaction. The grants follow the database, so they change when the request commits: a new
+bucket is granted from its creation (the role may name a bucket before it exists), a deleted one
+is revoked at once, before its objects are gone.
+
+    (none) ──POST──► creating ──reconciler: bucket made──► active
+    creating | active ──DELETE──► deleting ──reconciler: emptied and removed──► (row gone: 404)
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import unicodedata
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
+
+from capstan.auth.principal import Principal
+from capstan.buckets import cloud as bucket_cloud
+from capstan.buckets.models import Bucket
+from capstan.cloud.aws import s3
+from capstan.cloud.driver import Cloud
+from capstan.cloud.errors import CloudError, RetryableCloudError
+from capstan.db import new_id, utcnow
+from capstan.errors import Conflict, NotFound
+from capstan.projects import service as projects
+from capstan.projects.models import Project
+from capstan.reconcile.queue import enqueue
+from capstan.services import network
+from capstan.services import service as services
+from capstan.services.observe import CloudUnavailable
+
+QUEUE_KIND = "bucket"
+CREATING, ACTIVE, DELETING = "creating", "active", "deleting"
+# (status, event) -> next status. Nobody assigns `status` by hand: `move` applies this table.
+TRANSITIONS: dict[tuple[str, str], str] = {
+    (CREATING, "created"): ACTIVE,
+    (CREATING, "delete"): DELETING,
+    (ACTIVE, "delete"): DELETING,
+}
+# A real name is `<slug>-<suffix>`: 12 random characters make it unique across AWS, and leave
+# S3's 63 for the slug's 50.
+SUFFIX_LENGTH = 12
+_SLUG_MAX = 63 - SUFFIX_LENGTH - 1
+_SUFFIX_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+# Prefixes S3 reserves for its own names.
+_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+
+
+class BucketIsDeleting(Conflict):
+    code = "bucket_deleting"
+    default_message = "The bucket is being deleted."
+
+
+def real_name(label: str) -> str:
+    """A globally unique S3 bucket name from a label: `User uploads` -> `user-uploads-<12>`.
+
+    Letters lose their accents, everything that is not a letter or digit becomes one hyphen, and
+    the slug is cut to fit; the suffix is random (lowercase letters and digits), so the name is
+    3-63 characters of `[a-z0-9-]`, starts and ends with a letter or digit, and is not shaped
+    like an IP address.
+    """
+    ascii_label = unicodedata.normalize("NFKD", label).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_label.lower()).strip("-")[:_SLUG_MAX].rstrip("-")
+    if not slug or slug.startswith(_RESERVED_PREFIXES):
+        slug = f"bucket-{slug}"[:_SLUG_MAX].rstrip("-")
+    suffix = "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(SUFFIX_LENGTH))
+    return f"{slug}-{suffix}"
+
+
+def describe(bucket: Bucket) -> dict[str, Any]:
+    return {
+        "id": bucket.id,
+        "name": bucket.label,
+        "arn": bucket_cloud.arn(bucket.region, bucket.bucket_name),
+        "region": bucket.region,
+        "status": bucket.status,
+        "created_at": bucket.created_at,
+        "updated_at": bucket.updated_at,
+    }
+
+
+async def move(session: AsyncSession, bucket: Bucket, event: str) -> bool:
+    """Apply `event` to the bucket by `TRANSITIONS`, as a conditional UPDATE: False (and nothing
+    changed) when the event does not apply or someone else moved the bucket meanwhile."""
+    target = TRANSITIONS.get((bucket.status, event))
+    if target is None:
+        return False
+    await session.flush()
+    now = utcnow()
+    values: dict[str, Any] = {"status": target, "updated_at": now}
+    if target == DELETING:
+        values["deleted_at"] = now
+    result = await session.execute(
+        update(Bucket)
+        .where(Bucket.id == bucket.id, Bucket.status == bucket.status)
+        .values(**values),
+        execution_options={"synchronize_session": False},
+    )
+    if not result.rowcount:  # type: ignore[attr-defined]
+        return False
+    for name, value in values.items():
+        set_committed_value(bucket, name, value)
+    return True
+
+
+async def get(session: AsyncSession, caller: Principal, project_id: str, bucket_id: str) -> Bucket:
+    bucket = await session.scalar(
+        select(Bucket).where(
+            Bucket.id == bucket_id,
+            Bucket.project_id == project_id,
+            Bucket.organization_id == caller.organization_id,
+        )
+    )
+    if bucket is None:
+        raise NotFound("No such storage bucket.")
+    return bucket
+
+
+async def list_(session: AsyncSession, caller: Principal, project_id: str) -> list[Bucket]:
+    project = await projects.get(session, caller, project_id)
+    return list(
+        await session.scalars(
+            select(Bucket)
+            .where(Bucket.project_id == project.id)
+            .order_by(Bucket.created_at, Bucket.id)
+        )
+    )
+
+
+async def create(session: AsyncSession, caller: Principal, project_id: str, label: str) -> Bucket:
+    project = await projects.get(session, caller, project_id)
+    await services.require_cloud_account(session, caller)
+    bucket = Bucket(
+        id=new_id("bkt"),
+        organization_id=caller.organization_id,
+        project_id=project.id,
+        label=label,
+        bucket_name=real_name(label),
+        # Buckets live in the project's region (the spec: "matches the project's region").
+        region=project.region,
+        status=CREATING,
+    )
+    session.add(bucket)
+    await session.flush()
+    await enqueue(session, QUEUE_KIND, bucket.id)
+    await enqueue(session, network.QUEUE_KIND, project.id)
+    return bucket
+
+
+async def rename(
+    session: AsyncSession, caller: Principal, project_id: str, bucket_id: str, label: str | None
+) -> Bucket:
+    """Change the label only: the real bucket keeps its name."""
+    bucket = await get(session, caller, project_id, bucket_id)
+    if bucket.status == DELETING:
+        raise BucketIsDeleting("The bucket is being deleted; its label can no longer change.")
+    if label is not None and label != bucket.label:
+        bucket.label = label
+        await session.flush()
+    return bucket
+
+
+async def delete(
+    session: AsyncSession, caller: Principal, project_id: str, bucket_id: str
+) -> Bucket:
+    """Finalizer: `deleting` now (a repeated DELETE answers the same); the reconciler empties and
+    removes the bucket, and then the row goes."""
+    bucket = await get(session, caller, project_id, bucket_id)
+    if bucket.status != DELETING and not await move(session, bucket, "delete"):
+        await session.refresh(bucket)  # moved meanwhile (e.g. to active): delete from there
+        await move(session, bucket, "delete")
+    await enqueue(session, QUEUE_KIND, bucket.id)
+    await enqueue(session, network.QUEUE_KIND, bucket.project_id)
+    return bucket
+
+
+async def count_in_project(session: AsyncSession, project_id: str) -> int:
+    """Buckets of the project, including those still being removed (they still exist)."""
+    count = await session.scalar(
+        select(func.count()).select_from(Bucket).where(Bucket.project_id == project_id)
+    )
+    return int(count or 0)
+
+
+async def task_grants(session: AsyncSession, project: Project) -> list[dict[str, Any]]:
+    """The project's task role may read, write and list the objects of each live bucket."""
+    rows = await session.execute(
+        select(Bucket.region, Bucket.bucket_name).where(
+            Bucket.project_id == project.id, Bucket.deleted_at.is_(None)
+        )
+    )
+    return s3.read_write_statements([bucket_cloud.arn(region, name) for region, name in rows])
+
+
+def register() -> None:
+    """Projects refuse deletion while buckets remain; the task role gets access to them."""
+    projects.DEPENDENTS["storage buckets"] = count_in_project
+    network.TASK_GRANTS["buckets"] = task_grants
+
+
+# -- live reads ---------------------------------------------------------------------------------
+
+
+async def _read(
+    session: AsyncSession, caller: Principal, cloud: Cloud, bucket: Bucket, work: Any
+) -> Any:
+    """Run `work(aws)` in the bucket's region; a cloud failure is a 502 `cloud_unavailable`."""
+    account = await services.require_cloud_account(session, caller)
+    try:
+        async with bucket_cloud.session_in(cloud, account, bucket.region) as aws:
+            return await cloud.run(lambda: work(aws))
+    except CloudError as error:
+        retry = {"Retry-After": "5"} if isinstance(error, RetryableCloudError) else None
+        raise CloudUnavailable(
+            f"The cloud did not answer: {error.message}", headers=retry
+        ) from error
+
+
+async def metrics(
+    session: AsyncSession, caller: Principal, cloud: Cloud, project_id: str, bucket_id: str
+) -> dict[str, int]:
+    bucket = await get(session, caller, project_id, bucket_id)
+    now = utcnow()
+    found: dict[str, int] = await _read(
+        session,
+        caller,
+        cloud,
+        bucket,
+        lambda aws: bucket_cloud.metrics(aws, bucket.bucket_name, now=now),
+    )
+    return found
+
+
+async def cost(
+    session: AsyncSession, caller: Principal, cloud: Cloud, project_id: str, bucket_id: str
+) -> dict[str, Any]:
+    bucket = await get(session, caller, project_id, bucket_id)
+    now = utcnow()
+    found: dict[str, Any] = await _read(
+        session,
+        caller,
+        cloud,
+        bucket,
+        lambda aws: bucket_cloud.costs(aws, bucket.id, bucket.bucket_name, bucket.region, now=now),
+    )
+    return found

@@ -1,0 +1,261 @@
+"""Storage buckets through the HTTP API, against the sandbox cloud, on both databases: the real
+bucket (region, privacy, encryption, request metrics, tags), label changes, metrics and cost
+after real S3 traffic, deletion of a bucket holding objects, bad input, other organizations,
+project deletion, and the task role's grants for buckets and models."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import pytest
+
+from capstan.cloud.aws import iam
+from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.sandbox.cloud.accounts import organization_access
+from capstan.sandbox.cloud.inventory import capstan_resources
+from tests.harness import Org, RunningServer
+from tests.services.helpers import Ready, ready
+
+T = TypeVar("T")
+HAIKU = "anthropic.claude-3-haiku-20240307-v1:0"
+TITAN_EMBED = "amazon.titan-embed-text-v2:0"
+
+
+@pytest.fixture(scope="module")
+def shop(server: RunningServer) -> Iterator[Ready]:
+    """One organization, connected and with the git app installed, shared by these tests (each
+    makes its own project or bucket): connecting a cloud account takes seconds."""
+    member = server.new_org()
+    yield ready(member)
+    member.close()
+
+
+def wait_until(
+    check: Callable[[], T | None], *, timeout: float = 20, what: str | Callable[[], str] = ""
+) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            said = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout}s waiting for {said}")
+        time.sleep(0.1)
+
+
+@contextmanager
+def account_admin(org: Org, region: str) -> Iterator[AwsSession]:
+    """An administrator of the organization's sandbox account, in `region`."""
+    url = org.server.settings.sandbox_cloud_url
+    assert url
+    account_id = org.api.get("/api/cloud_account").json()["account_id"]
+    with organization_access(Endpoint(region=region, url=url), account_id) as admin:
+        yield admin
+
+
+def new_project(org: Org, **fields: Any) -> dict[str, Any]:
+    body = {"name": "Files", "hostname_suffix": org.server.unique("files"), **fields}
+    response = org.api.post("/api/projects", json=body)
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+def wait_status(org: Org, path: str, status: str) -> dict[str, Any]:
+    def settled() -> dict[str, Any] | None:
+        body = dict(org.api.get(path).json())
+        return body if body.get("status") == status else None
+
+    return wait_until(settled, what=f"{path} to be {status}")
+
+
+def test_a_bucket_from_creation_to_deletion(shop: Ready) -> None:
+    org = shop.org
+    project = new_project(org, region="eu-west-1")
+    base = f"/api/projects/{project['id']}/storage"
+
+    created = org.api.post(base, json={"name": "User uploads!"})
+    assert created.status_code == 201, created.text
+    bucket = created.json()
+    real_name = bucket["arn"].removeprefix("arn:aws:s3:::")
+    assert bucket["status"] == "creating"
+    assert bucket["name"] == "User uploads!"
+    assert bucket["region"] == "eu-west-1"
+    assert re.fullmatch(r"user-uploads-[a-z0-9]{12}", real_name), real_name
+    assert bucket["created_at"] and bucket["updated_at"]
+    path = f"{base}/{bucket['id']}"
+    active = wait_status(org, path, "active")
+    assert {k: active[k] for k in ("id", "name", "arn", "region")} == {
+        k: bucket[k] for k in ("id", "name", "arn", "region")
+    }
+    assert [b["id"] for b in org.api.get(base).json()["buckets"]] == [bucket["id"]]
+
+    with account_admin(org, "eu-west-1") as admin:
+        s3 = admin.client("s3")
+        assert s3.get_bucket_location(Bucket=real_name)["LocationConstraint"] == "eu-west-1"
+        assert set(
+            s3.get_public_access_block(Bucket=real_name)["PublicAccessBlockConfiguration"].values()
+        ) == {True}
+        rules = s3.get_bucket_encryption(Bucket=real_name)["ServerSideEncryptionConfiguration"]
+        assert rules["Rules"][0]["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+        metrics_ids = s3.list_bucket_metrics_configurations(Bucket=real_name)
+        assert [c["Id"] for c in metrics_ids["MetricsConfigurationList"]] == ["EntireBucket"]
+        tags = {t["Key"]: t["Value"] for t in s3.get_bucket_tagging(Bucket=real_name)["TagSet"]}
+        assert tags == {"capstan:project": project["id"], "capstan:resource": bucket["id"]}
+
+        # The label changes; the bucket and its ARN do not.
+        renamed = org.api.patch(path, json={"name": "Avatars"})
+        assert renamed.status_code == 200, renamed.text
+        assert renamed.json()["name"] == "Avatars"
+        assert renamed.json()["arn"] == bucket["arn"]
+        assert org.api.patch(path, json={}).json()["name"] == "Avatars"
+        assert real_name in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+
+        # Traffic: 3 puts (one a copy), 2 gets and a head, 1 delete.
+        s3.put_object(Bucket=real_name, Key="a.txt", Body=b"0123456789")
+        s3.put_object(Bucket=real_name, Key="b.bin", Body=b"x" * 1000)
+        s3.copy_object(Bucket=real_name, Key="c.txt", CopySource=f"{real_name}/a.txt")
+        assert s3.get_object(Bucket=real_name, Key="a.txt")["Body"].read() == b"0123456789"
+        s3.get_object(Bucket=real_name, Key="b.bin")["Body"].read()
+        s3.head_object(Bucket=real_name, Key="c.txt")
+        s3.delete_object(Bucket=real_name, Key="c.txt")
+        expected = {
+            "get_requests": 3,
+            "put_requests": 3,
+            "delete_requests": 1,
+            "bytes_downloaded": 1010,
+            "bytes_uploaded": 1010,
+            "period_seconds": 3600,
+        }
+
+        seen: list[Any] = []
+
+        def counted() -> bool:
+            response = org.api.get(f"{path}/metrics")
+            assert response.status_code == 200, response.text
+            seen.append(response.json())
+            return bool(response.json() == expected)
+
+        wait_until(counted, what=lambda: f"metrics {expected}, last {seen[-1]}")
+        cost = org.api.get(f"{path}/cost")
+        assert cost.status_code == 200, cost.text
+        spend = cost.json()
+        assert spend["currency"] == "USD"
+        assert spend["month_to_date_usd"] > 0
+        assert spend["estimated_monthly_usd"] > 0
+        url = spend["cost_explorer_url"]
+        assert url.startswith("https://us-east-1.console.aws.amazon.com/costmanagement/home#")
+        assert bucket["id"] in url and "capstan:resource" in url
+
+        # Delete the bucket with its two objects still in it.
+        deleted = org.api.delete(path)
+        assert deleted.status_code == 200, deleted.text
+        assert deleted.json() == {"id": bucket["id"], "status": "deleting"}
+        assert org.api.patch(path, json={"name": "x"}).status_code in (404, 409)
+        wait_until(lambda: org.api.get(path).status_code == 404, what="the bucket to go")
+        assert org.api.get(base).json() == {"buckets": []}
+        assert real_name not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+        tagged = admin.client("resourcegroupstaggingapi").get_resources(
+            TagFilters=[{"Key": "capstan:project", "Values": [project["id"]]}]
+        )
+        assert tagged["ResourceTagMappingList"] == []
+    assert org.api.delete(f"/api/projects/{project['id']}").status_code == 204
+
+
+def test_bad_input_other_organizations_and_project_deletion(shop: Ready, other_org: Org) -> None:
+    org = shop.org
+    project = new_project(org)
+    base = f"/api/projects/{project['id']}/storage"
+    for body in (
+        {},
+        {"name": ""},
+        {"name": "   "},
+        {"name": "!!!"},
+        {"name": 5},
+        {"name": "x" * 101},
+        {"name": "ok", "public": True},
+    ):
+        response = org.api.post(base, json=body)
+        assert response.status_code == 400, (body, response.text)
+        assert response.json()["error"] == "invalid_request"
+    created = org.api.post(base, json={"name": "Reports"})
+    assert created.status_code == 201, created.text
+    path = f"{base}/{created.json()['id']}"
+    assert org.api.patch(path, json={"name": None}).status_code == 400
+    assert org.api.patch(path, json={"name": "ok", "arn": "x"}).status_code == 400
+
+    # Another organization sees none of it.
+    for method, suffix, body in (
+        ("GET", "", None),
+        ("PATCH", "", {"name": "mine"}),
+        ("DELETE", "", None),
+        ("GET", "/metrics", None),
+        ("GET", "/cost", None),
+    ):
+        response = other_org.api.request(method, path + suffix, json=body)
+        assert response.status_code == 404, (method, suffix, response.text)
+    assert other_org.api.get(base).status_code == 404
+    assert other_org.api.post(base, json={"name": "mine"}).status_code == 404
+    assert org.api.get(f"{base}/bkt_00000000000000000000000000").status_code == 404
+
+    # Without a connected cloud account there is nowhere to make a bucket.
+    theirs = new_project(other_org)
+    refused = other_org.api.post(f"/api/projects/{theirs['id']}/storage", json={"name": "x1"})
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["error"] == "cloud_account_not_connected"
+
+    # The project cannot go while the bucket exists (nor while it is being removed).
+    refused = org.api.delete(f"/api/projects/{project['id']}")
+    assert refused.status_code == 409, refused.text
+    assert "storage buckets: 1" in refused.json()["message"]
+    assert org.api.delete(path).status_code == 200
+    wait_until(lambda: org.api.get(path).status_code == 404, what="the bucket to go")
+    assert org.api.delete(f"/api/projects/{project['id']}").status_code == 204
+
+
+def test_the_task_role_may_use_the_buckets_and_exactly_the_enabled_models(shop: Ready) -> None:
+    org = shop.org
+    project_id = shop.project["id"]
+    web = shop.create_web_server()
+    bucket = org.api.post(f"{shop.base}/storage", json={"name": "assets"}).json()
+    put = org.api.put(f"{shop.base}/model_access", json={"model_ids": [HAIKU, TITAN_EMBED]})
+    assert put.status_code == 200, put.text
+    shop.wait_for(f"{shop.base}/web_servers/{web['id']}", "running")
+
+    with account_admin(org, "us-east-1") as admin:
+
+        def grants(check: Callable[[dict[str, Any]], bool], what: str) -> dict[str, Any]:
+            def current() -> tuple[dict[str, Any]] | None:
+                statements = {s["Sid"]: s for s in iam.task_grants(admin, project_id)}
+                return (statements,) if check(statements) else None
+
+            return wait_until(current, what=what)[0]
+
+        granted = grants(lambda s: {"CapstanBuckets", "CapstanModels"} <= set(s), "the grants")
+        assert granted["CapstanBuckets"]["Resource"] == [bucket["arn"]]
+        assert granted["CapstanBucketObjects"]["Resource"] == [f"{bucket['arn']}/*"]
+        assert {"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket"} <= set(
+            granted["CapstanBucketObjects"]["Action"] + granted["CapstanBuckets"]["Action"]
+        )
+        assert sorted(granted["CapstanModels"]["Resource"]) == sorted(
+            f"arn:aws:bedrock:us-east-1::foundation-model/{model}" for model in (HAIKU, TITAN_EMBED)
+        )
+        assert set(granted["CapstanModels"]["Action"]) == {
+            "bedrock:InvokeModel",
+            "bedrock:InvokeModelWithResponseStream",
+        }
+
+        assert org.api.put(f"{shop.base}/model_access", json={"model_ids": []}).status_code == 200
+        granted = grants(lambda s: "CapstanModels" not in s, "the model grant to go")
+        assert set(granted) == {"CapstanBuckets", "CapstanBucketObjects"}
+
+        # Deleting the bucket revokes its grant and leaves nothing of it in the account.
+        path = f"{shop.base}/storage/{bucket['id']}"
+        assert org.api.delete(path).status_code == 200
+        assert grants(lambda s: not s, "no grants at all") == {}
+        wait_until(lambda: org.api.get(path).status_code == 404, what="the bucket to go")
+        assert [f for f in capstan_resources(admin) if f.resource == bucket["id"]] == []
