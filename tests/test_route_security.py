@@ -15,6 +15,7 @@ from tests.harness import Org, RunningServer
 PUBLIC = {
     ("POST", "/api/session"),
     ("GET", "/api/git_host/callback"),
+    ("POST", "/api/git_host/webhooks"),  # authenticated by its signature instead
     ("GET", "/docs/api"),
     ("GET", "/docs"),
     ("GET", "/"),
@@ -70,6 +71,9 @@ def test_public_routes_really_are_public(server: RunningServer) -> None:
         assert anonymous.get("/docs").status_code == 200
         assert anonymous.get("/").status_code == 200
         assert anonymous.post("/api/session", json={}).status_code == 400
+        unsigned = anonymous.post("/api/git_host/webhooks", json={})
+        assert unsigned.status_code == 401
+        assert unsigned.json()["error"] == "invalid_signature"
 
 
 def test_sandbox_pages_exist_only_in_sandbox_mode(server: RunningServer) -> None:

@@ -123,6 +123,8 @@ def test_full_flow_records_lists_repositories_and_deletes(org: Org) -> None:
             "installation_id": installation_id,
             "account_login": "sandbox-user",
             "account_type": "User",
+            "status": "active",
+            "status_changed_at": None,
         }
     ]
 
@@ -152,6 +154,8 @@ def test_installation_on_an_organization_account(org: Org) -> None:
             "installation_id": installation_id,
             "account_login": "acme-corp",
             "account_type": "Organization",
+            "status": "active",
+            "status_changed_at": None,
         }
     ]
 
@@ -365,6 +369,8 @@ def test_failed_confirmation_keeps_the_claim_and_the_manual_post_finishes(org: O
         "installation_id": installation_id,
         "account_login": "sandbox-user",
         "account_type": "User",
+        "status": "active",
+        "status_changed_at": None,
     }
     response = org.api.post(
         "/api/git_host/installations", json={"installation_id": installation_id}
@@ -763,7 +769,9 @@ def test_cookie_session_needs_the_csrf_token(org: Org) -> None:
     assert len(setups(org.server, org.organization_id)) == 1
 
 
-def test_only_the_callback_is_public_in_the_openapi_document(server: RunningServer) -> None:
+def test_only_the_callback_and_webhooks_are_public_in_the_openapi_document(
+    server: RunningServer,
+) -> None:
     with server.client() as client:
         document = client.get("/docs/api").json()
     operations = {
@@ -772,11 +780,12 @@ def test_only_the_callback_is_public_in_the_openapi_document(server: RunningServ
         if path.startswith("/api/git_host")
         for method, operation in item.items()
     }
-    assert ("GET", "/api/git_host/callback") in operations
-    assert len(operations) == 6
+    public = {("GET", "/api/git_host/callback"), ("POST", "/api/git_host/webhooks")}
+    assert public <= set(operations)
+    assert len(operations) == 7
     for key, operation in operations.items():
         assert operation.get("summary"), key
-        if key == ("GET", "/api/git_host/callback"):
+        if key in public:
             assert operation["security"] == []
         else:
             assert "security" not in operation, key

@@ -93,3 +93,36 @@ def test_failures_aimed_at_a_path(tmp_path: Path) -> None:
     assert store.take_failure("/api/user/installations") is None
     assert store.take_failure("/api/app/installations/7") == aimed
     assert store.take_failure("/api/app/installations/7") is None
+
+
+def test_pushes_branches_and_suspensions_survive_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / STATE_FILE
+    store = SandboxStore(path)
+    reader = store.create_installation("acme", "Organization")
+    outsider = store.create_installation("globex", "Organization")
+    store.create_repository("acme", "shop", private=True, installation_ids=[reader.id])
+    first = store.push("acme", "shop", "topic")
+    assert first is not None and first.created and first.before == "0" * 40
+    broken = store.push("acme", "shop", "topic", breaks_build=True)
+    assert broken is not None and not broken.created and broken.before == first.after
+    later = store.push("acme", "shop", "topic")  # made on a broken commit: still broken
+    assert later is not None
+    store.set_suspended(outsider.id, True)
+
+    reloaded = SandboxStore(path)
+    shop = reloaded.repository("acme", "shop")
+    assert shop is not None
+    assert shop.visible_to(reader.id) and not shop.visible_to(outsider.id)
+    assert not shop.breaks_build(first.after)
+    assert shop.breaks_build(broken.after) and shop.breaks_build("topic")
+    assert [i.id for i in reloaded.installations_covering(shop)] == [reader.id]
+    sample = reloaded.repository("capstan-samples", "hello-web")
+    assert sample is not None  # every installation reads it; a suspended one hears nothing
+    assert [i.id for i in reloaded.installations_covering(sample)] == [reader.id]
+    suspended = reloaded.installation(outsider.id)
+    assert suspended is not None and suspended.suspended_at is not None
+    _, deleted_at = reloaded.delete_branch("acme", "shop", "topic")
+    assert deleted_at == later.after
+    gone = reloaded.repository("acme", "shop")
+    assert gone is not None and "topic" not in gone.branches
+    assert gone.branch_of(later.after) == "topic"  # its commits still build

@@ -120,6 +120,8 @@ class Installation:
     installation_id: int
     account_login: str
     account_type: str
+    # GitHub keeps a suspended installation (and says since when); it reads nothing meanwhile.
+    suspended: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,7 @@ class _Account(_Payload):
 class _InstallationPayload(_Payload):
     id: int
     account: _Account
+    suspended_at: str | None = None
 
 
 class _RepositoryPayload(_Payload):
@@ -479,6 +482,7 @@ def _installation(payload: _InstallationPayload) -> Installation:
         installation_id=payload.id,
         account_login=payload.account.login,
         account_type=payload.account.type,
+        suspended=payload.suspended_at is not None,
     )
 
 

@@ -1,16 +1,17 @@
-"""Git host installations: the install flow, its public callback, and the organization's records."""
+"""Git host installations (the install flow, its public callback, the organization's records)
+and the public endpoint the git host delivers its webhook events to."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request, status
+from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
 from fastapi.responses import RedirectResponse
 
 from capstan.auth.principal import Caller
 from capstan.config import Settings
 from capstan.db import DbSession
-from capstan.git_host import service
+from capstan.git_host import events, service
 from capstan.git_host.client import GitHubAppClient
 from capstan.git_host.schemas import (
     InstallationCreate,
@@ -21,6 +22,7 @@ from capstan.git_host.schemas import (
     InstallationSetupOut,
     RepositoryList,
     RepositoryOut,
+    WebhookAccepted,
 )
 
 router = APIRouter(prefix="/api/git_host", tags=["git host"])
@@ -138,3 +140,39 @@ async def list_repositories(
             for r in repositories
         ]
     )
+
+
+@router.post(
+    "/webhooks",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=WebhookAccepted,
+    summary="Where the git host delivers its webhook events",
+    description="Public: a delivery is trusted only with a valid `X-Hub-Signature-256` (the "
+    "HMAC-SHA256 of the raw body under the app's webhook secret; 401 `invalid_signature` "
+    "otherwise). A new delivery is recorded and queued (202); a delivery id seen before is "
+    "ignored (200, `duplicate: true`). Pushes deploy auto-deploy services and previews of the "
+    "branch; deleted branches and closed pull requests remove previews where the project's git "
+    "settings ask for it; `installation` events mark the installation records.",
+    responses={status.HTTP_200_OK: {"model": WebhookAccepted, "description": "A redelivery."}},
+    openapi_extra={"security": []},
+)
+async def receive_webhook(
+    request: Request,
+    response: Response,
+    session: DbSession,
+    settings: AppSettings,
+    x_hub_signature_256: Annotated[str | None, Header()] = None,
+    x_github_event: Annotated[str | None, Header()] = None,
+    x_github_delivery: Annotated[str | None, Header()] = None,
+) -> WebhookAccepted:
+    duplicate = await events.receive(
+        session,
+        settings,
+        body=await request.body(),
+        signature=x_hub_signature_256,
+        event=x_github_event,
+        delivery_id=x_github_delivery,
+    )
+    if duplicate:
+        response.status_code = status.HTTP_200_OK
+    return WebhookAccepted(delivery=x_github_delivery or "", duplicate=duplicate)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -40,6 +41,14 @@ class InstallationOut(Response):
     installation_id: int
     account_login: str = Field(description="The user or organization the app is installed on.")
     account_type: str = Field(description="`User` or `Organization`.", examples=["Organization"])
+    status: Literal["active", "suspended", "deleted"] = Field(
+        description="`suspended` or `deleted` once the git host said so (its `installation` "
+        "webhook): services deploying from its repositories then receive no automatic "
+        "deployments."
+    )
+    status_changed_at: datetime | None = Field(
+        description="When the git host last suspended, unsuspended or deleted it."
+    )
 
 
 class InstallationList(Response):
@@ -60,3 +69,10 @@ class RepositoryOut(Response):
 
 class RepositoryList(Response):
     repositories: list[RepositoryOut]
+
+
+class WebhookAccepted(Response):
+    delivery: str = Field(description="The delivery's `X-GitHub-Delivery` id.")
+    duplicate: bool = Field(
+        description="True when this delivery id was received before: nothing more is done."
+    )

@@ -425,6 +425,7 @@ async def _record(
             installation_id=installation.installation_id,
             account_login=installation.account_login,
             account_type=installation.account_type,
+            status=_status_of(installation),
         )
         try:
             async with session.begin_nested():
@@ -437,5 +438,13 @@ async def _record(
                 raise
     record.account_login = installation.account_login
     record.account_type = installation.account_type
+    # The git host just answered for it, so it is not deleted; it says whether it is suspended.
+    if record.status != _status_of(installation):
+        record.status = _status_of(installation)
+        record.status_changed_at = utcnow()
     await session.flush()
     return record
+
+
+def _status_of(installation: Installation) -> str:
+    return "suspended" if installation.suspended else "active"

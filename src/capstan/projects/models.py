@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import ForeignKey, String
+from sqlalchemy import Boolean, ForeignKey, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from capstan.db import Base, created_at_column, id_column, utcnow
@@ -26,5 +27,14 @@ class Project(Base):
     # Set while the project's shared network (VPC, load balancer, cluster, roles) exists in the
     # organization's account; managed by the project network reconciler.
     network_ready_at: Mapped[datetime | None]
+    # Git settings: a deleted branch, or a closed pull request, removes its previews.
+    delete_previews_on_branch_delete: Mapped[bool] = mapped_column(
+        Boolean, default=False, server_default=false()
+    )
     created_at: Mapped[datetime] = created_at_column()
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    @property
+    def git_settings(self) -> dict[str, Any]:
+        """The project's git settings, as the API shows them."""
+        return {"delete_previews_on_branch_delete": self.delete_previews_on_branch_delete}

@@ -5,7 +5,7 @@ from fastapi import APIRouter, Request, Response, status
 from capstan.auth.principal import Caller
 from capstan.db import DbSession
 from capstan.projects import service
-from capstan.projects.schemas import ProjectCreate, ProjectOut, ProjectUpdate
+from capstan.projects.schemas import ProjectCreate, ProjectListItem, ProjectOut, ProjectUpdate
 
 router = APIRouter(prefix="/api/projects", tags=["projects"])
 # certificate_status and certificate_arn appear once HTTPS provisioning has started.
@@ -13,12 +13,13 @@ router = APIRouter(prefix="/api/projects", tags=["projects"])
 
 @router.get(
     "",
-    response_model=list[ProjectOut],
+    response_model=list[ProjectListItem],
     response_model_exclude_none=True,
     summary="The organization's projects",
 )
-async def list_projects(caller: Caller, session: DbSession) -> list[ProjectOut]:
-    return [ProjectOut.model_validate(p) for p in await service.list_(session, caller)]
+async def list_projects(caller: Caller, session: DbSession) -> list[ProjectListItem]:
+    # The list leaves out the per-project settings (git_settings): GET one project for those.
+    return [ProjectListItem.model_validate(p) for p in await service.list_(session, caller)]
 
 
 @router.post(
@@ -51,7 +52,7 @@ async def get_project(project_id: str, caller: Caller, session: DbSession) -> Pr
     "/{project_id}",
     response_model=ProjectOut,
     response_model_exclude_none=True,
-    summary="Rename a project",
+    summary="Rename a project or change its git settings",
 )
 async def update_project(
     project_id: str, body: ProjectUpdate, caller: Caller, session: DbSession

@@ -22,18 +22,34 @@ HostnameSuffix = Annotated[
 Region = Annotated[str, Field(description="AWS region, e.g. us-east-1.", examples=["eu-west-1"])]
 
 
+class GitSettingsUpdate(Request):
+    delete_previews_on_branch_delete: bool | None = Field(
+        default=None,
+        description="When true, deleting a branch at the git host, or closing (merged or not) a "
+        "pull request from it, removes every preview of that branch in the project.",
+    )
+
+
+class GitSettings(Response):
+    delete_previews_on_branch_delete: bool = Field(
+        description="Deleted branches and closed pull requests remove their previews."
+    )
+
+
 class ProjectCreate(Request):
     name: ProjectName
     hostname_suffix: HostnameSuffix
     region: Region | None = None
+    git_settings: GitSettingsUpdate | None = None
 
 
 class ProjectUpdate(Request):
     name: ProjectName | None = None
     hostname_suffix: HostnameSuffix | None = None
+    git_settings: GitSettingsUpdate | None = None
 
 
-class ProjectOut(Response):
+class ProjectListItem(Response):
     id: str
     name: str
     hostname_suffix: str
@@ -44,3 +60,7 @@ class ProjectOut(Response):
     certificate_arn: str | None = None
     created_at: datetime
     updated_at: datetime
+
+
+class ProjectOut(ProjectListItem):
+    git_settings: GitSettings

@@ -13,7 +13,7 @@ from capstan.auth.principal import Principal
 from capstan.db import flush_unique
 from capstan.errors import BadRequest, HostnameSuffixTaken, NotFound, ProjectNotEmpty
 from capstan.projects.models import Project
-from capstan.projects.schemas import ProjectCreate, ProjectUpdate
+from capstan.projects.schemas import GitSettingsUpdate, ProjectCreate, ProjectUpdate
 
 # What still lives in a project: each resource kind registers a function that counts its own
 # rows in the project, e.g. `DEPENDENTS["web servers"] = count_web_servers`. Deleting a project
@@ -68,6 +68,7 @@ async def create(
         hostname_suffix=body.hostname_suffix,
         region=region,
     )
+    _apply_git_settings(project, body.git_settings)
     session.add(project)
     await _flush_suffix(session, body.hostname_suffix)
     return project
@@ -84,11 +85,17 @@ async def update(
     )
     if suffix_changed:
         project.hostname_suffix = body.hostname_suffix  # type: ignore[assignment]
+    _apply_git_settings(project, body.git_settings)
     await _flush_suffix(session, body.hostname_suffix)
     if suffix_changed:
         for hook in ON_SUFFIX_CHANGE:
             await hook(session, project.id)
     return project
+
+
+def _apply_git_settings(project: Project, settings: GitSettingsUpdate | None) -> None:
+    if settings is not None and settings.delete_previews_on_branch_delete is not None:
+        project.delete_previews_on_branch_delete = settings.delete_previews_on_branch_delete
 
 
 async def delete(session: AsyncSession, caller: Principal, project_id: str) -> None:

@@ -22,8 +22,11 @@ from capstan.sandbox.git_host.store import (
     SandboxStore,
     iso,
 )
+from capstan.sandbox.git_host.webhooks import DeliveryLog
 
 DOCS = "https://docs.github.com/rest"
+# The webhook events the app subscribes to (`installation` events come to every app).
+EVENTS = ("push", "delete", "pull_request")
 # GitHub refuses app JWTs that live longer than this.
 MAX_JWT_LIFETIME_SECONDS = 600
 
@@ -44,6 +47,10 @@ class SandboxGitHost:
     # The app's OAuth client, as registered: Capstan must present exactly these.
     client_id: str
     client_secret: str = field(repr=False)
+    # What the app's webhook deliveries are signed with (None: GitHub sends them unsigned).
+    webhook_secret: str | None = field(default=None, repr=False)
+    # The app's "Recent Deliveries".
+    deliveries: DeliveryLog = field(default_factory=DeliveryLog)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxGitHost:
@@ -69,7 +76,17 @@ class SandboxGitHost:
             store=SandboxStore(settings.data_dir / STATE_FILE),
             client_id=settings.github_client_id,
             client_secret=settings.github_client_secret.get_secret_value(),
+            webhook_secret=(
+                settings.github_webhook_secret.get_secret_value()
+                if settings.github_webhook_secret is not None
+                else None
+            ),
         )
+
+    @property
+    def webhook_url(self) -> str:
+        """The app's webhook URL: Capstan's public endpoint."""
+        return f"{self.base_url}/api/git_host/webhooks"
 
     @property
     def setup_url(self) -> str:
@@ -164,14 +181,18 @@ class SandboxGitHost:
             "target_id": installation.account_id,
             "target_type": installation.account_type,
             "permissions": dict(APP_PERMISSIONS),
-            "events": ["push", "delete"],
+            "events": list(EVENTS),
             "created_at": created,
             "updated_at": created,
             "single_file_name": None,
             "has_multiple_single_files": False,
             "single_file_paths": [],
-            "suspended_by": None,
-            "suspended_at": None,
+            "suspended_by": (
+                {"login": installation.installed_by, "type": "User"}
+                if installation.suspended_at
+                else None
+            ),
+            "suspended_at": iso(installation.suspended_at) if installation.suspended_at else None,
         }
 
     def repository_json(self, repository: SandboxRepository) -> dict[str, Any]:

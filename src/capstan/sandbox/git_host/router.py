@@ -10,7 +10,19 @@
 - `POST /api/app/installations/{id}/access_tokens` app JWT
 - `GET  /api/installation/repositories`            installation token
 - `GET  /api/repos/{owner}/{repo}/branches[/{b}]`  installation token (its repositories only)
+- `PUT|DELETE /api/app/installations/{id}/suspended` app JWT (suspend, unsuspend)
+- `GET  /api/app/hook/deliveries[/{id}]`           app JWT: the app's recent webhook deliveries
+- `POST /api/app/hook/deliveries/{id}/attempts`    app JWT: redeliver (same body, same GUID)
 - `POST /control/failures`                         not GitHub: the next API calls are slow or fail
+- `POST /repos`                                    not GitHub: a new repository (optionally
+                                                   readable by chosen installations only)
+- `POST /repos/{owner}/{repo}/push`                not GitHub: a commit on a branch -> `push`
+- `DELETE /repos/{owner}/{repo}/branches/{b}`      not GitHub: delete a branch -> `delete` + `push`
+- `POST /repos/{owner}/{repo}/pulls/close`         not GitHub: close (or merge) a pull request ->
+                                                   `pull_request` closed (+ `push` to the base)
+
+Uninstalling, suspending and unsuspending deliver the `installation` webhook; the control
+endpoints deliver theirs (signed, see `webhooks`) before they answer.
 
 The `/api` routes answer in GitHub's shapes, errors included (`{message, documentation_url}`); the
 OAuth endpoint answers as github.com does (a 200 with `error` when it refuses). Handlers are plain
@@ -20,7 +32,9 @@ functions (run in the thread pool) where they can be: the store locks and writes
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
+import itertools
 import json
 import re
 import threading
@@ -30,17 +44,23 @@ from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Body, Depends, Header, Request, status
 from fastapi.responses import JSONResponse, RedirectResponse, Response
-from pydantic import Field
+from pydantic import AfterValidator, Field
 from starlette.concurrency import run_in_threadpool
 
-from capstan.sandbox.git_host.host import DOCS, CredentialsRefused, SandboxGitHost
+from capstan.sandbox.git_host import webhooks
+from capstan.sandbox.git_host.host import DOCS, EVENTS, CredentialsRefused, SandboxGitHost
 from capstan.sandbox.git_host.store import (
     APP_PERMISSIONS,
-    BROKEN_BRANCH,
+    NO_COMMIT,
     PERMISSION_LEVELS,
+    SAMPLES_OWNER,
     SANDBOX_USER,
     InjectedFailure,
+    Pushed,
+    RepositoryError,
+    SandboxInstallation,
     SandboxRepository,
+    build_file,
     iso,
 )
 from capstan.schemas import Request as StrictBody
@@ -274,7 +294,7 @@ def get_app(
             "name": host.app_slug,
             "owner": {"login": "capstan-sandbox", "type": "Organization"},
             "permissions": dict(APP_PERMISSIONS),
-            "events": ["push", "delete"],
+            "events": list(EVENTS),
             "html_url": f"{host.web_base}/apps/{host.app_slug}",
         }
     )
@@ -302,23 +322,92 @@ def get_installation(
 
 
 @router.delete("/api/app/installations/{installation_id}")
-def delete_installation(
+async def delete_installation(
     request: Request,
     installation_id: str,
     host: Host,
     authorization: Authorization = None,
     user_agent: UserAgent = None,
 ) -> Response:
+    """Uninstall, and deliver `installation` `deleted`."""
+    if refused := await run_in_threadpool(_app_call, host, request, authorization, user_agent):
+        return refused
+    number = _installation_id(installation_id)
+    removed = (
+        await run_in_threadpool(host.store.delete_installation, number)
+        if number is not None
+        else None
+    )
+    if removed is None:
+        return _github_error(404, "Not Found")
+    await _deliver_installation_event(host, "deleted", removed)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.put("/api/app/installations/{installation_id}/suspended")
+async def suspend_installation(
+    request: Request,
+    installation_id: str,
+    host: Host,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+) -> Response:
+    """Suspend: the installation keeps existing but reads nothing and receives no webhooks
+    (after the `installation` `suspend` one)."""
+    return await _set_suspended(request, installation_id, host, authorization, user_agent, True)
+
+
+@router.delete("/api/app/installations/{installation_id}/suspended")
+async def unsuspend_installation(
+    request: Request,
+    installation_id: str,
+    host: Host,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+) -> Response:
+    return await _set_suspended(request, installation_id, host, authorization, user_agent, False)
+
+
+async def _set_suspended(
+    request: Request,
+    installation_id: str,
+    host: SandboxGitHost,
+    authorization: str | None,
+    user_agent: str | None,
+    suspended: bool,
+) -> Response:
+    if refused := await run_in_threadpool(_app_call, host, request, authorization, user_agent):
+        return refused
+    number = _installation_id(installation_id)
+    installation = (
+        await run_in_threadpool(host.store.set_suspended, number, suspended)
+        if number is not None
+        else None
+    )
+    if installation is None:
+        return _github_error(404, "Not Found")
+    await _deliver_installation_event(host, "suspend" if suspended else "unsuspend", installation)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+def _app_call(
+    host: SandboxGitHost, request: Request, authorization: str | None, user_agent: str | None
+) -> JSONResponse | None:
+    """None when an app-JWT call may go ahead; otherwise GitHub's refusal."""
     if (failure := _refused_up_front(host, request, user_agent)) is not None:
         return failure
     try:
         host.check_app_jwt(authorization)
     except CredentialsRefused as refused:
         return _github_error(401, str(refused))
-    number = _installation_id(installation_id)
-    if number is None or not host.store.delete_installation(number):
-        return _github_error(404, "Not Found")
-    return Response(status_code=status.HTTP_204_NO_CONTENT)
+    return None
+
+
+async def _deliver_installation_event(
+    host: SandboxGitHost, action: str, installation: SandboxInstallation
+) -> None:
+    payload = webhooks.installation_payload(host, action, installation, host.store.repositories())
+    await webhooks.deliver(host, "installation", [payload])
 
 
 @router.post("/api/app/installations/{installation_id}/access_tokens")
@@ -337,13 +426,16 @@ def create_access_token(
     except CredentialsRefused as refused:
         return _github_error(401, str(refused))
     number = _installation_id(installation_id)
-    if number is None or host.store.installation(number) is None:
+    installation = host.store.installation(number) if number is not None else None
+    if number is None or installation is None:
         return _github_error(404, "Not Found")
+    if installation.suspended_at is not None:
+        return _github_error(403, "This installation has been suspended")
     body = {} if body is None else body
     if not isinstance(body, dict):
         return _github_error(422, "Invalid request.\n\nThe body must be an object.")
 
-    repositories = host.store.repositories()
+    repositories = [r for r in host.store.repositories() if r.visible_to(number)]
     selected: set[int] | None = None
     names, ids = body.get("repositories"), body.get("repository_ids")
     if names is not None:
@@ -420,7 +512,8 @@ def list_installation_repositories(
     visible = [
         r
         for r in host.store.repositories()
-        if token.repository_ids is None or r.id in token.repository_ids
+        if r.visible_to(token.installation_id)
+        and (token.repository_ids is None or r.id in token.repository_ids)
     ]
     chunk, headers = _page_of(request, visible, per_page, page)
     return JSONResponse(
@@ -495,7 +588,8 @@ def get_contents(
         return _github_error(404, f"No commit found for the ref {ref}")
     if path != SANDBOX_BUILD_FILE:
         return _github_error(404, "Not Found")
-    document = BROKEN_BUILD if branch == BROKEN_BRANCH else {"build": "succeed"}
+    broken = found.breaks_build(ref or found.default_branch)
+    document = BROKEN_BUILD if broken else build_file(found, branch)
     raw = json.dumps(document).encode()
     return JSONResponse(
         {
@@ -525,8 +619,10 @@ def _readable_repository(
     except CredentialsRefused as refused:
         return _github_error(401, str(refused))
     repository = host.store.repository(owner, repo)
-    if repository is None or (
-        token.repository_ids is not None and repository.id not in token.repository_ids
+    if (
+        repository is None
+        or not repository.visible_to(token.installation_id)
+        or (token.repository_ids is not None and repository.id not in token.repository_ids)
     ):
         return _github_error(404, "Not Found")
     return repository
@@ -584,3 +680,232 @@ def inject_failures(body: FailureRequest, host: Host) -> Response:
     )
     host.store.fail_next(failure, body.count)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+# The app's webhook deliveries (GitHub's "Recent Deliveries" API) ------------------------------
+
+
+@router.get("/api/app/hook/deliveries")
+async def list_deliveries(
+    request: Request,
+    host: Host,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+) -> Response:
+    """The app's recent delivery attempts, newest first."""
+    if refused := await run_in_threadpool(_app_call, host, request, authorization, user_agent):
+        return refused
+    return JSONResponse([d.summary() for d in host.deliveries.recent()])
+
+
+@router.get("/api/app/hook/deliveries/{delivery_id}")
+async def get_delivery(
+    request: Request,
+    delivery_id: str,
+    host: Host,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+) -> Response:
+    if refused := await run_in_threadpool(_app_call, host, request, authorization, user_agent):
+        return refused
+    delivery = host.deliveries.get(int(delivery_id)) if delivery_id.isdigit() else None
+    if delivery is None:
+        return _github_error(404, "Not Found")
+    return JSONResponse(
+        {
+            **delivery.summary(),
+            "request": {"payload": json.loads(delivery.body)},
+            "response": {"payload": delivery.response_body},
+        }
+    )
+
+
+@router.post("/api/app/hook/deliveries/{delivery_id}/attempts")
+async def redeliver(
+    request: Request,
+    delivery_id: str,
+    host: Host,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+) -> Response:
+    """Send a delivery again: the same body under the same GUID."""
+    if refused := await run_in_threadpool(_app_call, host, request, authorization, user_agent):
+        return refused
+    delivery = host.deliveries.get(int(delivery_id)) if delivery_id.isdigit() else None
+    if delivery is None:
+        return _github_error(404, "Not Found")
+    await webhooks.redeliver(host, delivery)
+    return JSONResponse({}, status_code=status.HTTP_202_ACCEPTED)
+
+
+# Control: what people do to repositories (not GitHub's API) ------------------------------------
+
+# A branch name git accepts: no spaces or control characters, none of `~^:?*[\`, no `..`, `//`
+# or `@{`, no leading `-` or `/`, no trailing `/`, `.` or `.lock`.
+_BRANCH_CHARACTERS = re.compile(r"^[^\s~^:?*\[\\\x00-\x1f\x7f]+$")
+
+
+def _git_branch(name: str) -> str:
+    if (
+        not _BRANCH_CHARACTERS.match(name)
+        or any(part in name for part in ("..", "//", "@{"))
+        or name.startswith(("-", "/"))
+        or name.endswith(("/", ".", ".lock"))
+    ):
+        raise ValueError("not a branch name git accepts")
+    return name
+
+
+_REPOSITORY_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+_pull_numbers = itertools.count(1)
+Branch = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_git_branch)]
+
+
+class RepositoryCreate(StrictBody):
+    name: str = Field(pattern=_REPOSITORY_NAME.pattern)
+    owner: str = Field(default=SAMPLES_OWNER, pattern=_ACCOUNT_LOGIN.pattern)
+    private: bool = True
+    default_branch: Branch = "main"
+    # GitHub's "Only select repositories": these installations may read it. None: all of them.
+    installation_ids: list[int] | None = Field(default=None, max_length=100)
+
+
+class PushBody(StrictBody):
+    branch: Branch
+    message: str = Field(default="A change pushed to the sandbox", max_length=1000)
+    # Whether the commit breaks the build; by default it keeps what it was made on.
+    breaks_build: bool | None = None
+
+
+class PullRequestClose(StrictBody):
+    head: Branch
+    base: Branch | None = None  # default: the repository's default branch
+    merged: bool = False
+
+
+@router.post("/repos", status_code=status.HTTP_201_CREATED)
+async def create_repository(body: RepositoryCreate, host: Host) -> Response:
+    """A new repository with a `main` branch; it behaves as the samples do when built."""
+    try:
+        repository = await run_in_threadpool(
+            functools.partial(
+                host.store.create_repository,
+                body.owner,
+                body.name,
+                private=body.private,
+                installation_ids=body.installation_ids,
+                default_branch=body.default_branch,
+            )
+        )
+    except RepositoryError as error:
+        return _github_error(422, f"Repository creation failed: {error}")
+    return JSONResponse(
+        {**host.repository_json(repository), "branches": repository.branches},
+        status_code=status.HTTP_201_CREATED,
+    )
+
+
+@router.post("/repos/{owner}/{repo}/push", status_code=status.HTTP_201_CREATED)
+async def push(owner: str, repo: str, body: PushBody, host: Host) -> Response:
+    """A new commit on `branch` (created from the default branch when missing), then the
+    signed `push` webhook to every installation that can read the repository."""
+    pushed = await run_in_threadpool(
+        functools.partial(host.store.push, owner, repo, body.branch, breaks_build=body.breaks_build)
+    )
+    if pushed is None:
+        return _github_error(404, "Not Found")
+    installations = host.store.installations_covering(pushed.repository)
+    deliveries = await webhooks.deliver(
+        host,
+        "push",
+        webhooks.push_payloads(host, pushed, installations, message=body.message),
+    )
+    return JSONResponse(
+        {
+            "sha": pushed.after,
+            "ref": f"refs/heads/{pushed.branch}",
+            "before": pushed.before,
+            "created": pushed.created,
+            "deliveries": [_delivered(d) for d in deliveries],
+        },
+        status_code=status.HTTP_201_CREATED,
+    )
+
+
+@router.delete("/repos/{owner}/{repo}/branches/{branch:path}")
+async def delete_branch(owner: str, repo: str, branch: str, host: Host) -> Response:
+    """Delete a branch, then deliver `delete` and a `push` with `deleted: true`, as GitHub
+    does."""
+    try:
+        repository, sha = await run_in_threadpool(host.store.delete_branch, owner, repo, branch)
+    except KeyError:
+        return _github_error(404, "Branch not found")
+    except RepositoryError as error:
+        return _github_error(422, str(error))
+    installations = host.store.installations_covering(repository)
+    await webhooks.deliver(
+        host, "delete", webhooks.delete_payloads(host, repository, branch, installations)
+    )
+    gone = Pushed(repository, branch, before=sha, after=NO_COMMIT, created=False)
+    await webhooks.deliver(
+        host, "push", webhooks.push_payloads(host, gone, installations, message="", deleted=True)
+    )
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/repos/{owner}/{repo}/pulls/close")
+async def close_pull_request(owner: str, repo: str, body: PullRequestClose, host: Host) -> Response:
+    """Close a pull request from `head` (merging it into `base` first when `merged`), then
+    deliver the `push` of the merge commit (when merged) and `pull_request` `closed`."""
+    repository = host.store.repository(owner, repo)
+    if repository is None:
+        return _github_error(404, "Not Found")
+    base = body.base or repository.default_branch
+    if body.head not in repository.branches or base not in repository.branches:
+        return _github_error(422, "Validation Failed: head and base must be branches")
+    merge_commit = None
+    if body.merged:
+        merged = await run_in_threadpool(host.store.push, owner, repo, base)
+        assert merged is not None
+        merge_commit = merged.after
+        repository = merged.repository
+        installations = host.store.installations_covering(repository)
+        await webhooks.deliver(
+            host,
+            "push",
+            webhooks.push_payloads(
+                host, merged, installations, message=f"Merge branch '{body.head}' into {base}"
+            ),
+        )
+    installations = host.store.installations_covering(repository)
+    number = next(_pull_numbers)
+    deliveries = await webhooks.deliver(
+        host,
+        "pull_request",
+        webhooks.pull_request_closed_payloads(
+            host,
+            repository,
+            installations,
+            number=number,
+            head=body.head,
+            base=base,
+            merge_commit=merge_commit,
+        ),
+    )
+    return JSONResponse(
+        {
+            "number": number,
+            "merged": body.merged,
+            "merge_commit_sha": merge_commit,
+            "deliveries": [_delivered(d) for d in deliveries],
+        }
+    )
+
+
+def _delivered(delivery: webhooks.Delivery) -> dict[str, Any]:
+    return {
+        "id": delivery.id,
+        "guid": delivery.guid,
+        "installation_id": delivery.installation_id,
+        "status_code": delivery.status_code,
+    }

@@ -21,7 +21,7 @@ import string
 import tempfile
 import threading
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,19 @@ class SandboxRepository:
     branches: dict[str, str] = field(default_factory=dict)
     # Every commit sha -> the branch it was made on (what a build of that commit checks out).
     commits: dict[str, str] = field(default_factory=dict)
+    # GitHub's "Only select repositories": the installations that may read it; None: all of them.
+    installation_ids: list[int] | None = None
+    # Commits pushed with a change that breaks the build (their `capstan-sandbox.json` says so).
+    broken_commits: list[str] = field(default_factory=list)
+
+    def breaks_build(self, ref: str) -> bool:
+        """Whether a build of `ref` (a commit sha or a branch name) fails."""
+        branch = self.branch_of(ref)
+        sha = ref if ref in self.commits else self.branches.get(ref)
+        return branch == BROKEN_BRANCH or sha in self.broken_commits
+
+    def visible_to(self, installation_id: int) -> bool:
+        return self.installation_ids is None or installation_id in self.installation_ids
 
     def branch_of(self, ref: str) -> str | None:
         """The branch a ref (a branch name or a commit sha) stands for."""
@@ -88,6 +101,8 @@ class SandboxInstallation:
     created_at: datetime
     # The login of the sandbox user who installed the app (an owner of the account).
     installed_by: str
+    # Set while the installation is suspended: it reads nothing and receives no webhooks.
+    suspended_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +128,24 @@ class IssuedUserToken:
     user_login: str
     client_id: str
     expires_at: datetime
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """A commit pushed to a branch: what the `push` webhook reports."""
+
+    repository: SandboxRepository  # a copy, as it was right after the push
+    branch: str
+    before: str  # all zeros when the push created the branch
+    after: str
+    created: bool
+
+
+NO_COMMIT = "0" * 40
+
+
+class RepositoryError(Exception):
+    """A change to a repository that GitHub would refuse (422), with GitHub's message."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +188,41 @@ def sample_repositories() -> list[SandboxRepository]:
             )
         )
     return repositories
+
+
+# The static site sample: what its build leaves in `dist` (the sandbox's build runner writes these
+# files to the site's bucket). `${NAME}` is the value of a build-time variable, as a bundler
+# inlines `PUBLIC_*` variables; a variable the build did not get stays as written.
+SITE_SAMPLE = "hello-static"
+SITE_PUBLISH_DIR = "dist"
+
+
+def build_file(repository: SandboxRepository, branch: str) -> dict[str, Any]:
+    """The `capstan-sandbox.json` of a sample at `branch` (not `broken-build`): how its build
+    goes; the static site sample also declares its publish directory and files."""
+    if repository.owner != SAMPLES_OWNER or repository.name != SITE_SAMPLE:
+        return {"build": "succeed"}
+    page = (
+        '<!doctype html>\n<html><head><meta charset="utf-8"><title>{title}</title>'
+        '<link rel="stylesheet" href="/assets/site.css"></head>\n'
+        "<body><h1>{title}</h1>\n<p>{body}</p>\n"
+        "<p>Built from ${{SOURCE_REPO}}@${{SOURCE_COMMIT}}, branch {branch}.</p>\n"
+        '<p id="greeting">${{PUBLIC_GREETING}}</p></body></html>\n'
+    )
+    return {
+        "build": "succeed",
+        "build_command": "npm ci && npm run build",
+        "publish_dir": SITE_PUBLISH_DIR,
+        "files": {
+            "index.html": page.format(
+                title="hello-static", body="A static site served by CloudFront.", branch=branch
+            ),
+            "about/index.html": page.format(
+                title="About", body="Built by CodeBuild, stored in S3.", branch=branch
+            ),
+            "assets/site.css": "body { font-family: system-ui, sans-serif; margin: 3rem; }\n",
+        },
+    }
 
 
 def account_id(login: str) -> int:
@@ -226,18 +294,40 @@ class SandboxStore:
                 if self._installations[key].account_login.lower() in administered
             ]
 
-    def delete_installation(self, installation_id: int) -> bool:
-        """Uninstall: the installation and every token it issued are gone."""
+    def delete_installation(self, installation_id: int) -> SandboxInstallation | None:
+        """Uninstall: the installation and every token it issued are gone; answers what was
+        removed (None when there was no such installation)."""
         with self._lock:
-            if self._installations.pop(installation_id, None) is None:
-                return False
+            removed = self._installations.pop(installation_id, None)
+            if removed is None:
+                return None
             self._tokens = {
                 key: token
                 for key, token in self._tokens.items()
                 if token.installation_id != installation_id
             }
             self._save()
-            return True
+            return removed
+
+    def set_suspended(self, installation_id: int, suspended: bool) -> SandboxInstallation | None:
+        """Suspend or unsuspend; answers a copy of the installation (None when there is none)."""
+        with self._lock:
+            installation = self._installations.get(installation_id)
+            if installation is None:
+                return None
+            installation.suspended_at = utcnow().replace(microsecond=0) if suspended else None
+            self._save()
+            return replace(installation)
+
+    def installations_covering(self, repository: SandboxRepository) -> list[SandboxInstallation]:
+        """The live (not suspended) installations that can read `repository`: the ones GitHub
+        delivers its events to, one delivery each."""
+        with self._lock:
+            return [
+                replace(self._installations[key])
+                for key in sorted(self._installations)
+                if self._installations[key].suspended_at is None and repository.visible_to(key)
+            ]
 
     # Repositories --------------------------------------------------------------------------------
 
@@ -247,12 +337,85 @@ class SandboxStore:
             return [self._repositories[key] for key in sorted(self._repositories)]
 
     def repository(self, owner: str, name: str) -> SandboxRepository | None:
-        full_name = f"{owner}/{name}".lower()
         with self._lock:
-            for repository in self._repositories.values():
-                if repository.full_name.lower() == full_name:
-                    return repository
+            return self._find(owner, name)
+
+    def _find(self, owner: str, name: str) -> SandboxRepository | None:
+        full_name = f"{owner}/{name}".lower()
+        for repository in self._repositories.values():
+            if repository.full_name.lower() == full_name:
+                return repository
         return None
+
+    def create_repository(
+        self,
+        owner: str,
+        name: str,
+        *,
+        private: bool,
+        installation_ids: list[int] | None,
+        default_branch: str = "main",
+    ) -> SandboxRepository:
+        """A new repository with one commit on its default branch, readable by
+        `installation_ids` (None: every installation)."""
+        with self._lock:
+            if self._find(owner, name) is not None:
+                raise RepositoryError("name already exists on this account")
+            full_name = f"{owner}/{name}"
+            repository = SandboxRepository(
+                id=max(self._repositories, default=701_000_000) + 1,
+                owner=owner,
+                name=name,
+                private=private,
+                default_branch=default_branch,
+                description="",
+                branches={default_branch: commit_sha(full_name, default_branch, 1)},
+                installation_ids=None if installation_ids is None else sorted(installation_ids),
+            )
+            self._repositories[repository.id] = repository
+            self._save()
+            return replace(repository)
+
+    def push(
+        self, owner: str, name: str, branch: str, *, breaks_build: bool | None = None
+    ) -> Pushed | None:
+        """A new commit on `branch` (created from the default branch when missing) that keeps
+        the content it is made on — a broken build stays broken — unless `breaks_build` says
+        otherwise; None when there is no such repository."""
+        with self._lock:
+            repository = self._find(owner, name)
+            if repository is None:
+                return None
+            before = repository.branches.get(branch)
+            parent = before or repository.branches.get(repository.default_branch)
+            if breaks_build is None:
+                breaks_build = parent is not None and parent in repository.broken_commits
+            after = secrets.token_hex(20)
+            repository.branches[branch] = after
+            repository.commits[after] = branch
+            if breaks_build:
+                repository.broken_commits.append(after)
+            self._save()
+            return Pushed(
+                repository=_copy(repository),
+                branch=branch,
+                before=before or NO_COMMIT,
+                after=after,
+                created=before is None,
+            )
+
+    def delete_branch(self, owner: str, name: str, branch: str) -> tuple[SandboxRepository, str]:
+        """Remove `branch`; answers a copy of the repository and the commit the branch was at.
+        Its commits stay (builds of them still work). KeyError: no such repository or branch."""
+        with self._lock:
+            repository = self._find(owner, name)
+            if repository is None or branch not in repository.branches:
+                raise KeyError(branch)
+            if branch == repository.default_branch:
+                raise RepositoryError("Cannot delete the default branch")
+            sha = repository.branches.pop(branch)
+            self._save()
+            return _copy(repository), sha
 
     # Tokens --------------------------------------------------------------------------------------
 
@@ -378,6 +541,11 @@ class SandboxStore:
                 # the default sandbox user for an organization.
                 installed_by=item.get("installed_by")
                 or (item["account_login"] if item["account_type"] == "User" else SANDBOX_USER),
+                suspended_at=(
+                    datetime.fromisoformat(item["suspended_at"])
+                    if item.get("suspended_at")
+                    else None
+                ),
             )
             self._installations[installation.id] = installation
         for item in document["repositories"]:
@@ -394,7 +562,11 @@ class SandboxStore:
             "version": FORMAT_VERSION,
             "next_installation_id": self._next_installation_id,
             "installations": [
-                {**asdict(i), "created_at": i.created_at.isoformat()}
+                {
+                    **asdict(i),
+                    "created_at": i.created_at.isoformat(),
+                    "suspended_at": i.suspended_at.isoformat() if i.suspended_at else None,
+                }
                 for i in sorted(self._installations.values(), key=lambda i: i.id)
             ],
             "repositories": [asdict(r) for r in sorted(self._repositories.values(), key=_by_id)],
@@ -416,3 +588,15 @@ class SandboxStore:
 
 def _by_id(repository: SandboxRepository) -> int:
     return repository.id
+
+
+def _copy(repository: SandboxRepository) -> SandboxRepository:
+    return replace(
+        repository,
+        branches=dict(repository.branches),
+        commits=dict(repository.commits),
+        broken_commits=list(repository.broken_commits),
+        installation_ids=(
+            None if repository.installation_ids is None else list(repository.installation_ids)
+        ),
+    )
