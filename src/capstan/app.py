@@ -23,6 +23,12 @@ from capstan import __version__
 from capstan.auth.router import router as session_router
 from capstan.auth.router import tokens as tokens_router
 from capstan.auth.service import SignInLimiter
+from capstan.buckets import service as buckets
+from capstan.buckets.router import router as buckets_router
+from capstan.caches import service as caches
+from capstan.caches.router import router as caches_router
+from capstan.certificates import service as certificates
+from capstan.certificates.router import router as certificate_router
 from capstan.cloud import open_cloud
 from capstan.cloud_account.router import router as cloud_account_router
 from capstan.config import CloudMode, GitHostMode, Settings
@@ -30,10 +36,16 @@ from capstan.db import make_engine, make_sessionmaker
 from capstan.errors import ApiError, ValidationFailed
 from capstan.git_host.client import open_git_host
 from capstan.git_host.router import router as git_host_router
+from capstan.model_access import service as model_access
+from capstan.model_access.router import router as model_access_router
 from capstan.openapi import install_openapi
 from capstan.projects.router import router as projects_router
 from capstan.services import service as services
-from capstan.services.router import web_servers_router, workers_router
+from capstan.services.router import (
+    static_websites_router,
+    web_servers_router,
+    workers_router,
+)
 from capstan.workers import make_worker, running_worker
 
 log = logging.getLogger("capstan")
@@ -76,7 +88,16 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(git_host_router)
     app.include_router(web_servers_router)
     app.include_router(workers_router)
+    app.include_router(static_websites_router)
     services.register_with_projects()
+    app.include_router(buckets_router)
+    buckets.register()
+    app.include_router(model_access_router)
+    model_access.register()
+    app.include_router(caches_router)
+    caches.register_with_projects()
+    app.include_router(certificate_router)
+    certificates.register_with_projects()
     if settings.cloud is CloudMode.sandbox:
         from capstan.sandbox.cloud.pages import router as sandbox_cloud_router
 

@@ -14,11 +14,15 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from capstan.buckets.reconcile import BucketReconciler
+from capstan.caches.reconcile import CacheReconciler
+from capstan.certificates.reconcile import CertificateReconciler
 from capstan.cloud.deploy import ProjectCache
 from capstan.cloud.driver import Cloud, open_cloud
 from capstan.config import Settings
 from capstan.db import make_engine, make_sessionmaker
 from capstan.git_host.client import GitHubAppClient, open_git_host
+from capstan.git_host.events import GitDeliveryReconciler
 from capstan.reconcile.worker import Reconciler, Worker, WorkerSettings
 from capstan.services import service as services
 from capstan.services.network import ProjectNetworkReconciler
@@ -49,6 +53,10 @@ def reconcilers(
     return [
         *targets,
         ProjectNetworkReconciler(sessionmaker, cloud, settings, project_cache=projects),
+        BucketReconciler(sessionmaker, cloud),
+        CacheReconciler(sessionmaker, cloud),
+        CertificateReconciler(sessionmaker, cloud, settings),
+        GitDeliveryReconciler(sessionmaker),
     ]
 
 
