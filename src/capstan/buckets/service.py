@@ -27,7 +27,7 @@ from capstan.buckets import cloud as bucket_cloud
 from capstan.buckets.models import Bucket
 from capstan.cloud.aws import s3
 from capstan.cloud.driver import Cloud
-from capstan.cloud.errors import CloudError, RetryableCloudError
+from capstan.cloud_account.session import cloud_answers
 from capstan.db import new_id, utcnow
 from capstan.errors import Conflict, NotFound
 from capstan.projects import service as projects
@@ -35,7 +35,6 @@ from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
 from capstan.services import network
 from capstan.services import service as services
-from capstan.services.observe import CloudUnavailable
 
 QUEUE_KIND = "bucket"
 CREATING, ACTIVE, DELETING = "creating", "active", "deleting"
@@ -214,14 +213,9 @@ async def _read(
 ) -> Any:
     """Run `work(aws)` in the bucket's region; a cloud failure is a 502 `cloud_unavailable`."""
     account = await services.require_cloud_account(session, caller)
-    try:
+    with cloud_answers():
         async with bucket_cloud.session_in(cloud, account, bucket.region) as aws:
             return await cloud.run(lambda: work(aws))
-    except CloudError as error:
-        retry = {"Retry-After": "5"} if isinstance(error, RetryableCloudError) else None
-        raise CloudUnavailable(
-            f"The cloud did not answer: {error.message}", headers=retry
-        ) from error
 
 
 async def metrics(

@@ -28,17 +28,15 @@ from capstan.cloud.aws.cost import console_url
 from capstan.cloud.aws.elasticache import cache_name
 from capstan.cloud.caches import CacheDriver, CacheMetrics
 from capstan.cloud.driver import Cloud
-from capstan.cloud.errors import CloudError, RetryableCloudError
 from capstan.cloud.pricing import cache_monthly_usd
 from capstan.cloud_account.models import CloudAccount
-from capstan.cloud_account.session import customer_session
+from capstan.cloud_account.session import cloud_answers, customer_session
 from capstan.db import new_id, utcnow
 from capstan.errors import BadRequest, Conflict, NotFound
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
 from capstan.services import network
-from capstan.services.observe import CloudUnavailable
 from capstan.services.service import require_cloud_account
 
 T = TypeVar("T")
@@ -234,14 +232,9 @@ async def _read(
     account = await require_cloud_account(session, caller)
     project = await session.get(Project, cache.project_id)
     assert project is not None
-    try:
+    with cloud_answers():
         async with driver_for(cloud, account, project.region) as driver:
             return await cloud.run(lambda: work(driver))
-    except CloudError as error:
-        retry = {"Retry-After": "5"} if isinstance(error, RetryableCloudError) else None
-        raise CloudUnavailable(
-            f"The cloud did not answer: {error.message}", headers=retry
-        ) from error
 
 
 async def metrics(

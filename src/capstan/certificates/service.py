@@ -30,8 +30,8 @@ from capstan.certificates.driver import driver_for, wildcard
 from capstan.certificates.models import Certificate
 from capstan.cloud.aws.acm import ValidationRecord
 from capstan.cloud.driver import Cloud
-from capstan.cloud.errors import CloudError, RetryableCloudError
 from capstan.cloud_account.models import CloudAccount
+from capstan.cloud_account.session import cloud_answers
 from capstan.config import Settings
 from capstan.db import utcnow
 from capstan.errors import NotFound
@@ -39,7 +39,6 @@ from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
 from capstan.services import service as services
-from capstan.services.observe import CloudUnavailable
 
 QUEUE_KIND = "certificate"
 REQUESTING = "requesting"
@@ -149,16 +148,11 @@ async def _request_now(
     certificate: Certificate, project: Project, account: CloudAccount, cloud: Cloud, domain: str
 ) -> None:
     generation, suffix = certificate.generation, certificate.hostname_suffix
-    try:
+    with cloud_answers("The certificate could not be requested"):
         async with driver_for(cloud, account, domain, region=project.region) as driver:
             certificate.arn = await cloud.run(
                 lambda: driver.request(project.id, generation, suffix)
             )
-    except CloudError as error:
-        retry = {"Retry-After": "5"} if isinstance(error, RetryableCloudError) else None
-        raise CloudUnavailable(
-            f"The certificate could not be requested: {error.message}", headers=retry
-        ) from error
     move(project, certificate, PENDING)
 
 

@@ -2,19 +2,21 @@
 
 The organization's connected role is assumed (credentials cached by `Cloud`), a session is
 opened in the region asked for — a project's resources live in the project's region — and
-closed afterwards.
+closed afterwards. A request that must answer from the cloud (logs, metrics, cost, a catalog, a
+certificate request) wraps its call in `cloud_answers`, so a cloud failure is one 502 shape.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.credentials import RoleRef
 from capstan.cloud.driver import Cloud
-from capstan.cloud.errors import TerminalCloudError
+from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
+from capstan.errors import ApiError
 
 
 @asynccontextmanager
@@ -32,3 +34,19 @@ async def customer_session(
         yield customer
     finally:
         await cloud.run(customer.close)
+
+
+class CloudUnavailable(ApiError):
+    status_code = 502
+    code = "cloud_unavailable"
+
+
+@contextmanager
+def cloud_answers(what: str = "The cloud did not answer") -> Iterator[None]:
+    """Turn a cloud failure inside the block into 502 `cloud_unavailable` ("<what>: <reason>"),
+    with `Retry-After` when the failure is a passing one."""
+    try:
+        yield
+    except CloudError as error:
+        retry = {"Retry-After": "5"} if isinstance(error, RetryableCloudError) else None
+        raise CloudUnavailable(f"{what}: {error.message}", headers=retry) from error

@@ -17,9 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.auth.principal import Principal
 from capstan.cloud.aws import bedrock, iam
 from capstan.cloud.driver import Cloud
-from capstan.cloud.errors import CloudError, RetryableCloudError
 from capstan.cloud_account.models import CloudAccount
-from capstan.cloud_account.session import customer_session
+from capstan.cloud_account.session import cloud_answers, customer_session
 from capstan.db import flush_unique
 from capstan.errors import BadRequest, Conflict
 from capstan.model_access.models import ModelAccess
@@ -29,7 +28,6 @@ from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
 from capstan.services import network
 from capstan.services import service as services
-from capstan.services.observe import CloudUnavailable
 
 CATALOG_SECONDS = 300.0
 # (account id, region) -> (monotonic time read, the region's models).
@@ -54,14 +52,9 @@ async def catalog(
     cached = _catalogs.get(key)
     if cached is not None and time.monotonic() - cached[0] < CATALOG_SECONDS:
         return cached[1]
-    try:
+    with cloud_answers("Bedrock's model catalog could not be read"):
         async with customer_session(cloud, account, region=region) as customer:
             models = await cloud.run(lambda: bedrock.foundation_models(customer, region))
-    except CloudError as error:
-        retry = {"Retry-After": "5"} if isinstance(error, RetryableCloudError) else None
-        raise CloudUnavailable(
-            f"Bedrock's model catalog could not be read: {error.message}", headers=retry
-        ) from error
     _catalogs[key] = (time.monotonic(), models)
     return models
 

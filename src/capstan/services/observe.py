@@ -17,20 +17,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.auth.principal import Principal
 from capstan.cloud.deploy import LogLine, Target
 from capstan.cloud.driver import Cloud
-from capstan.cloud.errors import CloudError, RetryableCloudError
 from capstan.cloud.pricing import monthly_run_rate_usd, site_monthly_run_rate_usd
 from capstan.cloud.site import SiteDeployer
+from capstan.cloud_account.session import cloud_answers
 from capstan.config import Settings
-from capstan.errors import ApiError
 from capstan.projects.models import Project
 from capstan.services import service as services
 from capstan.services.deploying import deployer_for
 from capstan.services.models import Deployment, Service, SiteResources
-
-
-class CloudUnavailable(ApiError):
-    status_code = 502
-    code = "cloud_unavailable"
 
 
 async def _read(
@@ -44,14 +38,9 @@ async def _read(
     account = await services.require_cloud_account(session, caller)
     project = await session.get(Project, target.project_id)
     assert project is not None
-    try:
+    with cloud_answers():
         async with deployer_for(cloud, account, settings, project, kind=target.kind) as deployer:
             return await cloud.run(lambda: work(deployer))
-    except CloudError as error:
-        retry = {"Retry-After": "5"} if isinstance(error, RetryableCloudError) else None
-        raise CloudUnavailable(
-            f"The cloud did not answer: {error.message}", headers=retry
-        ) from error
 
 
 async def logs(
