@@ -5,8 +5,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# Tests wait on the sandbox far more than they compute: four workers on two cores.
+TEST_WORKERS ?= 4
 
-.PHONY: dev test check format migrate bench clean
+.PHONY: dev test chaos check format migrate bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +28,11 @@ dev: $(VENV)/.installed-run
 
 ## make test: create .venv if needed, install the test dependencies, run the whole suite
 test: $(VENV)/.installed-test
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+
+## make chaos: the process-killing tests (kill -9 mid-deployment, two workers and a killed one)
+chaos: $(VENV)/.installed-test
+	$(BIN)/pytest -m chaos $(PYTEST_ARGS)
 
 ## make check: lint, format check and type check
 check: $(VENV)/.installed-test

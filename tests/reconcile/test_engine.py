@@ -146,12 +146,13 @@ def test_an_expired_lease_passes_to_another_worker(server: RunningServer) -> Non
         await _enqueue(sessions, recorder.kind, "l")
         async with sessions() as session:  # worker A claims and then dies
             taken = await queue.claim(
-                session, owner="A", kinds=[recorder.kind], limit=10, lease_seconds=1
+                session, owner="A", kinds=[recorder.kind], limit=10, lease_seconds=4
             )
         worker_b = Worker(sessions, [recorder], owner="B")
         await worker_b.run_until_idle()
         before_expiry = list(recorder.passes)
-        await asyncio.sleep(1.2)
+        # A lease long enough that a busy machine cannot run it out before B's first look.
+        await asyncio.sleep(4.2)
         await worker_b.run_until_idle()
         return [c.resource_id for c in taken], before_expiry, list(recorder.passes)
 

@@ -55,6 +55,9 @@ from tests.services.processes import (
     worker_body,
 )
 
+# Slow and process-killing: `make chaos` runs these (and `.ci/run` does, after `make test`).
+pytestmark = pytest.mark.chaos
+
 LEASE_SECONDS = 3.0
 # What the survivor may add to the lease before it takes a dead worker's row over: its poll
 # interval (0.25 s), the claim itself and the slack of a loaded CI machine.
