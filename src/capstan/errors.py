@@ -10,6 +10,7 @@
     ├── Conflict (409 conflict)
     │   ├── HostnameSuffixTaken (409 hostname_suffix_taken)
     │   └── ProjectNotEmpty (409 project_not_empty)
+    ├── PayloadTooLarge (413 payload_too_large)
     ├── Unprocessable (422)                  cloud verification failures (own body shape)
     └── TooManyRequests (429 too_many_requests, with Retry-After)
 """
@@ -88,6 +89,12 @@ class HostnameSuffixTaken(Conflict):
 class ProjectNotEmpty(Conflict):
     code = "project_not_empty"
     default_message = "Delete the project's resources first."
+
+
+class PayloadTooLarge(ApiError):
+    status_code = 413
+    code = "payload_too_large"
+    default_message = "The request body is too large."
 
 
 class Unprocessable(ApiError):

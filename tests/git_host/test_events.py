@@ -25,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.cloud.aws import names
+from capstan.git_host import events
 from capstan.git_host.models import GitHostDelivery
 from capstan.git_host.webhooks import signature_header
 from capstan.services.models import Deployment
@@ -181,6 +182,16 @@ def recent_deliveries(server: RunningServer, event: str) -> list[dict[str, Any]]
     return [d for d in response.json() if d["event"] == event]
 
 
+def recorded_deliveries(server: RunningServer, guid: str) -> int:
+    async def count(session: AsyncSession) -> int:
+        rows = await session.scalars(
+            select(GitHostDelivery.id).where(GitHostDelivery.delivery_id == guid)
+        )
+        return len(list(rows))
+
+    return run_db(server.settings, count)
+
+
 @pytest.fixture(scope="module")
 def shop(server: RunningServer) -> Iterator[Ready]:
     member = server.new_org()
@@ -282,6 +293,38 @@ def test_unsigned_or_forged_deliveries_are_refused_and_change_nothing(shop: Read
     assert accepted.json() == {"delivery": guid, "duplicate": False}
     wait_processed(server, guid)
     assert pushed_shas(org, jobs) == [json.loads(body)["after"]]
+
+
+def test_a_delivery_larger_than_githubs_cap_is_refused_unread(shop: Ready) -> None:
+    server = shop.org.server
+    installation_id = installation_of(shop.org)
+    payload = push_payload(new_repository(server, installation_id), installation_id)
+    # A valid push padded past the cap, and properly signed: only its size is wrong.
+    payload["padding"] = "x" * events.MAX_BODY_BYTES
+    body = encode(payload)
+    secret = server.settings.github_webhook_secret
+    assert secret is not None
+    headers = {
+        "Content-Type": "application/json",
+        "X-Hub-Signature-256": signature_header(secret.get_secret_value(), body),
+        "X-GitHub-Event": "push",
+    }
+
+    def chunks() -> Iterator[bytes]:
+        for start in range(0, len(body), 1024 * 1024):
+            yield body[start : start + 1024 * 1024]
+
+    with server.client() as client:
+        for content in (body, chunks()):  # declared by Content-Length, and streamed without it
+            guid = str(uuid.uuid4())
+            response = client.post(
+                "/api/git_host/webhooks",
+                content=content,
+                headers={**headers, "X-GitHub-Delivery": guid},
+            )
+            assert response.status_code == 413, response.text
+            assert response.json()["error"] == "payload_too_large"
+            assert recorded_deliveries(server, guid) == 0
 
 
 def test_a_repeated_delivery_deploys_once(shop: Ready) -> None:

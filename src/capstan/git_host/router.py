@@ -152,7 +152,8 @@ async def list_repositories(
     "otherwise). A new delivery is recorded and queued (202); a delivery id seen before is "
     "ignored (200, `duplicate: true`). Pushes deploy auto-deploy services and previews of the "
     "branch; deleted branches and closed pull requests remove previews where the project's git "
-    "settings ask for it; `installation` events mark the installation records.",
+    "settings ask for it; `installation` events mark the installation records. A body over "
+    "GitHub's 25 MB cap is refused unread (413 `payload_too_large`).",
     responses={status.HTTP_200_OK: {"model": WebhookAccepted, "description": "A redelivery."}},
     openapi_extra={"security": []},
 )
@@ -168,7 +169,7 @@ async def receive_webhook(
     duplicate = await events.receive(
         session,
         settings,
-        body=await request.body(),
+        body=await events.read_body(request),
         signature=x_hub_signature_256,
         event=x_github_event,
         delivery_id=x_github_delivery,
