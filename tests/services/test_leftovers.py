@@ -1,23 +1,31 @@
 """Deletion leaves nothing behind: after a web server, a worker and a preview are deleted through
 the API and their rows are gone, the organization's sandbox account holds nothing tagged with
 the project — not the targets' resources, not the project's shared network — and no DNS record
-of the project is left in the operator's zone; then the project itself can be deleted."""
+of the project is left in the operator's zone; then the project itself can be deleted.
+
+And with every kind at once — web server, worker, static website, their previews, a cache, a
+bucket, model access and the project's certificate — deleted through the API, then the project:
+no Capstan-tagged resource of any kind is left anywhere in the account."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.projects.models import Project
 from capstan.sandbox.cloud.inventory import capstan_resources, dns_records
+from capstan.sandbox.cloud.simulator import simulator
 from capstan.services.models import Preview, Service
 from tests.cloud.deploy_helpers import leftovers
 from tests.harness import Org, run_db
-from tests.services.helpers import ready
+from tests.services.helpers import Ready, ready
 from tests.services.processes import account_sessions, wait_all_running
+from tests.services.test_static_websites import create_site
 
 # What the account must hold of each target while it runs (proof the listing sees them).
 WEB_KINDS = {
@@ -97,6 +105,91 @@ def test_deleting_every_target_leaves_nothing_in_the_account(org: Org) -> None:
             assert leftovers(customer, operator, resource_id, hostname) == {}, resource_id
     assert org.api.delete(shop.base).status_code == 204
     assert org.api.get(shop.base).status_code == 404
+
+
+# What the account must hold of the other kinds while they exist.
+SITE_KINDS = {"s3 bucket", "cloudfront distribution", "acm certificate", "codebuild project"}
+
+
+@pytest.fixture
+def quick_caches() -> Iterator[None]:
+    before = simulator().configure(cache_seconds=0.3)
+    yield
+    simulator().configure(cache_seconds=before.cache_seconds)
+
+
+@pytest.mark.usefixtures("quick_caches")
+def test_deleting_every_kind_of_resource_leaves_no_capstan_tagged_resource(org: Org) -> None:
+    shop = ready(org)
+    project_id = shop.project["id"]
+    suffix = shop.project["hostname_suffix"]
+    domain = org.server.settings.domain
+    api = org.api
+
+    web_path = f"{shop.base}/web_servers/{shop.create_web_server()['id']}"
+    worker_path = f"{shop.base}/workers/{shop.create_worker()['id']}"
+    site_path = f"{shop.base}/static_websites/{create_site(shop)['id']}"
+    variables = {"environment": [{"name": "SECRET", "value": "s3cret"}]}
+    assert api.put(f"{web_path}/environment", json=variables).status_code == 202
+    previews = []
+    for parent in (web_path, site_path):
+        created = api.post(f"{parent}/previews", json={"branch": "feature-x"})
+        assert created.status_code == 201, created.text
+        previews.append(f"{parent}/previews/{created.json()['id']}")
+    cache = api.post(f"{shop.base}/cache", json={"storage_limit_mb": 256})
+    assert cache.status_code == 201, cache.text
+    cache_path = f"{shop.base}/cache/{cache.json()['id']}"
+    bucket = api.post(f"{shop.base}/storage", json={"name": "uploads"})
+    assert bucket.status_code == 201, bucket.text
+    bucket_path = f"{shop.base}/storage/{bucket.json()['id']}"
+    enabled = api.put(
+        f"{shop.base}/model_access", json={"model_ids": ["amazon.titan-text-express-v1"]}
+    )
+    assert enabled.status_code == 200, enabled.text
+    assert api.post(f"{shop.base}/certificate").status_code == 202
+
+    targets = [web_path, worker_path, site_path, *previews]
+    wait_all_running(api, targets, timeout=90)
+    shop.wait_for(cache_path, "available")
+    shop.wait_for(bucket_path, "active")
+    _wait_for_certificate(shop, "issued")
+    account_id = api.get("/api/cloud_account").json()["account_id"]
+    sandbox_url = org.server.settings.sandbox_cloud_url
+    assert sandbox_url
+
+    with account_sessions(sandbox_url, account_id) as (customer, operator):
+        kinds = {item.kind for item in capstan_resources(customer, project_id)}
+        expected = WEB_KINDS | PROJECT_KINDS | SITE_KINDS | {"serverless cache"}
+        assert kinds >= expected, expected - kinds
+
+        for path in [*previews, *targets[:3], cache_path, bucket_path]:
+            assert api.delete(path).status_code in (200, 204), path
+        assert api.put(f"{shop.base}/model_access", json={"model_ids": []}).status_code == 200
+        assert api.delete(f"{shop.base}/certificate").status_code == 204
+        _delete_project_when_empty(shop, timeout=90)
+
+        # No polling from here on: the project is gone only once the cloud is clean.
+        assert capstan_resources(customer) == []
+        assert dns_records(operator, domain, under=suffix) == []
+
+
+def _wait_for_certificate(shop: Ready, status: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while (found := shop.org.api.get(shop.base).json().get("certificate_status")) != status:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the certificate stayed {found}")
+        time.sleep(0.2)
+
+
+def _delete_project_when_empty(shop: Ready, *, timeout: float) -> None:
+    """DELETE the project until the removals behind it are done: 409 meanwhile, then 204."""
+    deadline = time.monotonic() + timeout
+    while (response := shop.org.api.delete(shop.base)).status_code != 204:
+        assert response.status_code == 409, response.text
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the project stayed undeletable: {response.text}")
+        time.sleep(0.2)
+    assert shop.org.api.get(shop.base).status_code == 404
 
 
 def _wait_until_rows_are_gone(org: Org, project_id: str, *, timeout: float) -> None:
