@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.cloud.aws.ssm import StoredEnvironment
 from capstan.cloud.deploy import BuildSpec, Deployer, Target, TaskSpec
 from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud.pricing import monthly_run_rate_usd
@@ -86,7 +87,9 @@ def build(deployer: Deployer, target: Target, source: GitHost, commit: str = COM
     return build_id
 
 
-def task_spec(target: Target, image_uri: str, environment: dict[str, str]) -> TaskSpec:
+def task_spec(
+    target: Target, image_uri: str, environment: StoredEnvironment | None = None
+) -> TaskSpec:
     web = target.kind == "web_server"
     return TaskSpec(
         target=target,
@@ -94,7 +97,7 @@ def task_spec(target: Target, image_uri: str, environment: dict[str, str]) -> Ta
         image_uri=image_uri,
         cpu=256,
         memory=512,
-        environment=environment,
+        environment=environment or StoredEnvironment(parameters={}, plain={}),
         start_command=None if web else "python -m worker",
         health_path="/healthz" if web else None,
     )
@@ -132,14 +135,26 @@ def test_web_server_end_to_end(
     ) in source.requests
 
     environment = deployer.put_environment(target, {"DATABASE_URL": "postgres://db", "MODE": "a"})
-    assert set(environment) == {"DATABASE_URL", "MODE"}
-    assert all(":parameter/capstan/" in arn for arn in environment.values())
-    environment = deployer.put_environment(target, {"DATABASE_URL": "postgres://db2"})
-    assert set(environment) == {"DATABASE_URL"}
-    stored = customer.client("ssm").get_parameter(
+    assert set(environment.parameters) == {"DATABASE_URL", "MODE"} and environment.plain == {}
+    assert all(":parameter/capstan/" in arn for arn in environment.parameters.values())
+    # An empty value cannot be a parameter (SSM wants one character at least): it goes in plain.
+    # A value over 4 KiB is an advanced parameter.
+    large = "x" * 5000
+    environment = deployer.put_environment(
+        target, {"DATABASE_URL": "postgres://db2", "DEBUG": "", "CERT": large}
+    )
+    assert set(environment.parameters) == {"DATABASE_URL", "CERT"}
+    assert environment.plain == {"DEBUG": ""}
+    ssm = customer.client("ssm")
+    stored = ssm.get_parameter(
         Name=f"/capstan/{target.resource_id}/DATABASE_URL", WithDecryption=True
     )["Parameter"]
     assert stored["Type"] == "SecureString" and stored["Value"] == "postgres://db2"
+    names_left = [p["Name"] for p in ssm.describe_parameters()["Parameters"]]
+    assert sorted(n for n in names_left if target.resource_id in n) == [
+        f"/capstan/{target.resource_id}/CERT",
+        f"/capstan/{target.resource_id}/DATABASE_URL",
+    ]
 
     # Tasks that have not started leave the rollout in progress (held back for this look, so a
     # busy machine cannot race it; released right after).
@@ -156,7 +171,12 @@ def test_web_server_end_to_end(
     assert definition["networkMode"] == "awsvpc"
     assert (definition["cpu"], definition["memory"]) == ("256", "512")
     assert container["secrets"] == [
-        {"name": "DATABASE_URL", "valueFrom": environment["DATABASE_URL"]}
+        {"name": "CERT", "valueFrom": environment.parameters["CERT"]},
+        {"name": "DATABASE_URL", "valueFrom": environment.parameters["DATABASE_URL"]},
+    ]
+    assert container["environment"] == [
+        {"name": "DEBUG", "value": ""},
+        {"name": "PORT", "value": "8080"},
     ]
     assert container["logConfiguration"]["logDriver"] == "awslogs"
     assert "/healthz" in " ".join(container["healthCheck"]["command"])
@@ -211,7 +231,7 @@ def test_worker_gets_no_load_balancer_and_no_dns(
     deployer.ensure_project_network(project_id)
     finished = deployer.describe_build(build(deployer, target, source))
     assert finished.image_uri
-    arn = deployer.deploy(task_spec(target, finished.image_uri, {}))
+    arn = deployer.deploy(task_spec(target, finished.image_uri))
     settle(deployer, target, arn)
 
     service = customer.client("ecs").describe_services(
@@ -280,11 +300,13 @@ def test_a_rollout_that_never_becomes_healthy_fails_and_rolls_back(
     target = web_target(project_id)
     finished = deployer.describe_build(build(deployer, target, source))
     assert finished.image_uri
-    good = deployer.deploy(task_spec(target, finished.image_uri, {}))
+    good = deployer.deploy(task_spec(target, finished.image_uri))
     settle(deployer, target, good)
 
     simulator().fail_rollouts(target.resource_id)
-    bad = deployer.deploy(task_spec(target, finished.image_uri, {"X": "y"}))
+    bad = deployer.deploy(
+        task_spec(target, finished.image_uri, StoredEnvironment(parameters={}, plain={"X": ""}))
+    )
     assert bad != good
     rollout = wait_for(
         lambda: (r := deployer.describe_rollout(target, bad)).state != "in_progress" and r
@@ -308,7 +330,7 @@ def test_an_unhealthy_first_rollout_reports_its_targets_until_the_breaker_trips(
     simulator().fail_rollouts(target.resource_id)
     finished = deployer.describe_build(build(deployer, target, source))
     assert finished.image_uri
-    arn = deployer.deploy(task_spec(target, finished.image_uri, {}))
+    arn = deployer.deploy(task_spec(target, finished.image_uri))
     rollout = wait_for(
         lambda: (
             (r := deployer.describe_rollout(target, arn)).reason and "unhealthy" in r.reason and r
@@ -378,7 +400,7 @@ def test_network_and_deploy_are_idempotent(
     target = web_target(project_id)
     finished = deployer.describe_build(build(deployer, target, source))
     assert finished.image_uri
-    spec = task_spec(target, finished.image_uri, {})
+    spec = task_spec(target, finished.image_uri)
     arn = deployer.deploy(spec)
     before = leftovers(customer, operator, target.resource_id, target.hostname)
     assert again.deploy(spec) == arn
@@ -401,7 +423,7 @@ def test_network_and_deploy_are_idempotent(
 def test_invalid_sizes_are_refused(deployer: Deployer) -> None:
     target = worker_target(new_id("prj"))
     with pytest.raises(TerminalCloudError) as raised:
-        deployer.deploy(replace(task_spec(target, "x:1", {}), memory=8192))
+        deployer.deploy(replace(task_spec(target, "x:1"), memory=8192))
     assert raised.value.code == "invalid_task_size"
     assert "512, 1024, 2048" in raised.value.message
 
@@ -414,7 +436,7 @@ def test_move_hostname(
     target = web_target(project_id)
     finished = deployer.describe_build(build(deployer, target, source))
     assert finished.image_uri
-    settle(deployer, target, deployer.deploy(task_spec(target, finished.image_uri, {})))
+    settle(deployer, target, deployer.deploy(task_spec(target, finished.image_uri)))
 
     moved = replace(
         target, hostname=target.hostname.replace(".acme.", ".acme-2.") if target.hostname else None
@@ -454,7 +476,7 @@ def test_delete_project_network(
     deployer.ensure_project_network(project_id)
     finished = deployer.describe_build(build(deployer, target, source))
     assert finished.image_uri
-    settle(deployer, target, deployer.deploy(task_spec(target, finished.image_uri, {})))
+    settle(deployer, target, deployer.deploy(task_spec(target, finished.image_uri)))
     assert deployer.delete_project_network(project_id) is False
     assert _inventory(customer, project_id)["vpcs"] == 1
 

@@ -163,7 +163,10 @@ def test_a_site_is_built_published_and_rebuilt(shop: Ready) -> None:
 
         # PUT environment and PATCH of branch and publish dir each rebuild (one right after the
         # other: the second supersedes the first, whose build must not publish).
-        variables = [{"name": "PUBLIC_GREETING", "value": "Hello, reader"}]
+        variables = [
+            {"name": "PUBLIC_GREETING", "value": "Hello, reader"},
+            {"name": "PUBLIC_FLAGS", "value": ""},  # no parameter holds an empty value
+        ]
         put = api.put(f"{path}/environment", json={"environment": variables})
         assert put.status_code == 202 and put.json() == {"status": "deploying"}
         patched = api.patch(path, json={"branch": "feature-x", "publish_dir": "./dist/"})
@@ -185,12 +188,13 @@ def test_a_site_is_built_published_and_rebuilt(shop: Ready) -> None:
         assert given["PUBLIC_GREETING"]["type"] == "PARAMETER_STORE"
         assert given["PUBLIC_GREETING"]["value"] == f"/capstan/{site['id']}/PUBLIC_GREETING"
         assert "Hello, reader" not in str(build["environment"])
+        assert given["PUBLIC_FLAGS"] == {"name": "PUBLIC_FLAGS", "value": "", "type": "PLAINTEXT"}
         invalidations = cloudfront.list_invalidations(DistributionId=distribution["Id"])
         assert invalidations["InvalidationList"]["Quantity"] == 2
 
         # Logs are the lines of the most recent build.
         lines = [line["message"] for line in api.get(f"{path}/logs").json()["lines"]]
-        assert "build-time variables: PUBLIC_GREETING" in lines
+        assert "build-time variables: PUBLIC_FLAGS, PUBLIC_GREETING" in lines
         assert sum(line.startswith("Cloning ") for line in lines) == 1
         assert any(line.startswith("upload: dist/index.html") for line in lines)
 

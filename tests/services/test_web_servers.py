@@ -114,6 +114,30 @@ def test_redeploy_and_environment(shop: Ready) -> None:
     assert triggers[:3] == ["environment", "environment", "redeploy"]
 
 
+def test_an_environment_at_the_limits_deploys(shop: Ready) -> None:
+    """The largest environment the API takes fits the cloud's limits (which the sandbox keeps):
+    200 variables, names of 16 KiB together, a value of 8 KiB, and an empty value."""
+    created = shop.create_web_server()
+    path = f"{shop.base}/web_servers/{created['id']}"
+    long_names = [{"name": "L" * 246 + f"{i:04}", "value": f"v{i}"} for i in range(60)]
+    short = [{"name": f"SHORT_{i:03}", "value": f"s{i}"} for i in range(137)]
+    variables = [
+        *long_names,
+        *short,
+        {"name": "BIG", "value": "é" * 4096},  # 8192 bytes: an advanced parameter
+        {"name": "MEDIUM", "value": "m" * 4097},
+        {"name": "DEBUG", "value": ""},  # no parameter can hold it: given in plain
+    ]
+    assert len(variables) == 200
+    assert 16_000 < sum(len(v["name"]) for v in variables) <= 16 * 1024
+    put = shop.org.api.put(f"{path}/environment", json={"environment": variables})
+    assert put.status_code == 202, put.text
+    shop.wait_for(path, "running", timeout=120)
+    latest = shop.org.api.get(f"{path}/deployments").json()["deployments"][0]
+    assert (latest["trigger"], latest["status"]) == ("environment", "running"), latest
+    assert shop.org.api.get(f"{path}/environment").json() == {"environment": variables}
+
+
 @pytest.mark.parametrize(
     "environment",
     [
@@ -122,6 +146,21 @@ def test_redeploy_and_environment(shop: Ready) -> None:
         [{"name": "A", "value": "x"}, {"name": "A", "value": "y"}],
         [{"name": "A"}],
         "not a list",
+        [{"name": "BIG", "value": "x" * 8193}],
+        [{"name": "BIG", "value": "é" * 4097}],  # 8194 bytes
+        [{"name": f"V{i}", "value": "x"} for i in range(201)],
+        [{"name": "N" * 250 + f"{i:03}", "value": "x"} for i in range(65)],  # 16445 in names
+    ],
+    ids=[
+        "bad name",
+        "number value",
+        "duplicate",
+        "no value",
+        "not a list",
+        "value over 8 KiB",
+        "multibyte value over 8 KiB",
+        "201 variables",
+        "names over 16 KiB",
     ],
 )
 def test_bad_environments_are_400(shop: Ready, environment: object) -> None:

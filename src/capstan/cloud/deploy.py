@@ -86,7 +86,7 @@ class TaskSpec:
     image_uri: str
     cpu: int
     memory: int
-    environment: dict[str, str]  # name -> SSM parameter ARN, from put_environment
+    environment: ssm.StoredEnvironment  # from put_environment
     start_command: str | None  # workers: the container entry point command
     health_path: str | None  # web servers
 
@@ -360,8 +360,8 @@ class Deployer:
 
     # -- environment ----------------------------------------------------------------------
 
-    def put_environment(self, target: Target, variables: dict[str, str]) -> dict[str, str]:
-        """SecureString parameters exactly `variables`; answers name -> parameter ARN."""
+    def put_environment(self, target: Target, variables: dict[str, str]) -> ssm.StoredEnvironment:
+        """SecureString parameters exactly the non-empty `variables`; where each one is."""
         return ssm.put_environment(self._customer, target.project_id, target.resource_id, variables)
 
     # -- deployments ----------------------------------------------------------------------
@@ -383,7 +383,8 @@ class Deployer:
             image=spec.image_uri,
             cpu=spec.cpu,
             memory=spec.memory,
-            secrets=dict(spec.environment),
+            secrets=dict(spec.environment.parameters),
+            plain=dict(spec.environment.plain),
             log_group=log_group,
             region=self._region,
             port=names.CONTAINER_PORT if web else None,

@@ -208,6 +208,7 @@ class SiteDeployer(Deployer):
         )
         prefix = names.parameter_path(target.resource_id)
         environment = {
+            **stored.plain,  # the build's own variables are reserved names: they cannot clash
             "GIT_TOKEN": spec.source_token,
             "SOURCE_COMMIT": spec.commit_sha,
             "SOURCE_REPO": spec.repo,
@@ -221,7 +222,7 @@ class SiteDeployer(Deployer):
             self._customer,
             project,
             environment=environment,
-            parameters={variable: prefix + variable for variable in stored},
+            parameters={variable: prefix + variable for variable in stored.parameters},
             idempotency_token=spec.deployment_id,
         )
 

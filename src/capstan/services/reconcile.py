@@ -328,7 +328,7 @@ class ContainerSteps:
         variables = {
             v["name"]: v["value"] for v in services.read_environment(self._box, subject.row)
         }
-        parameters = await self._cloud.run(lambda: deployer.put_environment(target, variables))
+        stored = await self._cloud.run(lambda: deployer.put_environment(target, variables))
         service = subject.service
         assert deployment.image_uri is not None
         assert service.cpu is not None and service.memory is not None
@@ -338,7 +338,7 @@ class ContainerSteps:
             image_uri=deployment.image_uri,
             cpu=service.cpu,
             memory=service.memory,
-            environment=parameters,
+            environment=stored,
             start_command=service.start_command,
             health_path=service.health_path if service.kind == services.WEB_SERVER else None,
         )

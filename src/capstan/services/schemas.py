@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
+from capstan.cloud.aws.ssm import MAX_VALUE_BYTES
 from capstan.schemas import Request, Response
 from capstan.services.sizing import CPU_VALUES
 
@@ -186,13 +187,25 @@ class StaticWebsiteOut(Response):
     updated_at: datetime
 
 
+# An ECS task definition holds at most 64 KiB, and names each variable twice (its name, and in
+# its parameter's ARN): 200 variables with names of 16 KiB together fit with room to spare.
+MAX_VARIABLES = 200
+MAX_NAMES_BYTES = 16 * 1024
+
+
+def _value_fits(value: str) -> str:
+    if len(value.encode()) > MAX_VALUE_BYTES:
+        raise ValueError(f"a value holds at most {MAX_VALUE_BYTES} bytes (8 KiB)")
+    return value
+
+
 class EnvironmentVariable(Request):
     name: Annotated[str, Field(pattern=ENV_NAME)]
-    value: Annotated[str, Field(max_length=32768)]
+    value: Annotated[str, AfterValidator(_value_fits)]
 
 
 class Environment(Request):
-    environment: Annotated[list[EnvironmentVariable], Field(max_length=500)]
+    environment: Annotated[list[EnvironmentVariable], Field(max_length=MAX_VARIABLES)]
 
     @field_validator("environment")
     @classmethod
@@ -202,6 +215,8 @@ class Environment(Request):
             if variable.name in seen:
                 raise ValueError(f"{variable.name} appears more than once")
             seen.add(variable.name)
+        if sum(len(name) for name in seen) > MAX_NAMES_BYTES:
+            raise ValueError(f"the names hold at most {MAX_NAMES_BYTES} characters together")
         return variables
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
+from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
 from capstan.cloud_account.models import CloudAccount
 from capstan.crypto import SecretBox
 from capstan.db import flush_unique, utcnow
@@ -45,20 +46,6 @@ DEPLOYING_FIELDS = (
     "publish_dir",
     "cpu",
     "memory",
-)
-# What a static website's build sets itself; its environment may not name these (nor CodeBuild's
-# own `CODEBUILD_*` variables).
-SITE_BUILD_VARIABLES = frozenset(
-    {
-        "GIT_TOKEN",
-        "SOURCE_COMMIT",
-        "SOURCE_REPO",
-        "GIT_API_URL",
-        "GIT_CLONE_BASE",
-        "BUILD_COMMAND",
-        "PUBLISH_DIR",
-        "SITE_BUCKET",
-    }
 )
 UNDER_WAY = ("pending", "building", "deploying")
 

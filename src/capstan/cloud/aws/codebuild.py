@@ -52,6 +52,22 @@ phases:
 """
 
 
+# What a static website's build sets itself; a site's environment may not name these (nor
+# CodeBuild's own `CODEBUILD_*` variables).
+SITE_BUILD_VARIABLES = frozenset(
+    {
+        "GIT_TOKEN",
+        "SOURCE_COMMIT",
+        "SOURCE_REPO",
+        "GIT_API_URL",
+        "GIT_CLONE_BASE",
+        "BUILD_COMMAND",
+        "PUBLISH_DIR",
+        "SITE_BUCKET",
+    }
+)
+
+
 # A static website: the build command must leave `PUBLISH_DIR`; its files are synced to the
 # site's bucket (`--delete`: files the new build no longer has are removed). Build-time variables
 # are in the environment of the build command only; nothing is injected into the files.

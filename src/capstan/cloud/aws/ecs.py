@@ -48,6 +48,7 @@ class ContainerSpec:
     cpu: int
     memory: int
     secrets: dict[str, str]  # variable name -> SSM parameter ARN
+    plain: dict[str, str]  # variable name -> value, for values with nothing to hide (empty)
     log_group: str
     region: str
     port: int | None  # web servers: the container port
@@ -123,9 +124,14 @@ def _container(spec: ContainerSpec) -> dict[str, Any]:
             },
         },
     }
+    plain = dict(spec.plain)
     if spec.port is not None:
         container["portMappings"] = [{"containerPort": spec.port, "protocol": "tcp"}]
-        container["environment"] = [{"name": "PORT", "value": str(spec.port)}]
+        plain["PORT"] = str(spec.port)
+    if plain:
+        container["environment"] = [
+            {"name": name, "value": value} for name, value in sorted(plain.items())
+        ]
     if spec.health_path is not None and spec.port is not None:
         container["healthCheck"] = {
             "command": [

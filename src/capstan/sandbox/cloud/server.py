@@ -21,7 +21,7 @@ from moto.moto_server.werkzeug_app import (
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
-from capstan.sandbox.cloud import acm, bedrock, elasticache, route53, s3_metrics, sts
+from capstan.sandbox.cloud import acm, bedrock, elasticache, limits, route53, s3_metrics, sts
 from capstan.sandbox.cloud import cloudfront as cloudfront_extension
 from capstan.sandbox.cloud.simulator import Simulator, simulator
 from capstan.sandbox.cloud.stats import CallCounter
@@ -73,6 +73,7 @@ def install_extensions() -> None:
     bedrock.install()
     s3_metrics.install()
     cloudfront_extension.install()
+    limits.install()
 
 
 def start_sandbox_cloud(

@@ -37,6 +37,7 @@ from moto.ecr.models import ecr_backends
 from moto.s3.models import s3_backends
 from moto.ssm.models import ssm_backends
 
+from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
 from capstan.sandbox.cloud.simulator import logs as sim_logs
 from capstan.sandbox.cloud.simulator.backends import each
 
@@ -255,6 +256,7 @@ def run_site_build(
     failure: BuildFailed | None = None
     try:
         resolved = _parameters(account_id, region, stored)
+        own = {name for name in plain if name not in SITE_BUILD_VARIABLES}
         lines += [
             "[Container] Entering phase DOWNLOAD_SOURCE",
             f"Cloning {repo} at {commit}",
@@ -266,7 +268,7 @@ def run_site_build(
         lines += [
             "[Container] Entering phase BUILD",
             f"[Container] Running command {plain.get('BUILD_COMMAND')}",
-            "build-time variables: " + (", ".join(sorted(resolved)) or "(none)"),
+            "build-time variables: " + (", ".join(sorted(own | set(resolved))) or "(none)"),
         ]
         if outcome.get("build") == "fail":
             raise BuildFailed(
