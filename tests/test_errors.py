@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator
 
 from fastapi import FastAPI
 
+from capstan import body_limit
 from tests.harness import Org, RunningServer
 
 
@@ -58,3 +60,44 @@ def test_unexpected_failures_are_500_in_the_error_shape(
     assert body["error"] == "internal_error"
     assert response.headers["x-request-id"] in body["message"]
     assert "secret internals" not in response.text
+
+
+def test_bodies_over_the_limit_are_413_before_any_route_reads_them(org: Org) -> None:
+    limit = body_limit.DEFAULT_LIMIT_BYTES
+    name = "x" * limit  # a project name far too long: 400 if it were read, 413 since it is not
+    oversized = json.dumps({"name": name, "hostname_suffix": "big"}).encode()
+
+    def chunks() -> Iterator[bytes]:
+        for start in range(0, len(oversized), 256 * 1024):
+            yield oversized[start : start + 256 * 1024]
+
+    for content in (oversized, chunks()):  # by Content-Length, and streamed without one
+        refused = org.api.post(
+            "/api/projects", content=content, headers={"Content-Type": "application/json"}
+        )
+        assert refused.status_code == 413, refused.text
+        assert refused.json() == {
+            "error": "payload_too_large",
+            "message": "The request body is larger than 4 MB.",
+        }
+        assert refused.headers["x-request-id"]
+    assert org.api.get("/api/projects").json() == []
+
+    # Just under the limit, streamed or not, the route reads the body and judges it.
+    within = json.dumps({"name": "x" * (limit - 100), "hostname_suffix": "big"}).encode()
+    assert len(within) <= limit
+    for content in (within, iter([within[: limit // 2], within[limit // 2 :]])):
+        judged = org.api.post(
+            "/api/projects", content=content, headers={"Content-Type": "application/json"}
+        )
+        assert judged.status_code == 400, judged.text
+        assert judged.json()["error"] == "invalid_request"
+    # A small body streamed without a length is handed on whole.
+    small = json.dumps({"name": "Streamed", "hostname_suffix": org.server.unique("st")})
+    created = org.api.post(
+        "/api/projects",
+        content=iter([small[:10].encode(), small[10:].encode()]),
+        headers={"Content-Type": "application/json"},
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["name"] == "Streamed"

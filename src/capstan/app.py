@@ -23,6 +23,7 @@ from capstan import __version__
 from capstan.auth.router import router as session_router
 from capstan.auth.router import tokens as tokens_router
 from capstan.auth.service import SignInLimiter
+from capstan.body_limit import BodyLimitMiddleware
 from capstan.buckets import service as buckets
 from capstan.buckets.router import router as buckets_router
 from capstan.caches import service as caches
@@ -34,6 +35,7 @@ from capstan.cloud_account.router import router as cloud_account_router
 from capstan.config import CloudMode, GitHostMode, Settings
 from capstan.db import make_engine, make_sessionmaker
 from capstan.errors import ApiError, ValidationFailed
+from capstan.git_host import events as git_events
 from capstan.git_host.client import open_git_host
 from capstan.git_host.router import router as git_host_router
 from capstan.model_access import service as model_access
@@ -112,7 +114,10 @@ def create_app(settings: Settings) -> FastAPI:
         return _ROOT_PAGE
 
     _install_error_handlers(app)
-    app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(
+        BodyLimitMiddleware, by_path={"/api/git_host/webhooks": git_events.MAX_BODY_BYTES}
+    )
+    app.add_middleware(RequestIdMiddleware)  # added last: outermost
     install_openapi(app)
     return app
 

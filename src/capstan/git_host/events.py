@@ -38,11 +38,10 @@ from sqlalchemy import CursorResult, delete, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from starlette.requests import Request
 
 from capstan.config import Settings
 from capstan.db import new_id, utcnow
-from capstan.errors import BadRequest, PayloadTooLarge, Unauthorized
+from capstan.errors import BadRequest, Unauthorized
 from capstan.git_host.models import GitHostDelivery, GitHostInstallation
 from capstan.git_host.webhooks import verify_signature
 from capstan.projects.models import Project
@@ -56,7 +55,8 @@ log = logging.getLogger("capstan.git_host.events")
 QUEUE_KIND = "git_delivery"
 # Processed deliveries are forgotten after this; GitHub redelivers for at most three days.
 KEEP_DELIVERIES = timedelta(days=7)
-# GitHub caps webhook payloads at 25 MB and drops larger ones; a bigger body is not from GitHub.
+# GitHub caps webhook payloads at 25 MB and drops larger ones; a bigger body is not from GitHub
+# (the app's body limit for the webhook route).
 MAX_BODY_BYTES = 25 * 1024 * 1024
 MAX_DELIVERY_ID = 100
 MAX_EVENT = 50
@@ -78,26 +78,6 @@ class InvalidSignature(Unauthorized):
 
 
 # Intake ----------------------------------------------------------------------------------------
-
-
-def _too_large() -> PayloadTooLarge:
-    return PayloadTooLarge(f"A delivery is at most {MAX_BODY_BYTES // (1024 * 1024)} MB.")
-
-
-async def read_body(request: Request) -> bytes:
-    """The raw body, refused (413) past GitHub's cap before it is all held in memory: by its
-    declared Content-Length, or as it streams in when it declares none."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise _too_large()
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise _too_large()
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 async def receive(

@@ -169,7 +169,7 @@ async def receive_webhook(
     duplicate = await events.receive(
         session,
         settings,
-        body=await events.read_body(request),
+        body=await request.body(),
         signature=x_hub_signature_256,
         event=x_github_event,
         delivery_id=x_github_delivery,
