@@ -171,6 +171,26 @@ def test_bad_environments_are_400(shop: Ready, environment: object) -> None:
     assert shop.org.api.get(path).json() == {"environment": []}
 
 
+def test_port_is_capstans_on_a_web_server_and_free_on_a_worker(shop: Ready) -> None:
+    """A web server listens on the PORT Capstan gives it (its load balancer's target port), so
+    the user cannot set another; a worker has no port and may use the name."""
+    web = f"{shop.base}/web_servers/{shop.create_web_server()['id']}/environment"
+    variables = [{"name": "PORT", "value": "3000"}, {"name": "OTHER", "value": "x"}]
+    refused = shop.org.api.put(web, json={"environment": variables})
+    assert refused.status_code == 400, refused.text
+    error = refused.json()
+    assert error["error"] == "reserved_variable" and "$PORT" in error["message"]
+    assert error["details"] == [
+        {"field": "environment", "type": "reserved_variable", "message": "PORT"}
+    ]
+    assert shop.org.api.get(web).json() == {"environment": []}
+    worker = f"{shop.base}/workers/{shop.create_worker()['id']}"
+    accepted = shop.org.api.put(f"{worker}/environment", json={"environment": variables})
+    assert accepted.status_code == 202, accepted.text
+    shop.wait_for(worker, "running")
+    assert shop.org.api.get(f"{worker}/environment").json() == {"environment": variables}
+
+
 @pytest.mark.parametrize(
     ("fields", "field"),
     [

@@ -16,6 +16,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
+from capstan.cloud.aws import names
 from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
 from capstan.cloud_account.models import CloudAccount
 from capstan.crypto import SecretBox
@@ -400,27 +401,36 @@ async def put_environment(
 ) -> Deployment:
     """Replace the whole environment (never a merge) and roll it out."""
     service = await get(session, caller, project_id, kind, service_id)
-    if kind == STATIC_WEBSITE:
-        _check_build_variables(variables)
+    _check_reserved(kind, variables)
     service.environment = box.seal_json(variables, owner=service.id)
     return await start_deployment(session, service, None, trigger="environment")
 
 
-def _check_build_variables(variables: list[dict[str, str]]) -> None:
-    reserved = [
-        v["name"]
-        for v in variables
-        if v["name"] in SITE_BUILD_VARIABLES or v["name"].upper().startswith("CODEBUILD_")
-    ]
-    if reserved:
-        raise BadRequest(
-            f"{', '.join(reserved)}: set by the site's build itself; choose other names.",
-            code="reserved_variable",
-            details=[
-                {"field": "environment", "type": "reserved_variable", "message": name}
-                for name in reserved
-            ],
-        )
+def _reserved(kind: str, name: str) -> bool:
+    """Names Capstan sets itself: a site's build variables, and a web server's PORT (the port its
+    load balancer sends traffic to)."""
+    if kind == STATIC_WEBSITE:
+        return name in SITE_BUILD_VARIABLES or name.upper().startswith("CODEBUILD_")
+    return kind == WEB_SERVER and name == "PORT"
+
+
+def _check_reserved(kind: str, variables: list[dict[str, str]]) -> None:
+    reserved = [v["name"] for v in variables if _reserved(kind, v["name"])]
+    if not reserved:
+        return
+    why = (
+        "set by the site's build itself; choose other names"
+        if kind == STATIC_WEBSITE
+        else f"Capstan sets PORT={names.CONTAINER_PORT}; have the server listen on $PORT"
+    )
+    raise BadRequest(
+        f"{', '.join(reserved)}: {why}.",
+        code="reserved_variable",
+        details=[
+            {"field": "environment", "type": "reserved_variable", "message": name}
+            for name in reserved
+        ],
+    )
 
 
 async def preview_environment(

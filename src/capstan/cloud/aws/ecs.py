@@ -114,7 +114,6 @@ def _container(spec: ContainerSpec) -> dict[str, Any]:
         "name": names.CONTAINER_NAME,
         "image": spec.image,
         "essential": True,
-        "secrets": [{"name": name, "valueFrom": arn} for name, arn in sorted(spec.secrets.items())],
         "logConfiguration": {
             "logDriver": "awslogs",
             "options": {
@@ -128,6 +127,12 @@ def _container(spec: ContainerSpec) -> dict[str, Any]:
     if spec.port is not None:
         container["portMappings"] = [{"containerPort": spec.port, "protocol": "tcp"}]
         plain["PORT"] = str(spec.port)
+    # A name set both ways would leave the container's value to chance: Capstan's own wins.
+    container["secrets"] = [
+        {"name": name, "valueFrom": arn}
+        for name, arn in sorted(spec.secrets.items())
+        if name not in plain
+    ]
     if plain:
         container["environment"] = [
             {"name": name, "value": value} for name, value in sorted(plain.items())

@@ -178,13 +178,15 @@ def ensure_target_group(
         "HealthCheckTimeoutSeconds": 5,
         "HealthyThresholdCount": 2,
         "UnhealthyThresholdCount": 3,
-        "Matcher": {"HttpCode": "200"},
+        # Healthy is a 2xx or a 3xx (an app whose / redirects to its sign-in page is up), as
+        # the container's own `curl -f` check counts it.
+        "Matcher": {"HttpCode": "200-399"},
     }
     existing = find_target_group(session, resource_id)
     with aws_errors():
         if existing is not None:
             current = elbv2.describe_target_groups(TargetGroupArns=[existing])["TargetGroups"][0]
-            if current.get("HealthCheckPath") != health_path:
+            if any(current.get(key) != settings[key] for key in ("HealthCheckPath", "Matcher")):
                 elbv2.modify_target_group(TargetGroupArn=existing, **settings)
             return existing
         # CreateTargetGroup is idempotent by name with the same settings.
