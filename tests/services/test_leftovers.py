@@ -108,7 +108,13 @@ def test_deleting_every_target_leaves_nothing_in_the_account(org: Org) -> None:
 
 
 # What the account must hold of the other kinds while they exist.
-SITE_KINDS = {"s3 bucket", "cloudfront distribution", "acm certificate", "codebuild project"}
+SITE_KINDS = {
+    "s3 bucket",
+    "cloudfront distribution",
+    "cloudfront function",
+    "acm certificate",
+    "codebuild project",
+}
 
 
 @pytest.fixture

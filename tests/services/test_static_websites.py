@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from capstan.cloud.aws.cloudfront import REQUEST_FUNCTION_CODE
 from capstan.cloud.aws.session import AwsSession
 from capstan.sandbox.cloud.inventory import capstan_resources, dns_records
 from tests.harness import Org
@@ -146,6 +147,14 @@ def test_a_site_is_built_published_and_rebuilt(shop: Ready) -> None:
         assert origin["OriginAccessControlId"]
         certificate = config["ViewerCertificate"]["ACMCertificateArn"]
         assert certificate.split(":")[3] == "us-east-1"
+        # Viewer requests go through the site's published function (directory indexes).
+        (association,) = config["DefaultCacheBehavior"]["FunctionAssociations"]["Items"]
+        assert association["EventType"] == "viewer-request"
+        function_name = f"capstan-{site['id']}"
+        assert association["FunctionARN"].endswith(f":function/{function_name}")
+        cloudfront = customer.client("cloudfront", region="us-east-1")
+        live = cloudfront.get_function(Name=function_name, Stage="LIVE")
+        assert live["FunctionCode"].read().decode() == REQUEST_FUNCTION_CODE
         acm = customer.client("acm", region="us-east-1")
         described = acm.describe_certificate(CertificateArn=certificate)["Certificate"]
         assert (described["DomainName"], described["Status"]) == (hostname, "ISSUED")
@@ -159,7 +168,6 @@ def test_a_site_is_built_published_and_rebuilt(shop: Ready) -> None:
         record = dns_record(operator, domain, hostname)
         assert record["AliasTarget"]["DNSName"].rstrip(".") == distribution["DomainName"]
         assert record["AliasTarget"]["HostedZoneId"] == "Z2FDTNDATAQYW2"
-        cloudfront = customer.client("cloudfront", region="us-east-1")
 
         # PUT environment and PATCH of branch and publish dir each rebuild (one right after the
         # other: the second supersedes the first, whose build must not publish).
@@ -301,7 +309,12 @@ def test_previews_bad_requests_and_deletion_leaving_nothing(shop: Ready, other_o
         # ... and the certificates' validation records.
         assert len(records) == 4, records
         kinds = {item.kind for item in capstan_resources(customer, project_id)}
-        assert {"s3 bucket", "cloudfront distribution", "origin access control"} <= kinds
+        assert {
+            "s3 bucket",
+            "cloudfront distribution",
+            "cloudfront function",
+            "origin access control",
+        } <= kinds
         # A site needs no project network: no VPC, no load balancer.
         assert not kinds & {"vpc", "load balancer", "ecs cluster"}, kinds
 

@@ -93,20 +93,24 @@ def cache_monthly_usd(storage_limit_mb: int, region: str) -> float:
 
 # Static websites: CloudFront's on-demand prices for the first 10 TB a month out of North America
 # and Europe (the distributions' PriceClass_100 edges) — $0.085 per GB and $0.0100 per 10,000
-# HTTPS requests — on https://aws.amazon.com/cloudfront/pricing/; the bucket's S3 Standard
-# storage (`S3_PRICES`); and the distribution's additional metrics (needed for the cache hit
-# rate), 8 CloudWatch metrics at $0.30 each a month. Not counted: CloudFront's always-free tier
-# (1 TB and 10 million requests a month per account), S3 requests from CloudFront on cache
-# misses, and the builds (CodeBuild minutes, per deploy).
+# HTTPS requests, and $0.10 per million invocations of the site's viewer-request function (it
+# runs on every request) — on https://aws.amazon.com/cloudfront/pricing/; the bucket's S3
+# Standard storage (`S3_PRICES`); and the distribution's additional metrics (needed for the
+# cache hit rate), 8 CloudWatch metrics at $0.30 each a month. Not counted: CloudFront's
+# always-free tier (1 TB and 10 million requests a month per account), S3 requests from
+# CloudFront on cache misses, and the builds (CodeBuild minutes, per deploy).
 CLOUDFRONT_USD_PER_GB = 0.085
 CLOUDFRONT_USD_PER_10K_HTTPS_REQUESTS = 0.0100
+CLOUDFRONT_FUNCTION_USD_PER_MILLION_INVOCATIONS = 0.10
 CLOUDFRONT_ADDITIONAL_METRICS_USD_PER_MONTH = 8 * 0.30
 
 
 def cloudfront_usd(requests: float, bytes_out: float) -> float:
-    """What CloudFront charges for serving `requests` HTTPS requests and `bytes_out` bytes."""
+    """What CloudFront charges for serving `requests` HTTPS requests (each through the site's
+    function) and `bytes_out` bytes."""
     return (
         requests / 10_000 * CLOUDFRONT_USD_PER_10K_HTTPS_REQUESTS
+        + requests / 1_000_000 * CLOUDFRONT_FUNCTION_USD_PER_MILLION_INVOCATIONS
         + bytes_out / 1024**3 * CLOUDFRONT_USD_PER_GB
     )
 

@@ -7,8 +7,9 @@ may write only that bucket and read only the site's parameters, a CodeBuild proj
 `capstan-<id>` with the site buildspec, the build log group, SSM SecureString parameters under
 `/capstan/<id>/` (its build-time environment), a DNS-validated ACM certificate in us-east-1 for
 its hostname (CloudFront serves an alternate domain name only with one; the validation CNAMEs go
-into the operator's zone), a CloudFront distribution with the hostname as alias, and an ALIAS
-record `<hostname>` -> the distribution in the operator's zone.
+into the operator's zone), a CloudFront distribution with the hostname as alias and the viewer-
+request function `capstan-<id>` (directory indexes), and an ALIAS record `<hostname>` -> the
+distribution in the operator's zone.
 
 Like `Deployer`, every method finds what exists before it makes anything, starts long work
 (builds, certificate validation, distribution deployments, invalidations) without waiting for it,
@@ -246,9 +247,13 @@ class SiteDeployer(Deployer):
         certificate_arn: str,
         distribution_id: str | None,
     ) -> cloudfront.DistributionInfo:
-        """The distribution serving the bucket at the hostname, the bucket readable by it alone,
-        and the hostname's ALIAS record pointing at it."""
+        """The distribution serving the bucket at the hostname through the site's request
+        function, the bucket readable by it alone, and the hostname's ALIAS record pointing at
+        it."""
         assert target.hostname is not None
+        function_arn = cloudfront.ensure_request_function(
+            self._customer, target.project_id, target.resource_id
+        )
         distribution = cloudfront.ensure_distribution(
             self._customer,
             cloudfront.DistributionSpec(
@@ -258,6 +263,7 @@ class SiteDeployer(Deployer):
                 origin_access_control_id=storage.origin_access_control_id,
                 hostname=target.hostname,
                 certificate_arn=certificate_arn,
+                request_function_arn=function_arn,
             ),
             distribution_id,
         )
@@ -335,10 +341,10 @@ class SiteDeployer(Deployer):
     def delete_site(self, target: Target, handles: SiteHandles) -> bool:
         """Remove everything of the site, in order; True when nothing of it is left.
 
-        The hostname's record goes first; the distribution is disabled (dropping its alias and
-        certificate) and deleted on a later call, once the disabled configuration is deployed;
-        then the origin access control, the certificates, the bucket (emptied), the parameters,
-        the build project, its log group and its role."""
+        The hostname's record goes first; the distribution is disabled (dropping its alias,
+        certificate and function) and deleted on a later call, once the disabled configuration
+        is deployed; then its request function, the origin access control, the certificates,
+        the bucket (emptied), the parameters, the build project, its log group and its role."""
         distribution_id = handles.distribution_id or cloudfront.find_distribution(
             self._customer, target.resource_id
         )
@@ -351,7 +357,7 @@ class SiteDeployer(Deployer):
         for hostname in dict.fromkeys(h for h in (target.hostname, *handles.hostnames) if h):
             self.remove_hostname(hostname, domain)
         if info is not None:
-            if info.enabled or info.aliases or info.certificate_arn:
+            if info.enabled or info.aliases or info.certificate_arn or info.request_function_arn:
                 cloudfront.disable_distribution(
                     self._customer,
                     cloudfront.DistributionSpec(
@@ -373,6 +379,12 @@ class SiteDeployer(Deployer):
                 cloudfront.delete_distribution(self._customer, info)
             except RetryableCloudError:
                 return False
+        try:
+            cloudfront.delete_request_function(self._customer, target.resource_id)
+        except RetryableCloudError as error:
+            if error.code != "function_in_use":
+                raise
+            return False
         control = handles.origin_access_control_id or cloudfront.find_origin_access_control(
             self._customer, target.resource_id
         )
@@ -401,6 +413,8 @@ class SiteDeployer(Deployer):
         )
         if distribution_id and cloudfront.describe_distribution(self._customer, distribution_id):
             left.append("cloudfront distribution")
+        if cloudfront.request_function_exists(self._customer, target.resource_id):
+            left.append("cloudfront function")
         if cloudfront.find_origin_access_control(self._customer, target.resource_id):
             left.append("origin access control")
         for arn in handles.certificate_arns:

@@ -8,9 +8,15 @@ and its `Comment` names it (`ListDistributions` shows comments, not caller refer
 invalidation's `CallerReference` is the deployment it belongs to — so a step repeated after a
 crash finds what the first attempt made instead of making a second one.
 
+Each distribution runs one CloudFront Function, `capstan-<resource id>`, on viewer requests: it
+serves a directory's `index.html` (`/guide/` and `/guide` both answer `/guide/index.html`), as
+static site generators lay pages out and as S3 behind an OAC does not do by itself (only the
+root has `DefaultRootObject`). A function is made in the DEVELOPMENT stage and serves once
+published to LIVE; a distribution may only name a published one.
+
 A distribution is removed in two moves, as CloudFront requires: disabled (which also drops its
-alias, so the hostname is free at once), then deleted once the disabled configuration is
-`Deployed`.
+alias and its function, so the hostname is free at once), then deleted once the disabled
+configuration is `Deployed`; the function after it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,23 @@ HOSTED_ZONE_ID = "Z2FDTNDATAQYW2"
 CACHING_OPTIMIZED = "658327ea-f89d-4fab-a63d-7e88639e58f6"
 ORIGIN_ID = "site-bucket"
 _COMMENT_PREFIX = "Capstan "
+FUNCTION_RUNTIME = "cloudfront-js-2.0"
+FUNCTION_EVENT = "viewer-request"
+# AWS's own "add index.html to request URLs that don't include a file name", looking for a file
+# extension in the last path segment only (`/v1.2/guide` is a directory).
+REQUEST_FUNCTION_CODE = """\
+// Capstan: serve a directory's index.html, as static site generators lay pages out.
+function handler(event) {
+    var request = event.request;
+    var uri = request.uri;
+    if (uri.endsWith('/')) {
+        request.uri = uri + 'index.html';
+    } else if (uri.slice(uri.lastIndexOf('/') + 1).indexOf('.') === -1) {
+        request.uri = uri + '/index.html';
+    }
+    return request;
+}
+"""
 
 
 @dataclass(frozen=True)
@@ -46,6 +69,7 @@ class DistributionSpec:
     hostname: str | None  # the alias; None while being removed
     certificate_arn: str | None  # an issued us-east-1 certificate covering `hostname`
     enabled: bool = True
+    request_function_arn: str | None = None  # the published viewer-request function
 
 
 @dataclass(frozen=True)
@@ -59,6 +83,7 @@ class DistributionInfo:
     certificate_arn: str | None
     origin_domain: str | None
     origin_access_control_id: str | None
+    request_function_arn: str | None
     etag: str
 
     @property
@@ -72,6 +97,7 @@ class DistributionInfo:
             and (self.certificate_arn or None) == (spec.certificate_arn if spec.hostname else None)
             and self.origin_domain == spec.origin_domain
             and self.origin_access_control_id == spec.origin_access_control_id
+            and self.request_function_arn == spec.request_function_arn
         )
 
 
@@ -85,6 +111,10 @@ def origin_access_control_name(resource_id: str) -> str:
 
 def comment(resource_id: str) -> str:
     return f"{_COMMENT_PREFIX}{resource_id}"
+
+
+def request_function_name(resource_id: str) -> str:
+    return f"capstan-{resource_id}"
 
 
 # -- origin access control ------------------------------------------------------------------
@@ -151,6 +181,89 @@ def delete_origin_access_control(session: AwsSession, control_id: str) -> None:
             raise
 
 
+# -- the viewer-request function ----------------------------------------------------------
+
+
+def _function_code(cloudfront: Any, name: str, stage: str) -> tuple[bytes, str] | None:
+    """The function's code and ETag in `stage` (None when it has no such stage)."""
+    try:
+        answer = cloudfront.get_function(Name=name, Stage=stage)
+    except ClientError as error:
+        if error_code(error) == "NoSuchFunctionExists":
+            return None
+        raise
+    return answer["FunctionCode"].read(), str(answer["ETag"])
+
+
+def ensure_request_function(session: AwsSession, project_id: str, resource_id: str) -> str:
+    """The ARN of the resource's viewer-request function, published with today's code: made,
+    updated and published as far as needed (a step repeated after a crash finds the last one's
+    work)."""
+    cloudfront = _client(session)
+    name = request_function_name(resource_id)
+    code = REQUEST_FUNCTION_CODE.encode()
+    config = {"Comment": comment(resource_id), "Runtime": FUNCTION_RUNTIME}
+    with aws_errors():
+        development = _function_code(cloudfront, name, "DEVELOPMENT")
+        if development is None:
+            try:
+                created = cloudfront.create_function(
+                    Name=name,
+                    FunctionConfig=config,
+                    FunctionCode=code,
+                    Tags={"Items": names.tag_list(project_id, resource_id)},
+                )
+                development = code, str(created["ETag"])
+            except ClientError as error:
+                if error_code(error) != "FunctionAlreadyExists":
+                    raise
+                development = _function_code(cloudfront, name, "DEVELOPMENT")
+                if development is None:
+                    raise
+        if development[0] != code:
+            updated = cloudfront.update_function(
+                Name=name, IfMatch=development[1], FunctionConfig=config, FunctionCode=code
+            )
+            development = code, str(updated["ETag"])
+        live = _function_code(cloudfront, name, "LIVE")
+        if live is None or live[0] != code:
+            try:
+                cloudfront.publish_function(Name=name, IfMatch=development[1])
+            except ClientError as error:
+                if error_code(error) == "PreconditionFailed":  # changed since we read it
+                    raise RetryableCloudError(
+                        "function_changed", f"CloudFront function {name} changed meanwhile."
+                    ) from error
+                raise
+        described = cloudfront.describe_function(Name=name, Stage="LIVE")
+    return str(described["FunctionSummary"]["FunctionMetadata"]["FunctionARN"])
+
+
+def request_function_exists(session: AwsSession, resource_id: str) -> bool:
+    with aws_errors():
+        return (
+            _function_code(_client(session), request_function_name(resource_id), "DEVELOPMENT")
+            is not None
+        )
+
+
+def delete_request_function(session: AwsSession, resource_id: str) -> None:
+    """Delete the function, both stages (nothing happens when it is gone). CloudFront refuses
+    while a distribution names it: `function_in_use`, raised as retryable."""
+    cloudfront = _client(session)
+    name = request_function_name(resource_id)
+    with aws_errors(), ignoring("NoSuchFunctionExists"):
+        etag = cloudfront.describe_function(Name=name)["ETag"]
+        try:
+            cloudfront.delete_function(Name=name, IfMatch=etag)
+        except ClientError as error:
+            if error_code(error) in ("FunctionInUse", "PreconditionFailed"):
+                raise RetryableCloudError(
+                    "function_in_use", f"A distribution still runs CloudFront function {name}."
+                ) from error
+            raise
+
+
 # -- distributions ----------------------------------------------------------------------
 
 
@@ -187,6 +300,7 @@ def _config(spec: DistributionSpec) -> dict[str, Any]:
             "ViewerProtocolPolicy": "redirect-to-https",
             "CachePolicyId": CACHING_OPTIMIZED,
             "Compress": True,
+            "FunctionAssociations": _associations(spec.request_function_arn),
             "AllowedMethods": {
                 "Quantity": 2,
                 "Items": ["GET", "HEAD"],
@@ -201,10 +315,25 @@ def _config(spec: DistributionSpec) -> dict[str, Any]:
     }
 
 
+def _associations(function_arn: str | None) -> dict[str, Any]:
+    if function_arn is None:
+        return {"Quantity": 0}
+    return {
+        "Quantity": 1,
+        "Items": [{"FunctionARN": function_arn, "EventType": FUNCTION_EVENT}],
+    }
+
+
 def _info(distribution: dict[str, Any], etag: str) -> DistributionInfo:
     config = distribution.get("DistributionConfig", {})
     origins = (config.get("Origins") or {}).get("Items") or [{}]
     certificate = config.get("ViewerCertificate") or {}
+    behavior = config.get("DefaultCacheBehavior") or {}
+    functions = [
+        str(item["FunctionARN"])
+        for item in (behavior.get("FunctionAssociations") or {}).get("Items") or []
+        if item.get("EventType") == FUNCTION_EVENT
+    ]
     return DistributionInfo(
         id=str(distribution["Id"]),
         arn=str(distribution["ARN"]),
@@ -215,6 +344,7 @@ def _info(distribution: dict[str, Any], etag: str) -> DistributionInfo:
         certificate_arn=certificate.get("ACMCertificateArn") or None,
         origin_domain=origins[0].get("DomainName"),
         origin_access_control_id=origins[0].get("OriginAccessControlId") or None,
+        request_function_arn=functions[0] if functions else None,
         etag=etag,
     )
 

@@ -303,8 +303,9 @@ def _s3(customer: AwsSession) -> Iterator[Found]:
 
 
 def _cloudfront(customer: AwsSession) -> Iterator[Found]:
-    """CloudFront distributions (by their tags) and origin access controls (they carry no tags:
-    Capstan names them `capstan-<resource id>` and writes the tags into their description)."""
+    """CloudFront distributions and functions (by their tags; a function by its DEVELOPMENT
+    stage, which it has while it exists) and origin access controls (they carry no tags: Capstan
+    names them `capstan-<resource id>` and writes the tags into their description)."""
     cloudfront = customer.client("cloudfront", region="us-east-1")
     for page in cloudfront.get_paginator("list_distributions").paginate():
         for item in page["DistributionList"].get("Items") or []:
@@ -312,6 +313,17 @@ def _cloudfront(customer: AwsSession) -> Iterator[Found]:
             tags = _pairs(listed["Tags"].get("Items"))
             if _capstan(tags):
                 yield Found("cloudfront distribution", item["ARN"], tags)
+    marker: dict[str, str] = {}
+    while True:
+        functions = cloudfront.list_functions(Stage="DEVELOPMENT", **marker)["FunctionList"]
+        for function in functions.get("Items") or []:
+            arn = function["FunctionMetadata"]["FunctionARN"]
+            tags = _pairs(cloudfront.list_tags_for_resource(Resource=arn)["Tags"].get("Items"))
+            if _capstan(tags):
+                yield Found("cloudfront function", arn, tags)
+        if not functions.get("NextMarker"):
+            break
+        marker = {"Marker": functions["NextMarker"]}
     controls = cloudfront.list_origin_access_controls()["OriginAccessControlList"]
     for control in controls.get("Items") or []:
         if not str(control.get("Name", "")).startswith("capstan-"):
