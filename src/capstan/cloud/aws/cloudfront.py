@@ -195,6 +195,11 @@ def _function_code(cloudfront: Any, name: str, stage: str) -> tuple[bytes, str] 
     return answer["FunctionCode"].read(), str(answer["ETag"])
 
 
+def _function_changed(name: str) -> RetryableCloudError:
+    """An IfMatch that no longer names the function's version: someone changed it meanwhile."""
+    return RetryableCloudError("function_changed", f"CloudFront function {name} changed meanwhile.")
+
+
 def ensure_request_function(session: AwsSession, project_id: str, resource_id: str) -> str:
     """The ARN of the resource's viewer-request function, published with today's code: made,
     updated and published as far as needed (a step repeated after a crash finds the last one's
@@ -220,21 +225,19 @@ def ensure_request_function(session: AwsSession, project_id: str, resource_id: s
                 development = _function_code(cloudfront, name, "DEVELOPMENT")
                 if development is None:
                     raise
-        if development[0] != code:
-            updated = cloudfront.update_function(
-                Name=name, IfMatch=development[1], FunctionConfig=config, FunctionCode=code
-            )
-            development = code, str(updated["ETag"])
-        live = _function_code(cloudfront, name, "LIVE")
-        if live is None or live[0] != code:
-            try:
+        try:
+            if development[0] != code:
+                updated = cloudfront.update_function(
+                    Name=name, IfMatch=development[1], FunctionConfig=config, FunctionCode=code
+                )
+                development = code, str(updated["ETag"])
+            live = _function_code(cloudfront, name, "LIVE")
+            if live is None or live[0] != code:
                 cloudfront.publish_function(Name=name, IfMatch=development[1])
-            except ClientError as error:
-                if error_code(error) == "PreconditionFailed":  # changed since we read it
-                    raise RetryableCloudError(
-                        "function_changed", f"CloudFront function {name} changed meanwhile."
-                    ) from error
-                raise
+        except ClientError as error:
+            if error_code(error) == "PreconditionFailed":  # changed since we read it
+                raise _function_changed(name) from error
+            raise
         described = cloudfront.describe_function(Name=name, Stage="LIVE")
     return str(described["FunctionSummary"]["FunctionMetadata"]["FunctionARN"])
 
@@ -257,10 +260,12 @@ def delete_request_function(session: AwsSession, resource_id: str) -> None:
         try:
             cloudfront.delete_function(Name=name, IfMatch=etag)
         except ClientError as error:
-            if error_code(error) in ("FunctionInUse", "PreconditionFailed"):
+            if error_code(error) == "FunctionInUse":
                 raise RetryableCloudError(
                     "function_in_use", f"A distribution still runs CloudFront function {name}."
                 ) from error
+            if error_code(error) == "PreconditionFailed":
+                raise _function_changed(name) from error
             raise
 
 
