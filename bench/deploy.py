@@ -33,7 +33,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.services.processes import (  # noqa: E402 (the repository root is on the path now)
+from tests.apps.processes import (  # noqa: E402 (the repository root is on the path now)
     bearer_client,
     capstan_env,
     connect_cloud_account,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -24,12 +24,6 @@ from capstan.auth.router import router as session_router
 from capstan.auth.router import tokens as tokens_router
 from capstan.auth.service import SignInLimiter
 from capstan.body_limit import BodyLimitMiddleware
-from capstan.buckets import service as buckets
-from capstan.buckets.router import router as buckets_router
-from capstan.caches import service as caches
-from capstan.caches.router import router as caches_router
-from capstan.certificates import service as certificates
-from capstan.certificates.router import router as certificate_router
 from capstan.cloud import open_cloud
 from capstan.cloud_account.router import router as cloud_account_router
 from capstan.config import CloudMode, GitHostMode, Settings
@@ -37,24 +31,20 @@ from capstan.db import make_engine, make_sessionmaker
 from capstan.errors import ApiError, ValidationFailed
 from capstan.git_host import events as git_events
 from capstan.git_host.client import open_git_host
-from capstan.git_host.router import router as git_host_router
-from capstan.model_access import service as model_access
-from capstan.model_access.router import router as model_access_router
+from capstan.kinds import KINDS
 from capstan.openapi import install_openapi
 from capstan.projects.router import router as projects_router
-from capstan.services import service as services
-from capstan.services.router import (
-    static_websites_router,
-    web_servers_router,
-    workers_router,
-)
-from capstan.workers import make_worker, running_worker
+from capstan.registry import ResourceKind
+from capstan.workers import make_runtime, make_worker, running_worker
 
 log = logging.getLogger("capstan")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,128}$")
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> FastAPI:
+    """The API process: the core routes, every kind's routes, and (unless
+    `CAPSTAN_WORKER_CONCURRENCY=0`) the reconcile workers of every kind."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = make_engine(settings.sqlalchemy_url, schema=settings.database_schema)
@@ -65,9 +55,10 @@ def create_app(settings: Settings) -> FastAPI:
             app.state.cloud = await stack.enter_async_context(open_cloud(settings))
             app.state.git_host = await stack.enter_async_context(open_git_host(settings))
             if settings.worker_concurrency > 0:
-                worker = make_worker(
-                    app.state.sessionmaker, app.state.cloud, app.state.git_host, settings
+                runtime = make_runtime(
+                    app.state.sessionmaker, app.state.cloud, app.state.git_host, settings, kinds
                 )
+                worker = make_worker(runtime)
                 app.state.worker = await stack.enter_async_context(running_worker(worker))
             yield
 
@@ -82,24 +73,15 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.kinds = tuple(kinds)
 
     app.include_router(session_router)
     app.include_router(tokens_router)
     app.include_router(projects_router)
     app.include_router(cloud_account_router)
-    app.include_router(git_host_router)
-    app.include_router(web_servers_router)
-    app.include_router(workers_router)
-    app.include_router(static_websites_router)
-    services.register_with_projects()
-    app.include_router(buckets_router)
-    buckets.register()
-    app.include_router(model_access_router)
-    model_access.register()
-    app.include_router(caches_router)
-    caches.register_with_projects()
-    app.include_router(certificate_router)
-    certificates.register_with_projects()
+    for kind in kinds:
+        for router in kind.routers:
+            app.include_router(router)
     if settings.cloud is CloudMode.sandbox:
         from capstan.sandbox.cloud.pages import router as sandbox_cloud_router
 

@@ -1,37 +1,25 @@
-"""Every table, imported in one place so the migrations and the tests see the whole schema."""
+"""Every table, gathered in one place so the migrations and the tests see the whole schema: the
+core's own (organizations, users, sessions, tokens, projects, the cloud account, the work queue)
+and each kind's, from the list of kinds."""
 
 from capstan.auth.models import ApiToken, BrowserSession, Organization, SignInAttempt, User
-from capstan.buckets.models import Bucket
-from capstan.caches.models import Cache
-from capstan.certificates.models import Certificate
 from capstan.cloud_account.models import CloudAccount
 from capstan.db import Base
-from capstan.git_host.models import GitHostDelivery, GitHostInstallation, GitHostSetup
-from capstan.model_access.models import ModelAccess
+from capstan.kinds import KINDS
 from capstan.projects.models import Project
 from capstan.reconcile.models import QueueItem, ReconcilePass
-from capstan.services.models import Deployment, Preview, Service, SiteResources
 
-__all__ = [
-    "ApiToken",
-    "Base",
-    "BrowserSession",
-    "Bucket",
-    "Cache",
-    "Certificate",
-    "CloudAccount",
-    "Deployment",
-    "GitHostDelivery",
-    "GitHostInstallation",
-    "GitHostSetup",
-    "ModelAccess",
-    "Organization",
-    "Preview",
-    "Project",
-    "QueueItem",
-    "ReconcilePass",
-    "Service",
-    "SignInAttempt",
-    "SiteResources",
-    "User",
-]
+CORE_MODELS: tuple[type[Base], ...] = (
+    Organization,
+    User,
+    BrowserSession,
+    ApiToken,
+    SignInAttempt,
+    Project,
+    CloudAccount,
+    QueueItem,
+    ReconcilePass,
+)
+KIND_MODELS: tuple[type[Base], ...] = tuple(model for kind in KINDS for model in kind.models)
+
+__all__ = ["CORE_MODELS", "KIND_MODELS", "Base"]

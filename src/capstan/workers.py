@@ -8,69 +8,46 @@ PostgreSQL. On SQLite run one worker process (SQLite has no row locks to share t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from capstan.buckets.reconcile import BucketReconciler
-from capstan.caches.reconcile import CacheReconciler
-from capstan.certificates.reconcile import CertificateReconciler
 from capstan.cloud.deploy import ProjectCache
 from capstan.cloud.driver import Cloud, open_cloud
 from capstan.config import Settings
 from capstan.db import make_engine, make_sessionmaker
 from capstan.git_host.client import GitHubAppClient, open_git_host
-from capstan.git_host.events import GitDeliveryReconciler
-from capstan.reconcile.worker import Reconciler, Worker, WorkerSettings
-from capstan.services import service as services
-from capstan.services.network import ProjectNetworkReconciler
-from capstan.services.reconcile import TargetReconciler
+from capstan.kinds import KINDS
+from capstan.reconcile.worker import Worker, WorkerSettings
+from capstan.registry import ResourceKind, Runtime, reconcilers
 
 
-def reconcilers(
+def make_runtime(
     sessionmaker: async_sessionmaker[AsyncSession],
     cloud: Cloud,
     git_host: GitHubAppClient,
     settings: Settings,
-) -> list[Reconciler]:
-    deadline = timedelta(seconds=settings.rollout_deadline_seconds)
-    # One per process: what the reconcilers learned of each project's network and roles.
-    projects = ProjectCache()
-    targets: list[Reconciler] = [
-        TargetReconciler(
-            kind,
-            sessionmaker,
-            cloud,
-            git_host,
-            settings,
-            rollout_deadline=deadline,
-            project_cache=projects,
-        )
-        for kind in (services.QUEUE_KIND, services.PREVIEW_QUEUE_KIND)
-    ]
-    return [
-        *targets,
-        ProjectNetworkReconciler(sessionmaker, cloud, settings, project_cache=projects),
-        BucketReconciler(sessionmaker, cloud),
-        CacheReconciler(sessionmaker, cloud),
-        CertificateReconciler(sessionmaker, cloud, settings),
-        GitDeliveryReconciler(sessionmaker),
-    ]
+    kinds: Sequence[ResourceKind] = KINDS,
+) -> Runtime:
+    """What this process's reconcilers share (one `ProjectCache` per process: what the
+    reconcilers learned of each project's network and roles)."""
+    return Runtime(
+        sessionmaker=sessionmaker,
+        cloud=cloud,
+        git_host=git_host,
+        settings=settings,
+        kinds=tuple(kinds),
+        project_cache=ProjectCache(),
+    )
 
 
-def make_worker(
-    sessionmaker: async_sessionmaker[AsyncSession],
-    cloud: Cloud,
-    git_host: GitHubAppClient,
-    settings: Settings,
-    *,
-    owner: str | None = None,
-) -> Worker:
+def make_worker(runtime: Runtime, *, owner: str | None = None) -> Worker:
+    """A worker running the reconcilers of every kind of `runtime`."""
+    settings = runtime.settings
     return Worker(
-        sessionmaker,
-        reconcilers(sessionmaker, cloud, git_host, settings),
+        runtime.sessionmaker,
+        reconcilers(runtime),
         WorkerSettings(
             concurrency=max(1, settings.worker_concurrency),
             poll_seconds=settings.worker_poll_seconds,
@@ -101,4 +78,4 @@ async def run_workers(settings: Settings, stop: asyncio.Event) -> None:
         sessionmaker = make_sessionmaker(engine)
         cloud = await stack.enter_async_context(open_cloud(settings))
         git_host = await stack.enter_async_context(open_git_host(settings))
-        await make_worker(sessionmaker, cloud, git_host, settings).run(stop)
+        await make_worker(make_runtime(sessionmaker, cloud, git_host, settings)).run(stop)

@@ -17,8 +17,8 @@ from capstan.cloud.aws import iam
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.inventory import capstan_resources
+from tests.apps.helpers import Ready, ready
 from tests.harness import Org, RunningServer
-from tests.services.helpers import Ready, ready
 
 T = TypeVar("T")
 HAIKU = "anthropic.claude-3-haiku-20240307-v1:0"

@@ -18,9 +18,9 @@ from capstan.cloud.aws import names
 from capstan.cloud.aws.network import find_network
 from capstan.sandbox.cloud.inventory import capstan_resources
 from capstan.sandbox.cloud.simulator import simulator
+from tests.apps.helpers import Ready, ready
+from tests.apps.processes import account_sessions
 from tests.harness import Org
-from tests.services.helpers import Ready, ready
-from tests.services.processes import account_sessions
 
 T = TypeVar("T")
 ENDPOINT = re.compile(r"^[a-z0-9.-]+\.amazonaws\.com:6379$")

@@ -15,9 +15,9 @@ from botocore.exceptions import ClientError
 from capstan.cloud.aws import names
 from capstan.cloud.aws.session import AwsSession
 from capstan.sandbox.cloud.inventory import capstan_resources, dns_records
+from tests.apps.helpers import Ready, ready
+from tests.apps.processes import account_sessions, wait_all_running
 from tests.harness import Org
-from tests.services.helpers import Ready, ready
-from tests.services.processes import account_sessions, wait_all_running
 
 T = TypeVar("T")
 TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"

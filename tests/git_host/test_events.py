@@ -24,16 +24,16 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.apps.models import Deployment
 from capstan.cloud.aws import names
 from capstan.git_host import events
 from capstan.git_host.models import GitHostDelivery
 from capstan.git_host.webhooks import signature_header
-from capstan.services.models import Deployment
+from tests.apps.helpers import Ready, ready
+from tests.apps.processes import account_sessions
 from tests.git_host.flow import install
 from tests.harness import Org, RunningServer, run_db
 from tests.sandbox_git_host.helpers import api, jwt_headers
-from tests.services.helpers import Ready, ready
-from tests.services.processes import account_sessions
 
 T = TypeVar("T")
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capstan.projects import service
-from tests.harness import Org
+from capstan.registry import ResourceKind
+from tests.harness import Org, RunningServer
 
 
 def _create(org: Org, **fields: object) -> dict:
@@ -116,15 +116,17 @@ def test_delete_is_204_then_404(org: Org) -> None:
 
 
 @pytest.fixture
-def one_web_server_everywhere() -> Iterator[None]:
-    """Pretend every project holds one web server: the rule must refuse the delete."""
+def one_web_server_everywhere(server: RunningServer) -> Iterator[None]:
+    """A kind, added to the server's list, that counts one web server in every project: the
+    rule must refuse the delete."""
 
     async def count(_session: AsyncSession, _project_id: str) -> int:
         return 1
 
-    service.DEPENDENTS["web servers"] = count
+    kinds = server.app.state.kinds
+    server.app.state.kinds = (*kinds, ResourceKind(name="test", dependents={"web servers": count}))
     yield
-    del service.DEPENDENTS["web servers"]
+    server.app.state.kinds = kinds
 
 
 def test_delete_with_resources_is_409(org: Org, one_web_server_everywhere: None) -> None:

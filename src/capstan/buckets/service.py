@@ -30,11 +30,10 @@ from capstan.cloud.driver import Cloud
 from capstan.cloud_account.session import cloud_answers
 from capstan.db import new_id, utcnow
 from capstan.errors import Conflict, NotFound
+from capstan.network import service as network
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
-from capstan.services import network
-from capstan.services import service as services
 
 QUEUE_KIND = "bucket"
 CREATING, ACTIVE, DELETING = "creating", "active", "deleting"
@@ -136,7 +135,7 @@ async def list_(session: AsyncSession, caller: Principal, project_id: str) -> li
 
 async def create(session: AsyncSession, caller: Principal, project_id: str, label: str) -> Bucket:
     project = await projects.get(session, caller, project_id)
-    await services.require_cloud_account(session, caller)
+    await network.require_cloud_account(session, caller)
     bucket = Bucket(
         id=new_id("bkt"),
         organization_id=caller.organization_id,
@@ -199,12 +198,6 @@ async def task_grants(session: AsyncSession, project: Project) -> list[dict[str,
     return s3.read_write_statements([bucket_cloud.arn(region, name) for region, name in rows])
 
 
-def register() -> None:
-    """Projects refuse deletion while buckets remain; the task role gets access to them."""
-    projects.DEPENDENTS["storage buckets"] = count_in_project
-    network.TASK_GRANTS["buckets"] = task_grants
-
-
 # -- live reads ---------------------------------------------------------------------------------
 
 
@@ -212,7 +205,7 @@ async def _read(
     session: AsyncSession, caller: Principal, cloud: Cloud, bucket: Bucket, work: Any
 ) -> Any:
     """Run `work(aws)` in the bucket's region; a cloud failure is a 502 `cloud_unavailable`."""
-    account = await services.require_cloud_account(session, caller)
+    account = await network.require_cloud_account(session, caller)
     with cloud_answers():
         async with bucket_cloud.session_in(cloud, account, bucket.region) as aws:
             return await cloud.run(lambda: work(aws))

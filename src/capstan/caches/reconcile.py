@@ -24,10 +24,10 @@ from capstan.cloud.caches import NETWORK_NOT_READY, CacheSpec, CacheState
 from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import RetryableCloudError, TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
+from capstan.network import service as network
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
 from capstan.reconcile.worker import Done, RequeueAfter, Result
-from capstan.services import network
 
 log = logging.getLogger("capstan.caches")
 POLL_SECONDS = 1.0

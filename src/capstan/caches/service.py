@@ -33,11 +33,10 @@ from capstan.cloud_account.models import CloudAccount
 from capstan.cloud_account.session import cloud_answers, customer_session
 from capstan.db import new_id, utcnow
 from capstan.errors import BadRequest, Conflict, NotFound
+from capstan.network.service import require_cloud_account
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
-from capstan.services import network
-from capstan.services.service import require_cloud_account
 
 T = TypeVar("T")
 QUEUE_KIND = "cache"
@@ -117,11 +116,13 @@ async def count_in_project(session: AsyncSession, project_id: str) -> int:
     return int(count or 0)
 
 
-def register_with_projects() -> None:
-    """A project with caches cannot be deleted, and keeps its network while any cache row is
-    there (a cache lives in the project's subnets)."""
-    projects.DEPENDENTS["caches"] = count_in_project
-    network.NETWORK_USERS["caches"] = count_in_project
+async def wake_waiting(session: AsyncSession, project_id: str) -> None:
+    """Enqueue the project's caches still being created: they waited for its network."""
+    waiting = await session.scalars(
+        select(Cache.id).where(Cache.project_id == project_id, Cache.status == CREATING)
+    )
+    for cache_id in list(waiting):
+        await enqueue(session, QUEUE_KIND, cache_id)
 
 
 # -- the API's operations ---------------------------------------------------------------------

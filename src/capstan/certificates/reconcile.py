@@ -35,10 +35,10 @@ from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
 from capstan.config import Settings
 from capstan.db import utcnow
+from capstan.network import service as network
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
 from capstan.reconcile.worker import Done, RequeueAfter, Result
-from capstan.services import network
 
 log = logging.getLogger("capstan.certificates")
 

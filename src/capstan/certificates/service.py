@@ -35,10 +35,10 @@ from capstan.cloud_account.session import cloud_answers
 from capstan.config import Settings
 from capstan.db import utcnow
 from capstan.errors import NotFound
+from capstan.network import service as network
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
-from capstan.services import service as services
 
 QUEUE_KIND = "certificate"
 REQUESTING = "requesting"
@@ -161,7 +161,7 @@ async def request(
 ) -> Project:
     """POST: start the project's certificate, or answer the one under way or issued."""
     project = await _locked_project(session, caller, project_id)
-    account = await services.require_cloud_account(session, caller)
+    account = await network.require_cloud_account(session, caller)
     certificate = await current(session, project.id)
     if certificate is not None and certificate.status != FAILED:
         if certificate.arn is None:
@@ -222,11 +222,3 @@ async def count_in_project(session: AsyncSession, project_id: str) -> int:
         .where(Certificate.project_id == project_id, Certificate.removed_at.is_(None))
     )
     return int(count or 0)
-
-
-def register_with_projects() -> None:
-    """A project with a certificate cannot be deleted (DELETE the certificate first), and a
-    suffix change starts a new certificate."""
-    projects.DEPENDENTS["certificate"] = count_in_project
-    if on_suffix_change not in projects.ON_SUFFIX_CHANGE:
-        projects.ON_SUFFIX_CHANGE.append(on_suffix_change)

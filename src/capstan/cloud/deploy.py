@@ -41,7 +41,7 @@ from capstan.cloud.aws import (
 )
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
-from capstan.services.sizing import memory_problem
+from capstan.cloud.fargate import memory_problem
 
 TargetKind = Literal["web_server", "worker", "static_website"]  # sites: see cloud/site.py
 _ERROR_LINE = re.compile(r"\b(err(or)?|fatal|failed|exception|could not)\b|ERR!", re.IGNORECASE)

@@ -8,8 +8,9 @@ certificate request) wraps its call in `cloud_answers`, so a cloud failure is on
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import TypeVar
 
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.credentials import RoleRef
@@ -17,6 +18,8 @@ from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
 from capstan.errors import ApiError
+
+D = TypeVar("D")
 
 
 @asynccontextmanager
@@ -50,3 +53,16 @@ def cloud_answers(what: str = "The cloud did not answer") -> Iterator[None]:
     except CloudError as error:
         retry = {"Retry-After": "5"} if isinstance(error, RetryableCloudError) else None
         raise CloudUnavailable(f"{what}: {error.message}", headers=retry) from error
+
+
+@asynccontextmanager
+async def customer_driver(
+    cloud: Cloud,
+    account: CloudAccount | None,
+    region: str | None,
+    make: Callable[[AwsSession], D],
+) -> AsyncIterator[D]:
+    """A kind's driver (`make(session)`) in the account's role, talking to `region`; its session
+    is closed afterwards. Every kind opens its driver this one way."""
+    async with customer_session(cloud, account, region=region) as customer:
+        yield make(customer)

@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from sqlalchemy import CursorResult, delete, func, or_, select, update
+from sqlalchemy import CursorResult, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -44,11 +43,8 @@ from capstan.db import new_id, utcnow
 from capstan.errors import BadRequest, Unauthorized
 from capstan.git_host.models import GitHostDelivery, GitHostInstallation
 from capstan.git_host.webhooks import verify_signature
-from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
 from capstan.reconcile.worker import Done, Result
-from capstan.services import service as services
-from capstan.services.models import Service
 
 log = logging.getLogger("capstan.git_host.events")
 
@@ -60,8 +56,6 @@ KEEP_DELIVERIES = timedelta(days=7)
 MAX_BODY_BYTES = 25 * 1024 * 1024
 MAX_DELIVERY_ID = 100
 MAX_EVENT = 50
-_COMMIT_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
-_BRANCH_REF = "refs/heads/"
 # installation action -> (the statuses it moves from, the status it moves to). Deleted is final.
 INSTALLATION_MOVES: dict[str, tuple[tuple[str, ...], str]] = {
     "suspend": (("active",), "suspended"),
@@ -144,104 +138,24 @@ async def receive(
 # Payloads, reduced to what Capstan reads ---------------------------------------------------------
 
 
-class _Payload(BaseModel):
+class Payload(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class _Repository(_Payload):
+class Repository(Payload):
     full_name: str
 
 
-class _InstallationRef(_Payload):
+class InstallationRef(Payload):
     id: int
 
 
-class _Push(_Payload):
-    ref: str
-    after: str
-    deleted: bool = False
-    repository: _Repository
-    installation: _InstallationRef
-
-
-class _Delete(_Payload):
-    ref: str
-    ref_type: str
-    repository: _Repository
-    installation: _InstallationRef
-
-
-class _Head(_Payload):
-    ref: str
-    repo: _Repository | None = None  # None when the fork was deleted
-
-
-class _PullRequest(_Payload):
-    head: _Head
-    merged: bool | None = None
-
-
-class _PullRequestEvent(_Payload):
+class _InstallationEvent(Payload):
     action: str
-    pull_request: _PullRequest
-    repository: _Repository
-    installation: _InstallationRef
-
-
-class _InstallationEvent(_Payload):
-    action: str
-    installation: _InstallationRef
+    installation: InstallationRef
 
 
 # Processing ------------------------------------------------------------------------------------
-
-
-async def _on_push(session: AsyncSession, payload: dict[str, Any]) -> str:
-    push = _Push.model_validate(payload)
-    if push.deleted:
-        return "ignored: the push deleted the branch (the delete event handles it)"
-    if not push.ref.startswith(_BRANCH_REF):
-        return f"ignored: {push.ref} is not a branch"
-    if not _COMMIT_SHA.match(push.after):
-        return "ignored: not a commit sha"
-    branch = push.ref.removeprefix(_BRANCH_REF)
-    deployed = 0
-    for service in await _services_of(session, push.installation.id, push.repository.full_name):
-        if service.branch == branch and service.auto_deploy:
-            await services.start_deployment(
-                session, service, None, trigger="push", commit_sha=push.after
-            )
-            deployed += 1
-        for preview in await services.live_previews(session, service.id):
-            if preview.branch == branch:
-                await services.start_deployment(
-                    session, service, preview, trigger="push", commit_sha=push.after
-                )
-                deployed += 1
-    return f"deployed {deployed} target(s) at {push.after[:12]}"
-
-
-async def _on_delete(session: AsyncSession, payload: dict[str, Any]) -> str:
-    deleted = _Delete.model_validate(payload)
-    if deleted.ref_type != "branch":
-        return f"ignored: a {deleted.ref_type} was deleted"
-    branch = deleted.ref.removeprefix(_BRANCH_REF)
-    return await _remove_previews(
-        session, deleted.installation.id, deleted.repository.full_name, branch
-    )
-
-
-async def _on_pull_request(session: AsyncSession, payload: dict[str, Any]) -> str:
-    event = _PullRequestEvent.model_validate(payload)
-    if event.action != "closed":
-        return f"ignored: pull request {event.action}"
-    head = event.pull_request.head
-    if head.repo is None or head.repo.full_name.lower() != event.repository.full_name.lower():
-        # A fork's branch of the same name is not the branch previews are built from.
-        return "ignored: the pull request came from another repository"
-    return await _remove_previews(
-        session, event.installation.id, event.repository.full_name, head.ref
-    )
 
 
 async def _on_installation(session: AsyncSession, payload: dict[str, Any]) -> str:
@@ -265,18 +179,17 @@ async def _on_installation(session: AsyncSession, payload: dict[str, Any]) -> st
     return f"marked {moved.rowcount} record(s) {target}"
 
 
+# An event's handler: acts in the caller's transaction, answers what it did. The kinds bring their
+# own (`ResourceKind.git_events`: pushes deploy apps, deleted branches remove previews).
 Handler = Callable[[AsyncSession, dict[str, Any]], Awaitable[str]]
-HANDLERS: dict[str, Handler] = {
-    "push": _on_push,
-    "delete": _on_delete,
-    "pull_request": _on_pull_request,
-    "installation": _on_installation,
-}
+HANDLERS: dict[str, Handler] = {"installation": _on_installation}
 
 
-async def process(session: AsyncSession, delivery: GitHostDelivery) -> str:
+async def process(
+    session: AsyncSession, delivery: GitHostDelivery, handlers: Mapping[str, Handler]
+) -> str:
     """Act on one delivery in the caller's transaction; answers what was done."""
-    handler = HANDLERS.get(delivery.event)
+    handler = handlers.get(delivery.event)
     if handler is None:
         return f"ignored: {delivery.event} events are not used"
     try:
@@ -286,60 +199,16 @@ async def process(session: AsyncSession, delivery: GitHostDelivery) -> str:
         return f"ignored: unexpected {delivery.event} payload ({error.error_count()} problems)"
 
 
-async def _services_of(
-    session: AsyncSession, installation_id: int, full_name: str
-) -> list[Service]:
-    """Live services built from `full_name` through `installation_id`, in organizations whose
-    record of that installation is active."""
-    organizations = select(GitHostInstallation.organization_id).where(
-        GitHostInstallation.installation_id == installation_id,
-        GitHostInstallation.status == "active",
-    )
-    return list(
-        await session.scalars(
-            select(Service)
-            .where(
-                Service.organization_id.in_(organizations),
-                Service.deleted_at.is_(None),
-                func.lower(Service.repo) == full_name.lower(),
-                or_(Service.installation_id == installation_id, Service.installation_id.is_(None)),
-            )
-            .order_by(Service.created_at, Service.id)
-        )
-    )
-
-
-async def _remove_previews(
-    session: AsyncSession, installation_id: int, full_name: str, branch: str
-) -> str:
-    """Remove the previews of `branch` in projects that asked for it (git settings)."""
-    removed = 0
-    kept = 0
-    projects: dict[str, bool] = {}
-    for service in await _services_of(session, installation_id, full_name):
-        for preview in await services.live_previews(session, service.id):
-            if preview.branch != branch:
-                continue
-            if service.project_id not in projects:
-                project = await session.get(Project, service.project_id)
-                projects[service.project_id] = bool(
-                    project is not None and project.delete_previews_on_branch_delete
-                )
-            if projects[service.project_id]:
-                await services.remove_preview(session, service, preview)
-                removed += 1
-            else:
-                kept += 1
-    return f"removed {removed} preview(s) of {branch}; {kept} kept (their project's setting is off)"
-
-
 class GitDeliveryReconciler:
     """Acts on each stored delivery once (queue kind `git_delivery`)."""
 
     kind = QUEUE_KIND
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self, sessionmaker: async_sessionmaker[AsyncSession], handlers: Mapping[str, Handler]
+    ) -> None:
         self._sessionmaker = sessionmaker
+        self._handlers = {**handlers, **HANDLERS}
 
     async def live_ids(self, session: AsyncSession) -> list[str]:
         return list(
@@ -369,7 +238,7 @@ class GitDeliveryReconciler:
                 return Done()
             delivery = await session.get(GitHostDelivery, resource_id)
             assert delivery is not None
-            delivery.outcome = (await process(session, delivery))[:4000]
+            delivery.outcome = (await process(session, delivery, self._handlers))[:4000]
             await session.execute(
                 delete(GitHostDelivery).where(
                     GitHostDelivery.processed_at.is_not(None),

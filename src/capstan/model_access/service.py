@@ -23,11 +23,10 @@ from capstan.db import flush_unique
 from capstan.errors import BadRequest, Conflict
 from capstan.model_access.models import ModelAccess
 from capstan.model_access.schemas import ModelAccessConfiguration, ModelAccessSelection
+from capstan.network import service as network
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
-from capstan.services import network
-from capstan.services import service as services
 
 CATALOG_SECONDS = 300.0
 # (account id, region) -> (monotonic time read, the region's models).
@@ -80,7 +79,7 @@ async def _project_and_account(
     session: AsyncSession, caller: Principal, project_id: str
 ) -> tuple[Project, CloudAccount]:
     project = await projects.get(session, caller, project_id)
-    return project, await services.require_cloud_account(session, caller)
+    return project, await network.require_cloud_account(session, caller)
 
 
 async def read(
@@ -146,7 +145,3 @@ async def task_grants(session: AsyncSession, project: Project) -> list[dict[str,
     if row is None or not row.enabled:
         return []
     return bedrock.invoke_statements(iam.partition_of(row.region), row.region, row.model_ids)
-
-
-def register() -> None:
-    network.TASK_GRANTS["models"] = task_grants

@@ -55,9 +55,12 @@ async def get_project(project_id: str, caller: Caller, session: DbSession) -> Pr
     summary="Rename a project or change its git settings",
 )
 async def update_project(
-    project_id: str, body: ProjectUpdate, caller: Caller, session: DbSession
+    project_id: str, body: ProjectUpdate, caller: Caller, session: DbSession, request: Request
 ) -> ProjectOut:
-    return ProjectOut.model_validate(await service.update(session, caller, project_id, body))
+    kinds = request.app.state.kinds
+    return ProjectOut.model_validate(
+        await service.update(session, caller, project_id, body, kinds=kinds)
+    )
 
 
 @router.delete(
@@ -66,6 +69,8 @@ async def update_project(
     response_class=Response,
     summary="Delete an empty project",
 )
-async def delete_project(project_id: str, caller: Caller, session: DbSession) -> Response:
-    await service.delete(session, caller, project_id)
+async def delete_project(
+    project_id: str, caller: Caller, session: DbSession, request: Request
+) -> Response:
+    await service.delete(session, caller, project_id, kinds=request.app.state.kinds)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

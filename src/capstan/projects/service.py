@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from functools import cache
 
 import botocore.session
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan import registry
 from capstan.auth.principal import Principal
 from capstan.db import flush_unique
 from capstan.errors import BadRequest, HostnameSuffixTaken, NotFound, ProjectNotEmpty
 from capstan.projects.models import Project
 from capstan.projects.schemas import GitSettingsUpdate, ProjectCreate, ProjectUpdate
-
-# What still lives in a project: each resource kind registers a function that counts its own
-# rows in the project, e.g. `DEPENDENTS["web servers"] = count_web_servers`. Deleting a project
-# is refused while any count is above zero.
-DependentCounter = Callable[[AsyncSession, str], Awaitable[int]]
-DEPENDENTS: dict[str, DependentCounter] = {}
-# Called (in the request's transaction) after a project's hostname suffix changed, so resource
-# kinds with hostnames can enqueue their resources to move them.
-SuffixChanged = Callable[[AsyncSession, str], Awaitable[None]]
-ON_SUFFIX_CHANGE: list[SuffixChanged] = []
+from capstan.registry import ResourceKind
 
 
 @cache
@@ -75,8 +67,15 @@ async def create(
 
 
 async def update(
-    session: AsyncSession, caller: Principal, project_id: str, body: ProjectUpdate
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    body: ProjectUpdate,
+    *,
+    kinds: Sequence[ResourceKind],
 ) -> Project:
+    """Rename, change the hostname suffix (every kind hears of it: their hostnames move) or the
+    git settings."""
     project = await get(session, caller, project_id)
     if body.name is not None:
         project.name = body.name
@@ -88,8 +87,7 @@ async def update(
     _apply_git_settings(project, body.git_settings)
     await _flush_suffix(session, body.hostname_suffix)
     if suffix_changed:
-        for hook in ON_SUFFIX_CHANGE:
-            await hook(session, project.id)
+        await registry.suffix_changed(kinds, session, project.id)
     return project
 
 
@@ -98,10 +96,12 @@ def _apply_git_settings(project: Project, settings: GitSettingsUpdate | None) ->
         project.delete_previews_on_branch_delete = settings.delete_previews_on_branch_delete
 
 
-async def delete(session: AsyncSession, caller: Principal, project_id: str) -> None:
+async def delete(
+    session: AsyncSession, caller: Principal, project_id: str, *, kinds: Sequence[ResourceKind]
+) -> None:
+    """Only an empty project goes: refused while any kind still counts rows in it."""
     project = await get(session, caller, project_id)
-    remaining = {kind: await count(session, project.id) for kind, count in DEPENDENTS.items()}
-    remaining = {kind: n for kind, n in remaining.items() if n}
+    remaining = await registry.dependents_in_project(kinds, session, project.id)
     if remaining:
         listed = ", ".join(f"{kind}: {n}" for kind, n in sorted(remaining.items()))
         raise ProjectNotEmpty(f"The project still has resources ({listed}); delete them first.")

@@ -15,19 +15,19 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.apps.models import Deployment, Preview, Service
 from capstan.auth.principal import Principal
 from capstan.cloud.aws import names
 from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
-from capstan.cloud_account.models import CloudAccount
+from capstan.cloud.fargate import memory_problem
 from capstan.crypto import SecretBox
 from capstan.db import flush_unique, utcnow
 from capstan.errors import BadRequest, Conflict, NotFound
 from capstan.git_host.models import GitHostInstallation
+from capstan.network.service import require_cloud_account
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
-from capstan.services.models import Deployment, Preview, Service
-from capstan.services.sizing import memory_problem
 
 WEB_SERVER = "web_server"
 WORKER = "worker"
@@ -49,14 +49,6 @@ DEPLOYING_FIELDS = (
     "memory",
 )
 UNDER_WAY = ("pending", "building", "deploying")
-
-
-class CloudAccountNotConnected(Conflict):
-    code = "cloud_account_not_connected"
-    default_message = (
-        "Connect a cloud account first (GET /api/cloud_account, then POST "
-        "/api/cloud_account/verification)."
-    )
 
 
 class NameTaken(Conflict):
@@ -95,15 +87,18 @@ async def enqueue_project(session: AsyncSession, project_id: str) -> None:
             await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
 
 
-def register_with_projects() -> None:
-    """Projects refuse deletion while services remain, and tell services when they rename."""
-    from capstan.services.network import network_in_project
-
-    projects.DEPENDENTS["web servers and workers"] = count_in_project
-    projects.DEPENDENTS["static websites"] = count_sites_in_project
-    projects.DEPENDENTS["network still being removed"] = network_in_project
-    if enqueue_project not in projects.ON_SUFFIX_CHANGE:
-        projects.ON_SUFFIX_CHANGE.append(enqueue_project)
+async def wake_waiting(session: AsyncSession, project_id: str) -> None:
+    """Enqueue the project's targets whose newest deployment waits for the network."""
+    waiting = await session.execute(
+        select(Deployment.service_id, Deployment.preview_id)
+        .join(Service, Service.id == Deployment.service_id)
+        .where(Service.project_id == project_id, Deployment.status == "pending")
+    )
+    for service_id, preview_id in waiting:
+        if preview_id is None:
+            await enqueue(session, QUEUE_KIND, service_id)
+        else:
+            await enqueue(session, PREVIEW_QUEUE_KIND, preview_id)
 
 
 def check_size(cpu: int, memory: int) -> None:
@@ -114,13 +109,6 @@ def check_size(cpu: int, memory: int) -> None:
             code="invalid_memory",
             details=[{"field": "memory", "type": "fargate_size", "message": problem}],
         )
-
-
-async def require_cloud_account(session: AsyncSession, caller: Principal) -> CloudAccount:
-    account = await session.get(CloudAccount, caller.organization_id)
-    if account is None or not account.active or account.account_id is None:
-        raise CloudAccountNotConnected()
-    return account
 
 
 async def require_repository(

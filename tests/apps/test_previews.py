@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.apps.helpers import Ready, ready
 from tests.harness import Org
-from tests.services.helpers import Ready, ready
 
 
 @pytest.fixture

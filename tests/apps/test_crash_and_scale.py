@@ -29,15 +29,13 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.apps.models import Deployment
 from capstan.cloud.aws import names
 from capstan.config import Settings
 from capstan.db import utcnow
 from capstan.reconcile.models import QueueItem, ReconcilePass
 from capstan.sandbox.cloud.inventory import Found, capstan_resources, dns_records
-from capstan.services.models import Deployment
-from tests.conftest import POSTGRES_URL, _drop_schema
-from tests.harness import PASSWORD, run_db
-from tests.services.processes import (
+from tests.apps.processes import (
     Process,
     Processes,
     account_sessions,
@@ -54,6 +52,8 @@ from tests.services.processes import (
     web_server_body,
     worker_body,
 )
+from tests.conftest import POSTGRES_URL, _drop_schema
+from tests.harness import PASSWORD, run_db
 
 # Slow and process-killing: `make chaos` runs these (and `.ci/run` does, after `make test`).
 pytestmark = pytest.mark.chaos

@@ -24,6 +24,11 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 
+from capstan.apps import service as services
+from capstan.apps.deploying import deployer_for
+from capstan.apps.models import Deployment, Preview, Service
+from capstan.apps.sites import SiteSteps
+from capstan.apps.steps import Progress, Steps, Subject
 from capstan.cloud.deploy import Build, BuildSpec, Deployer, ProjectCache, TaskSpec
 from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import TerminalCloudError
@@ -32,17 +37,12 @@ from capstan.config import Settings
 from capstan.crypto import SecretBox
 from capstan.db import utcnow
 from capstan.git_host.client import GitHostError, GitHubAppClient, TerminalGitHostError
+from capstan.network import service as network
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
 from capstan.reconcile.worker import Done, RequeueAfter, Result
-from capstan.services import network
-from capstan.services import service as services
-from capstan.services.deploying import deployer_for
-from capstan.services.models import Deployment, Preview, Service
-from capstan.services.sites import SiteSteps
-from capstan.services.steps import Progress, Steps, Subject
 
-log = logging.getLogger("capstan.services")
+log = logging.getLogger("capstan.apps")
 
 POLL_SECONDS = 1.0
 ROLLOUT_DEADLINE = timedelta(minutes=15)

@@ -15,9 +15,9 @@ import pytest
 from capstan.cloud.aws.cloudfront import REQUEST_FUNCTION_CODE
 from capstan.cloud.aws.session import AwsSession
 from capstan.sandbox.cloud.inventory import capstan_resources, dns_records
+from tests.apps.helpers import Ready, ready
+from tests.apps.processes import account_sessions
 from tests.harness import Org
-from tests.services.helpers import Ready, ready
-from tests.services.processes import account_sessions
 
 SITE_REPO = "capstan-samples/hello-static"
 T = TypeVar("T")

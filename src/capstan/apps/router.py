@@ -17,16 +17,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response, status
 from pydantic import BaseModel
 
+from capstan.apps import observe, schemas
+from capstan.apps import service as services
+from capstan.apps.deploying import target_of
+from capstan.apps.models import Preview, Service
 from capstan.auth.principal import Caller
 from capstan.config import Settings
 from capstan.crypto import SecretBox
 from capstan.db import DbSession
 from capstan.projects import service as projects
 from capstan.projects.models import Project
-from capstan.services import observe, schemas
-from capstan.services import service as services
-from capstan.services.deploying import target_of
-from capstan.services.models import Preview, Service
 
 
 @dataclass(frozen=True)

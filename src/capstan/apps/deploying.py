@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from capstan.apps import service as services
+from capstan.apps.models import Preview, Service
 from capstan.cloud.deploy import Deployer, ProjectCache, Target
 from capstan.cloud.driver import Cloud
 from capstan.cloud.site import SiteDeployer
@@ -14,8 +16,6 @@ from capstan.cloud_account.models import CloudAccount
 from capstan.cloud_account.session import customer_session
 from capstan.config import Settings
 from capstan.projects.models import Project
-from capstan.services import service as services
-from capstan.services.models import Preview, Service
 
 
 def target_of(service: Service, preview: Preview | None, project: Project, domain: str) -> Target:

@@ -14,6 +14,9 @@ from typing import Any
 from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.apps import service as services
+from capstan.apps.deploying import deployer_for
+from capstan.apps.models import Deployment, Service, SiteResources
 from capstan.auth.principal import Principal
 from capstan.cloud.deploy import LogLine, Target
 from capstan.cloud.driver import Cloud
@@ -21,10 +24,8 @@ from capstan.cloud.pricing import monthly_run_rate_usd, site_monthly_run_rate_us
 from capstan.cloud.site import SiteDeployer
 from capstan.cloud_account.session import cloud_answers
 from capstan.config import Settings
+from capstan.network import service as network
 from capstan.projects.models import Project
-from capstan.services import service as services
-from capstan.services.deploying import deployer_for
-from capstan.services.models import Deployment, Service, SiteResources
 
 
 async def _read(
@@ -35,7 +36,7 @@ async def _read(
     target: Target,
     work: Any,
 ) -> Any:
-    account = await services.require_cloud_account(session, caller)
+    account = await network.require_cloud_account(session, caller)
     project = await session.get(Project, target.project_id)
     assert project is not None
     with cloud_answers():

@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
 from capstan.cloud.aws.ssm import MAX_VALUE_BYTES
+from capstan.cloud.fargate import CPU_VALUES
 from capstan.schemas import Request, Response
-from capstan.services.sizing import CPU_VALUES
 
 DNS_LABEL = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 # Git forbids spaces, "~^:?*[\" and control characters in ref names (the rest in `_branch_rules`).

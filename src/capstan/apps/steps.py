@@ -22,11 +22,11 @@ from typing import Literal, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.apps.deploying import target_of
+from capstan.apps.models import Deployment, Preview, Service
 from capstan.cloud.deploy import Build, Deployer, Target
 from capstan.projects.models import Project
 from capstan.reconcile.worker import Result
-from capstan.services.deploying import target_of
-from capstan.services.models import Deployment, Preview, Service
 
 
 @dataclass

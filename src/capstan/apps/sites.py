@@ -26,6 +26,9 @@ from datetime import timedelta
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.apps import service as services
+from capstan.apps.models import Deployment, SiteResources
+from capstan.apps.steps import Progress, Subject
 from capstan.cloud.deploy import Build, Deployer, Target
 from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import RetryableCloudError
@@ -41,11 +44,8 @@ from capstan.config import Settings
 from capstan.crypto import SecretBox
 from capstan.db import utcnow
 from capstan.reconcile.worker import Done, RequeueAfter, Result
-from capstan.services import service as services
-from capstan.services.models import Deployment, SiteResources
-from capstan.services.steps import Progress, Subject
 
-log = logging.getLogger("capstan.services.sites")
+log = logging.getLogger("capstan.apps.sites")
 
 # A first publication waits for a certificate's DNS validation (minutes) and a distribution's
 # deployment to the edges (minutes): more than a container rollout.

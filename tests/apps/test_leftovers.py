@@ -17,15 +17,15 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.apps.models import Preview, Service
 from capstan.projects.models import Project
 from capstan.sandbox.cloud.inventory import capstan_resources, dns_records
 from capstan.sandbox.cloud.simulator import simulator
-from capstan.services.models import Preview, Service
+from tests.apps.helpers import Ready, ready
+from tests.apps.processes import account_sessions, wait_all_running
+from tests.apps.test_static_websites import create_site
 from tests.cloud.deploy_helpers import leftovers
 from tests.harness import Org, run_db
-from tests.services.helpers import Ready, ready
-from tests.services.processes import account_sessions, wait_all_running
-from tests.services.test_static_websites import create_site
 
 # What the account must hold of each target while it runs (proof the listing sees them).
 WEB_KINDS = {

@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capstan.services.models import Service
+from capstan.apps.models import Service
+from tests.apps.helpers import WEB_REPO, Ready, ready
+from tests.apps.processes import account_sessions
 from tests.harness import Org, run_db
-from tests.services.helpers import WEB_REPO, Ready, ready
-from tests.services.processes import account_sessions
 
 
 @pytest.fixture

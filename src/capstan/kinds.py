@@ -1,0 +1,24 @@
+"""The kinds of resource Capstan runs: the one list that `create_app`, `capstan worker`, the
+migrations' metadata, projects and the network read. Adding a kind is one package (with its
+`kind.py`) and one line here."""
+
+from __future__ import annotations
+
+from capstan.apps.kind import KIND as APPS
+from capstan.buckets.kind import KIND as BUCKETS
+from capstan.caches.kind import KIND as CACHES
+from capstan.certificates.kind import KIND as CERTIFICATES
+from capstan.git_host.kind import KIND as GIT_HOST
+from capstan.model_access.kind import KIND as MODEL_ACCESS
+from capstan.network.kind import KIND as NETWORK
+from capstan.registry import ResourceKind
+
+KINDS: tuple[ResourceKind, ...] = (
+    NETWORK,
+    APPS,
+    CACHES,
+    BUCKETS,
+    MODEL_ACCESS,
+    CERTIFICATES,
+    GIT_HOST,
+)

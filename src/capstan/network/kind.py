@@ -1,0 +1,32 @@
+"""The project network as a kind: its reconciler, and the network itself keeps a project from
+being deleted while it is still being removed from the cloud."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from capstan.network.reconcile import ProjectNetworkReconciler
+from capstan.network.service import still_exists
+from capstan.reconcile.worker import Reconciler
+from capstan.registry import ResourceKind, Runtime
+
+
+def _reconcilers(runtime: Runtime) -> Sequence[Reconciler]:
+    return [ProjectNetworkReconciler(runtime)]
+
+
+KIND = ResourceKind(
+    name="project_network",
+    reconcilers=_reconcilers,
+    dependents={"network still being removed": still_exists},
+    leftovers=(
+        "vpc",
+        "subnet",
+        "internet gateway",
+        "route table",
+        "security group",
+        "load balancer",
+        "ecs cluster",
+        "iam role",
+    ),
+)

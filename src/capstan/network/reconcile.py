@@ -1,0 +1,80 @@
+"""The project's shared network, reconciled as a resource of its own (queue kind
+`project_network`, keyed by project id).
+
+Every web server, worker, cache and their previews of a project run in one VPC behind one load
+balancer (static websites need neither). Creating or removing that network from each user's own
+pass would race (two targets of a new project would both create it); as its own queue row, the
+lease lets exactly one worker work on it at a time. It exists while any kind's `network_users`
+counts rows in the project (live or still being removed), and is removed after the last is gone.
+
+Each pass puts the task role's grants policy: the statements every kind's `task_grants` gives
+(its buckets, its enabled models), read from the kinds this process runs, so a kind that changes
+its grants enqueues this row. When the network is ready, every kind's `on_network_ready` wakes
+what waited for it.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from capstan import registry
+from capstan.cloud_account.models import CloudAccount
+from capstan.db import utcnow
+from capstan.network.deploying import deployer_for
+from capstan.network.service import QUEUE_KIND
+from capstan.projects.models import Project
+from capstan.reconcile.worker import Done, RequeueAfter, Result
+from capstan.registry import Runtime
+
+POLL_SECONDS = 1.0
+
+
+class ProjectNetworkReconciler:
+    kind = QUEUE_KIND
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._sessionmaker = runtime.sessionmaker
+        self._cloud = runtime.cloud
+
+    async def live_ids(self, session: AsyncSession) -> list[str]:
+        return list(
+            await session.scalars(select(Project.id).where(Project.network_ready_at.is_not(None)))
+        )
+
+    async def reconcile(self, project_id: str) -> Result:
+        async with self._sessionmaker() as session:
+            project = await session.get(Project, project_id)
+            if project is None:
+                return Done()
+            account = await session.get(CloudAccount, project.organization_id)
+            kinds = self._runtime.kinds
+            wanted = await registry.needs_network(kinds, session, project.id)
+            if not wanted and project.network_ready_at is None:
+                return Done()
+            if account is None or account.account_id is None or account.role_name is None:
+                return Done()  # the targets fail on their own with "no cloud account"
+            # Read everything first: on SQLite the first write takes the database's lock, which
+            # must not be held through the cloud calls below.
+            grants = await registry.task_grants(kinds, session, project) if wanted else []
+            # A network made after the certificate was issued serves it at once.
+            issued = project.certificate_status == "issued"
+            certificate = project.certificate_arn if issued else None
+            # A network about to be made is keyed by the time it will be recorded as made.
+            project.network_ready_at = project.network_ready_at or utcnow()
+            async with deployer_for(self._runtime, account, project) as deployer:
+                if wanted:
+                    await self._cloud.run(
+                        lambda: deployer.ensure_project_network(project_id, certificate)
+                    )
+                    await self._cloud.run(lambda: deployer.apply_task_grants(project_id, grants))
+                    await registry.network_ready(kinds, session, project_id)
+                    result: Result = Done()
+                elif await self._cloud.run(lambda: deployer.delete_project_network(project_id)):
+                    project.network_ready_at = None
+                    result = Done()
+                else:
+                    result = RequeueAfter(POLL_SECONDS)
+            await session.commit()
+            return result

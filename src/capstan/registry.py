@@ -1,0 +1,143 @@
+"""What a resource kind is: the one typed descriptor each kind declares in its own package.
+
+A kind (the project network; web servers, workers and static websites; caches; buckets; model
+access; certificates; git events) says once what it brings — its routes, its tables, its
+reconcilers, how it keeps a project from being deleted, whether it needs the project network,
+what it grants the project's task role, what it does when the project's hostname suffix changes,
+and which cloud resources it makes (its leftovers check). `capstan.kinds.KINDS` lists them; the
+API process, `capstan worker`, the migrations, projects and the network read that list and
+nothing else, so every process runs the same kinds.
+
+    capstan/<kind>/kind.py:   KIND = ResourceKind(name=..., routers=..., reconcilers=..., ...)
+    capstan/kinds.py:         KINDS = (network.KIND, apps.KIND, caches.KIND, ...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+    from capstan.cloud.deploy import ProjectCache
+    from capstan.cloud.driver import Cloud
+    from capstan.config import Settings
+    from capstan.git_host.client import GitHubAppClient
+    from capstan.projects.models import Project
+    from capstan.reconcile.worker import Reconciler
+
+# Rows of a kind in a project (live or still being removed).
+CountFn = Callable[[AsyncSession, str], Awaitable[int]]
+# IAM policy statements the project's task role gets for a kind.
+GrantFn = Callable[[AsyncSession, "Project"], Awaitable[list[dict[str, Any]]]]
+# Called in the request's (or pass's) transaction with a project id.
+ProjectHook = Callable[[AsyncSession, str], Awaitable[None]]
+# Acts on one git host event's payload in the pass's transaction; answers what it did.
+GitEventHandler = Callable[[AsyncSession, dict[str, Any]], Awaitable[str]]
+
+
+@dataclass
+class Runtime:
+    """What a process gives its reconcilers: the database, the cloud, the git host, settings,
+    the kinds it runs, and what the process learned of each project's network."""
+
+    sessionmaker: async_sessionmaker[AsyncSession]
+    cloud: Cloud
+    git_host: GitHubAppClient
+    settings: Settings
+    kinds: Sequence[ResourceKind]
+    project_cache: ProjectCache
+
+
+def _no_reconcilers(_runtime: Runtime) -> Sequence[Reconciler]:
+    return ()
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """One kind of resource, declared once in its own package (`<package>/kind.py`)."""
+
+    name: str
+    # The routes it adds to the API (read by `create_app`).
+    routers: Sequence[APIRouter] = ()
+    # Its tables (read by the migrations' metadata).
+    models: Sequence[type[Any]] = ()
+    # Its reconcilers, made for a process (read by `create_app` and `capstan worker`).
+    reconcilers: Callable[[Runtime], Sequence[Reconciler]] = _no_reconcilers
+    # What keeps a project from being deleted: label -> count of rows in the project.
+    dependents: Mapping[str, CountFn] = field(default_factory=dict)
+    # Rows that need the project network (VPC, load balancer, cluster): it stays while any has.
+    network_users: CountFn | None = None
+    # What the project's task role may do for this kind.
+    task_grants: GrantFn | None = None
+    # After the project's hostname suffix changed (in the request's transaction).
+    on_suffix_change: ProjectHook | None = None
+    # After the project network became ready: wake what waited for it.
+    on_network_ready: ProjectHook | None = None
+    # What it does on the git host's events (event name -> handler; see git_host/events.py).
+    git_events: Mapping[str, GitEventHandler] = field(default_factory=dict)
+    # The cloud resources it makes, as the sandbox inventory names them (its leftovers check).
+    leftovers: Sequence[str] = ()
+
+
+async def dependents_in_project(
+    kinds: Sequence[ResourceKind], session: AsyncSession, project_id: str
+) -> dict[str, int]:
+    """What still lives in a project, by label (only the labels with rows)."""
+    found: dict[str, int] = {}
+    for kind in kinds:
+        for label, count in kind.dependents.items():
+            n = await count(session, project_id)
+            if n:
+                found[label] = n
+    return found
+
+
+async def needs_network(
+    kinds: Sequence[ResourceKind], session: AsyncSession, project_id: str
+) -> bool:
+    for kind in kinds:
+        if kind.network_users is not None and await kind.network_users(session, project_id):
+            return True
+    return False
+
+
+async def task_grants(
+    kinds: Sequence[ResourceKind], session: AsyncSession, project: Project
+) -> list[dict[str, Any]]:
+    statements: list[dict[str, Any]] = []
+    for kind in sorted(kinds, key=lambda k: k.name):
+        if kind.task_grants is not None:
+            statements += await kind.task_grants(session, project)
+    return statements
+
+
+async def suffix_changed(
+    kinds: Sequence[ResourceKind], session: AsyncSession, project_id: str
+) -> None:
+    for kind in kinds:
+        if kind.on_suffix_change is not None:
+            await kind.on_suffix_change(session, project_id)
+
+
+async def network_ready(
+    kinds: Sequence[ResourceKind], session: AsyncSession, project_id: str
+) -> None:
+    for kind in kinds:
+        if kind.on_network_ready is not None:
+            await kind.on_network_ready(session, project_id)
+
+
+def git_events(kinds: Sequence[ResourceKind]) -> dict[str, GitEventHandler]:
+    handlers: dict[str, GitEventHandler] = {}
+    for kind in kinds:
+        handlers.update(kind.git_events)
+    return handlers
+
+
+def reconcilers(runtime: Runtime) -> list[Reconciler]:
+    return [r for kind in runtime.kinds for r in kind.reconcilers(runtime)]
