@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import Preview, Service
+from capstan.kinds import KINDS
 from capstan.projects.models import Project
 from capstan.sandbox.cloud.inventory import capstan_resources, dns_records
 from capstan.sandbox.cloud.simulator import simulator
@@ -167,6 +168,10 @@ def test_deleting_every_kind_of_resource_leaves_no_capstan_tagged_resource(org: 
         kinds = {item.kind for item in capstan_resources(customer, project_id)}
         expected = WEB_KINDS | PROJECT_KINDS | SITE_KINDS | {"serverless cache"}
         assert kinds >= expected, expected - kinds
+        # Every resource found is one some kind declares it makes (its leftovers check).
+        declared = {name for kind in KINDS for name in kind.leftovers}
+        undeclared = {kind for kind in kinds if not kind.startswith("tagging:")} - declared
+        assert not undeclared, undeclared
 
         for path in [*previews, *targets[:3], cache_path, bucket_path]:
             assert api.delete(path).status_code in (200, 204), path

@@ -55,6 +55,7 @@ KIND = ResourceKind(
         "codebuild project",
         "log group",
         "ssm parameter",
+        "task definition (active)",
         "ecs service",
         "target group",
         "listener rule",

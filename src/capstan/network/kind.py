@@ -25,6 +25,7 @@ KIND = ResourceKind(
         "internet gateway",
         "route table",
         "security group",
+        "network interface",
         "load balancer",
         "ecs cluster",
         "iam role",
