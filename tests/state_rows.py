@@ -28,7 +28,7 @@ from capstan.config import async_database_url
 from capstan.db import make_engine, make_sessionmaker, new_id
 from capstan.migrations import upgrade
 from capstan.projects.models import Project
-from capstan.states import StateMachine
+from capstan.states import IllegalMove, StateMachine
 from tests.harness import test_settings
 
 T = TypeVar("T")
@@ -137,38 +137,93 @@ async def stored(sessions: Sessions, model: type[Any], row_id: str) -> Any:
         return await session.scalar(select(model).where(model.id == row_id))
 
 
-def statuses_of(machine: StateMachine[Any]) -> set[str]:
-    found = {target for target in machine.transitions.values()}
-    return found | {status for status, _ in machine.transitions if status is not None}
+def database_fixture(name: str) -> Any:
+    """A module's `database` fixture: one migrated database per backend."""
+
+    @pytest.fixture(scope="module", params=BACKENDS)
+    def database(
+        request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    ) -> Iterator[Database]:
+        yield from migrated(request.param, tmp_path_factory.mktemp(f"{name}-{request.param}"))
+
+    return database
 
 
 def every_refused_move(machine: StateMachine[Any]) -> list[tuple[str, str]]:
     """Every (status, event) pair of the machine's own statuses and events that it does not list."""
+    statuses = set(machine.transitions.values()) | {s for s, _ in machine.transitions if s}
     events = {event for _, event in machine.transitions}
     return [
         (status, event)
-        for status in sorted(statuses_of(machine))
+        for status in sorted(statuses)
         for event in sorted(events)
         if (status, event) not in machine.transitions
     ]
 
 
-def check_every_move(
-    database: Database, kind: str, machine: StateMachine[Any], moves: dict[tuple[str, str], str]
+def make_every_move(
+    database: Database, kind: str, machine: StateMachine[Any], life: dict[tuple[Any, str], str]
 ) -> list[tuple[str, str, str, bool]]:
-    """Make each move on a fresh row: (from, event, stored status, answer) for each."""
+    """Make each move of `life` (but creation) on a fresh row: (from, event, stored, answer)."""
 
     async def work(sessions: Sessions) -> list[tuple[str, str, str, bool]]:
         landed = []
-        for (status, event), _target in moves.items():
+        for status, event in [(s, e) for s, e in life if s is not None]:
             row_id = await add_row(sessions, kind, status)
             async with sessions() as session:
-                row = await session.get(machine.model, row_id)
-                moved = await machine.move(session, row, event)
+                moved = await machine.move(session, await session.get(machine.model, row_id), event)
                 await session.commit()
-            landed.append(
-                (status, event, (await stored(sessions, machine.model, row_id)).status, moved)
-            )
+            row = await stored(sessions, machine.model, row_id)
+            landed.append((status, event, row.status, moved))
         return landed
+
+    return database.run(work)
+
+
+def try_refused_moves(
+    database: Database, kind: str, machine: StateMachine[Any]
+) -> list[tuple[str, str, str, str]]:
+    """Try every move the table does not list on a fresh row: (from, event, error, stored)."""
+
+    async def work(sessions: Sessions) -> list[tuple[str, str, str, str]]:
+        answers = []
+        for status, event in every_refused_move(machine):
+            row_id = await add_row(sessions, kind, status)
+            async with sessions() as session:
+                try:
+                    await machine.move(session, await session.get(machine.model, row_id), event)
+                    error = "moved"
+                except IllegalMove as refused:
+                    error = type(refused).__name__
+                await session.commit()
+            answers.append(
+                (status, event, error, (await stored(sessions, machine.model, row_id)).status)
+            )
+        return answers
+
+    return database.run(work)
+
+
+def race(
+    database: Database,
+    kind: str,
+    machine: StateMachine[Any],
+    status: str,
+    first: tuple[str, dict[str, Any]],
+    second: tuple[str, dict[str, Any]],
+) -> tuple[bool, bool, Any]:
+    """Two sessions read one row in `status`; `first` moves it and commits, then `second` tries
+    with what it read: (first moved, second moved, the stored row)."""
+
+    async def work(sessions: Sessions) -> tuple[bool, bool, Any]:
+        row_id = await add_row(sessions, kind, status)
+        async with sessions() as late, sessions() as early:
+            slow = await late.get(machine.model, row_id)
+            fast = await early.get(machine.model, row_id)
+            first_moved = await machine.move(early, fast, first[0], **first[1])
+            await early.commit()
+            second_moved = await machine.move(late, slow, second[0], **second[1])
+            await late.commit()
+        return first_moved, second_moved, await stored(sessions, machine.model, row_id)
 
     return database.run(work)

@@ -4,7 +4,6 @@ a move is one conditional UPDATE that lands, or loses cleanly to whoever moved t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -14,14 +13,9 @@ from capstan.caches.models import Cache
 from capstan.caches.service import STATES
 from capstan.db import utcnow
 from capstan.states import IllegalMove, StateMachine
-from tests.state_rows import BACKENDS, Database, Sessions, add_row, migrated, stored
+from tests.state_rows import Database, Sessions, add_row, database_fixture, stored
 
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def database(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Database]:
-    yield from migrated(request.param, tmp_path_factory.mktemp(f"states-{request.param}"))
+database = database_fixture("states")
 
 
 def test_a_table_lists_a_move_from_any_of_several_statuses() -> None:

@@ -3,24 +3,21 @@ others are refused, and a reconcile pass loses cleanly to a newer deployment sup
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm.exc import StaleDataError
 
 from capstan.apps.models import DEPLOYMENT_STATES, Deployment
 from capstan.apps.service import _supersede
-from capstan.states import IllegalMove
 from tests.state_rows import (
-    BACKENDS,
     Database,
     Sessions,
     add_row,
-    check_every_move,
+    database_fixture,
     every_refused_move,
-    migrated,
+    make_every_move,
     stored,
+    try_refused_moves,
 )
 
 # A deployment's life: pending → building → deploying → running; failed from any step (and
@@ -38,13 +35,7 @@ LIFE = {
     ("building", "superseded"): "superseded",
     ("deploying", "superseded"): "superseded",
 }
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def database(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Database]:
-    yield from migrated(request.param, tmp_path_factory.mktemp(f"deployments-{request.param}"))
+database = database_fixture("deployments")
 
 
 def test_the_table_is_a_deployments_life() -> None:
@@ -52,27 +43,15 @@ def test_the_table_is_a_deployments_life() -> None:
 
 
 def test_every_move_lands_where_the_table_says(database: Database) -> None:
-    moves = {(s, e): t for (s, e), t in LIFE.items() if s is not None}
-    landed = check_every_move(database, "deployment", DEPLOYMENT_STATES, moves)
-    assert landed == [(s, e, t, True) for (s, e), t in moves.items()]
+    landed = make_every_move(database, "deployment", DEPLOYMENT_STATES, LIFE)
+    assert landed == [(s, e, t, True) for (s, e), t in LIFE.items() if s is not None]
 
 
 def test_moves_not_in_the_table_are_refused(database: Database) -> None:
     refused = every_refused_move(DEPLOYMENT_STATES)
     assert ("superseded", "build_started") in refused and ("failed", "failed") in refused
-
-    async def work(sessions: Sessions) -> list[str]:
-        answers = []
-        for status, event in refused:
-            row_id = await add_row(sessions, "deployment", status)
-            async with sessions() as session:
-                deployment = await session.get(Deployment, row_id)
-                with pytest.raises(IllegalMove):
-                    await DEPLOYMENT_STATES.move(session, deployment, event)
-            answers.append((await stored(sessions, Deployment, row_id)).status)
-        return answers
-
-    assert database.run(work) == [status for status, _ in refused]
+    answers = try_refused_moves(database, "deployment", DEPLOYMENT_STATES)
+    assert answers == [(s, e, "IllegalMove", s) for s, e in refused]
 
 
 def test_a_superseded_deployment_stays_superseded_and_the_pass_loses(database: Database) -> None:

@@ -3,24 +3,9 @@ others are refused, and the reconciler's `created` loses to a DELETE made meanwh
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from capstan.buckets.models import Bucket
 from capstan.buckets.service import STATES
 from capstan.db import utcnow
-from capstan.states import IllegalMove
-from tests.state_rows import (
-    BACKENDS,
-    Database,
-    Sessions,
-    add_row,
-    check_every_move,
-    every_refused_move,
-    migrated,
-    stored,
-)
+from tests.state_rows import Database, database_fixture, make_every_move, race, try_refused_moves
 
 # A bucket's life: made, then active; deleted from either.
 LIFE = {
@@ -29,13 +14,7 @@ LIFE = {
     ("creating", "delete"): "deleting",
     ("active", "delete"): "deleting",
 }
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def database(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Database]:
-    yield from migrated(request.param, tmp_path_factory.mktemp(f"buckets-{request.param}"))
+database = database_fixture("buckets")
 
 
 def test_the_table_is_a_buckets_life() -> None:
@@ -43,47 +22,29 @@ def test_the_table_is_a_buckets_life() -> None:
 
 
 def test_every_move_lands_where_the_table_says(database: Database) -> None:
-    moves = {(s, e): t for (s, e), t in LIFE.items() if s is not None}
-    landed = check_every_move(database, "bucket", STATES, moves)
-    assert landed == [(s, e, t, True) for (s, e), t in moves.items()]
+    landed = make_every_move(database, "bucket", STATES, LIFE)
+    assert landed == [(s, e, t, True) for (s, e), t in LIFE.items() if s is not None]
 
 
 def test_moves_not_in_the_table_are_refused(database: Database) -> None:
-    refused = every_refused_move(STATES)
-    assert refused == [
-        ("active", "create"),
-        ("active", "created"),
-        ("creating", "create"),
-        ("deleting", "create"),
-        ("deleting", "created"),
-        ("deleting", "delete"),
+    assert try_refused_moves(database, "bucket", STATES) == [
+        ("active", "create", "IllegalMove", "active"),
+        ("active", "created", "IllegalMove", "active"),
+        ("creating", "create", "IllegalMove", "creating"),
+        ("deleting", "create", "IllegalMove", "deleting"),
+        ("deleting", "created", "IllegalMove", "deleting"),
+        ("deleting", "delete", "IllegalMove", "deleting"),
     ]
-
-    async def work(sessions: Sessions) -> list[str]:
-        answers = []
-        for status, event in refused:
-            row_id = await add_row(sessions, "bucket", status)
-            async with sessions() as session:
-                bucket = await session.get(Bucket, row_id)
-                with pytest.raises(IllegalMove):
-                    await STATES.move(session, bucket, event)
-            answers.append((await stored(sessions, Bucket, row_id)).status)
-        return answers
-
-    assert database.run(work) == [status for status, _ in refused]
 
 
 def test_created_loses_to_a_delete_made_meanwhile(database: Database) -> None:
-    async def work(sessions: Sessions) -> tuple[bool, str, bool]:
-        bucket_id = await add_row(sessions, "bucket", "creating")
-        async with sessions() as reconciler, sessions() as request:
-            late = await reconciler.get(Bucket, bucket_id)
-            early = await request.get(Bucket, bucket_id)
-            assert await STATES.move(request, early, "delete", deleted_at=utcnow())
-            await request.commit()
-            created = await STATES.move(reconciler, late, "created")
-            await reconciler.commit()
-        row = await stored(sessions, Bucket, bucket_id)
-        return created, row.status, row.deleted_at is not None
-
-    assert database.run(work) == (False, "deleting", True)
+    deleted, created, row = race(
+        database,
+        "bucket",
+        STATES,
+        "creating",
+        ("delete", {"deleted_at": utcnow()}),
+        ("created", {}),
+    )
+    assert deleted and not created
+    assert (row.status, row.deleted_at is not None) == ("deleting", True)

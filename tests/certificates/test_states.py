@@ -4,26 +4,23 @@ certificate's state (not a retired one's)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from capstan.certificates import service
 from capstan.certificates.models import Certificate
 from capstan.certificates.service import STATES
 from capstan.db import utcnow
 from capstan.projects.models import Project
-from capstan.states import IllegalMove
 from tests.state_rows import (
-    BACKENDS,
     Database,
     Sessions,
     add_row,
-    check_every_move,
+    database_fixture,
     every_refused_move,
-    migrated,
+    make_every_move,
+    race,
     stored,
+    try_refused_moves,
 )
 
 # A certificate's life: requested from ACM (then it has an ARN), issued; failed at any point.
@@ -35,13 +32,7 @@ LIFE = {
     ("pending_validation", "failed"): "failed",
     ("issued", "failed"): "failed",
 }
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def database(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Database]:
-    yield from migrated(request.param, tmp_path_factory.mktemp(f"certificates-{request.param}"))
+database = database_fixture("certificates")
 
 
 def test_the_table_is_a_certificates_life() -> None:
@@ -49,27 +40,15 @@ def test_the_table_is_a_certificates_life() -> None:
 
 
 def test_every_move_lands_where_the_table_says(database: Database) -> None:
-    moves = {(s, e): t for (s, e), t in LIFE.items() if s is not None}
-    landed = check_every_move(database, "certificate", STATES, moves)
-    assert landed == [(s, e, t, True) for (s, e), t in moves.items()]
+    landed = make_every_move(database, "certificate", STATES, LIFE)
+    assert landed == [(s, e, t, True) for (s, e), t in LIFE.items() if s is not None]
 
 
 def test_moves_not_in_the_table_are_refused(database: Database) -> None:
     refused = every_refused_move(STATES)
     assert ("failed", "issued") in refused and ("issued", "requested") in refused
-
-    async def work(sessions: Sessions) -> list[str]:
-        answers = []
-        for status, event in refused:
-            row_id = await add_row(sessions, "certificate", status)
-            async with sessions() as session:
-                certificate = await session.get(Certificate, row_id)
-                with pytest.raises(IllegalMove):
-                    await STATES.move(session, certificate, event)
-            answers.append((await stored(sessions, Certificate, row_id)).status)
-        return answers
-
-    assert database.run(work) == [status for status, _ in refused]
+    answers = try_refused_moves(database, "certificate", STATES)
+    assert answers == [(s, e, "IllegalMove", s) for s, e in refused]
 
 
 async def _move_for_project(
@@ -111,15 +90,13 @@ def test_a_retired_certificates_move_leaves_the_project_alone(database: Database
 
 
 def test_issued_loses_to_a_failure_recorded_meanwhile(database: Database) -> None:
-    async def work(sessions: Sessions) -> tuple[bool, str]:
-        certificate_id = await add_row(sessions, "certificate", "pending_validation")
-        async with sessions() as slow, sessions() as fast:
-            late = await slow.get(Certificate, certificate_id)
-            early = await fast.get(Certificate, certificate_id)
-            assert await STATES.move(fast, early, "failed", error="ACM gave up")
-            await fast.commit()
-            issued = await STATES.move(slow, late, "issued")
-            await slow.commit()
-        return issued, (await stored(sessions, Certificate, certificate_id)).status
-
-    assert database.run(work) == (False, "failed")
+    failed, issued, row = race(
+        database,
+        "certificate",
+        STATES,
+        "pending_validation",
+        ("failed", {"error": "ACM gave up"}),
+        ("issued", {}),
+    )
+    assert failed and not issued
+    assert (row.status, row.error) == ("failed", "ACM gave up")
