@@ -2,9 +2,9 @@
 
 One pass looks at the newest deployment of a target (a service, or one of its previews) and takes
 the next step, storing each handle before waiting on it, so a crash between passes only repeats
-an idempotent step. The state machine is written once here; what differs between kinds is in
-their `Steps` (`services/steps.py`): `ContainerSteps` below for web servers and workers,
-`SiteSteps` (`services/sites.py`) for static websites.
+an idempotent step. The state machine (its table: `models.DEPLOYMENT_STATES`) is driven once
+here; what differs between kinds is in their `Steps` (`services/steps.py`): `ContainerSteps`
+below for web servers and workers, `SiteSteps` (`services/sites.py`) for static websites.
 
     pending ──prepare, start build──► building ──build done──► deploying ──watch: completed──►
     running                                       (any step can end in failed)
