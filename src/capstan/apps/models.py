@@ -30,6 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from capstan.db import Base, created_at_column, id_column, utcnow
+from capstan.states import StateMachine
 
 
 class Service(Base):
@@ -115,7 +116,7 @@ class Deployment(Base):
     preview_id: Mapped[str | None] = mapped_column(ForeignKey("previews.id"))
     generation: Mapped[int] = mapped_column(Integer)
     trigger: Mapped[str] = mapped_column(String(20))  # create|patch|redeploy|environment|push
-    # pending → building → deploying → running | failed | superseded
+    # pending → building → deploying → running | failed | superseded (`DEPLOYMENT_STATES`)
     status: Mapped[str] = mapped_column(String(20), default="pending")
     commit_sha: Mapped[str | None] = mapped_column(String(64))
     error: Mapped[str | None] = mapped_column(Text)
@@ -130,10 +131,30 @@ class Deployment(Base):
     created_at: Mapped[datetime] = created_at_column()
     finished_at: Mapped[datetime | None]
 
-    # Optimistic concurrency on the status: a reconcile pass writes a deployment back only if its
-    # status is still the one the pass read, so a deployment superseded meanwhile (by a push, a
-    # PATCH, a redeploy) stays superseded; the pass loses with StaleDataError and starts over.
+    # The status moves only through `DEPLOYMENT_STATES` (a conditional UPDATE, which keeps the
+    # object's committed status in step). The status is also the row's version, so a pass's other
+    # writes (a build id, an invalidation) land only while the status is still the one the pass
+    # read: a deployment superseded meanwhile (by a push, a PATCH, a redeploy) stays superseded
+    # and untouched; the pass loses (its move answers False, or StaleDataError) and starts over.
     __mapper_args__ = {"version_id_col": status, "version_id_generator": False}
+
+
+PENDING, BUILDING, DEPLOYING, RUNNING = "pending", "building", "deploying", "running"
+FAILED, SUPERSEDED = "failed", "superseded"
+UNDER_WAY = (PENDING, BUILDING, DEPLOYING)
+# The moves a deployment may make. A running one fails only when repairing its drift failed for
+# good; a newer deployment supersedes those under way.
+DEPLOYMENT_STATES = StateMachine(
+    Deployment,
+    [
+        (None, "create", PENDING),
+        (PENDING, "build_started", BUILDING),
+        (BUILDING, "built", DEPLOYING),
+        (DEPLOYING, "rolled_out", RUNNING),
+        ((*UNDER_WAY, RUNNING), "failed", FAILED),
+        (UNDER_WAY, "superseded", SUPERSEDED),
+    ],
+)
 
 
 class SiteResources(Base):

@@ -2,9 +2,9 @@
 
 One pass looks at the newest deployment of a target (a service, or one of its previews) and takes
 the next step, storing each handle before waiting on it, so a crash between passes only repeats
-an idempotent step. The state machine is written once here; what differs between kinds is in
-their `Steps` (`services/steps.py`): `ContainerSteps` below for web servers and workers,
-`SiteSteps` (`services/sites.py`) for static websites.
+an idempotent step. The state machine (its table: `models.DEPLOYMENT_STATES`) is driven once
+here; what differs between kinds is in their `Steps` (`services/steps.py`): `ContainerSteps`
+below for web servers and workers, `SiteSteps` (`services/sites.py`) for static websites.
 
     pending ──prepare, start build──► building ──build done──► deploying ──watch: completed──►
     running                                       (any step can end in failed)
@@ -26,7 +26,7 @@ from sqlalchemy.orm.exc import StaleDataError
 
 from capstan.apps import service as services
 from capstan.apps.deploying import deployer_for
-from capstan.apps.models import Deployment, Preview, Service
+from capstan.apps.models import DEPLOYMENT_STATES, Deployment, Preview, Service
 from capstan.apps.sites import SiteSteps
 from capstan.apps.steps import Progress, Steps, Subject
 from capstan.cloud.deploy import Build, BuildSpec, Deployer, ProjectCache, TaskSpec
@@ -46,6 +46,10 @@ log = logging.getLogger("capstan.apps")
 
 POLL_SECONDS = 1.0
 ROLLOUT_DEADLINE = timedelta(minutes=15)
+
+
+class DeploymentChanged(Exception):
+    """A pass's move of a deployment lost: it was moved (superseded) meanwhile."""
 
 
 class TargetReconciler:
@@ -92,7 +96,7 @@ class TargetReconciler:
                 else:
                     result = await self._converge(session, subject, account)
                 await session.commit()
-            except StaleDataError:
+            except (DeploymentChanged, StaleDataError):
                 # The deployment changed under this pass (superseded by a newer one); the change
                 # enqueued the target again, and the next pass starts from what is now true.
                 await session.rollback()
@@ -150,7 +154,7 @@ class TargetReconciler:
                     return await self._after_build(session, subject, deployment, deployer, steps)
                 return await self._watch(session, subject, deployment, deployer, steps)
         except (TerminalCloudError, TerminalGitHostError) as error:
-            self._fail(deployment, _message(error))
+            await self._fail(session, deployment, _message(error))
             return Done()
         except GitHostError as error:  # transient: the queue retries with backoff
             raise RuntimeError(_message(error)) from error
@@ -178,10 +182,8 @@ class TargetReconciler:
         token = await self._git_host.create_installation_token(
             service.installation_id, repositories=[name], permissions={"contents": "read"}
         )
-        deployment.build_id = await steps.start_build(
-            session, subject, deployment, deployer, token.token
-        )
-        deployment.status = "building"
+        build_id = await steps.start_build(session, subject, deployment, deployer, token.token)
+        await self._move(session, deployment, "build_started", build_id=build_id)
         return RequeueAfter(POLL_SECONDS)
 
     async def _after_build(
@@ -198,11 +200,12 @@ class TargetReconciler:
         if build.state == "in_progress":
             return RequeueAfter(POLL_SECONDS)
         if build.state == "failed":
-            self._fail(deployment, f"Build failed: {build.error or 'see the build log'}")
+            await self._fail(
+                session, deployment, f"Build failed: {build.error or 'see the build log'}"
+            )
             return Done()
         await steps.built(subject, deployment, deployer, build)
-        deployment.status = "deploying"
-        deployment.deadline_at = utcnow() + steps.deadline
+        await self._move(session, deployment, "built", deadline_at=utcnow() + steps.deadline)
         if steps.watch_at_once:  # its first step (a site's publication) now, not a poll later
             return await self._watch(session, subject, deployment, deployer, steps)
         return RequeueAfter(POLL_SECONDS)
@@ -217,22 +220,26 @@ class TargetReconciler:
     ) -> Result:
         progress = await steps.watch(session, subject, deployment, deployer)
         if progress.state == "completed":
-            deployment.status = "running"
-            deployment.finished_at = utcnow()
+            await self._move(session, deployment, "rolled_out", finished_at=utcnow())
             subject.row.observed_generation = deployment.generation
             return Done()
         if progress.state == "failed":
-            self._fail(deployment, progress.reason or "The deployment failed.")
+            await self._fail(session, deployment, progress.reason or "The deployment failed.")
             return Done()
         if deployment.deadline_at is not None and utcnow() > deployment.deadline_at:
-            self._fail(deployment, steps.overdue(progress))
+            await self._fail(session, deployment, steps.overdue(progress))
             return Done()
         return RequeueAfter(POLL_SECONDS)
 
-    def _fail(self, deployment: Deployment, message: str) -> None:
-        deployment.status = "failed"
-        deployment.error = message[:4000]
-        deployment.finished_at = utcnow()
+    async def _fail(self, session: AsyncSession, deployment: Deployment, message: str) -> None:
+        await self._move(session, deployment, "failed", error=message[:4000], finished_at=utcnow())
+
+    async def _move(
+        self, session: AsyncSession, deployment: Deployment, event: str, **changes: object
+    ) -> None:
+        """Move the deployment by `DEPLOYMENT_STATES`, or lose the pass: someone moved it first."""
+        if not await DEPLOYMENT_STATES.move(session, deployment, event, **changes):
+            raise DeploymentChanged(deployment.id)
 
     # Tearing down -------------------------------------------------------------------------------
 

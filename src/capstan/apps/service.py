@@ -12,10 +12,10 @@ import hashlib
 import re
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capstan.apps.models import Deployment, Preview, Service
+from capstan.apps.models import DEPLOYMENT_STATES, UNDER_WAY, Deployment, Preview, Service
 from capstan.auth.principal import Principal
 from capstan.cloud.aws import names
 from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
@@ -48,7 +48,6 @@ DEPLOYING_FIELDS = (
     "cpu",
     "memory",
 )
-UNDER_WAY = ("pending", "building", "deploying")
 
 
 class NameTaken(Conflict):
@@ -237,7 +236,7 @@ async def delete(
     for preview in await live_previews(session, service.id):
         preview.deleted_at = now
         await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
-    await _supersede(session, service.id, None, all_targets=True)
+    await _supersede(session, service.id)
     await enqueue(session, QUEUE_KIND, service.id)
     await session.flush()
 
@@ -254,13 +253,14 @@ async def start_deployment(
     target = preview or service
     if bump:
         target.generation += 1
-    await _supersede(session, service.id, preview.id if preview else None)
+    await _supersede(session, service.id, _of_target(preview.id if preview else None))
     deployment = Deployment(
         service_id=service.id,
         preview_id=preview.id if preview else None,
         generation=target.generation,
         trigger=trigger,
         commit_sha=commit_sha,
+        status=DEPLOYMENT_STATES.target(None, "create"),
     )
     session.add(deployment)
     await session.flush()
@@ -271,35 +271,27 @@ async def start_deployment(
     return deployment
 
 
-async def _supersede(
-    session: AsyncSession, service_id: str, preview_id: str | None, *, all_targets: bool = False
-) -> None:
-    query = update(Deployment).where(
-        Deployment.service_id == service_id, Deployment.status.in_(UNDER_WAY)
+async def _supersede(session: AsyncSession, service_id: str, *where: ColumnElement[bool]) -> None:
+    """The service's deployments under way (of every target, or those `where` names) stop."""
+    await DEPLOYMENT_STATES.move_all(
+        session, "superseded", Deployment.service_id == service_id, *where, finished_at=utcnow()
     )
-    if not all_targets:
-        query = query.where(
-            Deployment.preview_id.is_(None)
-            if preview_id is None
-            else Deployment.preview_id == preview_id
-        )
-    await session.execute(
-        query.values(status="superseded", finished_at=utcnow()),
-        execution_options={"synchronize_session": False},
-    )
+
+
+def _of_target(preview_id: str | None) -> ColumnElement[bool]:
+    """Deployments of the service itself (`None`), or of one of its previews."""
+    if preview_id is None:
+        return Deployment.preview_id.is_(None)
+    return Deployment.preview_id == preview_id
 
 
 async def newest_deployment(
     session: AsyncSession, service_id: str, preview_id: str | None
 ) -> Deployment | None:
-    target = (
-        Deployment.preview_id.is_(None)
-        if preview_id is None
-        else Deployment.preview_id == preview_id
-    )
     return await session.scalar(
         select(Deployment)
-        .where(Deployment.service_id == service_id, target, Deployment.status != "superseded")
+        .where(Deployment.service_id == service_id, _of_target(preview_id))
+        .where(Deployment.status != "superseded")
         .order_by(Deployment.created_at.desc(), Deployment.id.desc())
         .limit(1)
     )
@@ -503,6 +495,6 @@ async def remove_preview(session: AsyncSession, service: Service, preview: Previ
     """Finalizer: the preview is gone from the API now, its cloud resources removed by the
     reconciler. Shared by the API's DELETE and the git host's branch deletions."""
     preview.deleted_at = utcnow()
-    await _supersede(session, service.id, preview.id)
+    await _supersede(session, service.id, _of_target(preview.id))
     await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
     await session.flush()

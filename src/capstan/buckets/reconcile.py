@@ -53,8 +53,9 @@ class BucketReconciler:
             await self._cloud.run(
                 lambda: bucket_cloud.ensure_bucket(aws, name, project_id, bucket_id)
             )
-        # A DELETE that came meanwhile wins: the move is refused and its own pass follows.
-        await buckets.move(session, bucket, "created")
+        # A DELETE that came meanwhile wins: the move loses and its own pass follows.
+        if buckets.STATES.can(bucket.status, "created"):
+            await buckets.STATES.move(session, bucket, "created")
         return Done()
 
     async def _remove(

@@ -18,9 +18,8 @@ import secrets
 import unicodedata
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm.attributes import set_committed_value
 
 from capstan.auth.principal import Principal
 from capstan.buckets import cloud as bucket_cloud
@@ -34,15 +33,19 @@ from capstan.network import service as network
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
+from capstan.states import StateMachine
 
 QUEUE_KIND = "bucket"
 CREATING, ACTIVE, DELETING = "creating", "active", "deleting"
-# (status, event) -> next status. Nobody assigns `status` by hand: `move` applies this table.
-TRANSITIONS: dict[tuple[str, str], str] = {
-    (CREATING, "created"): ACTIVE,
-    (CREATING, "delete"): DELETING,
-    (ACTIVE, "delete"): DELETING,
-}
+# The moves a bucket may make. Nobody assigns `status` by hand: `STATES.move` applies this table.
+STATES = StateMachine(
+    Bucket,
+    [
+        (None, "create", CREATING),
+        (CREATING, "created", ACTIVE),
+        ((CREATING, ACTIVE), "delete", DELETING),
+    ],
+)
 # A real name is `<slug>-<suffix>`: 12 random characters make it unique across AWS, and leave
 # S3's 63 for the slug's 50.
 SUFFIX_LENGTH = 12
@@ -85,30 +88,6 @@ def describe(bucket: Bucket) -> dict[str, Any]:
     }
 
 
-async def move(session: AsyncSession, bucket: Bucket, event: str) -> bool:
-    """Apply `event` to the bucket by `TRANSITIONS`, as a conditional UPDATE: False (and nothing
-    changed) when the event does not apply or someone else moved the bucket meanwhile."""
-    target = TRANSITIONS.get((bucket.status, event))
-    if target is None:
-        return False
-    await session.flush()
-    now = utcnow()
-    values: dict[str, Any] = {"status": target, "updated_at": now}
-    if target == DELETING:
-        values["deleted_at"] = now
-    result = await session.execute(
-        update(Bucket)
-        .where(Bucket.id == bucket.id, Bucket.status == bucket.status)
-        .values(**values),
-        execution_options={"synchronize_session": False},
-    )
-    if not result.rowcount:  # type: ignore[attr-defined]
-        return False
-    for name, value in values.items():
-        set_committed_value(bucket, name, value)
-    return True
-
-
 async def get(session: AsyncSession, caller: Principal, project_id: str, bucket_id: str) -> Bucket:
     bucket = await session.scalar(
         select(Bucket).where(
@@ -144,7 +123,7 @@ async def create(session: AsyncSession, caller: Principal, project_id: str, labe
         bucket_name=real_name(label),
         # Buckets live in the project's region (the spec: "matches the project's region").
         region=project.region,
-        status=CREATING,
+        status=STATES.target(None, "create"),
     )
     session.add(bucket)
     await session.flush()
@@ -172,12 +151,17 @@ async def delete(
     """Finalizer: `deleting` now (a repeated DELETE answers the same); the reconciler empties and
     removes the bucket, and then the row goes."""
     bucket = await get(session, caller, project_id, bucket_id)
-    if bucket.status != DELETING and not await move(session, bucket, "delete"):
+    if STATES.can(bucket.status, "delete") and not await _delete(session, bucket):
         await session.refresh(bucket)  # moved meanwhile (e.g. to active): delete from there
-        await move(session, bucket, "delete")
+        if STATES.can(bucket.status, "delete"):
+            await _delete(session, bucket)
     await enqueue(session, QUEUE_KIND, bucket.id)
     await enqueue(session, network.QUEUE_KIND, bucket.project_id)
     return bucket
+
+
+async def _delete(session: AsyncSession, bucket: Bucket) -> bool:
+    return await STATES.move(session, bucket, "delete", deleted_at=utcnow())
 
 
 async def count_in_project(session: AsyncSession, project_id: str) -> int:

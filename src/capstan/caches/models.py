@@ -1,7 +1,7 @@
 """Caches: managed Valkey caches (ElastiCache Serverless) reachable from a project's services.
 
 `storage_limit_mb` is what the organization asked for; `applied_storage_limit_mb` the limit the
-cloud has converged to. `status` moves only along `service.TRANSITIONS`. `deleted_at` is the
+cloud has converged to. `status` moves only along `service.STATES`. `deleted_at` is the
 finalizer mark: the row stays visible (status `deleting`) until the reconciler has removed the
 cloud cache and its security group, then it is deleted.
 """

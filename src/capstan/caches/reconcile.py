@@ -85,8 +85,8 @@ class CacheReconciler:
             await enqueue(session, network.QUEUE_KIND, project.id)
             return RequeueAfter(POLL_SECONDS)
         except TerminalCloudError as error:
-            if service.can(cache.status, "failed"):
-                await service.move(session, cache, "failed", error=error.message[:4000])
+            if service.STATES.can(cache.status, "failed"):
+                await service.STATES.move(session, cache, "failed", error=error.message[:4000])
             else:  # a usable cache stays usable; its next change or resync looks again
                 log.warning("cache %s: %s", cache.id, error.message)
             return Done()
@@ -98,8 +98,8 @@ class CacheReconciler:
         if state.endpoint and cache.endpoint != state.endpoint:
             cache.endpoint = state.endpoint
         if state.status == "failed":
-            if service.can(cache.status, "failed"):
-                await service.move(
+            if service.STATES.can(cache.status, "failed"):
+                await service.STATES.move(
                     session, cache, "failed", error="The cloud could not create the cache."
                 )
             return Done()
@@ -110,9 +110,9 @@ class CacheReconciler:
         unchanged = Cache.storage_limit_mb == spec.storage_limit_mb
         applied = {"applied_storage_limit_mb": spec.storage_limit_mb}
         if cache.status == service.CREATING:
-            await service.move(session, cache, "created", unchanged, **applied)
+            await service.STATES.move(session, cache, "created", unchanged, **applied)
         elif cache.status == service.MODIFYING:
-            await service.move(session, cache, "resized", unchanged, **applied)
+            await service.STATES.move(session, cache, "resized", unchanged, **applied)
         elif cache.applied_storage_limit_mb != spec.storage_limit_mb:
             cache.applied_storage_limit_mb = spec.storage_limit_mb
         return Done()

@@ -1,6 +1,6 @@
 """Caches: the rules of the API, the states a cache moves through, and the live reads.
 
-A cache's status moves only along `TRANSITIONS`, through `move`, a conditional UPDATE: when the
+A cache's status moves only along `STATES`, through its `move`, a conditional UPDATE: when the
 API and the reconciler change one cache at once, the later move finds the status changed and
 loses cleanly instead of overwriting it.
 
@@ -18,9 +18,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm.attributes import set_committed_value
 
 from capstan.auth.principal import Principal
 from capstan.caches.models import Cache
@@ -37,6 +36,7 @@ from capstan.network.service import require_cloud_account
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
+from capstan.states import StateMachine
 
 T = TypeVar("T")
 QUEUE_KIND = "cache"
@@ -47,19 +47,21 @@ CREATING, AVAILABLE, MODIFYING, DELETING, FAILED = (
     "deleting",
     "failed",
 )
-# (status, event) -> the next status. `None` is "no cache yet"; DELETE is allowed from any
-# status but deleting (see `_DELETABLE`).
-TRANSITIONS: dict[tuple[str | None, str], str] = {
-    (None, "create"): CREATING,
-    (CREATING, "created"): AVAILABLE,
-    (CREATING, "failed"): FAILED,
-    (CREATING, "resize"): CREATING,
-    (AVAILABLE, "resize"): MODIFYING,
-    (MODIFYING, "resize"): MODIFYING,
-    (MODIFYING, "resized"): AVAILABLE,
-    (MODIFYING, "failed"): FAILED,
-    **{(status, "delete"): DELETING for status in (CREATING, AVAILABLE, MODIFYING, FAILED)},
-}
+# The moves a cache may make (`None` is "no cache yet"); DELETE is allowed from any status but
+# deleting.
+STATES = StateMachine(
+    Cache,
+    [
+        (None, "create", CREATING),
+        (CREATING, "created", AVAILABLE),
+        ((CREATING, MODIFYING), "failed", FAILED),
+        (CREATING, "resize", CREATING),  # applied once the cache is available
+        (AVAILABLE, "resize", MODIFYING),
+        (MODIFYING, "resize", MODIFYING),
+        (MODIFYING, "resized", AVAILABLE),
+        ((CREATING, AVAILABLE, MODIFYING, FAILED), "delete", DELETING),
+    ],
+)
 
 
 class CacheDownsizeUnsupported(BadRequest):
@@ -73,36 +75,6 @@ class CacheNotModifiable(Conflict):
 class CacheChanged(Conflict):
     code = "cache_changed"
     default_message = "The cache changed while this request ran; read it and try again."
-
-
-def can(status: str | None, event: str) -> bool:
-    return (status, event) in TRANSITIONS
-
-
-async def move(
-    session: AsyncSession,
-    cache: Cache,
-    event: str,
-    *guards: ColumnElement[bool],
-    **changes: Any,
-) -> bool:
-    """Move `cache` along `event`, setting `changes` with it, if its status (and every guard)
-    still holds in the database; False when someone else changed it first."""
-    target = TRANSITIONS.get((cache.status, event))
-    if target is None:
-        raise ValueError(f"a cache cannot go from {cache.status} by {event}")
-    values = {"status": target, "updated_at": utcnow(), **changes}
-    result = await session.execute(
-        update(Cache)
-        .where(Cache.id == cache.id, Cache.status == cache.status, *guards)
-        .values(**values),
-        execution_options={"synchronize_session": False},
-    )
-    if not result.rowcount:  # type: ignore[attr-defined]
-        return False
-    for name, value in values.items():
-        set_committed_value(cache, name, value)
-    return True
 
 
 # -- registration -------------------------------------------------------------------------------
@@ -163,7 +135,7 @@ async def create(
         id=cache_id,
         organization_id=caller.organization_id,
         project_id=project.id,
-        status=TRANSITIONS[(None, "create")],
+        status=STATES.target(None, "create"),
         storage_limit_mb=storage_limit_mb,
         cloud_name=cache_name(cache_id),
     )
@@ -184,9 +156,9 @@ async def resize(
         )
     if storage_limit_mb == cache.storage_limit_mb:
         return cache  # nothing to change
-    if not can(cache.status, "resize"):
+    if not STATES.can(cache.status, "resize"):
         raise CacheNotModifiable(f"The cache is {cache.status}; it can no longer be resized.")
-    grown = await move(
+    grown = await STATES.move(
         session,
         cache,
         "resize",
@@ -204,7 +176,7 @@ async def delete(session: AsyncSession, caller: Principal, project_id: str, cach
     cache = await get(session, caller, project_id, cache_id)
     if cache.status == DELETING:
         return cache  # already on its way
-    if not await move(session, cache, "delete", deleted_at=utcnow()):
+    if not await STATES.move(session, cache, "delete", deleted_at=utcnow()):
         raise CacheChanged()
     await enqueue(session, QUEUE_KIND, cache.id)
     return cache

@@ -22,7 +22,7 @@ overwritten.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from sqlalchemy import distinct, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -109,7 +109,7 @@ class CertificateReconciler:
         self,
         session: AsyncSession,
         certificate: Certificate,
-        change: Callable[[Project, Certificate], None],
+        change: Callable[[Project, Certificate], Awaitable[object]],
     ) -> None:
         """Apply `change` to fresh copies of the project (row locked) and the certificate."""
         project = await session.scalar(
@@ -124,15 +124,20 @@ class CertificateReconciler:
             .execution_options(populate_existing=True)
         )
         if project is not None and fresh is not None:
-            change(project, fresh)
+            await change(project, fresh)
         await session.commit()
 
     async def _move(
-        self, session: AsyncSession, certificate: Certificate, to: str, *, error: str | None = None
+        self,
+        session: AsyncSession,
+        certificate: Certificate,
+        event: str,
+        *,
+        error: str | None = None,
     ) -> None:
-        def moving(project: Project, fresh: Certificate) -> None:
-            if service.can(fresh.status, to):
-                service.move(project, fresh, to, error=error)
+        async def moving(project: Project, fresh: Certificate) -> None:
+            if service.STATES.can(fresh.status, event):
+                await service.move(session, project, fresh, event, error=error)
 
         await self._write(session, certificate, moving)
 
@@ -153,13 +158,13 @@ class CertificateReconciler:
             try:
                 requested = await cloud.run(lambda: driver.request(project.id, generation, suffix))
             except TerminalCloudError as error:  # ACM refused the request: it will again
-                await self._move(session, certificate, service.FAILED, error=error.message)
+                await self._move(session, certificate, "failed", error=error.message)
                 return Done()
 
-            def record(project: Project, fresh: Certificate) -> None:
+            async def record(project: Project, fresh: Certificate) -> None:
                 fresh.arn = requested  # kept even if retired meanwhile: its removal needs it
-                if fresh.retired_at is None and service.can(fresh.status, service.PENDING):
-                    service.move(project, fresh, service.PENDING)
+                if fresh.retired_at is None and service.STATES.can(fresh.status, "requested"):
+                    await service.move(session, project, fresh, "requested")
 
             await self._write(session, certificate, record)
         arn = certificate.arn
@@ -170,7 +175,7 @@ class CertificateReconciler:
             await self._move(
                 session,
                 certificate,
-                service.FAILED,
+                "failed",
                 error="The certificate no longer exists in the cloud account.",
             )
             return Done()
@@ -181,23 +186,25 @@ class CertificateReconciler:
         if records and (records != written or certificate.status == service.ISSUED):
             await cloud.run(lambda: driver.publish_records(records))
         if records and records != written:
-            await self._write(
-                session, certificate, lambda _project, fresh: service.store_records(fresh, records)
-            )
+
+            async def store(_project: Project, fresh: Certificate) -> None:
+                service.store_records(fresh, records)
+
+            await self._write(session, certificate, store)
         if info.status == "ISSUED":
             await cloud.run(lambda: driver.attach(project.id, arn))
             if certificate.status != service.ISSUED:
                 # A network being made right now read the project before this: it looks again
                 # (committed with the move).
                 await enqueue(session, network.QUEUE_KIND, project.id)
-                await self._move(session, certificate, service.ISSUED)
+                await self._move(session, certificate, "issued")
             return Done()
         if info.status in _FAILURES:
             await cloud.run(lambda: driver.detach(project.id, arn, replacement=None, keep=False))
             reason = _FAILURES[info.status] + (
                 f": {info.failure_reason}" if info.failure_reason else "."
             )
-            await self._move(session, certificate, service.FAILED, error=reason)
+            await self._move(session, certificate, "failed", error=reason)
             return Done()
         # Pending: ACM looks for the records every few minutes; poll less often as time passes.
         waited = (utcnow() - certificate.created_at).total_seconds()
@@ -246,7 +253,7 @@ class CertificateReconciler:
         unshared = [record for record in records if record.name not in shared]
         await cloud.run(lambda: driver.remove_records(unshared))
 
-        def removed(_project: Project, fresh: Certificate) -> None:
+        async def removed(_project: Project, fresh: Certificate) -> None:
             fresh.removed_at = utcnow()
 
         await self._write(session, certificate, removed)

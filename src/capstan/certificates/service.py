@@ -14,7 +14,7 @@ removal) is the reconciler's, through the queue (kind `certificate`, keyed by pr
 
 The project row carries what the API shows: `certificate_status` and `certificate_arn` of its
 current certificate, written only by this module (`_start`, `move`, `retire`), always under the
-project's row lock.
+project's row lock; a certificate's own status moves only along `STATES`.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from capstan.network import service as network
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
+from capstan.states import StateMachine
 
 QUEUE_KIND = "certificate"
 REQUESTING = "requesting"
@@ -46,12 +47,15 @@ PENDING = "pending_validation"
 ISSUED = "issued"
 FAILED = "failed"
 # The moves a certificate may make; `move` refuses any other.
-TRANSITIONS: dict[str, frozenset[str]] = {
-    REQUESTING: frozenset({PENDING, FAILED}),
-    PENDING: frozenset({ISSUED, FAILED}),
-    ISSUED: frozenset({FAILED}),
-    FAILED: frozenset(),
-}
+STATES = StateMachine(
+    Certificate,
+    [
+        (None, "request", REQUESTING),
+        (REQUESTING, "requested", PENDING),  # ACM gave it an ARN
+        (PENDING, "issued", ISSUED),
+        ((REQUESTING, PENDING, ISSUED), "failed", FAILED),
+    ],
+)
 # What the project shows for its current certificate in each state (the spec's two values, and
 # `failed`, an addition).
 SHOWN = {REQUESTING: PENDING, PENDING: PENDING, ISSUED: ISSUED, FAILED: FAILED}
@@ -62,23 +66,28 @@ class NoCertificate(NotFound):
     default_message = "The project has no certificate."
 
 
-def can(current: str, to: str) -> bool:
-    return to in TRANSITIONS[current]
-
-
-def move(project: Project, certificate: Certificate, to: str, *, error: str | None = None) -> None:
-    """Move `certificate` to `to` (a transition of TRANSITIONS); a current certificate's state is
-    the project's too."""
-    if not can(certificate.status, to):
-        raise ValueError(f"a certificate cannot go from {certificate.status} to {to}")
-    certificate.status = to
-    if to == ISSUED:
-        certificate.issued_at = utcnow()
+async def move(
+    session: AsyncSession,
+    project: Project,
+    certificate: Certificate,
+    event: str,
+    *,
+    error: str | None = None,
+    **changes: Any,
+) -> bool:
+    """Move `certificate` along `event` (under the project's row lock, which the caller holds);
+    a current certificate's state is the project's too. False when it moved meanwhile."""
+    target = STATES.target(certificate.status, event)
+    if target == ISSUED:
+        changes["issued_at"] = utcnow()
     if error is not None:
-        certificate.error = error[:4000]
+        changes["error"] = error[:4000]
+    if not await STATES.move(session, certificate, event, **changes):
+        return False
     if certificate.retired_at is None:
-        project.certificate_status = SHOWN[to]
+        project.certificate_status = SHOWN[target]
         project.certificate_arn = certificate.arn
+    return True
 
 
 def retire(project: Project, certificate: Certificate) -> None:
@@ -134,7 +143,7 @@ async def _start(session: AsyncSession, project: Project) -> Certificate:
         project_id=project.id,
         generation=await _next_generation(session, project.id),
         hostname_suffix=project.hostname_suffix,
-        status=REQUESTING,
+        status=STATES.target(None, "request"),
     )
     session.add(certificate)
     project.certificate_status = SHOWN[REQUESTING]
@@ -145,15 +154,20 @@ async def _start(session: AsyncSession, project: Project) -> Certificate:
 
 
 async def _request_now(
-    certificate: Certificate, project: Project, account: CloudAccount, cloud: Cloud, domain: str
+    session: AsyncSession,
+    certificate: Certificate,
+    project: Project,
+    account: CloudAccount,
+    cloud: Cloud,
+    domain: str,
 ) -> None:
     generation, suffix = certificate.generation, certificate.hostname_suffix
     with cloud_answers("The certificate could not be requested"):
         async with driver_for(cloud, account, domain, region=project.region) as driver:
-            certificate.arn = await cloud.run(
-                lambda: driver.request(project.id, generation, suffix)
-            )
-    move(project, certificate, PENDING)
+            arn = await cloud.run(lambda: driver.request(project.id, generation, suffix))
+    if not await move(session, project, certificate, "requested", arn=arn):
+        # The reconciler asked first (same token, so the same ARN) and moved it: read that.
+        await session.refresh(certificate)
 
 
 async def request(
@@ -166,13 +180,13 @@ async def request(
     if certificate is not None and certificate.status != FAILED:
         if certificate.arn is None:
             # A suffix change's certificate the reconciler has not asked for yet: same token.
-            await _request_now(certificate, project, account, cloud, settings.domain)
+            await _request_now(session, certificate, project, account, cloud, settings.domain)
         return project
     if certificate is not None:
         retire(project, certificate)  # a failed one: start over
         await session.flush()
     certificate = await _start(session, project)
-    await _request_now(certificate, project, account, cloud, settings.domain)
+    await _request_now(session, certificate, project, account, cloud, settings.domain)
     return project
 
 

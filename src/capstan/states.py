@@ -1,0 +1,122 @@
+"""State machines as data: a table of allowed moves per model, and the one way to move a row.
+
+A kind declares its table once, next to its model or service:
+
+    STATES = StateMachine(Cache, [
+        (None, "create", CREATING),
+        (CREATING, "created", AVAILABLE),
+        ((CREATING, AVAILABLE, MODIFYING, FAILED), "delete", DELETING),   # from any of these
+    ])
+
+and moves a row only through `STATES.move(session, cache, "created", *guards, **changes)`: one
+conditional UPDATE (`WHERE id = :id AND status = :current AND guards`) that sets the new status,
+`updated_at` where the model has one, and `changes`. When someone else moved the row first (or a
+guard no longer holds), nothing changes and the answer is False; the caller decides what losing
+means (a request answers 409, a reconcile pass starts over). Nobody assigns `status` by hand.
+`move_all` is the same for every row a query names (a newer deployment superseding those under
+way), from every status the table lets take the event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import ColumnElement, inspect, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
+
+from capstan.db import utcnow
+
+M = TypeVar("M")
+# `None` as a source is "no row yet" (the status a row is created with).
+Status = str | None
+# One row of a table: (from, event, to); `from` may be a tuple, "from any of these".
+Move = tuple[Status | tuple[Status, ...], str, str]
+
+
+class IllegalMove(ValueError):
+    """A move the table does not allow: a bug in the caller, never a user's mistake (a service
+    checks `can` first and answers its own typed error)."""
+
+
+class StateMachine(Generic[M]):
+    """The allowed moves of one model's `status`, and the function that makes them."""
+
+    def __init__(self, model: type[M], moves: Iterable[Move]) -> None:
+        self.model = model
+        self.name = getattr(model, "__tablename__", model.__name__)
+        transitions: dict[tuple[Status, str], str] = {}
+        for sources, event, target in moves:
+            for source in sources if isinstance(sources, tuple) else (sources,):
+                if (source, event) in transitions:
+                    raise ValueError(f"{self.name}: {source} by {event} is listed twice")
+                transitions[(source, event)] = target
+        self.transitions: Mapping[tuple[Status, str], str] = transitions
+        mapper = inspect(model)
+        self._columns = set(mapper.columns.keys())
+        (self._id,) = mapper.primary_key
+        self._status = mapper.columns["status"]
+
+    def can(self, status: Status, event: str) -> bool:
+        return (status, event) in self.transitions
+
+    def target(self, status: Status, event: str) -> str:
+        """Where `event` takes a row in `status`; IllegalMove when the table has no such move."""
+        try:
+            return self.transitions[(status, event)]
+        except KeyError:
+            raise IllegalMove(f"a {self.name} row cannot go from {status} by {event}") from None
+
+    def sources(self, event: str) -> list[Status]:
+        return [status for status, name in self.transitions if name == event]
+
+    def _values(self, target: str, changes: dict[str, Any]) -> dict[str, Any]:
+        values = {"status": target, **changes}
+        if "updated_at" in self._columns:
+            values.setdefault("updated_at", utcnow())
+        return values
+
+    async def move(
+        self,
+        session: AsyncSession,
+        row: M,
+        event: str,
+        *guards: ColumnElement[bool],
+        **changes: Any,
+    ) -> bool:
+        """Move `row` along `event`, setting `changes` with it, if its status (and every guard)
+        still holds in the database; False, and nothing changed, when someone moved it first.
+        The object in memory follows a move that happened."""
+        current = getattr(row, "status")  # noqa: B009 - the model is generic
+        values = self._values(self.target(current, event), changes)
+        await session.flush()  # the row's own pending changes go first, in the same transaction
+        result = await session.execute(
+            update(self.model)
+            .where(self._id == getattr(row, self._id.key), self._status == current, *guards)
+            .values(**values),
+            execution_options={"synchronize_session": False},
+        )
+        if not result.rowcount:  # type: ignore[attr-defined]
+            return False
+        for name, value in values.items():
+            set_committed_value(row, name, value)
+        return True
+
+    async def move_all(
+        self, session: AsyncSession, event: str, *where: ColumnElement[bool], **changes: Any
+    ) -> int:
+        """Move every row `where` names along `event`, from whichever status the table lets take
+        it (all of them must lead to one status); answers how many moved. Objects already loaded
+        keep their old status in memory: their own `move` then loses, as it should."""
+        targets = {self.transitions[(source, event)] for source in self.sources(event)}
+        if len(targets) != 1:
+            raise IllegalMove(f"{self.name}: {event} does not lead to one status ({targets})")
+        sources = [source for source in self.sources(event) if source is not None]
+        result = await session.execute(
+            update(self.model)
+            .where(self._status.in_(sources), *where)
+            .values(**self._values(targets.pop(), changes)),
+            execution_options={"synchronize_session": False},
+        )
+        return int(result.rowcount)  # type: ignore[attr-defined]
