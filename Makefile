@@ -8,37 +8,54 @@ PYTEST_ARGS ?=
 # Tests wait on the sandbox far more than they compute: four workers on two cores.
 TEST_WORKERS ?= 4
 
-.PHONY: dev test chaos check format migrate bench clean
+.PHONY: dev test chaos load check format migrate bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[sandbox]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
-	touch $@ $(VENV)/.installed-run
+	touch $@ $(VENV)/.installed-dev
 
-## make dev: create .venv, install Capstan, start the dev server (sandbox cloud and git host)
-dev: $(VENV)/.installed-run
+## make dev: create .venv, install Capstan with the sandbox extra, start the dev server
+## (sandbox cloud and git host)
+dev: $(VENV)/.installed-dev
 	$(BIN)/capstan server --dev
 
 ## make test: create .venv if needed, install the test dependencies, run the whole suite
 test: $(VENV)/.installed-test
 	$(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
+$(VENV)/.installed-fuzz: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test,fuzz]'
+	touch $@ $(VENV)/.installed-test $(VENV)/.installed-dev
+
+## make fuzz: schemathesis (all checks) against a live `capstan server --dev` with real ids, for
+## at most FUZZ_SECONDS (default 300); fails on any 5xx or schema violation
+FUZZ_SECONDS ?= 300
+fuzz: $(VENV)/.installed-fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_SEED=$(FUZZ_SEED) $(BIN)/python scripts/fuzz.py
+
+## make load: the tests that bound a latency under a burst (40 parallel wrong sign-ins); run alone,
+## one process, since a latency measured beside four test processes on two cores says little
+load: $(VENV)/.installed-test
+	$(BIN)/pytest -m load $(PYTEST_ARGS)
+
 ## make chaos: the process-killing tests (kill -9 mid-deployment, two workers and a killed one)
 chaos: $(VENV)/.installed-test
 	$(BIN)/pytest -m chaos $(PYTEST_ARGS)
 
-## make check: lint, format check and type check
+## make check: lint, format check, type check and the import layers (pyproject.toml's contracts)
 check: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 format: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix src tests bench
@@ -48,7 +65,7 @@ format: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/deploy.py
 
-migrate: $(VENV)/.installed-run
+migrate: $(VENV)/.installed-dev
 	$(BIN)/capstan migrate
 
 clean:

@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def _stripped_not_blank(value: str) -> str:
+    stripped = value.strip()
+    if not stripped:
+        raise ValueError("must not be blank")
+    return stripped
+
+
+def trimmed(min_length: int, max_length: int) -> Any:
+    """A text field whose published length holds for what is sent; surrounding spaces are dropped.
+
+    The limits are checked on the value as sent (so the OpenAPI document's maxLength is the rule),
+    then leading and trailing whitespace is removed and a value of whitespace alone is refused.
+    """
+    return Annotated[
+        str, Field(min_length=min_length, max_length=max_length), AfterValidator(_stripped_not_blank)
+    ]
 
 
 class Request(BaseModel):

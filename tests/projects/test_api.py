@@ -54,6 +54,21 @@ def test_invalid_hostname_suffixes_are_400(org: Org, suffix: str) -> None:
     assert org.api.get("/api/projects").json() == []
 
 
+@pytest.mark.parametrize("name", ["\u000b" + "a" * 100, "a" * 100 + " ", "   ", ""])
+def test_name_limits_hold_for_what_is_sent(org: Org, name: str) -> None:
+    """The published maxLength is the rule for the name as sent (the fuzzer's find: a name of 101
+    characters with a leading vertical tab was once stripped to 100 and accepted); spaces alone
+    are no name."""
+    response = org.api.post("/api/projects", json={"name": name, "hostname_suffix": "x"})
+    assert response.status_code == 400, response.text
+    assert response.json()["details"][0]["field"] == "name"
+    assert org.api.get("/api/projects").json() == []
+
+
+def test_name_is_trimmed(org: Org) -> None:
+    assert _create(org, name="  Shop \t")["name"] == "Shop"
+
+
 def test_longest_valid_suffix_is_accepted(org: Org) -> None:
     suffix = org.server.unique("x").replace("-", "") + "a" * 63
     assert _create(org, hostname_suffix=suffix[:63])["hostname_suffix"] == suffix[:63]

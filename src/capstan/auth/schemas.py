@@ -3,12 +3,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field, StringConstraints
+from pydantic import Field
 
-from capstan.schemas import Request, Response
+from capstan.schemas import Request, Response, trimmed
 
-Email = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=320)]
-TokenName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+Email = trimmed(3, 320)
+TokenName = trimmed(1, 100)
 
 
 class SignIn(Request):

@@ -3,13 +3,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field, StringConstraints
+from pydantic import Field
 
-from capstan.schemas import Request, Response
+from capstan.schemas import Request, Response, trimmed
 
 HOSTNAME_SUFFIX_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 
-ProjectName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+ProjectName = trimmed(1, 100)
 HostnameSuffix = Annotated[
     str,
     Field(

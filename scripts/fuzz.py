@@ -1,0 +1,201 @@
+"""`make fuzz`: schemathesis, every check, against a live `capstan server --dev`.
+
+The script starts the dev server on a free port in a fresh data directory, signs in as the dev
+user it creates, connects the sandbox cloud account and installs the sandbox git host app through
+the API, creates a project, a web server, a preview of it, a cache and a bucket, and hands their
+ids to schemathesis as path parameter values, so the fuzzer reaches past the 404s. It runs for at
+most FUZZ_SECONDS (default 300) and fails on any 5xx or schema violation; the case count is
+printed at the end. FUZZ_SEED makes the cases reproducible (CI sets one; a developer's `make fuzz`
+explores a new seed each run, and schemathesis prints it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+WEB_REPO = "capstan-samples/hello-web"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_server(data_dir: Path, port: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The dev server and the API token it prints on its first start."""
+    env = {**os.environ, "CAPSTAN_DATA_DIR": str(data_dir)}
+    for name in list(env):
+        if name.startswith("CAPSTAN_") and name != "CAPSTAN_DATA_DIR":
+            del env[name]  # a developer's own settings must not leak into the run
+    process = subprocess.Popen(  # noqa: S603 (our own executables)
+        [str(BIN / "capstan"), "server", "--dev", "--port", str(port), "--data-dir", str(data_dir)],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"capstan server --dev exited; see {log}:\n{log.read_text()[-3000:]}")
+        token = re.search(r"Dev API token \(shown once\): (\S+)", log.read_text())
+        if token:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/docs/api", timeout=5).status_code == 200:
+                    return process, token.group(1)
+            except httpx.HTTPError:
+                pass
+        time.sleep(0.5)
+    process.terminate()
+    raise SystemExit(f"capstan server --dev did not come up in 120 s; see {log}")
+
+
+def expect(response: httpx.Response, *statuses: int) -> Any:
+    if response.status_code not in statuses:
+        raise SystemExit(
+            f"setup: {response.request.method} {response.request.url} answered "
+            f"{response.status_code}: {response.text[:500]}"
+        )
+    return response.json() if response.content else None
+
+
+def set_up(base_url: str, token: str) -> dict[str, str]:
+    """Real resources, made through the API as a user would; their ids by path parameter."""
+    api = httpx.Client(base_url=base_url, timeout=60, headers={"Authorization": f"Bearer {token}"})
+    connection = expect(api.get("/api/cloud_account"), 200)
+    launched = expect(httpx.post(connection["setup_url"], timeout=60), 200)
+    expect(
+        api.post(
+            "/api/cloud_account/verification",
+            json={
+                "account_id": launched["account_id"],
+                "role_name": launched["role_name"],
+                "external_id": connection["external_id"],
+            },
+        ),
+        200,
+    )
+    redirect = expect(api.post("/api/git_host/installation_setup"), 200)["redirect_url"]
+    approved = httpx.get(redirect, timeout=60)
+    if approved.status_code != 302:
+        raise SystemExit(f"setup: the git host install page answered {approved.status_code}")
+    installed = httpx.get(approved.headers["location"], timeout=60)
+    if installed.status_code != 303:
+        raise SystemExit(f"setup: the install callback answered {installed.status_code}")
+    project = expect(
+        api.post("/api/projects", json={"name": "Fuzz", "hostname_suffix": "fuzz"}), 201
+    )
+    base = f"/api/projects/{project['id']}"
+    server = expect(
+        api.post(
+            f"{base}/web_servers",
+            json={"name": "web", "repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512},
+        ),
+        201,
+    )
+    preview = expect(
+        api.post(f"{base}/web_servers/{server['id']}/previews", json={"branch": "main"}), 201, 202
+    )
+    cache = expect(api.post(f"{base}/cache", json={"storage_limit_mb": 1024}), 201, 202)
+    bucket = expect(api.post(f"{base}/storage", json={"name": "fuzz"}), 201, 202)
+    return {
+        "project_id": project["id"],
+        "service_id": server["id"],
+        "preview_id": preview["id"],
+        "cache_id": cache["id"],
+        "bucket_id": bucket["id"],
+    }
+
+
+# Statuses a schema-valid request may get (schemathesis' positive_data_acceptance check): besides
+# the 2xx, the rules JSON Schema cannot state — a memory that does not pair with the cpu,
+# duplicate environment names (400), a name taken (409), a cloud account that fails verification
+# (422), the sign-in limits (429), a bearer caller asking for a browser session's CSRF token —
+# and the 401/403/404 of a caller or an id that does not fit. Any 5xx still fails the run.
+ACCEPTED_FOR_VALID_DATA = ["2xx", "400", "401", "403", "404", "409", "422", "429"]
+
+
+def write_config(path: Path, ids: dict[str, str]) -> None:
+    lines = ["[parameters]"]
+    lines += [f'"path.{name}" = {json.dumps(value)}' for name, value in ids.items()]
+    lines += [
+        "",
+        "[checks.positive_data_acceptance]",
+        f"expected-statuses = {json.dumps(ACCEPTED_FOR_VALID_DATA)}",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main() -> int:
+    seconds = int(os.environ.get("FUZZ_SECONDS", "300"))
+    work = Path(tempfile.mkdtemp(prefix="capstan-fuzz-"))
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    log = work / "server.log"
+    process, token = start_server(work / "data", port, log)
+    try:
+        ids = set_up(base_url, token)
+        print(f"fuzzing {base_url} for at most {seconds} s with {ids}", flush=True)
+        config = work / "schemathesis.toml"
+        write_config(config, ids)
+        report = work / "report"
+        run = subprocess.run(  # noqa: S603
+            [
+                str(BIN / "schemathesis"),
+                "--config-file",
+                str(config),
+                "run",
+                f"{base_url}/docs/api",
+                "--checks",
+                "all",
+                "--max-time",
+                str(seconds),
+                "--header",
+                f"Authorization: Bearer {token}",
+                "--workers",
+                os.environ.get("FUZZ_WORKERS", "2"),
+                "--report",
+                "junit",
+                "--report-dir",
+                str(report),
+                "--no-color",
+                *(["--seed", os.environ["FUZZ_SEED"]] if os.environ.get("FUZZ_SEED") else []),
+            ],
+            cwd=work,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        print(run.stdout)
+        cases = re.search(r"Test cases:\s*\n\s*(.+)", run.stdout)
+        print(f"fuzz: schemathesis exit {run.returncode}; cases: {cases[1] if cases else '?'}")
+        errors = [line for line in log.read_text().splitlines() if " 500 " in line]
+        if errors:
+            print(f"fuzz: the server answered {len(errors)} 500s; its log: {log}")
+        return run.returncode or (1 if errors else 0)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        if os.environ.get("FUZZ_KEEP") != "1":
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
