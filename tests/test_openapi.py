@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from tests.harness import RunningServer
+from tests.harness import Org, RunningServer
 
 
 def test_document_is_openapi_3_1_version_0_1_0(server: RunningServer) -> None:
@@ -63,3 +63,46 @@ def test_docs_page_is_browsable(server: RunningServer) -> None:
         page = client.get("/docs")
     assert page.status_code == 200
     assert "/docs/api" in page.text
+
+
+def _document(server: RunningServer) -> dict:
+    with server.client() as client:
+        document: dict = client.get("/docs/api").json()
+    return document
+
+
+def test_statuses_beyond_the_common_ones_are_documented(server: RunningServer) -> None:
+    paths = _document(server)["paths"]
+    for path, item in paths.items():
+        for method, operation in item.items():
+            if "requestBody" in operation:
+                assert "413" in operation["responses"], (method, path)
+    assert "429" in paths["/api/session"]["post"]["responses"]
+    assert "Retry-After" in paths["/api/session"]["post"]["responses"]["429"]["headers"]
+    assert "413" in paths["/api/git_host/webhooks"]["post"]["responses"]
+    logs = "/api/projects/{project_id}/web_servers/{service_id}/logs"
+    assert "502" in paths[logs]["get"]["responses"]
+    assert "502" not in paths["/api/api_tokens"]["get"]["responses"]
+
+
+def test_ranges_and_enums_are_exact(server: RunningServer) -> None:
+    with server.client() as client:
+        text = client.get("/docs/api").text
+    document = _document(server)
+    # int64's maximum as an integer literal, never a float that rounds above it.
+    assert '"maximum":9223372036854775807' in text.replace(" ", "")
+    assert "9.223372036854776e+18" not in text
+    created = document["components"]["schemas"]["WebServerCreate"]["properties"]["cpu"]
+    assert created["enum"] == [256, 512, 1024, 2048, 4096]
+    update = document["components"]["schemas"]["WebServerUpdate"]["properties"]
+    assert update["cpu"]["enum"] == [256, 512, 1024, 2048, 4096]
+    assert "null" not in str(update["memory"]), "memory may be omitted, not null"
+    assert "null" in str(update["build_command"]), "build_command may be cleared with null"
+
+
+def test_a_405_allows_every_method_of_its_path(org: Org) -> None:
+    response = org.api.put("/api/projects/prj_missing", json={})
+    assert response.status_code == 405
+    assert response.json()["error"] == "method_not_allowed"
+    allowed = {method.strip() for method in response.headers["allow"].split(",")}
+    assert {"GET", "PATCH", "DELETE"} <= allowed

@@ -18,7 +18,64 @@ _ERROR_STATUSES = {
     "403": "CSRF token missing or invalid (cookie sessions only).",
     "404": "No such resource in your organization.",
     "409": "The request conflicts with the current state.",
+    "413": "The request body is larger than the route accepts.",
+    "429": "Too many attempts; `Retry-After` says when to try again.",
+    "502": "The cloud or the git host did not answer; `Retry-After` when it may pass.",
 }
+# Operations that never reach the cloud or the git host (every other one may answer 502).
+_NO_UPSTREAM = ("/api/session", "/api/csrf", "/api/api_tokens", "/api/git_host/webhooks")
+# Operations with request limits of their own (429).
+_RATE_LIMITED = {("POST", "/api/session")}
+# Operations that read a body Capstan parses itself (413 without a declared request body).
+_RAW_BODY = {("POST", "/api/git_host/webhooks")}
+
+
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_INT64_BOUNDS = {float(2**63 - 1): 2**63 - 1, float(-(2**63)): -(2**63)}
+
+
+def _integral_bounds(node: Any) -> None:
+    """FastAPI's document model holds bounds as floats, which publishes int64's maximum as
+    9.223372036854776e+18 (2**63, above it). Whole-number bounds go back to integers, int64's own
+    limits exactly."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _BOUNDS and isinstance(value, float) and value.is_integer():
+                node[key] = _INT64_BOUNDS.get(value, int(value))
+            else:
+                _integral_bounds(value)
+    elif isinstance(node, list):
+        for item in node:
+            _integral_bounds(item)
+
+
+def _statuses_of(method: str, path: str, operation: dict[str, Any]) -> list[str]:
+    """The error statuses an operation can answer: the common ones, 413 where a body is read,
+    429 where requests are limited, 502 where the cloud or the git host is asked."""
+    codes = ["400", "401", "403", "404", "409"]
+    if "requestBody" in operation or (method, path) in _RAW_BODY:
+        codes.append("413")
+    if (method, path) in _RATE_LIMITED:
+        codes.append("429")
+    if not path.startswith(_NO_UPSTREAM):
+        codes.append("502")
+    return codes
+
+
+def _error_response(code: str) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "description": _ERROR_STATUSES[code],
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+    }
+    if code in ("429", "502"):
+        response["headers"] = {
+            "Retry-After": {
+                "description": "Seconds to wait before trying again.",
+                "schema": {"type": "integer"},
+                "required": code == "429",
+            }
+        }
+    return response
 
 
 def install_openapi(app: FastAPI) -> None:
@@ -60,25 +117,16 @@ def install_openapi(app: FastAPI) -> None:
             },
         }
         document["security"] = [{"bearer": []}, {"session": [], "csrf": []}]
-        for path_item in document.get("paths", {}).values():
-            for operation in path_item.values():
+        for path, path_item in document.get("paths", {}).items():
+            for method, operation in path_item.items():
                 responses = operation.setdefault("responses", {})
                 if "HTTPValidationError" in json.dumps(responses.get("422", {})):
                     del responses["422"]  # FastAPI's default; Capstan answers 400 instead
-                for code, description in _ERROR_STATUSES.items():
-                    responses.setdefault(
-                        code,
-                        {
-                            "description": description,
-                            "content": {
-                                "application/json": {
-                                    "schema": {"$ref": "#/components/schemas/ErrorBody"}
-                                }
-                            },
-                        },
-                    )
+                for code in _statuses_of(method.upper(), path, operation):
+                    responses.setdefault(code, _error_response(code))
         for name in ("HTTPValidationError", "ValidationError"):
             schemas.pop(name, None)
+        _integral_bounds(document)
         app.openapi_schema = document
         return document
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import httpx
+from fastapi import FastAPI
 from sqlalchemy import update
 
 from capstan.auth.models import BrowserSession
@@ -89,15 +89,45 @@ def test_csrf_token_is_bound_to_its_session(org: Org) -> None:
     assert crossed.status_code == 403
 
 
+class MovableClock:
+    """The server's clock in a test: real time plus however far the test has moved it."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta()
+
+    def __call__(self) -> datetime:
+        return utcnow() + self.offset
+
+    def install(self, app: FastAPI) -> None:
+        app.state.clock = self
+
+
 def test_expired_csrf_token_is_refused(make_server: Callable[..., RunningServer]) -> None:
-    server = make_server(csrf_token_seconds=1)
+    clock = MovableClock()
+    server = make_server(clock.install, csrf_token_seconds=60)
     org = _signed_up(server)
     browser = org.browser()
-    time.sleep(2.1)
+    clock.offset = timedelta(seconds=61)
     response = browser.post("/api/api_tokens", json={"name": "late"})
     assert response.status_code == 403
     browser.csrf = browser.get("/api/csrf").json()["token"]
     assert browser.post("/api/api_tokens", json={"name": "fresh"}).status_code == 201
+    org.close()
+
+
+def test_session_ends_after_its_idle_time_on_the_server_clock(
+    make_server: Callable[..., RunningServer],
+) -> None:
+    clock = MovableClock()
+    server = make_server(clock.install, session_idle_seconds=3600)
+    org = _signed_up(server)
+    browser = org.browser()
+    clock.offset = timedelta(minutes=59)
+    assert browser.get("/api/session").status_code == 200  # and slides the idle expiry
+    clock.offset = timedelta(minutes=59 + 59)
+    assert browser.get("/api/session").status_code == 200
+    clock.offset = timedelta(minutes=59 + 59 + 61)
+    assert browser.get("/api/session").status_code == 401
     org.close()
 
 

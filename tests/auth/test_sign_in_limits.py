@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
 
 from tests.harness import PASSWORD, Org, RunningServer
 
@@ -34,29 +39,33 @@ def test_wrong_email_and_wrong_password_are_indistinguishable(org: Org) -> None:
     assert "set-cookie" not in wrong_password[2]
 
 
-def test_account_is_limited_across_clients(org: Org) -> None:
-    limit = org.server.settings.sign_in_max_failures_per_account
+def test_a_stranger_cannot_lock_the_owner_out(org: Org) -> None:
+    limit = org.server.settings.sign_in_max_attempts_per_account_and_client
+    stranger = _client_address()
     for _ in range(limit):
-        assert _sign_in(org.server, org.email, "wrong password!", _client_address())[0] == 401
-    # Even the right password is refused while the account is locked, from any address.
-    status, body, headers = _sign_in(org.server, org.email, PASSWORD, _client_address())
+        assert _sign_in(org.server, org.email, "wrong password!", stranger)[0] == 401
+    # The stranger's next try is refused, even with the right password...
+    status, body, headers = _sign_in(org.server, org.email, PASSWORD, stranger)
     assert status == 429
     assert body["error"] == "too_many_requests"
     retry_after = int(headers["retry-after"])
     assert 0 < retry_after <= org.server.settings.sign_in_window_seconds
     assert str(retry_after) in body["message"]
+    # ...while the owner, from their own address, signs in.
+    assert _sign_in(org.server, org.email, PASSWORD, _client_address())[0] == 201
 
 
 def test_unknown_email_is_limited_like_a_real_one(server: RunningServer) -> None:
-    limit = server.settings.sign_in_max_failures_per_account
+    limit = server.settings.sign_in_max_attempts_per_account_and_client
     email = f"{server.unique('ghost')}@example.test"
+    address = _client_address()
     for _ in range(limit):
-        assert _sign_in(server, email, "whatever password", _client_address())[0] == 401
-    assert _sign_in(server, email, "whatever password", _client_address())[0] == 429
+        assert _sign_in(server, email, "whatever password", address)[0] == 401
+    assert _sign_in(server, email, "whatever password", address)[0] == 429
 
 
 def test_client_is_limited_across_accounts(org: Org) -> None:
-    limit = org.server.settings.sign_in_max_failures_per_client
+    limit = org.server.settings.sign_in_max_attempts_per_client
     address = _client_address()
     for n in range(limit):
         email = f"guess{n}-{org.server.unique('x')}@example.test"
@@ -68,14 +77,81 @@ def test_client_is_limited_across_accounts(org: Org) -> None:
     assert _sign_in(org.server, org.email, PASSWORD, _client_address())[0] == 201
 
 
+def test_the_account_has_a_ceiling_across_clients(
+    make_server: Callable[..., RunningServer],
+) -> None:
+    server = make_server(sign_in_max_attempts_per_account=6, sign_in_delay_after_attempts=100)
+    org = server.new_org()
+    for _ in range(6):
+        assert _sign_in(server, org.email, "wrong password!", _client_address())[0] == 401
+    status, body, _ = _sign_in(server, org.email, PASSWORD, _client_address())
+    assert (status, body["error"]) == (429, "too_many_requests")
+    assert "for this account;" in body["message"]
+    org.close()
+
+
 def test_success_resets_the_account_counter(org: Org) -> None:
-    limit = org.server.settings.sign_in_max_failures_per_account
+    limit = org.server.settings.sign_in_max_attempts_per_account_and_client
+    address = _client_address()
     for _ in range(limit - 1):
-        assert _sign_in(org.server, org.email, "wrong password!", _client_address())[0] == 401
-    assert _sign_in(org.server, org.email, PASSWORD, _client_address())[0] == 201
+        assert _sign_in(org.server, org.email, "wrong password!", address)[0] == 401
+    assert _sign_in(org.server, org.email, PASSWORD, address)[0] == 201
     for _ in range(limit - 1):
-        assert _sign_in(org.server, org.email, "wrong password!", _client_address())[0] == 401
-    assert _sign_in(org.server, org.email, PASSWORD, _client_address())[0] == 201
+        assert _sign_in(org.server, org.email, "wrong password!", address)[0] == 401
+    assert _sign_in(org.server, org.email, PASSWORD, address)[0] == 201
+
+
+def test_parallel_guesses_are_all_counted(org: Org) -> None:
+    limit = org.server.settings.sign_in_max_attempts_per_account_and_client
+    address = _client_address()
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        statuses = list(
+            pool.map(
+                lambda _: _sign_in(org.server, org.email, "wrong password!", address)[0], range(20)
+            )
+        )
+    assert sorted(statuses) == [401] * limit + [429] * (20 - limit)
+    # The right password from the same client is over the limit too.
+    assert _sign_in(org.server, org.email, PASSWORD, address)[0] == 429
+
+
+def test_a_guess_that_fails_with_an_error_is_still_counted(
+    make_server: Callable[..., RunningServer],
+) -> None:
+    def break_verification(app: FastAPI) -> None:
+        original = app.router.lifespan_context
+
+        @asynccontextmanager
+        async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+            async with original(app):
+                limiter = app.state.sign_in_limiter
+
+                async def fail(password_hash: str | None, password: str) -> bool:
+                    raise RuntimeError("the hash check broke")
+
+                limiter.verify = fail
+                yield
+
+        app.router.lifespan_context = lifespan
+
+    server = make_server(break_verification)
+    address = _client_address()
+    limit = server.settings.sign_in_max_attempts_per_account_and_client
+    email = "someone@example.test"
+    for _ in range(limit):
+        assert _sign_in(server, email, "wrong password!", address)[0] == 500
+    assert _sign_in(server, email, "wrong password!", address)[0] == 429
+
+
+def test_forwarded_for_is_ignored_unless_the_proxy_is_trusted(
+    make_server: Callable[..., RunningServer],
+) -> None:
+    server = make_server(forwarded_allow_ips="", sign_in_max_attempts_per_account_and_client=2)
+    email = "target@example.test"
+    for _ in range(2):
+        assert _sign_in(server, email, "wrong password!", _client_address())[0] == 401
+    # A new X-Forwarded-For does not make a new client: the TCP peer is the client.
+    assert _sign_in(server, email, "wrong password!", _client_address())[0] == 429
 
 
 def test_malformed_sign_in_bodies_are_400(server: RunningServer) -> None:

@@ -1,264 +1,40 @@
-"""Git events through the sandbox git host: pushes deploy the auto-deploy services of their
-repository and branch with the pushed commit, only signed deliveries count and each counts once,
-deleted branches and closed pull requests remove previews where the project asks for it, and a
-suspended or deleted installation deploys nothing.
-
-Every test pushes to a repository of its own (readable by the installations it names), so its
-pushes reach no other test's services. Its default branch is `trunk` and the services track
-branches that do not exist yet, so their first deployments stop before any cloud work; and the
-pushed commits break the build (except where a running commit matters), so the deployments the
-tests cause cost the shared sandbox a failed build each."""
+"""Git events at intake, through the sandbox git host: only signed deliveries count and each
+counts once, deliveries larger than GitHub's cap are refused unread, a project's git settings, and
+a suspended or deleted installation deploys nothing. What the web servers, workers and static
+websites do on an event is in tests/apps/test_git_events.py."""
 
 from __future__ import annotations
 
 import json
-import secrets
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
-import httpx
-import pytest
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from capstan.apps.models import Deployment
-from capstan.cloud.aws import names
 from capstan.git_host import events
-from capstan.git_host.models import GitHostDelivery
 from capstan.git_host.webhooks import signature_header
-from tests.apps.helpers import Ready, ready
-from tests.apps.processes import account_sessions
+from tests.apps.helpers import Ready
+from tests.git_host.events_helpers import (
+    encode,
+    installation_of,
+    new_repository,
+    org_fixture,
+    push,
+    push_payload,
+    pushed_shas,
+    recent_deliveries,
+    recorded_deliveries,
+    send,
+    wait_processed,
+    wait_pushed,
+    worker_path,
+)
 from tests.git_host.flow import install
-from tests.harness import Org, RunningServer, run_db
+from tests.polling import wait_until
 from tests.sandbox_git_host.helpers import api, jwt_headers
 
-T = TypeVar("T")
-
-
-# The git host side: repositories, pushes, hand-made deliveries -----------------------------------
-
-
-def installation_of(org: Org) -> int:
-    """The organization's first installation."""
-    records = org.api.get("/api/git_host/installations").json()["installations"]
-    return int(records[0]["installation_id"])
-
-
-def new_repository(
-    server: RunningServer, *installation_ids: int, default_branch: str = "trunk"
-) -> str:
-    """A repository of its own, readable by these installations only; its full name."""
-    with server.client() as client:
-        response = client.post(
-            "/sandbox/git_host/repos",
-            json={
-                "name": server.unique("app"),
-                "default_branch": default_branch,
-                "installation_ids": list(installation_ids),
-            },
-        )
-    assert response.status_code == 201, response.text
-    return str(response.json()["full_name"])
-
-
-def push(
-    server: RunningServer, repository: str, branch: str, *, breaks_build: bool = True
-) -> dict[str, Any]:
-    with server.client() as client:
-        response = client.post(
-            f"/sandbox/git_host/repos/{repository}/push",
-            json={"branch": branch, "breaks_build": breaks_build},
-        )
-    assert response.status_code == 201, response.text
-    pushed: dict[str, Any] = response.json()
-    return pushed
-
-
-def push_payload(repository: str, installation_id: int, branch: str = "main") -> dict[str, Any]:
-    """A push as GitHub describes it (what a forger would send)."""
-    return {
-        "ref": f"refs/heads/{branch}",
-        "before": "0" * 40,
-        "after": secrets.token_hex(20),
-        "created": False,
-        "deleted": False,
-        "repository": {"id": 1, "full_name": repository, "name": repository.split("/")[1]},
-        "installation": {"id": installation_id},
-    }
-
-
-def send(
-    server: RunningServer,
-    body: bytes,
-    *,
-    event: str | None = "push",
-    delivery: str | None = None,
-    signature: str | None = "sign",
-) -> httpx.Response:
-    """POST a delivery as the git host would; `signature="sign"` signs it with the app's secret."""
-    secret = server.settings.github_webhook_secret
-    assert secret is not None
-    headers = {"Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/test"}
-    if signature == "sign":
-        signature = signature_header(secret.get_secret_value(), body)
-    for name, value in (
-        ("X-Hub-Signature-256", signature),
-        ("X-GitHub-Event", event),
-        ("X-GitHub-Delivery", delivery or str(uuid.uuid4())),
-    ):
-        if value is not None:
-            headers[name] = value
-    with server.client() as client:
-        return client.post("/api/git_host/webhooks", content=body, headers=headers)
-
-
-def encode(payload: dict[str, Any]) -> bytes:
-    return json.dumps(payload).encode()
-
-
-# Capstan's side --------------------------------------------------------------------------------
-
-
-def eventually(check: Callable[[], T | None], what: str, timeout: float = 20) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.15)
-
-
-def deployments(org: Org, path: str) -> list[dict[str, Any]]:
-    response = org.api.get(f"{path}/deployments")
-    assert response.status_code == 200, response.text
-    found: list[dict[str, Any]] = response.json()["deployments"]
-    return found
-
-
-def pushed_shas(org: Org, path: str) -> list[str]:
-    return [d["commit_sha"] for d in deployments(org, path) if d["trigger"] == "push"]
-
-
-def wait_pushed(org: Org, path: str, sha: str) -> None:
-    eventually(lambda: sha in pushed_shas(org, path), f"{path} to deploy {sha}")
-
-
-def preview_push_shas(server: RunningServer, preview_id: str) -> list[str | None]:
-    async def read(session: AsyncSession) -> list[str | None]:
-        rows = await session.scalars(
-            select(Deployment.commit_sha).where(
-                Deployment.preview_id == preview_id, Deployment.trigger == "push"
-            )
-        )
-        return list(rows)
-
-    return run_db(server.settings, read)
-
-
-def wait_processed(server: RunningServer, *guids: str) -> None:
-    """Until Capstan has acted on these deliveries (or knowingly ignored them)."""
-
-    async def unprocessed(session: AsyncSession) -> int:
-        rows = await session.scalars(
-            select(GitHostDelivery.id).where(
-                GitHostDelivery.delivery_id.in_(guids), GitHostDelivery.processed_at.is_not(None)
-            )
-        )
-        return len(guids) - len(list(rows))
-
-    eventually(lambda: run_db(server.settings, unprocessed) == 0, f"deliveries {guids}")
-
-
-def recent_deliveries(server: RunningServer, event: str) -> list[dict[str, Any]]:
-    """The app's recent deliveries of `event` at the sandbox git host, newest first."""
-    with api(server) as client:
-        response = client.get("app/hook/deliveries", headers=jwt_headers(server))
-    assert response.status_code == 200, response.text
-    return [d for d in response.json() if d["event"] == event]
-
-
-def recorded_deliveries(server: RunningServer, guid: str) -> int:
-    async def count(session: AsyncSession) -> int:
-        rows = await session.scalars(
-            select(GitHostDelivery.id).where(GitHostDelivery.delivery_id == guid)
-        )
-        return len(list(rows))
-
-    return run_db(server.settings, count)
-
-
-@pytest.fixture(scope="module")
-def shop(server: RunningServer) -> Iterator[Ready]:
-    member = server.new_org()
-    yield ready(member)
-    member.close()
-
-
-@pytest.fixture(scope="module")
-def neighbour(server: RunningServer) -> Iterator[Ready]:
-    """Another organization, deploying from the same repositories."""
-    member = server.new_org()
-    yield ready(member)
-    member.close()
-
-
-def worker_path(shop: Ready, **fields: Any) -> str:
-    worker = shop.create_worker(name=shop.org.server.unique("jobs"), **fields)
-    return f"{shop.base}/workers/{worker['id']}"
-
-
-def web_path(shop: Ready, **fields: Any) -> str:
-    web = shop.create_web_server(name=shop.org.server.unique("web"), **fields)
-    return f"{shop.base}/web_servers/{web['id']}"
-
-
-# Pushes ----------------------------------------------------------------------------------------
-
-
-def test_a_push_deploys_the_auto_deploy_services_of_its_repository_and_branch(
-    shop: Ready, neighbour: Ready
-) -> None:
-    server, org = shop.org.server, shop.org
-    repo = new_repository(server, installation_of(org), installation_of(neighbour.org))
-    other_repo = new_repository(server, installation_of(org))
-    web = web_path(shop, repo=repo, auto_deploy=True)
-    jobs = worker_path(shop, repo=repo, auto_deploy=True)
-    manual = worker_path(shop, repo=repo)  # auto_deploy defaults to false
-    elsewhere = worker_path(shop, repo=other_repo, auto_deploy=True)
-    theirs = worker_path(neighbour, repo=repo, auto_deploy=True)
-    previews = {
-        path: org.api.post(f"{path}/previews", json={"branch": "topic"}).json()["id"]
-        for path in (web, manual)
-    }
-
-    pushed = push(server, repo, "main")
-    # One delivery per installation that can read the repository, each taken at once.
-    assert len(pushed["deliveries"]) == 2
-    assert {d["status_code"] for d in pushed["deliveries"]} == {202}
-    sha = pushed["sha"]
-    wait_pushed(org, web, sha)
-    wait_pushed(org, jobs, sha)
-    wait_pushed(neighbour.org, theirs, sha)  # any organization deploying it
-    assert deployments(org, web)[0]["trigger"] == "push"  # the newest
-    wait_processed(server, *(d["guid"] for d in pushed["deliveries"]))
-    for path in (manual, elsewhere):
-        assert pushed_shas(org, path) == [], path
-    for preview_id in previews.values():
-        assert preview_push_shas(server, preview_id) == []
-
-    # Previews follow their branch, whatever their parent's auto_deploy; services on other
-    # branches do not move.
-    topic = push(server, repo, "topic")
-    wait_processed(server, *(d["guid"] for d in topic["deliveries"]))
-    for preview_id in previews.values():
-        assert preview_push_shas(server, preview_id) == [topic["sha"]]
-    for path in (web, jobs, manual):
-        assert topic["sha"] not in pushed_shas(org, path)
+shop = org_fixture()
+neighbour = org_fixture()
 
 
 def test_unsigned_or_forged_deliveries_are_refused_and_change_nothing(shop: Ready) -> None:
@@ -367,87 +143,6 @@ def test_a_repeated_delivery_deploys_once(shop: Ready) -> None:
     assert pushed_shas(org, jobs) == [json.loads(body)["after"], pushed["sha"]]
 
 
-def test_a_push_during_a_deploy_makes_one_more_deployment_of_the_pushed_commit(
-    shop: Ready,
-) -> None:
-    server, org = shop.org.server, shop.org
-    repo = new_repository(server, installation_of(org), default_branch="main")
-    jobs = worker_path(shop, repo=repo, auto_deploy=True)
-    # While the first deployment (of main's head) is under way; this one builds and runs.
-    sha = push(server, repo, "main", breaks_build=False)["sha"]
-
-    shop.wait_for(jobs, "running", timeout=60)
-    latest, first = deployments(org, jobs)
-    assert (latest["trigger"], latest["status"], latest["commit_sha"]) == ("push", "running", sha)
-    # The first never runs: it stays superseded, even if a reconcile pass was under way when the
-    # push arrived (that pass loses on the deployment's status and starts over).
-    assert (first["trigger"], first["status"]) == ("create", "superseded")
-    # What runs is the image built from exactly that commit.
-    account_id = org.api.get("/api/cloud_account").json()["account_id"]
-    assert server.settings.sandbox_cloud_url
-    with account_sessions(server.settings.sandbox_cloud_url, account_id) as (customer, _):
-        ecs = customer.client("ecs")
-        [service] = ecs.describe_services(
-            cluster=names.cluster_name(shop.project["id"]),
-            services=[names.service_name(jobs.rsplit("/", 1)[1])],
-        )["services"]
-        definition = ecs.describe_task_definition(taskDefinition=service["taskDefinition"])
-    assert definition["taskDefinition"]["containerDefinitions"][0]["image"].endswith(f":{sha}")
-
-
-# Branch deletions and closed pull requests -----------------------------------------------------
-
-
-def test_deleted_branches_and_closed_pull_requests_remove_previews_when_the_project_asks(
-    shop: Ready,
-) -> None:
-    server, org = shop.org.server, shop.org
-    repo = new_repository(server, installation_of(org))
-    jobs = worker_path(shop, repo=repo)
-
-    def preview_of(branch: str) -> str:
-        push(server, repo, branch)
-        created = org.api.post(f"{jobs}/previews", json={"branch": branch})
-        assert created.status_code == 201, created.text
-        return f"{jobs}/previews/{created.json()['id']}"
-
-    def delete_branch(branch: str) -> None:
-        with server.client() as client:
-            response = client.delete(f"/sandbox/git_host/repos/{repo}/branches/{branch}")
-        assert response.status_code == 204, response.text
-        deliveries = recent_deliveries(server, "delete")
-        wait_processed(server, *(d["guid"] for d in deliveries[:1]))
-
-    def close(branch: str, merged: bool) -> None:
-        with server.client() as client:
-            response = client.post(
-                f"/sandbox/git_host/repos/{repo}/pulls/close",
-                json={"head": branch, "merged": merged},
-            )
-        assert response.status_code == 200, response.text
-        wait_processed(server, *(d["guid"] for d in response.json()["deliveries"]))
-
-    # The setting is off by default: previews stay.
-    kept = preview_of("old-idea")
-    delete_branch("old-idea")
-    assert org.api.get(kept).status_code == 200
-
-    settings = {"git_settings": {"delete_previews_on_branch_delete": True}}
-    assert org.api.patch(shop.base, json=settings).status_code == 200
-    try:
-        gone, merged = preview_of("gone"), preview_of("merged")
-        delete_branch("gone")
-        assert org.api.get(gone).status_code == 404
-        # Merged or not, a closed pull request is the end of its branch's preview.
-        close("merged", merged=True)
-        assert org.api.get(merged).status_code == 404
-        for path in (kept, jobs):  # other branches' previews, and the service, stay
-            assert org.api.get(path).status_code == 200, path
-    finally:
-        settings["git_settings"]["delete_previews_on_branch_delete"] = False
-        org.api.patch(shop.base, json=settings)
-
-
 def test_git_settings_of_a_project(shop: Ready) -> None:
     org = shop.org
     created = org.api.post(
@@ -481,9 +176,6 @@ def test_git_settings_of_a_project(shop: Ready) -> None:
     assert org.api.delete(path).status_code == 204
 
 
-# Installations ---------------------------------------------------------------------------------
-
-
 def test_a_suspended_or_deleted_installation_deploys_nothing(neighbour: Ready) -> None:
     org = neighbour.org
     server = org.server
@@ -510,19 +202,21 @@ def test_a_suspended_or_deleted_installation_deploys_nothing(neighbour: Ready) -
         return str(payload["after"])
 
     app_call("PUT", f"app/installations/{installation_id}/suspended")
-    suspended = eventually(lambda: record()["status"] == "suspended" and record(), "suspension")
+    suspended = wait_until(
+        lambda: record()["status"] == "suspended" and record(), every=0.15, what="suspension"
+    )
     assert suspended["status_changed_at"] is not None
     assert push(server, repo, "main")["deliveries"] == []  # GitHub sends a suspended app nothing
     signed_push()
     assert pushed_shas(org, jobs) == []
 
     app_call("DELETE", f"app/installations/{installation_id}/suspended")
-    eventually(lambda: record()["status"] == "active", "unsuspension")
+    wait_until(lambda: record()["status"] == "active", every=0.15, what="unsuspension")
     sha = push(server, repo, "main")["sha"]
     wait_pushed(org, jobs, sha)
 
     app_call("DELETE", f"app/installations/{installation_id}")  # uninstalled at the git host
-    eventually(lambda: record()["status"] == "deleted", "deletion")
+    wait_until(lambda: record()["status"] == "deleted", every=0.15, what="deletion")
     signed_push()
     assert pushed_shas(org, jobs) == [sha]
     # Forgetting the record (the API's DELETE) leaves no record to deploy for either.

@@ -1,10 +1,10 @@
-"""Organizations, their users, browser sessions, API tokens and sign-in attempts."""
+"""Organizations, their users, browser sessions, API tokens and sign-in counters."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, Integer, String
+from sqlalchemy import ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from capstan.db import Base, created_at_column, id_column
@@ -60,12 +60,12 @@ class ApiToken(Base):
     created_at: Mapped[datetime] = created_at_column()
 
 
-class SignInAttempt(Base):
-    """A failed password sign-in, counted per account and per client over a sliding window."""
+class SignInCounter(Base):
+    """Sign-in attempts under one key (`pair:`, `client:` or `account:`) in its current fixed
+    window. One row per key, bumped by an atomic upsert, so parallel attempts all count."""
 
-    __tablename__ = "sign_in_attempts"
-    __table_args__ = (Index("ix_sign_in_attempts_key_at", "key", "attempted_at"),)
+    __tablename__ = "sign_in_counters"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    key: Mapped[str] = mapped_column(String(400))
-    attempted_at: Mapped[datetime]
+    key: Mapped[str] = mapped_column(String(400), primary_key=True)
+    window_started_at: Mapped[datetime] = mapped_column(index=True)
+    attempts: Mapped[int] = mapped_column(Integer)

@@ -7,7 +7,7 @@ Every route that is not on the public list takes a `Caller`; every query starts 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
 from fastapi import Depends, Request
@@ -46,7 +46,8 @@ async def authenticate(request: Request, session: DbSession) -> Principal:
     cookie = request.cookies.get(settings.session_cookie_name)
     if cookie is None:
         raise _unauthorized()
-    principal = await principal_from_session_cookie(session, settings, cookie)
+    now: datetime = request.app.state.clock()
+    principal = await principal_from_session_cookie(session, settings, cookie, now=now)
     if principal is None:
         raise _unauthorized("Your session has ended; sign in again.")
     if request.method in MUTATING_METHODS:
@@ -57,6 +58,7 @@ async def authenticate(request: Request, session: DbSession) -> Principal:
             principal.session_id,
             token,
             max_age_seconds=settings.csrf_token_seconds,
+            now=now.timestamp(),
         ):
             raise Forbidden(
                 f"Send a valid {CSRF_HEADER} header (GET /api/csrf) with cookie-authenticated "
@@ -83,10 +85,10 @@ async def _from_bearer(session: DbSession, authorization: str) -> Principal:
 
 
 async def principal_from_session_cookie(
-    session: DbSession, settings: Settings, cookie: str
+    session: DbSession, settings: Settings, cookie: str, *, now: datetime | None = None
 ) -> Principal | None:
-    """The live session behind a cookie (sliding its idle expiry), or None."""
-    now = utcnow()
+    """The live session behind a cookie (sliding its idle expiry) at `now`, or None."""
+    now = now or utcnow()
     row = (
         await session.execute(
             select(BrowserSession, User.organization_id)

@@ -38,6 +38,7 @@ async def sign_in(
         password=body.password,
         client=request.client.host if request.client else "unknown",
         previous_cookie=request.cookies.get(settings.session_cookie_name),
+        now=request.app.state.clock(),
     )
     response.set_cookie(
         settings.session_cookie_name,
@@ -87,7 +88,11 @@ async def get_csrf(caller: Caller, request: Request) -> schemas.CsrfToken:
             code="not_a_session",
         )
     return schemas.CsrfToken(
-        token=csrf_token(_settings(request).require_secret_key(), caller.session_id)
+        token=csrf_token(
+            _settings(request).require_secret_key(),
+            caller.session_id,
+            now=request.app.state.clock().timestamp(),
+        )
     )
 
 

@@ -95,12 +95,14 @@ def csrf_token(key: bytes, session_id: str, *, now: float | None = None) -> str:
     return f"{issued}.{_csrf_mac(key, session_id, issued)}"
 
 
-def csrf_token_valid(key: bytes, session_id: str, token: str, *, max_age_seconds: int) -> bool:
+def csrf_token_valid(
+    key: bytes, session_id: str, token: str, *, max_age_seconds: int, now: float | None = None
+) -> bool:
     issued_text, _, mac = token.partition(".")
     if not issued_text.isdigit() or not mac:
         return False
     issued = int(issued_text)
-    if not 0 <= time.time() - issued <= max_age_seconds:
+    if not 0 <= (now if now is not None else time.time()) - issued <= max_age_seconds:
         return False
     return hmac.compare_digest(_csrf_mac(key, session_id, issued), mac)
 

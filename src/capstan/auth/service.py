@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+import anyio
 from sqlalchemy import delete, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from capstan.auth.models import ApiToken, BrowserSession, Organization, SignInAttempt, User
+from capstan.auth.limits import SignInLimiter
+from capstan.auth.models import ApiToken, BrowserSession, Organization, User
 from capstan.auth.principal import Principal
 from capstan.auth.secrets import (
     hash_password,
@@ -16,11 +18,10 @@ from capstan.auth.secrets import (
     new_session_secret,
     password_problem,
     sha256_hex,
-    verify_password,
 )
 from capstan.config import Settings
-from capstan.db import flush_unique, utcnow
-from capstan.errors import BadRequest, Conflict, NotFound, TooManyRequests, Unauthorized
+from capstan.db import flush_unique
+from capstan.errors import BadRequest, Conflict, NotFound, Unauthorized
 
 
 class WeakPassword(BadRequest):
@@ -72,61 +73,6 @@ class SignInResult:
     session_secret: str
 
 
-class SignInLimiter:
-    """Failed sign-ins per account and per client, in the database so every API process agrees.
-
-    Failures are written in their own transaction: the request's own transaction rolls back with
-    the 401 it answers.
-    """
-
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], settings: Settings):
-        self._sessionmaker = sessionmaker
-        self._window = timedelta(seconds=settings.sign_in_window_seconds)
-        self._limits = {
-            "account": settings.sign_in_max_failures_per_account,
-            "client": settings.sign_in_max_failures_per_client,
-        }
-
-    @staticmethod
-    def keys(email: str, client: str) -> dict[str, str]:
-        return {"account": f"account:{normalize_email(email)}", "client": f"client:{client}"}
-
-    async def check(self, session: AsyncSession, keys: dict[str, str]) -> None:
-        now = utcnow()
-        since = now - self._window
-        for kind, key in keys.items():
-            limit = self._limits[kind]
-            recent = list(
-                await session.scalars(
-                    select(SignInAttempt.attempted_at)
-                    .where(SignInAttempt.key == key, SignInAttempt.attempted_at > since)
-                    .order_by(SignInAttempt.attempted_at.desc())
-                    .limit(limit)
-                )
-            )
-            if len(recent) >= limit:
-                # The oldest of the last `limit` failures has to leave the window first.
-                retry_after = recent[-1] + self._window - now
-                who = "this account" if kind == "account" else "your address"
-                raise TooManyRequests(
-                    f"Too many failed sign-ins for {who}; try again in "
-                    f"{int(retry_after.total_seconds()) + 1} seconds.",
-                    retry_after_seconds=int(retry_after.total_seconds()) + 1,
-                )
-
-    async def record_failure(self, keys: dict[str, str]) -> None:
-        now = utcnow()
-        async with self._sessionmaker() as session:
-            session.add_all(SignInAttempt(key=key, attempted_at=now) for key in keys.values())
-            await session.execute(
-                delete(SignInAttempt).where(SignInAttempt.attempted_at < now - 2 * self._window)
-            )
-            await session.commit()
-
-    async def clear_account(self, session: AsyncSession, keys: dict[str, str]) -> None:
-        await session.execute(delete(SignInAttempt).where(SignInAttempt.key == keys["account"]))
-
-
 async def sign_in(
     session: AsyncSession,
     settings: Settings,
@@ -136,21 +82,28 @@ async def sign_in(
     password: str,
     client: str,
     previous_cookie: str | None,
+    now: datetime,
 ) -> SignInResult:
-    keys = limiter.keys(email, client)
-    await limiter.check(session, keys)
-    user = await session.scalar(select(User).where(User.email == normalize_email(email)))
+    email = normalize_email(email)
+    async with limiter.counting:
+        try:
+            admission = await limiter.admit(session, email, client, now=now)
+            user = await session.scalar(select(User).where(User.email == email))
+        finally:
+            # The attempt stays counted whatever happens next, and the connection goes back to
+            # the pool while the hash is checked.
+            await session.commit()
+    if admission.delay_seconds:
+        await anyio.sleep(admission.delay_seconds)
     # Always verify a hash, so an unknown email answers exactly like a wrong password.
-    if not verify_password(user.password_hash if user else None, password) or user is None:
-        await limiter.record_failure(keys)
+    if not await limiter.verify(user.password_hash if user else None, password) or user is None:
         raise Unauthorized("Email or password is incorrect.", code="invalid_credentials")
-    await limiter.clear_account(session, keys)
+    await limiter.succeeded(session, admission)
     if previous_cookie:
         await session.execute(
             delete(BrowserSession).where(BrowserSession.secret_hash == sha256_hex(previous_cookie))
         )
     secret = new_session_secret()
-    now = utcnow()
     session.add(
         BrowserSession(
             secret_hash=sha256_hex(secret),

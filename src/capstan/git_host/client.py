@@ -4,18 +4,8 @@ user can access).
 
 It speaks GitHub's REST API over httpx to `settings.github_api_base` — api.github.com in
 production, the sandbox git host (`capstan.sandbox.git_host`) in `--dev` and in tests. Failures
-come out as the `GitHostError` tree below and nothing httpx-shaped:
-
-    GitHostError
-    ├── RetryableGitHostError       network failures, timeouts, 5xx, rate limits: try again later
-    └── TerminalGitHostError        the git host refused; trying again will not help
-        ├── GitHostNotConfigured    no app id, slug or private key in the settings
-        │   └── UserAuthorizationNotConfigured   no OAuth client id or secret
-        ├── UserAuthorizationRefused             the code exchange answered an OAuth error
-        │   ├── BadVerificationCode              the code is wrong, expired or already used
-        │   └── ClientCredentialsRefused         the client id or secret is wrong
-        └── GitHostNotFound         404
-            └── NoSuchInstallation  the installation does not exist (or was uninstalled)
+come out as the `GitHostError` tree (`git_host.errors`) and nothing httpx-shaped; the values
+it answers and the payloads it reads are in `git_host.payloads`.
 
 Installation tokens are returned to the caller and never logged or stored here; their `repr`
 hides the secret. So does a `UserAccessToken`'s; the install flow only calls
@@ -28,19 +18,43 @@ import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import httpx
 import jwt
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from capstan import __version__
 from capstan.config import ConfigurationError, Settings
+from capstan.git_host.errors import (
+    BadVerificationCode,
+    ClientCredentialsRefused,
+    GitHostError,
+    GitHostNotConfigured,
+    GitHostNotFound,
+    NoSuchInstallation,
+    RetryableGitHostError,
+    TerminalGitHostError,
+    UserAuthorizationNotConfigured,
+    UserAuthorizationRefused,
+    failure,
+)
+from capstan.git_host.payloads import (
+    BranchPayload,
+    Installation,
+    InstallationPage,
+    InstallationPayload,
+    InstallationToken,
+    OAuthAnswer,
+    Repository,
+    RepositoryPage,
+    TokenPayload,
+    UserAccessToken,
+    installation_of,
+    parse,
+)
 
 log = logging.getLogger("capstan.git_host")
 
@@ -60,160 +74,6 @@ USER_AUTHORIZATION_NOT_CONFIGURED = (
     "client secret, enable 'Request user authorization (OAuth) during installation' in the app's "
     "settings, and set its callback URL to <base_url>/api/git_host/callback."
 )
-
-
-class GitHostError(Exception):
-    """A git host call failed. `retryable` says whether trying again later may succeed."""
-
-    retryable = False
-
-    def __init__(self, message: str, *, retry_after_seconds: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retry_after_seconds = retry_after_seconds
-
-
-class RetryableGitHostError(GitHostError):
-    retryable = True
-
-
-class TerminalGitHostError(GitHostError):
-    retryable = False
-
-
-class GitHostNotConfigured(TerminalGitHostError):
-    pass
-
-
-class GitHostNotFound(TerminalGitHostError):
-    pass
-
-
-class UserAuthorizationNotConfigured(GitHostNotConfigured):
-    pass
-
-
-class UserAuthorizationRefused(TerminalGitHostError):
-    """The OAuth code exchange answered an error (GitHub says so with a 200 and `error`)."""
-
-    def __init__(self, error: str, description: str | None) -> None:
-        super().__init__(f"The git host refused the user authorization: {description or error}")
-        self.error = error
-
-
-class BadVerificationCode(UserAuthorizationRefused):
-    pass
-
-
-class ClientCredentialsRefused(UserAuthorizationRefused):
-    pass
-
-
-class NoSuchInstallation(GitHostNotFound):
-    def __init__(self, installation_id: int) -> None:
-        super().__init__(f"The git host has no installation {installation_id} of this app.")
-        self.installation_id = installation_id
-
-
-@dataclass(frozen=True)
-class Installation:
-    installation_id: int
-    account_login: str
-    account_type: str
-    # GitHub keeps a suspended installation (and says since when); it reads nothing meanwhile.
-    suspended: bool = False
-
-
-@dataclass(frozen=True)
-class InstallationToken:
-    """A short-lived installation access token. Pass it on; never log or store it."""
-
-    token: str = field(repr=False)
-    expires_at: datetime
-    permissions: dict[str, str]
-    repository_selection: str | None = None
-    # Full names of the repositories the token is limited to; None when it sees them all.
-    repositories: list[str] | None = None
-
-
-@dataclass(frozen=True)
-class UserAccessToken:
-    """A user access token from an OAuth code. Use it for one check, then drop it; never log or
-    store it."""
-
-    token: str = field(repr=False)
-    token_type: str
-    scope: str
-
-
-@dataclass(frozen=True)
-class Repository:
-    id: int
-    full_name: str
-    private: bool
-    default_branch: str
-
-
-# GitHub's payloads, reduced to what Capstan reads (everything else is ignored).
-class _Payload(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-PayloadT = TypeVar("PayloadT", bound=_Payload)
-
-
-class _Account(_Payload):
-    login: str
-    type: str
-
-
-class _InstallationPayload(_Payload):
-    id: int
-    account: _Account
-    suspended_at: str | None = None
-
-
-class _RepositoryPayload(_Payload):
-    id: int
-    full_name: str
-    private: bool
-    default_branch: str
-
-
-class _TokenPayload(_Payload):
-    token: str
-    expires_at: datetime
-    permissions: dict[str, str] = {}
-    repository_selection: str | None = None
-    repositories: list[_RepositoryPayload] | None = None
-
-
-class _RepositoryPage(_Payload):
-    total_count: int | None = None
-    repositories: list[_RepositoryPayload]
-
-
-class _CommitRef(_Payload):
-    sha: str
-
-
-class _BranchPayload(_Payload):
-    name: str
-    commit: _CommitRef
-
-
-class _InstallationPage(_Payload):
-    total_count: int | None = None
-    installations: list[_InstallationPayload]
-
-
-class _OAuthAnswer(_Payload):
-    # Either a token or an error, both with status 200.
-    access_token: str | None = None
-    token_type: str = "bearer"  # noqa: S105 (a token kind, not a secret)
-    scope: str = ""
-    error: str | None = None
-    error_description: str | None = None
 
 
 _OAUTH_ERRORS: dict[str, type[UserAuthorizationRefused]] = {
@@ -281,7 +141,7 @@ class GitHubAppClient:
             )
         except GitHostNotFound as error:
             raise NoSuchInstallation(installation_id) from error
-        return _installation(_parse(_InstallationPayload, response))
+        return installation_of(parse(InstallationPayload, response))
 
     async def create_installation_token(
         self,
@@ -313,7 +173,7 @@ class GitHubAppClient:
             )
         except GitHostNotFound as error:
             raise NoSuchInstallation(installation_id) from error
-        payload = _parse(_TokenPayload, response)
+        payload = parse(TokenPayload, response)
         return InstallationToken(
             token=payload.token,
             expires_at=payload.expires_at,
@@ -337,7 +197,7 @@ class GitHubAppClient:
         async for response in self._pages(
             "/installation/repositories", bearer=token.token, per_page=per_page
         ):
-            page = _parse(_RepositoryPage, response)
+            page = parse(RepositoryPage, response)
             repositories.extend(
                 Repository(
                     id=r.id,
@@ -362,7 +222,7 @@ class GitHubAppClient:
             )
         except GitHostNotFound as error:
             raise GitHostNotFound(f"{repo} has no branch {branch!r}.") from error
-        return _parse(_BranchPayload, response).commit.sha
+        return parse(BranchPayload, response).commit.sha
 
     # The user who installed ----------------------------------------------------------------------
 
@@ -386,7 +246,7 @@ class GitHubAppClient:
             data={"client_id": self.client_id, "client_secret": self._client_secret, "code": code},
             accept="application/json",
         )
-        answer = _parse(_OAuthAnswer, response)
+        answer = parse(OAuthAnswer, response)
         if answer.error is not None or not answer.access_token:
             error = answer.error or "no_access_token"
             refused = _OAUTH_ERRORS.get(error, UserAuthorizationRefused)(
@@ -406,8 +266,8 @@ class GitHubAppClient:
         async for response in self._pages(
             "/user/installations", bearer=user_token.token, per_page=per_page
         ):
-            page = _parse(_InstallationPage, response)
-            installations.extend(_installation(i) for i in page.installations)
+            page = parse(InstallationPage, response)
+            installations.extend(installation_of(i) for i in page.installations)
         return installations
 
     async def user_installation_ids(self, code: str) -> frozenset[int]:
@@ -474,72 +334,7 @@ class GitHubAppClient:
             ) from error
         if response.is_success:
             return response
-        raise _failure(method, response)
-
-
-def _installation(payload: _InstallationPayload) -> Installation:
-    return Installation(
-        installation_id=payload.id,
-        account_login=payload.account.login,
-        account_type=payload.account.type,
-        suspended=payload.suspended_at is not None,
-    )
-
-
-def _failure(method: str, response: httpx.Response) -> GitHostError:
-    status = response.status_code
-    message = _github_message(response)
-    what = f"{method} {response.request.url.path} answered {status}"
-    log.warning("git host call failed: %s: %s", what, message)
-    retry_after = _retry_after(response)
-    if status == 429 or (
-        status == 403
-        and (
-            response.headers.get("x-ratelimit-remaining") == "0" or "rate limit" in message.lower()
-        )
-    ):
-        return RetryableGitHostError(
-            f"The git host is rate limiting Capstan ({message}).",
-            retry_after_seconds=retry_after,
-        )
-    if status >= 500:
-        return RetryableGitHostError(
-            f"The git host failed ({what}).", retry_after_seconds=retry_after
-        )
-    if status == 404:
-        return GitHostNotFound(f"The git host has no such resource ({what}).")
-    if status == 401:
-        return TerminalGitHostError(f"The git host refused Capstan's credentials: {message}")
-    return TerminalGitHostError(f"The git host refused the request ({what}): {message}")
-
-
-def _github_message(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.reason_phrase or "no message"
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return str(body["message"])[:300]
-    return response.reason_phrase or "no message"
-
-
-def _retry_after(response: httpx.Response) -> int | None:
-    value = response.headers.get("retry-after")
-    if value and value.isdigit():
-        return int(value)
-    reset = response.headers.get("x-ratelimit-reset")
-    if reset and reset.isdigit():
-        return max(1, int(reset) - int(time.time()))
-    return None
-
-
-def _parse(model: type[PayloadT], response: httpx.Response) -> PayloadT:
-    try:
-        return model.model_validate_json(response.content)
-    except ValidationError as error:
-        raise TerminalGitHostError(
-            f"The git host answered {response.request.url.path} with an unexpected body."
-        ) from error
+        raise failure(method, response)
 
 
 def load_app_key(settings: Settings) -> RSAPrivateKey | None:
@@ -587,3 +382,25 @@ async def open_git_host(settings: Settings) -> AsyncIterator[GitHubAppClient]:
         if client.app_id is not None and not client.user_authorization_configured:
             log.warning(USER_AUTHORIZATION_NOT_CONFIGURED)
         yield client
+
+
+# The client's whole vocabulary, importable from here as before the split.
+__all__ = [
+    "BadVerificationCode",
+    "ClientCredentialsRefused",
+    "GitHostError",
+    "GitHostNotConfigured",
+    "GitHostNotFound",
+    "GitHubAppClient",
+    "Installation",
+    "InstallationToken",
+    "NoSuchInstallation",
+    "Repository",
+    "RetryableGitHostError",
+    "TerminalGitHostError",
+    "UserAccessToken",
+    "UserAuthorizationNotConfigured",
+    "UserAuthorizationRefused",
+    "load_app_key",
+    "open_git_host",
+]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any, cast
@@ -55,6 +56,9 @@ KEEP_DELIVERIES = timedelta(days=7)
 # (the app's body limit for the webhook route).
 MAX_BODY_BYTES = 25 * 1024 * 1024
 MAX_DELIVERY_ID = 100
+# Processing passes a delivery gets before it is recorded as dead (each failure is retried with
+# the queue's backoff first).
+MAX_DELIVERY_ATTEMPTS = 5
 MAX_EVENT = 50
 # installation action -> (the statuses it moves from, the status it moves to). Deleted is final.
 INSTALLATION_MOVES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -96,13 +100,7 @@ async def receive(
         raise BadRequest(
             "X-GitHub-Event or X-GitHub-Delivery is too long.", code="invalid_delivery"
         )
-    try:
-        text = body.decode("utf-8")
-        payload = json.loads(text)
-    except ValueError as error:
-        raise BadRequest("The body is not JSON.", code="invalid_payload") from error
-    if not isinstance(payload, dict):
-        raise BadRequest("The body is not a JSON object.", code="invalid_payload")
+    text, payload = parse_payload(body)
     action = payload.get("action")
     installation = payload.get("installation")
     installation_id = installation.get("id") if isinstance(installation, dict) else None
@@ -133,6 +131,84 @@ async def receive(
         return True
     await enqueue(session, QUEUE_KIND, inserted)
     return False
+
+
+class InvalidPayload(BadRequest):
+    code = "invalid_payload"
+
+
+def parse_payload(body: bytes) -> tuple[str, dict[str, Any]]:
+    """The body as text and as a JSON object, or 400 `invalid_payload`. Signed is not enough:
+    what cannot be stored or processed the same way every time (nesting deeper than
+    `MAX_JSON_DEPTH`, integers outside int64, strings with lone surrogates, NaN) is refused here
+    rather than failing in the worker for ever."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidPayload("The body is not UTF-8.") from error
+    if _nesting_depth(text) > MAX_JSON_DEPTH:
+        raise InvalidPayload(f"The body nests deeper than {MAX_JSON_DEPTH} levels.")
+    try:
+        payload = json.loads(text, parse_int=_int64, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as error:
+        raise InvalidPayload(f"The body is not usable JSON: {_reason(error)}") from error
+    if not isinstance(payload, dict):
+        raise InvalidPayload("The body is not a JSON object.")
+    if not _all_strings_encodable(payload):
+        raise InvalidPayload("The body has a string that is not valid Unicode (a lone surrogate).")
+    return text, payload
+
+
+MAX_JSON_DEPTH = 64  # GitHub's payloads nest about 6 deep
+_INT64 = range(-(2**63), 2**63)
+_STRINGS_AND_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects, strings skipped; computed without recursion."""
+    depth = deepest = 0
+    for match in _STRINGS_AND_BRACKETS.finditer(text):
+        found = match.group()
+        if found in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_JSON_DEPTH:
+                break
+        elif found in "]}":
+            depth -= 1
+    return deepest
+
+
+def _int64(digits: str) -> int:
+    value = int(digits)
+    if value not in _INT64:
+        raise ValueError(f"the integer {digits[:30]} is outside int64")
+    return value
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _reason(error: Exception) -> str:
+    return "nested too deeply" if isinstance(error, RecursionError) else str(error)[:200]
+
+
+def _all_strings_encodable(payload: Any) -> bool:
+    pending = [payload]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+    return True
 
 
 # Payloads, reduced to what Capstan reads ---------------------------------------------------------
@@ -218,6 +294,51 @@ class GitDeliveryReconciler:
         )
 
     async def reconcile(self, resource_id: str) -> Result:
+        attempt = await self._count_attempt(resource_id)
+        if attempt is None:
+            return Done()
+        try:
+            return await self._process_once(resource_id)
+        except Exception as failure:
+            if await self._record_failure(resource_id, attempt, failure):
+                return Done()
+            raise
+
+    async def _count_attempt(self, resource_id: str) -> int | None:
+        """Count the pass about to begin (committed at once: a crash still counts); None when
+        the delivery is processed already or gone."""
+        async with self._sessionmaker() as session:
+            attempts = await session.scalar(
+                update(GitHostDelivery)
+                .where(GitHostDelivery.id == resource_id, GitHostDelivery.processed_at.is_(None))
+                .values(attempts=GitHostDelivery.attempts + 1)
+                .returning(GitHostDelivery.attempts)
+            )
+            await session.commit()
+        return attempts
+
+    async def _record_failure(self, resource_id: str, attempt: int, failure: Exception) -> bool:
+        """Keep the failure's reason on the delivery; after the last allowed attempt the
+        delivery is dead (answers True): processed, with that reason, never tried again."""
+        reason = f"{type(failure).__name__}: {failure}"[:3000]
+        dead = attempt >= MAX_DELIVERY_ATTEMPTS
+        outcome = (
+            f"dead: failed {attempt} times; last: {reason}"
+            if dead
+            else f"failed (attempt {attempt} of {MAX_DELIVERY_ATTEMPTS}): {reason}"
+        )
+        async with self._sessionmaker() as session:
+            await session.execute(
+                update(GitHostDelivery)
+                .where(GitHostDelivery.id == resource_id, GitHostDelivery.processed_at.is_(None))
+                .values(outcome=outcome, processed_at=utcnow() if dead else None)
+            )
+            await session.commit()
+        if dead:
+            log.error("git host delivery %s is dead: %s", resource_id, outcome)
+        return dead
+
+    async def _process_once(self, resource_id: str) -> Result:
         async with self._sessionmaker() as session:
             now = utcnow()
             # The claim: one pass acts on a delivery, even when two workers race for it (the

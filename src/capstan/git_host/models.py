@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from capstan.db import Base, created_at_column, id_column
@@ -66,5 +66,8 @@ class GitHostDelivery(Base):
     payload: Mapped[str] = mapped_column(Text)  # the body as received (signed), JSON
     received_at: Mapped[datetime]
     processed_at: Mapped[datetime | None]
-    # What processing did, for operators: "deployed 2 targets", "ignored: ...".
+    # What processing did, for operators: "deployed 2 targets", "ignored: ...", or "dead: …"
+    # when it failed `MAX_DELIVERY_ATTEMPTS` times (the last failure's reason follows).
     outcome: Mapped[str | None] = mapped_column(Text)
+    # Processing passes begun, counted before each starts, so a pass that crashes counts too.
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")

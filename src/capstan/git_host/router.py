@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
+from fastapi import APIRouter, Header, Query, Request, Response, status
 from fastapi.responses import RedirectResponse
 
 from capstan.auth.principal import Caller
-from capstan.config import Settings
 from capstan.db import DbSession
+from capstan.deps import AppGitHost, AppSettings
 from capstan.git_host import events, service
-from capstan.git_host.client import GitHubAppClient
 from capstan.git_host.schemas import (
     InstallationCreate,
     InstallationDeleted,
@@ -28,27 +27,13 @@ from capstan.git_host.schemas import (
 router = APIRouter(prefix="/api/git_host", tags=["git host"])
 
 
-def _git_host(request: Request) -> GitHubAppClient:
-    client: GitHubAppClient = request.app.state.git_host
-    return client
-
-
-def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
-
-
-GitHost = Annotated[GitHubAppClient, Depends(_git_host)]
-AppSettings = Annotated[Settings, Depends(_settings)]
-
-
 @router.post(
     "/installation_setup",
     response_model=InstallationSetupOut,
     summary="Start installing the git host app",
 )
 async def start_installation_setup(
-    caller: Caller, session: DbSession, settings: AppSettings, git_host: GitHost
+    caller: Caller, session: DbSession, settings: AppSettings, git_host: AppGitHost
 ) -> InstallationSetupOut:
     url = await service.start_setup(session, caller, settings, git_host)
     return InstallationSetupOut(redirect_url=url)
@@ -71,7 +56,7 @@ async def installation_callback(
     request: Request,
     session: DbSession,
     settings: AppSettings,
-    git_host: GitHost,
+    git_host: AppGitHost,
     installation_id: Annotated[InstallationId | None, Query()] = None,
     setup_action: Annotated[str | None, Query(max_length=20)] = None,
     state: Annotated[str | None, Query(max_length=2000)] = None,
@@ -105,7 +90,7 @@ async def list_installations(caller: Caller, session: DbSession) -> Installation
     summary="Record an installation by hand when automatic completion failed",
 )
 async def add_installation(
-    body: InstallationCreate, caller: Caller, session: DbSession, git_host: GitHost
+    body: InstallationCreate, caller: Caller, session: DbSession, git_host: AppGitHost
 ) -> InstallationOut:
     record = await service.add_installation(session, caller, git_host, body.installation_id)
     return InstallationOut.model_validate(record)
@@ -129,7 +114,7 @@ async def delete_installation(
     summary="The repositories an installation can read",
 )
 async def list_repositories(
-    installation_id: InstallationId, caller: Caller, session: DbSession, git_host: GitHost
+    installation_id: InstallationId, caller: Caller, session: DbSession, git_host: AppGitHost
 ) -> RepositoryList:
     repositories = await service.list_repositories(session, caller, git_host, installation_id)
     return RepositoryList(

@@ -30,11 +30,16 @@ class InstallationSetupOut(Response):
 
 
 class InstallationCreate(Request):
-    installation_id: InstallationId = Field(
-        description="The `installation_id` query parameter of the callback URL; only accepted "
-        "for an installation your organization's own setup flow came back with and proved "
-        "(the installing user's authorization showed they can access it)."
-    )
+    # The description in Annotated: a `= Field(...)` default here made pydantic publish the
+    # maximum as a float (9.223372036854776e+18, above int64).
+    installation_id: Annotated[
+        InstallationId,
+        Field(
+            description="The `installation_id` query parameter of the callback URL; only "
+            "accepted for an installation your organization's own setup flow came back with "
+            "and proved (the installing user's authorization showed they can access it)."
+        ),
+    ]
 
 
 class InstallationOut(Response):

@@ -1,0 +1,176 @@
+"""Sign-in limits that a stranger cannot turn against the account's owner, and password checks
+that cannot starve the server.
+
+Every attempt is counted before its password is checked, by one atomic upsert per key
+(`INSERT … ON CONFLICT DO UPDATE … RETURNING`, the same statement on SQLite and PostgreSQL), in
+the request's own connection, committed at once: N parallel guesses count as N, and a guess that
+ends in an error has still been counted. Three keys, checked in this order, each in a fixed window:
+
+- `client:<address>`: every attempt from one address (30 per 15 minutes by default);
+- `pair:<address>|<email>`: attempts on one account from one address (5 per 15 minutes);
+- `account:<email>`: attempts on one account from anywhere that got past the two above (100 per
+  hour), answered after a delay that doubles with every attempt past the tenth.
+
+A stranger is stopped by the first two long before the account-wide ceiling, so the owner, from
+their own address, still signs in. A success forgets the pair and the account counters and takes
+its own attempt back from the client's. docs/decisions.md ("Sign-in limits") gives the reasoning.
+
+Hashes are verified in dedicated threads at a lower CPU priority, at most
+`password_hash_concurrency` at once, while the request holds no database connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import case, delete, literal, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from capstan.auth.models import SignInCounter
+from capstan.auth.secrets import verify_password
+from capstan.config import Settings
+from capstan.db import UtcDateTime
+from capstan.errors import TooManyRequests
+
+
+@dataclass(frozen=True)
+class Rule:
+    key: str
+    limit: int
+    window: timedelta
+    refused: str  # completes "Too many failed sign-ins …"
+
+
+@dataclass(frozen=True)
+class Admission:
+    """An attempt that may go ahead: its keys, and how long to wait before answering it."""
+
+    rules: tuple[Rule, ...]
+    delay_seconds: float
+
+
+class SignInLimiter:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._hashing = ThreadPoolExecutor(
+            max_workers=max(1, settings.password_hash_concurrency),
+            thread_name_prefix="capstan-password",
+            initializer=_lower_priority,
+        )
+
+        # Sign-ins counting their attempt at once: each holds a pooled connection meanwhile, so
+        # a burst of them cannot take the whole pool from other requests.
+        self.counting = asyncio.Semaphore(max(1, settings.sign_in_concurrent_counting))
+
+    def close(self) -> None:
+        self._hashing.shutdown(wait=False, cancel_futures=True)
+
+    def rules(self, email: str, client: str) -> tuple[Rule, ...]:
+        s = self._settings
+        window = timedelta(seconds=s.sign_in_window_seconds)
+        return (
+            Rule(
+                f"client:{client}", s.sign_in_max_attempts_per_client, window, "from your address"
+            ),
+            Rule(
+                f"pair:{client}|{email}",
+                s.sign_in_max_attempts_per_account_and_client,
+                window,
+                "for this account from your address",
+            ),
+            Rule(
+                f"account:{email}",
+                s.sign_in_max_attempts_per_account,
+                timedelta(seconds=s.sign_in_account_window_seconds),
+                "for this account",
+            ),
+        )
+
+    async def admit(
+        self, session: AsyncSession, email: str, client: str, *, now: datetime
+    ) -> Admission:
+        """Count this attempt under each key, in order; 429 at the first key over its limit.
+        The caller commits, whatever happens next."""
+        rules = self.rules(email, client)
+        attempts = 0
+        for rule in rules:
+            attempts, window_started_at = await _bump(session, rule, now)
+            if attempts > rule.limit:
+                retry_after = int((window_started_at + rule.window - now).total_seconds()) + 1
+                raise TooManyRequests(
+                    f"Too many failed sign-ins {rule.refused}; try again in {retry_after} seconds.",
+                    retry_after_seconds=retry_after,
+                )
+        oldest = now - max(rule.window for rule in rules)
+        await session.execute(delete(SignInCounter).where(SignInCounter.window_started_at < oldest))
+        return Admission(rules=rules, delay_seconds=self.delay_for(attempts))
+
+    def delay_for(self, account_attempts: int) -> float:
+        """Seconds to hold an attempt that is the account's `account_attempts`-th in its window:
+        none up to `sign_in_delay_after_attempts`, then 0.1 s doubling up to the maximum."""
+        over = account_attempts - self._settings.sign_in_delay_after_attempts
+        if over <= 0:
+            return 0.0
+        return float(min(self._settings.sign_in_delay_max_seconds, 0.1 * 2 ** min(over - 1, 16)))
+
+    async def succeeded(self, session: AsyncSession, admission: Admission) -> None:
+        client, pair, account = admission.rules
+        await session.execute(
+            delete(SignInCounter).where(SignInCounter.key.in_([pair.key, account.key]))
+        )
+        await session.execute(
+            update(SignInCounter)
+            .where(SignInCounter.key == client.key, SignInCounter.attempts > 0)
+            .values(attempts=SignInCounter.attempts - 1)
+        )
+
+    async def verify(self, password_hash: str | None, password: str) -> bool:
+        """argon2id in the hashing threads, a bounded number at once; the rest queue."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._hashing, verify_password, password_hash, password)
+
+
+# Lower than the event loop's 0, so a burst of hash checks leaves it CPU; not so low that the checks
+# themselves stall for minutes on a machine other processes keep busy.
+HASHING_NICENESS = 5
+
+
+def _lower_priority() -> None:
+    """Hashing threads (and argon2's own lane threads, which inherit it) run at a lower CPU
+    priority than the event loop, so a burst of sign-ins cannot slow every other request."""
+    if sys.platform == "linux":  # nice is per thread there
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), HASHING_NICENESS)
+
+
+async def _bump(session: AsyncSession, rule: Rule, now: datetime) -> tuple[int, datetime]:
+    """Add one attempt to `rule.key`'s counter (a new window if the old one is over) and return
+    the count and the window's start, in one statement."""
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    expired = SignInCounter.window_started_at <= now - rule.window
+    statement = (
+        insert(SignInCounter)
+        .values(key=rule.key, window_started_at=now, attempts=1)
+        .on_conflict_do_update(
+            index_elements=[SignInCounter.key],
+            set_={
+                "attempts": case((expired, 1), else_=SignInCounter.attempts + 1),
+                "window_started_at": case(
+                    (expired, literal(now, UtcDateTime())),
+                    else_=SignInCounter.window_started_at,
+                ),
+            },
+        )
+        .returning(SignInCounter.attempts, SignInCounter.window_started_at)
+    )
+    row = (await session.execute(statement)).one()
+    return int(row[0]), row[1]
