@@ -6,34 +6,21 @@ import base64
 import json
 import secrets
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from capstan.cloud.aws import names
 from capstan.cloud.aws.session import AwsSession
 
-T = TypeVar("T")
 GOOD_TOKEN = "ghs_" + "a" * 36
 
 
 def new_id(prefix: str) -> str:
     alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
     return f"{prefix}_" + "".join(secrets.choice(alphabet) for _ in range(26))
-
-
-def wait_for(check: Callable[[], T | None], *, timeout: float = 20.0, every: float = 0.1) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s; last value {value!r}")
-        time.sleep(every)
 
 
 class GitHost:

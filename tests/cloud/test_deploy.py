@@ -22,8 +22,8 @@ from tests.cloud.deploy_helpers import (
     git_host,
     leftovers,
     new_id,
-    wait_for,
 )
+from tests.polling import wait_until
 from tests.sandbox.aws import new_account
 
 DOMAIN = "apps.sandbox.test"
@@ -82,7 +82,7 @@ def worker_target(project_id: str) -> Target:
 def build(deployer: Deployer, target: Target, source: GitHost, commit: str = COMMIT) -> str:
     spec = BuildSpec(target, REPO, commit, source.api_url, GOOD_TOKEN, "npm run build")
     build_id = deployer.start_build(spec)
-    done = wait_for(lambda: (b := deployer.describe_build(build_id)).state != "in_progress" and b)
+    done = wait_until(lambda: (b := deployer.describe_build(build_id)).state != "in_progress" and b)
     assert done
     return build_id
 
@@ -104,7 +104,7 @@ def task_spec(
 
 
 def settle(deployer: Deployer, target: Target, arn: str) -> None:
-    rollout = wait_for(
+    rollout = wait_until(
         lambda: (r := deployer.describe_rollout(target, arn)).state != "in_progress" and r
     )
     assert rollout.state == "completed", rollout
@@ -116,7 +116,7 @@ def test_web_server_end_to_end(
     customer, operator = sessions
     project_id = new_id("prj")
     target = web_target(project_id)
-    deployer.ensure_project_network(project_id)
+    deployer.network.ensure_project_network(project_id)
 
     build_id = build(deployer, target, source)
     finished = deployer.describe_build(build_id)
@@ -203,12 +203,12 @@ def test_web_server_end_to_end(
     )["ScalingPolicies"]
     assert any(target.resource_id in policy["ResourceId"] for policy in scaling)
 
-    lines = wait_for(lambda: len(lines := deployer.logs(target)) >= 2 and lines)
+    lines = wait_until(lambda: len(lines := deployer.logs(target)) >= 2 and lines)
     assert lines[0].message == "listening on :8080"
     assert [line.timestamp for line in lines] == sorted(line.timestamp for line in lines)
     assert len(deployer.logs(target, limit=1)) == 1
 
-    metrics = wait_for(lambda: (m := deployer.metrics(target))["request_count_1h"] > 0 and m)
+    metrics = wait_until(lambda: (m := deployer.metrics(target))["request_count_1h"] > 0 and m)
     assert set(metrics) == {
         "cpu_utilization_percent",
         "memory_utilization_percent",
@@ -216,12 +216,12 @@ def test_web_server_end_to_end(
         "error_rate_percent",
     }
     assert 0 < metrics["cpu_utilization_percent"] < 100
-    assert wait_for(lambda: deployer.spend_this_month(target) > 0)
+    assert wait_until(lambda: deployer.spend_this_month(target) > 0)
 
     assert leftovers(customer, operator, target.resource_id, target.hostname)
-    wait_for(lambda: deployer.delete(target), timeout=10)
+    wait_until(lambda: deployer.delete(target), timeout=10)
     # ECS forgets a deleted service on its own time; everything else is gone at once.
-    wait_for(lambda: not leftovers(customer, operator, target.resource_id, target.hostname))
+    wait_until(lambda: not leftovers(customer, operator, target.resource_id, target.hostname))
     assert deployer.delete(target) is True
 
 
@@ -231,7 +231,7 @@ def test_worker_gets_no_load_balancer_and_no_dns(
     customer, operator = sessions
     project_id = new_id("prj")
     target = worker_target(project_id)
-    deployer.ensure_project_network(project_id)
+    deployer.network.ensure_project_network(project_id)
     finished = deployer.describe_build(build(deployer, target, source))
     assert finished.image_uri
     arn = deployer.deploy(task_spec(target, finished.image_uri))
@@ -247,14 +247,14 @@ def test_worker_gets_no_load_balancer_and_no_dns(
     assert container["command"] == ["python -m worker"]
     assert "portMappings" not in container or container["portMappings"] == []
     assert "target groups" not in leftovers(customer, operator, target.resource_id, None)
-    lines = wait_for(lambda: deployer.logs(target))
+    lines = wait_until(lambda: deployer.logs(target))
     assert lines[0].message == "worker started: python -m worker"
-    metrics = wait_for(lambda: (m := deployer.metrics(target))["cpu_utilization_percent"] and m)
+    metrics = wait_until(lambda: (m := deployer.metrics(target))["cpu_utilization_percent"] and m)
     assert set(metrics) == {"cpu_utilization_percent", "memory_utilization_percent"}
 
-    assert deployer.delete_project_network(project_id) is False  # the worker still runs
-    wait_for(lambda: deployer.delete(target), timeout=10)
-    wait_for(lambda: not leftovers(customer, operator, target.resource_id, None))
+    assert deployer.network.delete_project_network(project_id) is False  # the worker still runs
+    wait_until(lambda: deployer.delete(target), timeout=10)
+    wait_until(lambda: not leftovers(customer, operator, target.resource_id, None))
 
 
 def test_a_failing_build_reports_its_error(deployer: Deployer, source: GitHost) -> None:
@@ -289,7 +289,9 @@ def test_a_build_whose_token_is_refused_cannot_fetch_its_source(
     target = worker_target(new_id("prj"))
     spec = BuildSpec(target, REPO, COMMIT, source.api_url, "ghs_expired", None)
     build_id = deployer.start_build(spec)
-    failed = wait_for(lambda: (b := deployer.describe_build(build_id)).state != "in_progress" and b)
+    failed = wait_until(
+        lambda: (b := deployer.describe_build(build_id)).state != "in_progress" and b
+    )
     assert failed.state == "failed"
     assert failed.error is not None and failed.error.startswith("could not fetch source: HTTP 401")
     deployer.delete(target)
@@ -311,7 +313,7 @@ def test_a_rollout_that_never_becomes_healthy_fails_and_rolls_back(
         task_spec(target, finished.image_uri, StoredEnvironment(parameters={}, plain={"X": ""}))
     )
     assert bad != good
-    rollout = wait_for(
+    rollout = wait_until(
         lambda: (r := deployer.describe_rollout(target, bad)).state != "in_progress" and r
     )
     assert rollout.state == "failed"
@@ -322,7 +324,7 @@ def test_a_rollout_that_never_becomes_healthy_fails_and_rolls_back(
         cluster=f"capstan-{project_id}", services=[f"capstan-{target.resource_id}"]
     )["services"][0]
     assert service["taskDefinition"] == good
-    wait_for(lambda: deployer.delete(target), timeout=10)
+    wait_until(lambda: deployer.delete(target), timeout=10)
 
 
 def test_an_unhealthy_first_rollout_reports_its_targets_until_the_breaker_trips(
@@ -334,7 +336,7 @@ def test_an_unhealthy_first_rollout_reports_its_targets_until_the_breaker_trips(
     finished = deployer.describe_build(build(deployer, target, source))
     assert finished.image_uri
     arn = deployer.deploy(task_spec(target, finished.image_uri))
-    rollout = wait_for(
+    rollout = wait_until(
         lambda: (
             (r := deployer.describe_rollout(target, arn)).reason and "unhealthy" in r.reason and r
         )
@@ -342,11 +344,11 @@ def test_an_unhealthy_first_rollout_reports_its_targets_until_the_breaker_trips(
     assert rollout.state == "in_progress"
     assert "Health checks failed" in (rollout.reason or "")
     simulator().configure(circuit_breaker_seconds=0)
-    rollout = wait_for(
+    rollout = wait_until(
         lambda: (r := deployer.describe_rollout(target, arn)).state != "in_progress" and r
     )
     assert rollout.state == "failed"
-    wait_for(lambda: deployer.delete(target), timeout=10)
+    wait_until(lambda: deployer.delete(target), timeout=10)
 
 
 def _inventory(customer: AwsSession, project_id: str) -> dict[str, int]:
@@ -384,7 +386,7 @@ def test_network_and_deploy_are_idempotent(
 ) -> None:
     customer, operator = sessions
     project_id = new_id("prj")
-    deployer.ensure_project_network(project_id)
+    deployer.network.ensure_project_network(project_id)
     first = _inventory(customer, project_id)
     assert first == {
         "vpcs": 1,
@@ -397,7 +399,7 @@ def test_network_and_deploy_are_idempotent(
     }
     # A fresh driver (a restarted process) finds everything by name and tag.
     again = Deployer(*sessions, domain=DOMAIN)
-    again.ensure_project_network(project_id)
+    again.network.ensure_project_network(project_id)
     assert _inventory(customer, project_id) == first
 
     target = web_target(project_id)
@@ -420,7 +422,7 @@ def test_network_and_deploy_are_idempotent(
     assert newer != arn
     settle(deployer, target, newer)
     assert deployer.describe_rollout(target, arn).state == "failed"  # replaced
-    wait_for(lambda: deployer.delete(target), timeout=10)
+    wait_until(lambda: deployer.delete(target), timeout=10)
 
 
 def test_invalid_sizes_are_refused(deployer: Deployer) -> None:
@@ -465,8 +467,8 @@ def test_move_hostname(
         if condition["Field"] == "host-header"
     ]
     assert hosts == [[moved.hostname]]
-    wait_for(lambda: deployer.delete(moved), timeout=10)
-    wait_for(lambda: not leftovers(customer, operator, target.resource_id, moved.hostname))
+    wait_until(lambda: deployer.delete(moved), timeout=10)
+    wait_until(lambda: not leftovers(customer, operator, target.resource_id, moved.hostname))
     assert leftovers(customer, operator, target.resource_id, target.hostname) == {}
 
 
@@ -476,17 +478,17 @@ def test_delete_project_network(
     customer, _operator = sessions
     project_id = new_id("prj")
     target = web_target(project_id)
-    deployer.ensure_project_network(project_id)
+    deployer.network.ensure_project_network(project_id)
     finished = deployer.describe_build(build(deployer, target, source))
     assert finished.image_uri
     settle(deployer, target, deployer.deploy(task_spec(target, finished.image_uri)))
-    assert deployer.delete_project_network(project_id) is False
+    assert deployer.network.delete_project_network(project_id) is False
     assert _inventory(customer, project_id)["vpcs"] == 1
 
-    wait_for(lambda: deployer.delete(target), timeout=10)
-    assert wait_for(lambda: deployer.delete_project_network(project_id), timeout=10)
+    wait_until(lambda: deployer.delete(target), timeout=10)
+    assert wait_until(lambda: deployer.network.delete_project_network(project_id), timeout=10)
     assert set(_inventory(customer, project_id).values()) == {0}
-    assert deployer.delete_project_network(project_id) is True
+    assert deployer.network.delete_project_network(project_id) is True
 
 
 def test_monthly_run_rate() -> None:

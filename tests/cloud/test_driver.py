@@ -15,6 +15,7 @@ from capstan.cloud import Cloud, RoleRef, TerminalCloudError, open_cloud
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.config import CloudMode, Settings
 from capstan.db import utcnow
+from capstan.sandbox.cloud.identity import sandbox_identity
 from capstan.sandbox.cloud.operator import bootstrap_control_plane
 from capstan.sandbox.cloud.sts import assume_role_attempts
 from tests.sandbox.aws import (
@@ -34,7 +35,7 @@ def sandbox_settings(url: str | None, **overrides: Any) -> Settings:
 
 def with_cloud(settings: Settings, work: Callable[[Cloud], Awaitable[T]]) -> T:
     async def main() -> T:
-        async with open_cloud(settings) as cloud:
+        async with open_cloud(settings, sandbox_identity) as cloud:
             return await work(cloud)
 
     return asyncio.run(main())

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from capstan.cloud.aws.cloudfront import REQUEST_FUNCTION_CODE
+from capstan.cloud.aws.cloudfront_functions import REQUEST_FUNCTION_CODE
 
 # What CloudFront would fetch from the bucket for each path a browser asks for.
 CASES = {

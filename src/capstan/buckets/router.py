@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request, status
+from fastapi import APIRouter, status
 
 from capstan.auth.principal import Caller
 from capstan.buckets import schemas
 from capstan.buckets import service as buckets
 from capstan.db import DbSession
+from capstan.deps import AppCloud
 
 router = APIRouter(prefix="/api/projects/{project_id}/storage", tags=["storage"])
 ITEM = "/{bucket_id}"
@@ -75,9 +76,9 @@ async def delete_bucket(
     summary="The last hour's requests and bytes (CloudWatch request metrics)",
 )
 async def bucket_metrics(
-    project_id: str, bucket_id: str, caller: Caller, session: DbSession, request: Request
+    project_id: str, bucket_id: str, caller: Caller, session: DbSession, cloud: AppCloud
 ) -> dict[str, int]:
-    return await buckets.metrics(session, caller, request.app.state.cloud, project_id, bucket_id)
+    return await buckets.metrics(session, caller, cloud, project_id, bucket_id)
 
 
 @router.get(
@@ -86,6 +87,6 @@ async def bucket_metrics(
     summary="Spend this month (Cost Explorer), a monthly estimate, and the Cost Explorer link",
 )
 async def bucket_cost(
-    project_id: str, bucket_id: str, caller: Caller, session: DbSession, request: Request
+    project_id: str, bucket_id: str, caller: Caller, session: DbSession, cloud: AppCloud
 ) -> dict[str, Any]:
-    return await buckets.cost(session, caller, request.app.state.cloud, project_id, bucket_id)
+    return await buckets.cost(session, caller, cloud, project_id, bucket_id)

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from capstan.schemas import Request, Response
 
@@ -43,7 +44,8 @@ class BucketCreate(Request):
 
 
 class BucketUpdate(Request):
-    name: Label | None = None
+    # May be left out, not null: the published schema does not offer null either.
+    name: Label | SkipJsonSchema[None] = None
 
     @field_validator("name")
     @classmethod

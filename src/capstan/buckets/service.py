@@ -16,25 +16,30 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
-from typing import Any
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, TypeVar
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
-from capstan.buckets import cloud as bucket_cloud
 from capstan.buckets.models import Bucket
-from capstan.cloud.aws import s3
+from capstan.cloud import buckets as bucket_cloud
+from capstan.cloud.buckets import BucketDriver
 from capstan.cloud.driver import Cloud
-from capstan.cloud_account.session import cloud_answers
+from capstan.cloud_account.models import CloudAccount
+from capstan.cloud_account.session import cloud_answers, customer_driver
 from capstan.db import new_id, utcnow
-from capstan.errors import Conflict, NotFound
+from capstan.errors import Conflict
 from capstan.network import service as network
 from capstan.projects import service as projects
 from capstan.projects.models import Project
+from capstan.projects.scoped import get_in_project, list_in_project
 from capstan.reconcile.queue import enqueue
 from capstan.states import StateMachine
 
+T = TypeVar("T")
 QUEUE_KIND = "bucket"
 CREATING, ACTIVE, DELETING = "creating", "active", "deleting"
 # The moves a bucket may make. Nobody assigns `status` by hand: `STATES.move` applies this table.
@@ -89,27 +94,13 @@ def describe(bucket: Bucket) -> dict[str, Any]:
 
 
 async def get(session: AsyncSession, caller: Principal, project_id: str, bucket_id: str) -> Bucket:
-    bucket = await session.scalar(
-        select(Bucket).where(
-            Bucket.id == bucket_id,
-            Bucket.project_id == project_id,
-            Bucket.organization_id == caller.organization_id,
-        )
+    return await get_in_project(
+        session, caller, project_id, Bucket, bucket_id, "No such storage bucket."
     )
-    if bucket is None:
-        raise NotFound("No such storage bucket.")
-    return bucket
 
 
 async def list_(session: AsyncSession, caller: Principal, project_id: str) -> list[Bucket]:
-    project = await projects.get(session, caller, project_id)
-    return list(
-        await session.scalars(
-            select(Bucket)
-            .where(Bucket.project_id == project.id)
-            .order_by(Bucket.created_at, Bucket.id)
-        )
-    )
+    return await list_in_project(session, caller, project_id, Bucket)
 
 
 async def create(session: AsyncSession, caller: Principal, project_id: str, label: str) -> Bucket:
@@ -179,20 +170,33 @@ async def task_grants(session: AsyncSession, project: Project) -> list[dict[str,
             Bucket.project_id == project.id, Bucket.deleted_at.is_(None)
         )
     )
-    return s3.read_write_statements([bucket_cloud.arn(region, name) for region, name in rows])
+    return bucket_cloud.read_write_statements(
+        [bucket_cloud.arn(region, name) for region, name in rows]
+    )
 
 
 # -- live reads ---------------------------------------------------------------------------------
 
 
+def driver_for(
+    cloud: Cloud, account: CloudAccount | None, region: str
+) -> AbstractAsyncContextManager[BucketDriver]:
+    """The bucket driver in the account's role, in the bucket's `region`."""
+    return customer_driver(cloud, account, region, BucketDriver)
+
+
 async def _read(
-    session: AsyncSession, caller: Principal, cloud: Cloud, bucket: Bucket, work: Any
-) -> Any:
-    """Run `work(aws)` in the bucket's region; a cloud failure is a 502 `cloud_unavailable`."""
+    session: AsyncSession,
+    caller: Principal,
+    cloud: Cloud,
+    bucket: Bucket,
+    work: Callable[[BucketDriver], T],
+) -> T:
+    """Run `work(driver)` in the bucket's region; a cloud failure is a 502 `cloud_unavailable`."""
     account = await network.require_cloud_account(session, caller)
     with cloud_answers():
-        async with bucket_cloud.session_in(cloud, account, bucket.region) as aws:
-            return await cloud.run(lambda: work(aws))
+        async with driver_for(cloud, account, bucket.region) as driver:
+            return await cloud.run(lambda: work(driver))
 
 
 async def metrics(
@@ -200,26 +204,20 @@ async def metrics(
 ) -> dict[str, int]:
     bucket = await get(session, caller, project_id, bucket_id)
     now = utcnow()
-    found: dict[str, int] = await _read(
-        session,
-        caller,
-        cloud,
-        bucket,
-        lambda aws: bucket_cloud.metrics(aws, bucket.bucket_name, now=now),
+    return await _read(
+        session, caller, cloud, bucket, lambda driver: driver.metrics(bucket.bucket_name, now=now)
     )
-    return found
 
 
 async def cost(
     session: AsyncSession, caller: Principal, cloud: Cloud, project_id: str, bucket_id: str
-) -> dict[str, Any]:
+) -> dict[str, float | str]:
     bucket = await get(session, caller, project_id, bucket_id)
     now = utcnow()
-    found: dict[str, Any] = await _read(
+    return await _read(
         session,
         caller,
         cloud,
         bucket,
-        lambda aws: bucket_cloud.costs(aws, bucket.id, bucket.bucket_name, bucket.region, now=now),
+        lambda driver: driver.costs(bucket.id, bucket.bucket_name, now=now),
     )
-    return found

@@ -14,8 +14,9 @@ One pass compares a cache row with the cloud and takes the next step, never wait
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from datetime import timedelta
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan.caches import service
@@ -27,53 +28,48 @@ from capstan.cloud_account.models import CloudAccount
 from capstan.network import service as network
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
-from capstan.reconcile.worker import Done, RequeueAfter, Result
+from capstan.reconcile.shell import RowReconciler
+from capstan.reconcile.timing import Poll
+from capstan.reconcile.worker import Done, PollAgain, Result
 
 log = logging.getLogger("capstan.caches")
-POLL_SECONDS = 1.0
-# Waiting for the network reads only the database (the network reconciler wakes services, not
-# caches), so it may look more often.
-NETWORK_POLL_SECONDS = 0.5
+# ElastiCache Serverless takes minutes to create, resize or delete a cache; the sandbox a second.
+POLL = Poll(first=timedelta(seconds=0.5), factor=1.5, cap=timedelta(seconds=60))
+# Waiting for the network reads only the database, and the network's reconciler wakes the caches
+# when it is ready; until then, look less often the longer it takes.
+NETWORK_POLL = Poll(first=timedelta(seconds=0.5), factor=1.5, cap=timedelta(seconds=30))
 
 
-class CacheReconciler:
+@dataclass(frozen=True)
+class CacheContext:
+    project: Project
+    account: CloudAccount | None
+
+
+class CacheReconciler(RowReconciler[Cache, CacheContext]):
     kind = service.QUEUE_KIND
+    model = Cache
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], cloud: Cloud) -> None:
-        self._sessionmaker = sessionmaker
+    def __init__(
+        self, sessionmaker: async_sessionmaker[AsyncSession], cloud: Cloud, *, poll: Poll = POLL
+    ) -> None:
+        super().__init__(sessionmaker)
         self._cloud = cloud
+        self._poll = poll
 
-    async def live_ids(self, session: AsyncSession) -> list[str]:
-        return list(await session.scalars(select(Cache.id)))
+    async def context(self, session: AsyncSession, cache: Cache) -> CacheContext:
+        project = await session.get(Project, cache.project_id)
+        assert project is not None
+        return CacheContext(project, await session.get(CloudAccount, cache.organization_id))
 
-    async def reconcile(self, cache_id: str) -> Result:
-        async with self._sessionmaker() as session:
-            cache = await session.get(Cache, cache_id)
-            if cache is None:
-                return Done()
-            project = await session.get(Project, cache.project_id)
-            assert project is not None
-            account = await session.get(CloudAccount, cache.organization_id)
-            if cache.deleted_at is not None:
-                result = await self._tear_down(session, cache, account)
-            else:
-                result = await self._converge(session, cache, project, account)
-            await session.commit()
-            return result
-
-    async def _converge(
-        self,
-        session: AsyncSession,
-        cache: Cache,
-        project: Project,
-        account: CloudAccount | None,
-    ) -> Result:
+    async def converge(self, session: AsyncSession, cache: Cache, context: CacheContext) -> Result:
+        project, account = context.project, context.account
         if cache.status == service.FAILED:
             return Done()
         if project.network_ready_at is None:
             # The project network reconciler makes it (this cache counts as one of its users).
             await enqueue(session, network.QUEUE_KIND, project.id)
-            return RequeueAfter(NETWORK_POLL_SECONDS)
+            return PollAgain(NETWORK_POLL)
         spec = CacheSpec(cache.id, project.id, cache.storage_limit_mb)
         try:
             async with service.driver_for(self._cloud, account, project.region) as driver:
@@ -83,7 +79,7 @@ class CacheReconciler:
                 raise
             # Marked made but incomplete: being removed after its last user, or drifted.
             await enqueue(session, network.QUEUE_KIND, project.id)
-            return RequeueAfter(POLL_SECONDS)
+            return PollAgain(NETWORK_POLL)
         except TerminalCloudError as error:
             if service.STATES.can(cache.status, "failed"):
                 await service.STATES.move(session, cache, "failed", error=error.message[:4000])
@@ -104,7 +100,7 @@ class CacheReconciler:
                 )
             return Done()
         if state.status != "available" or not state.holds(spec):
-            return RequeueAfter(POLL_SECONDS)  # the cloud is still at work
+            return PollAgain(self._poll)  # the cloud is still at work
         # Only if nobody asked for more meanwhile: a move lost to a concurrent change (a resize,
         # a delete) comes with its own pass, which the change enqueued.
         unchanged = Cache.storage_limit_mb == spec.storage_limit_mb
@@ -117,15 +113,13 @@ class CacheReconciler:
             cache.applied_storage_limit_mb = spec.storage_limit_mb
         return Done()
 
-    async def _tear_down(
-        self, session: AsyncSession, cache: Cache, account: CloudAccount | None
-    ) -> Result:
+    async def tear_down(self, session: AsyncSession, cache: Cache, context: CacheContext) -> Result:
+        account = context.account
         if account is not None and account.account_id is not None:
-            project = await session.get(Project, cache.project_id)
-            assert project is not None
-            async with service.driver_for(self._cloud, account, project.region) as driver:
+            region = context.project.region
+            async with service.driver_for(self._cloud, account, region) as driver:
                 if not await self._cloud.run(lambda: driver.delete(cache.id)):
-                    return RequeueAfter(POLL_SECONDS)
+                    return PollAgain(self._poll)
         await session.delete(cache)
         await session.flush()
         # The project's network goes with its last user.

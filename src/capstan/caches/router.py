@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, status
+from fastapi import APIRouter, status
 
 from capstan.auth.principal import Caller
 from capstan.caches import service
@@ -16,16 +16,11 @@ from capstan.caches.schemas import (
     CacheOut,
     CacheUpdate,
 )
-from capstan.cloud.driver import Cloud
 from capstan.db import DbSession
+from capstan.deps import AppCloud
 
 router = APIRouter(prefix="/api/projects/{project_id}/cache", tags=["cache"])
 ITEM = "/{cache_id}"
-
-
-def _cloud(request: Request) -> Cloud:
-    cloud: Cloud = request.app.state.cloud
-    return cloud
 
 
 def _out(cache: Cache) -> CacheOut:
@@ -86,9 +81,9 @@ async def delete_cache(
     summary="Hits, misses, memory used and connections over the last hour",
 )
 async def cache_metrics(
-    project_id: str, cache_id: str, caller: Caller, session: DbSession, request: Request
+    project_id: str, cache_id: str, caller: Caller, session: DbSession, cloud: AppCloud
 ) -> CacheMetrics:
-    figures = await service.metrics(session, caller, _cloud(request), project_id, cache_id)
+    figures = await service.metrics(session, caller, cloud, project_id, cache_id)
     return CacheMetrics.model_validate(figures, from_attributes=True)
 
 
@@ -98,7 +93,7 @@ async def cache_metrics(
     summary="Month-to-date cost, a monthly estimate and a Cost Explorer link",
 )
 async def cache_cost(
-    project_id: str, cache_id: str, caller: Caller, session: DbSession, request: Request
+    project_id: str, cache_id: str, caller: Caller, session: DbSession, cloud: AppCloud
 ) -> CacheCost:
-    figures = await service.cost(session, caller, _cloud(request), project_id, cache_id)
+    figures = await service.cost(session, caller, cloud, project_id, cache_id)
     return CacheCost.model_validate(figures)

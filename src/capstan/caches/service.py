@@ -14,8 +14,8 @@ reconciler applies the larger limit once the cloud's cache is available.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
 from sqlalchemy import func, select
@@ -23,18 +23,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
 from capstan.caches.models import Cache
-from capstan.cloud.aws.cost import console_url
-from capstan.cloud.aws.elasticache import cache_name
-from capstan.cloud.caches import CacheDriver, CacheMetrics
+from capstan.cloud.caches import CacheDriver, CacheMetrics, cache_name, console_url
 from capstan.cloud.driver import Cloud
 from capstan.cloud.pricing import cache_monthly_usd
 from capstan.cloud_account.models import CloudAccount
-from capstan.cloud_account.session import cloud_answers, customer_session
+from capstan.cloud_account.session import cloud_answers, customer_driver
 from capstan.db import new_id, utcnow
-from capstan.errors import BadRequest, Conflict, NotFound
+from capstan.errors import BadRequest, Conflict
 from capstan.network.service import require_cloud_account
 from capstan.projects import service as projects
 from capstan.projects.models import Project
+from capstan.projects.scoped import get_in_project, list_in_project
 from capstan.reconcile.queue import enqueue
 from capstan.states import StateMachine
 
@@ -101,28 +100,12 @@ async def wake_waiting(session: AsyncSession, project_id: str) -> None:
 
 
 async def list_(session: AsyncSession, caller: Principal, project_id: str) -> list[Cache]:
-    project = await projects.get(session, caller, project_id)
-    return list(
-        await session.scalars(
-            select(Cache)
-            .where(Cache.project_id == project.id, Cache.organization_id == caller.organization_id)
-            .order_by(Cache.created_at, Cache.id)
-        )
-    )
+    return await list_in_project(session, caller, project_id, Cache)
 
 
 async def get(session: AsyncSession, caller: Principal, project_id: str, cache_id: str) -> Cache:
     """A cache of the caller's organization, also while it is being deleted."""
-    cache = await session.scalar(
-        select(Cache).where(
-            Cache.id == cache_id,
-            Cache.project_id == project_id,
-            Cache.organization_id == caller.organization_id,
-        )
-    )
-    if cache is None:
-        raise NotFound("No such cache.")
-    return cache
+    return await get_in_project(session, caller, project_id, Cache, cache_id, "No such cache.")
 
 
 async def create(
@@ -185,13 +168,11 @@ async def delete(session: AsyncSession, caller: Principal, project_id: str, cach
 # -- the cloud, for the reconciler and the live reads -----------------------------------------
 
 
-@asynccontextmanager
-async def driver_for(
+def driver_for(
     cloud: Cloud, account: CloudAccount | None, region: str
-) -> AsyncIterator[CacheDriver]:
-    """A CacheDriver in the account's role, in the project's region (closed afterwards)."""
-    async with customer_session(cloud, account, region=region) as customer:
-        yield CacheDriver(customer)
+) -> AbstractAsyncContextManager[CacheDriver]:
+    """The cache driver in the account's role, in the project's `region`."""
+    return customer_driver(cloud, account, region, CacheDriver)
 
 
 async def _read(

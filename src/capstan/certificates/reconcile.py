@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 
 from sqlalchemy import distinct, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan.certificates import service
-from capstan.certificates.driver import CertificateDriver, driver_for
 from capstan.certificates.models import Certificate
+from capstan.certificates.service import driver_for
+from capstan.cloud.certificates import CertificateDriver
 from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
@@ -38,12 +40,18 @@ from capstan.db import utcnow
 from capstan.network import service as network
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
-from capstan.reconcile.worker import Done, RequeueAfter, Result
+from capstan.reconcile.timing import Poll
+from capstan.reconcile.worker import Done, PollAgain, RequeueAfter, Result
 
 log = logging.getLogger("capstan.certificates")
 
-POLL_SECONDS = 0.5
-MAX_POLL_SECONDS = 30.0
+# ACM looks for the validation records every few minutes: look quickly at first (the sandbox
+# issues in a second), then less and less often, at most every 30 seconds.
+POLL = Poll(first=timedelta(seconds=0.5), factor=1.5, cap=timedelta(seconds=30))
+# A retired certificate still served waits for the current one's issuance to swap it out; one
+# still in use elsewhere, for whatever holds it.
+SERVED_SECONDS = 30.0
+IN_USE_SECONDS = 5.0
 # ACM's states of a certificate that will not be issued (or is no longer usable).
 _FAILURES = {
     "FAILED": "ACM could not issue the certificate",
@@ -58,11 +66,17 @@ class CertificateReconciler:
     kind = service.QUEUE_KIND
 
     def __init__(
-        self, sessionmaker: async_sessionmaker[AsyncSession], cloud: Cloud, settings: Settings
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        cloud: Cloud,
+        settings: Settings,
+        *,
+        poll: Poll = POLL,
     ) -> None:
         self._sessionmaker = sessionmaker
         self._cloud = cloud
         self._settings = settings
+        self._poll = poll
 
     async def live_ids(self, session: AsyncSession) -> list[str]:
         return list(
@@ -91,17 +105,23 @@ class CertificateReconciler:
                 log.warning("project %s has certificates but no cloud account", project_id)
                 return Done()
             current = next((row for row in rows if row.retired_at is None), None)
-            results: list[Result] = []
+            converging: Result = Done()
+            waits: list[float] = []
             async with driver_for(
                 self._cloud, account, self._settings.domain, region=project.region
             ) as driver:
                 if current is not None:
-                    results.append(await self._converge(session, project, current, driver))
+                    converging = await self._converge(session, project, current, driver)
                 for row in rows:
                     if row is not current:
-                        results.append(await self._tear_down(session, row, current, driver))
-            waits = [result.seconds for result in results if isinstance(result, RequeueAfter)]
-            return RequeueAfter(min(waits)) if waits else Done()
+                        removing = await self._tear_down(session, row, current, driver)
+                        if isinstance(removing, RequeueAfter):
+                            waits.append(removing.seconds)
+            # The current certificate's poll, when it has one, sets the pace (it is the one the
+            # project waits for; a retired one's removal is no hurry); else the soonest removal.
+            if not isinstance(converging, Done) or not waits:
+                return converging
+            return RequeueAfter(min(waits))
 
     # Writing ------------------------------------------------------------------------------------
 
@@ -207,8 +227,7 @@ class CertificateReconciler:
             await self._move(session, certificate, "failed", error=reason)
             return Done()
         # Pending: ACM looks for the records every few minutes; poll less often as time passes.
-        waited = (utcnow() - certificate.created_at).total_seconds()
-        return RequeueAfter(min(MAX_POLL_SECONDS, max(POLL_SECONDS, waited / 10)))
+        return PollAgain(self._poll)
 
     # Tearing down -------------------------------------------------------------------------------
 
@@ -244,10 +263,10 @@ class CertificateReconciler:
 
         outcome = await cloud.run(remove)
         if outcome == "served":
-            return RequeueAfter(MAX_POLL_SECONDS)  # the current one's issuance swaps it out
+            return RequeueAfter(SERVED_SECONDS)  # the current one's issuance swaps it out
         if outcome == "in use":
             # Something else holds it (a listener made meanwhile, or outside Capstan).
-            return RequeueAfter(POLL_SECONDS * 10)
+            return RequeueAfter(IN_USE_SECONDS)
         shared = await self._records_in_use(session, certificate)
         await session.commit()
         unshared = [record for record in records if record.name not in shared]

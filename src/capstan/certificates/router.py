@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response, status
+from fastapi import APIRouter, Response, status
 
 from capstan.auth.principal import Caller
 from capstan.certificates import service
 from capstan.certificates.schemas import CertificateOut, CertificateStarted, ValidationRecordOut
-from capstan.cloud.driver import Cloud
-from capstan.config import Settings
 from capstan.db import DbSession
+from capstan.deps import AppCloud, AppSettings
 
 router = APIRouter(prefix="/api/projects/{project_id}/certificate", tags=["certificate"])
-
-
-def _cloud(request: Request) -> Cloud:
-    cloud: Cloud = request.app.state.cloud
-    return cloud
-
-
-def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
 
 
 @router.post(
@@ -33,11 +22,9 @@ def _settings(request: Request) -> Settings:
     "which Capstan does for you. While one is pending or issued, answers that one.",
 )
 async def request_certificate(
-    project_id: str, caller: Caller, session: DbSession, request: Request
+    project_id: str, caller: Caller, session: DbSession, cloud: AppCloud, settings: AppSettings
 ) -> CertificateStarted:
-    project = await service.request(
-        session, caller, project_id, _cloud(request), _settings(request)
-    )
+    project = await service.request(session, caller, project_id, cloud, settings)
     return CertificateStarted(
         certificate_status=project.certificate_status or "",
         certificate_arn=project.certificate_arn or "",
@@ -51,13 +38,13 @@ async def request_certificate(
     summary="The project's certificate",
 )
 async def get_certificate(
-    project_id: str, caller: Caller, session: DbSession, request: Request
+    project_id: str, caller: Caller, session: DbSession, settings: AppSettings
 ) -> CertificateOut:
     _project, certificate = await service.get(session, caller, project_id)
     return CertificateOut(
         certificate_status=service.SHOWN[certificate.status],
         certificate_arn=certificate.arn,
-        domain_name=service.domain_name(certificate, _settings(request)),
+        domain_name=service.domain_name(certificate, settings),
         validation_records=[
             ValidationRecordOut(name=r.name, type=r.type, value=r.value)
             for r in service.records_of(certificate)

@@ -20,18 +20,18 @@ project's row lock; a certificate's own status moves only along `STATES`.
 from __future__ import annotations
 
 import json
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
-from capstan.certificates.driver import driver_for, wildcard
 from capstan.certificates.models import Certificate
-from capstan.cloud.aws.acm import ValidationRecord
+from capstan.cloud.certificates import CertificateDriver, ValidationRecord, wildcard
 from capstan.cloud.driver import Cloud
 from capstan.cloud_account.models import CloudAccount
-from capstan.cloud_account.session import cloud_answers
+from capstan.cloud_account.session import cloud_answers, customer_driver
 from capstan.config import Settings
 from capstan.db import utcnow
 from capstan.errors import NotFound
@@ -56,9 +56,24 @@ STATES = StateMachine(
         ((REQUESTING, PENDING, ISSUED), "failed", FAILED),
     ],
 )
+
+
 # What the project shows for its current certificate in each state (the spec's two values, and
 # `failed`, an addition).
 SHOWN = {REQUESTING: PENDING, PENDING: PENDING, ISSUED: ISSUED, FAILED: FAILED}
+
+
+def driver_for(
+    cloud: Cloud, account: CloudAccount, domain: str, *, region: str
+) -> AbstractAsyncContextManager[CertificateDriver]:
+    """The certificate driver in the account's role, in the project's `region`; validation
+    records go into the operator's zone of `domain`."""
+    return customer_driver(
+        cloud,
+        account,
+        region,
+        lambda customer: CertificateDriver(customer, cloud.operator, domain=domain),
+    )
 
 
 class NoCertificate(NotFound):

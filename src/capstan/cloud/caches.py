@@ -21,6 +21,8 @@ from typing import Literal
 
 from capstan.cloud.aws import cloudwatch, cost, network
 from capstan.cloud.aws import elasticache as aws
+from capstan.cloud.aws.cost import console_url
+from capstan.cloud.aws.elasticache import cache_name
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import RetryableCloudError
 
@@ -170,3 +172,14 @@ class CacheDriver:
     def month_to_date_usd(self, cache_id: str) -> float:
         """Cost Explorer, month to date, of everything tagged `capstan:resource` = the cache."""
         return cost.month_to_date_usd(self._customer, cache_id, today=self._clock().date())
+
+
+__all__ = [
+    "CacheDriver",
+    "CacheMetrics",
+    "CacheSpec",
+    "CacheState",
+    "cache_name",
+    "console_url",
+    "data_storage_gb",
+]

@@ -13,16 +13,18 @@ parameters under `/capstan/<id>/`, task definitions (one revision per deployment
 service; a web server also a target group, a host-header rule on the project's listener (on both
 listeners once the project has an HTTPS one), an ALIAS record in the operator's zone of the
 service domain, and CPU target tracking.
+
+A `Deployer` has three parts on the same sessions: `network` (the project's shared resources,
+`cloud/network.py`), `builds` (CodeBuild, `cloud/builds.py`) and `site` (a static website's own
+steps, `cloud/site.py`).
 """
 
 from __future__ import annotations
 
-import re
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
 
 from capstan.cloud.aws import (
     autoscaling,
@@ -32,51 +34,21 @@ from capstan.cloud.aws import (
     ecr,
     ecs,
     elbv2,
-    iam,
     logs,
     names,
-    network,
     route53,
     ssm,
 )
+from capstan.cloud.aws.names import CONTAINER_PORT
 from capstan.cloud.aws.session import AwsSession
-from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
+from capstan.cloud.aws.ssm import MAX_VALUE_BYTES
+from capstan.cloud.builds import Build, BuildDriver, BuildSpec
+from capstan.cloud.credentials import utcnow
+from capstan.cloud.errors import CloudError, TerminalCloudError
 from capstan.cloud.fargate import memory_problem
-
-TargetKind = Literal["web_server", "worker", "static_website"]  # sites: see cloud/site.py
-_ERROR_LINE = re.compile(r"\b(err(or)?|fatal|failed|exception|could not)\b|ERR!", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Target:
-    resource_id: str  # "svc_…" (a service) or "pvw_…" (a preview)
-    project_id: str  # "prj_…"
-    kind: TargetKind
-    # web servers and static websites: "<name>.<hostname_suffix>.<domain>"; workers: None
-    hostname: str | None
-
-
-@dataclass(frozen=True)
-class BuildSpec:
-    target: Target
-    repo: str  # "owner/name"
-    commit_sha: str
-    git_api_url: str  # the git host's REST base, e.g. https://api.github.com
-    # One-hour installation token for this one repository: passed to this build only, never
-    # stored or logged (kept out of repr).
-    source_token: str = field(repr=False)
-    build_command: str | None
-    # The deployment the build is for: CodeBuild's idempotency token, so starting it again after
-    # a crash does not start a second build.
-    deployment_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Build:
-    id: str
-    state: Literal["in_progress", "succeeded", "failed"]
-    image_uri: str | None  # set when succeeded
-    error: str | None  # set when failed: the reason, from the build's log
+from capstan.cloud.network import NetworkDriver, ProjectCache
+from capstan.cloud.site import SiteDriver
+from capstan.cloud.target import LogLine, Target, TargetDriver, TargetKind
 
 
 @dataclass(frozen=True)
@@ -99,58 +71,9 @@ class Rollout:
     reason: str | None
 
 
-@dataclass(frozen=True)
-class LogLine:
-    timestamp: datetime
-    message: str
-
-
-@dataclass(frozen=True)
-class _Project:
-    network: network.ProjectNetwork
-    balancer: elbv2.LoadBalancer
-    cluster: str
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-class ProjectCache:
-    """What a process knows of projects' shared resources (network, load balancer, cluster,
-    roles), kept across passes so each step does not look them up again.
-
-    Entries are keyed by project and a `version` the caller gives — the time the project's network
-    was (re)created — so a network removed and created again is never answered from an old entry.
-    `ensure_project_network` always refreshes; `delete_project_network` forgets the project.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str], tuple[_Project, dict[str, str]]] = {}
-
-    def get(self, project_id: str, version: str) -> tuple[_Project, dict[str, str]] | None:
-        with self._lock:
-            return self._entries.get((project_id, version))
-
-    def put(self, project_id: str, version: str, project: _Project, roles: dict[str, str]) -> None:
-        with self._lock:
-            for key in [k for k in self._entries if k[0] == project_id]:
-                del self._entries[key]
-            self._entries[(project_id, version)] = (project, roles)
-
-    def forget(self, project_id: str) -> None:
-        with self._lock:
-            for key in [k for k in self._entries if k[0] == project_id]:
-                del self._entries[key]
-
-
-class Deployer:
-    """Synchronous boto3 work (the reconciler runs it through Cloud.run in a thread).
-
-    `customer`: a session in the organization's account (the assumed role); `operator`:
-    Capstan's own account, which holds the Route 53 hosted zone of `domain`.
-    """
+class Deployer(TargetDriver):
+    """Web servers and workers (and, through `site`, static websites); with a `cache` and the
+    `network_version` it expects, what it learns of the project's network outlives this pass."""
 
     def __init__(
         self,
@@ -158,97 +81,15 @@ class Deployer:
         operator: AwsSession,
         *,
         domain: str,
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Callable[[], datetime] = utcnow,
         cache: ProjectCache | None = None,
         network_version: str | None = None,
     ) -> None:
-        self._customer = customer
-        self._operator = operator
-        self._domain = domain.rstrip(".")
-        self._clock = clock
-        self._region = customer.endpoint.region
-        self._projects: dict[str, _Project] = {}
-        self._roles: dict[str, dict[str, str]] = {}
-        # Shared across passes when the caller says which version of the network it expects.
-        self._cache = cache if network_version is not None else None
-        self._network_version = network_version or ""
-
-    def _remember(self, project_id: str) -> None:
-        if self._cache is not None and project_id in self._projects and project_id in self._roles:
-            self._cache.put(
-                project_id,
-                self._network_version,
-                self._projects[project_id],
-                self._roles[project_id],
-            )
-
-    def _recall(self, project_id: str) -> None:
-        if self._cache is None or project_id in self._projects:
-            return
-        known = self._cache.get(project_id, self._network_version)
-        if known is not None:
-            self._projects[project_id], self._roles[project_id] = known
-
-    # -- the project's shared resources -----------------------------------------------------
-
-    def ensure_project_network(self, project_id: str, certificate_arn: str | None = None) -> None:
-        """VPC, subnets, gateway, security groups, load balancer + listener, cluster, roles; with
-        the project's issued `certificate_arn`, an HTTPS listener serving it too."""
-        net = network.ensure_network(self._customer, project_id)
-        balancer = elbv2.ensure_load_balancer(self._customer, project_id, net)
-        if certificate_arn is not None:
-            https = elbv2.ensure_https_listener(
-                self._customer, project_id, balancer.arn, certificate_arn
-            )
-            elbv2.mirror_host_rules(self._customer, project_id, balancer.listener_arn, https)
-        cluster = ecs.ensure_cluster(self._customer, project_id)
-        self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
-        self._projects[project_id] = _Project(net, balancer, cluster)
-        self._remember(project_id)
-
-    def apply_task_grants(self, project_id: str, statements: list[dict[str, Any]]) -> None:
-        """The project's task role may do exactly `statements` beyond running its tasks."""
-        iam.put_task_grants(self._customer, project_id, statements)
-
-    def delete_project_network(self, project_id: str) -> bool:
-        """Remove the project's shared resources once no target uses them; True when gone."""
-        if ecs.active_services(self._customer, project_id):
-            return False
-        balancer = elbv2.find_load_balancer(self._customer, project_id)
-        if balancer is not None and elbv2.has_rules(self._customer, balancer.listener_arn):
-            return False
-        self._projects.pop(project_id, None)
-        self._roles.pop(project_id, None)
-        if self._cache is not None:
-            self._cache.forget(project_id)
-        elbv2.delete_load_balancer(self._customer, project_id)
-        ecs.delete_cluster(self._customer, project_id)
-        try:
-            gone = network.delete_network(self._customer, project_id)
-        except RetryableCloudError as error:
-            if error.code != "dependency_violation":
-                raise
-            return False
-        iam.delete_project_roles(self._customer, project_id)
-        return (
-            gone
-            and elbv2.find_load_balancer(self._customer, project_id) is None
-            and not ecs.cluster_exists(self._customer, project_id)
-        )
-
-    def _project(self, project_id: str) -> _Project:
-        self._recall(project_id)
-        project = self._projects.get(project_id)
-        if project is not None:
-            return project
-        net = network.find_network(self._customer, project_id)
-        balancer = elbv2.find_load_balancer(self._customer, project_id)
-        if net is None or balancer is None or not ecs.cluster_exists(self._customer, project_id):
-            self.ensure_project_network(project_id)
-            return self._projects[project_id]
-        project = _Project(net, balancer, names.cluster_name(project_id))
-        self._projects[project_id] = project
-        return project
+        super().__init__(customer, operator, domain=domain, clock=clock)
+        self.network = NetworkDriver(customer, cache=cache, network_version=network_version)
+        self.builds = BuildDriver(customer)
+        # A static website's own steps (storage, certificate, publication), on the same sessions.
+        self.site = SiteDriver(customer, operator, domain=self._domain, clock=clock)
 
     def _on_listeners(self, balancer: elbv2.LoadBalancer, apply: Callable[[str], object]) -> None:
         """`apply` a host rule change to the HTTP listener, then to the HTTPS one if the project
@@ -281,82 +122,18 @@ class Deployer:
             lambda listener_arn: elbv2.delete_host_rule(self._customer, listener_arn, group),
         )
 
-    def _project_roles(self, project_id: str) -> dict[str, str]:
-        self._recall(project_id)
-        roles = self._roles.get(project_id)
-        if roles is None:
-            roles = self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
-            self._remember(project_id)
-        return roles
-
     # -- builds -------------------------------------------------------------------------
 
     def start_build(self, spec: BuildSpec) -> str:
         """Start a build of `spec.commit_sha` into the target's repository; the build's id."""
-        target = spec.target
-        roles = self._project_roles(target.project_id)
-        logs.ensure_group(
-            self._customer,
-            target.project_id,
-            target.resource_id,
-            names.build_log_group(target.resource_id),
-        )
-        repository = ecr.ensure_repository(self._customer, target.project_id, target.resource_id)
-        project = codebuild.ensure_project(
-            self._customer, target.project_id, target.resource_id, service_role_arn=roles["build"]
-        )
-        environment = {
-            "GIT_TOKEN": spec.source_token,
-            "SOURCE_COMMIT": spec.commit_sha,
-            "SOURCE_REPO": spec.repo,
-            "GIT_API_URL": spec.git_api_url,
-            "GIT_CLONE_BASE": codebuild.clone_base(spec.git_api_url),
-            "IMAGE_URI": f"{repository}:{spec.commit_sha}",
-        }
-        if spec.build_command:
-            environment["BUILD_COMMAND"] = spec.build_command
-        return codebuild.start_build(
-            self._customer, project, environment=environment, idempotency_token=spec.deployment_id
-        )
+        roles = self.network.roles(spec.target.project_id)
+        return self.builds.start(spec, build_role_arn=roles["build"])
 
     def describe_build(self, build_id: str) -> Build:
-        info = codebuild.describe_build(self._customer, build_id)
-        if info is None:
-            return Build(build_id, "failed", None, "The build no longer exists.")
-        if info.status == "IN_PROGRESS":
-            return Build(build_id, "in_progress", None, None)
-        if info.status == "SUCCEEDED":
-            return Build(build_id, "succeeded", info.image_uri, None)
-        return Build(build_id, "failed", None, self._failure_reason(info))
-
-    def _failure_reason(self, info: codebuild.BuildInfo) -> str:
-        """The build's own error line: the last output line that reads like an error (CodeBuild's
-        `[Container]` bookkeeping lines aside), else the failed phase's message."""
-        output = [
-            line.message
-            for line in self._build_events(info)
-            if line.message.strip() and not line.message.startswith("[Container]")
-        ]
-        errors = [message for message in output if _ERROR_LINE.search(message)]
-        if errors:
-            return errors[-1]
-        if info.failed_phase_messages:
-            return info.failed_phase_messages[-1]
-        if output:
-            return output[-1]
-        return f"The build ended {info.status.lower().replace('_', ' ')}."
-
-    def _build_events(self, info: codebuild.BuildInfo) -> list[LogLine]:
-        if not info.log_group or not info.log_stream:
-            return []
-        return [
-            LogLine(event.timestamp, event.message)
-            for event in logs.stream_events(self._customer, info.log_group, info.log_stream)
-        ]
+        return self.builds.describe(build_id)
 
     def build_log(self, build_id: str) -> list[LogLine]:
-        info = codebuild.describe_build(self._customer, build_id)
-        return [] if info is None else self._build_events(info)
+        return self.builds.log(build_id)
 
     # -- environment ----------------------------------------------------------------------
 
@@ -375,8 +152,8 @@ class Deployer:
         web = target.kind == "web_server"
         if web and not target.hostname:
             raise TerminalCloudError("invalid_target", "A web server needs a hostname.")
-        project = self._project(target.project_id)
-        roles = self._project_roles(target.project_id)
+        project = self.network.resources(target.project_id)
+        roles = self.network.roles(target.project_id)
         log_group = names.runtime_log_group(target.resource_id)
         logs.ensure_group(self._customer, target.project_id, target.resource_id, log_group)
         container = ecs.ContainerSpec(
@@ -499,7 +276,7 @@ class Deployer:
         """After a hostname_suffix rename: rule and DNS record to `target.hostname`."""
         if target.kind != "web_server" or not target.hostname:
             return
-        project = self._project(target.project_id)
+        project = self.network.resources(target.project_id)
         group = elbv2.find_target_group(self._customer, target.resource_id)
         if group is not None:
             self._put_host_rule(target, project.balancer, group, target.hostname)
@@ -640,12 +417,16 @@ class Deployer:
 
 
 __all__ = [
+    "CONTAINER_PORT",
+    "MAX_VALUE_BYTES",
     "Build",
     "BuildSpec",
     "CloudError",
     "Deployer",
     "LogLine",
+    "ProjectCache",
     "Rollout",
     "Target",
+    "TargetKind",
     "TaskSpec",
 ]

@@ -1,14 +1,15 @@
 """The `Cloud`: the control plane's own AWS identity and its way into customers' accounts.
 
-`open_cloud(settings)` picks the endpoint and the base credentials — AWS's endpoints and boto3's
-default credential chain, or the sandbox cloud's address and the sandbox operator's access key —
-and everything after that is the same code for both.
+`open_cloud(settings, identity)` takes the endpoint and the base credentials from `identity` —
+AWS's endpoints and boto3's default credential chain (`aws_identity`, the default), or the sandbox
+cloud's address and the sandbox operator's access key (chosen by the composition root, which alone
+knows the sandbox) — and everything after that is the same code for both.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
@@ -20,7 +21,7 @@ from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
 from capstan.cloud.credentials import AssumedRoleCache, RoleRef, utcnow
 from capstan.cloud.errors import CloudError
-from capstan.config import CloudMode, ConfigurationError, Settings
+from capstan.config import ConfigurationError, Settings
 
 T = TypeVar("T")
 # boto3 calls block; at most this many run at once per process, in worker threads.
@@ -98,16 +99,27 @@ class Cloud:
         )
 
 
-@asynccontextmanager
-async def open_cloud(settings: Settings) -> AsyncIterator[Cloud]:
-    """The cloud for this process; in sandbox mode, with the sandbox it talks to.
+# How a process finds the control plane's own identity: the endpoint its clients talk to and the
+# base credentials (None: boto3's default chain). Entered for the cloud's lifetime; the
+# composition root (`capstan.wiring`) picks one — AWS's, or the sandbox's.
+ControlPlaneIdentity = Callable[
+    [Settings], AbstractAsyncContextManager[tuple[Endpoint, Credentials | None]]
+]
 
-    With `cloud = sandbox` and no `sandbox_cloud_url`, a sandbox cloud is started in-process and
-    stopped on exit. Either way the control plane's identity in the sandbox (the operator
-    account's IAM user) is set up through AWS APIs, as an operator would in AWS.
-    """
+
+@asynccontextmanager
+async def aws_identity(settings: Settings) -> AsyncIterator[tuple[Endpoint, Credentials | None]]:
+    """AWS's own endpoints in the default region, and boto3's default credential chain."""
+    yield Endpoint(region=settings.default_region), None
+
+
+@asynccontextmanager
+async def open_cloud(
+    settings: Settings, identity: ControlPlaneIdentity = aws_identity
+) -> AsyncIterator[Cloud]:
+    """The cloud for this process, signed as the control plane `identity` provides."""
     async with AsyncExitStack() as stack:
-        endpoint, credentials = await _control_plane_identity(settings, stack)
+        endpoint, credentials = await stack.enter_async_context(identity(settings))
         operator = await anyio.to_thread.run_sync(lambda: AwsSession(endpoint, credentials))
         stack.callback(operator.close)
         principal_arn = settings.aws_principal_arn or await _own_principal(operator)
@@ -116,25 +128,6 @@ async def open_cloud(settings: Settings) -> AsyncIterator[Cloud]:
             principal_arn=principal_arn,
             limiter=anyio.CapacityLimiter(CLOUD_THREADS),
         )
-
-
-async def _control_plane_identity(
-    settings: Settings, stack: AsyncExitStack
-) -> tuple[Endpoint, Credentials | None]:
-    if settings.cloud is CloudMode.aws:
-        return Endpoint(region=settings.default_region), None
-
-    from capstan.sandbox.cloud.operator import bootstrap_control_plane
-    from capstan.sandbox.cloud.server import start_sandbox_cloud
-
-    url = settings.sandbox_cloud_url
-    if not url:
-        sandbox = await anyio.to_thread.run_sync(start_sandbox_cloud)
-        stack.push_async_callback(anyio.to_thread.run_sync, sandbox.stop)
-        url = sandbox.url
-    endpoint = Endpoint(region=settings.default_region, url=url)
-    credentials = await anyio.to_thread.run_sync(lambda: bootstrap_control_plane(endpoint))
-    return endpoint, credentials
 
 
 async def _own_principal(operator: AwsSession) -> str:

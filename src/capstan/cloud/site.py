@@ -1,4 +1,4 @@
-"""Deploying static websites into a customer's AWS account: the site counterpart of `Deployer`.
+"""Deploying static websites into a customer's AWS account: the site part of the app driver.
 
 What a site (or a site preview) owns, all named after its resource id: a private S3 bucket
 `capstan-site-<id>` (public access blocked; its policy lets only the site's distribution read,
@@ -11,22 +11,24 @@ into the operator's zone), a CloudFront distribution with the hostname as alias 
 request function `capstan-<id>` (directory indexes), and an ALIAS record `<hostname>` -> the
 distribution in the operator's zone.
 
-Like `Deployer`, every method finds what exists before it makes anything, starts long work
-(builds, certificate validation, distribution deployments, invalidations) without waiting for it,
-and raises only `RetryableCloudError` or `TerminalCloudError`. Builds, their logs and spend are
-`Deployer`'s own: a site build is a CodeBuild build like an image build.
+`SiteDriver` is what `Deployer.site` is: every deployer has one, on the same sessions, so the
+caller never asks which kind of deployer it holds. Like `Deployer`, every method finds what
+exists before it makes anything, starts long work (builds, certificate validation, distribution
+deployments, invalidations) without waiting for it, and raises only `RetryableCloudError` or
+`TerminalCloudError`. Build logs and spend are `Deployer`'s own.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
 from capstan.cloud.aws import (
     acm,
     cloudfront,
+    cloudfront_functions,
     cloudwatch,
     codebuild,
     iam,
@@ -36,8 +38,9 @@ from capstan.cloud.aws import (
     s3,
     ssm,
 )
-from capstan.cloud.deploy import Deployer, Target
+from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
 from capstan.cloud.errors import CloudError, RetryableCloudError
+from capstan.cloud.target import Target, TargetDriver
 
 # CloudFront, the certificates it serves and its metrics all live in us-east-1.
 CLOUDFRONT_REGION = cloudfront.REGION
@@ -61,22 +64,6 @@ class SiteCertificate:
     hostname: str
     state: Literal["pending", "issued", "failed"]
     reason: str | None
-
-
-@dataclass(frozen=True)
-class SiteBuildSpec:
-    target: Target
-    repo: str  # "owner/name"
-    commit_sha: str
-    git_api_url: str
-    # The one-repository installation token, for this build only (see `BuildSpec`).
-    source_token: str = field(repr=False)
-    build_command: str
-    publish_dir: str
-    bucket: str
-    deployment_id: str
-    # The build-time environment: written to SSM, referenced by name from the build.
-    environment: dict[str, str] = field(repr=False, default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,8 +99,8 @@ def _in_use(error: CloudError) -> bool:
     return "in_use" in error.code
 
 
-class SiteDeployer(Deployer):
-    """Synchronous boto3 work for static websites (run through Cloud.run in a thread)."""
+class SiteDriver(TargetDriver):
+    """A static website's own steps: storage, certificate, publication, removal, metrics."""
 
     # -- storage and certificate (before the build) --------------------------------------
 
@@ -181,63 +168,6 @@ class SiteDeployer(Deployer):
             info.arn, hostname, "failed", f"The certificate for {hostname} failed: {reason}."
         )
 
-    # -- builds ---------------------------------------------------------------------------
-
-    def start_site_build(self, spec: SiteBuildSpec) -> str:
-        """Start the build that fills the bucket; the build's id. The environment goes to SSM and
-        the build names the parameters (CodeBuild resolves them as it starts)."""
-        target = spec.target
-        log_group = names.build_log_group(target.resource_id)
-        role = iam.ensure_site_build_role(
-            self._customer,
-            target.project_id,
-            target.resource_id,
-            bucket_arn=s3.arn(self._customer, spec.bucket),
-            log_group=log_group,
-        )
-        logs.ensure_group(self._customer, target.project_id, target.resource_id, log_group)
-        project = codebuild.ensure_project(
-            self._customer,
-            target.project_id,
-            target.resource_id,
-            service_role_arn=role,
-            buildspec=codebuild.SITE_BUILDSPEC,
-            privileged=False,
-        )
-        stored = ssm.put_environment(
-            self._customer, target.project_id, target.resource_id, spec.environment
-        )
-        prefix = names.parameter_path(target.resource_id)
-        environment = {
-            **stored.plain,  # the build's own variables are reserved names: they cannot clash
-            "GIT_TOKEN": spec.source_token,
-            "SOURCE_COMMIT": spec.commit_sha,
-            "SOURCE_REPO": spec.repo,
-            "GIT_API_URL": spec.git_api_url,
-            "GIT_CLONE_BASE": codebuild.clone_base(spec.git_api_url),
-            "BUILD_COMMAND": spec.build_command,
-            "PUBLISH_DIR": spec.publish_dir,
-            "SITE_BUCKET": spec.bucket,
-        }
-        return codebuild.start_build(
-            self._customer,
-            project,
-            environment=environment,
-            parameters={variable: prefix + variable for variable in stored.parameters},
-            idempotency_token=spec.deployment_id,
-        )
-
-    def stop_builds(self, build_ids: list[str]) -> bool:
-        """Stop whichever of these builds still run; True once none does (a superseded build
-        must not sync its older files over a newer build's)."""
-        settled = True
-        for build_id in build_ids:
-            info = codebuild.describe_build(self._customer, build_id)
-            if info is not None and info.status == "IN_PROGRESS":
-                codebuild.stop_build(self._customer, build_id)
-                settled = False
-        return settled
-
     # -- publishing -------------------------------------------------------------------------
 
     def publish(
@@ -251,7 +181,7 @@ class SiteDeployer(Deployer):
         function, the bucket readable by it alone, and the hostname's ALIAS record pointing at
         it."""
         assert target.hostname is not None
-        function_arn = cloudfront.ensure_request_function(
+        function_arn = cloudfront_functions.ensure_request_function(
             self._customer, target.project_id, target.resource_id
         )
         distribution = cloudfront.ensure_distribution(
@@ -380,7 +310,7 @@ class SiteDeployer(Deployer):
             except RetryableCloudError:
                 return False
         try:
-            cloudfront.delete_request_function(self._customer, target.resource_id)
+            cloudfront_functions.delete_request_function(self._customer, target.resource_id)
         except RetryableCloudError as error:
             if error.code != "function_in_use":
                 raise
@@ -413,7 +343,7 @@ class SiteDeployer(Deployer):
         )
         if distribution_id and cloudfront.describe_distribution(self._customer, distribution_id):
             left.append("cloudfront distribution")
-        if cloudfront.request_function_exists(self._customer, target.resource_id):
+        if cloudfront_functions.request_function_exists(self._customer, target.resource_id):
             left.append("cloudfront function")
         if cloudfront.find_origin_access_control(self._customer, target.resource_id):
             left.append("origin access control")
@@ -487,10 +417,10 @@ class SiteDeployer(Deployer):
 
 __all__ = [
     "CLOUDFRONT_REGION",
+    "SITE_BUILD_VARIABLES",
     "Publication",
-    "SiteBuildSpec",
     "SiteCertificate",
-    "SiteDeployer",
+    "SiteDriver",
     "SiteHandles",
     "SiteStorage",
     "bucket_name",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from capstan.auth.principal import Caller
 from capstan.db import DbSession
+from capstan.deps import AppCloud
 from capstan.model_access import schemas
 from capstan.model_access import service as model_access
 
@@ -20,9 +21,9 @@ router = APIRouter(prefix="/api/projects/{project_id}/model_access", tags=["mode
     summary="Which foundation models the project's services may invoke (both shapes at once)",
 )
 async def get_model_access(
-    project_id: str, caller: Caller, session: DbSession, request: Request
+    project_id: str, caller: Caller, session: DbSession, cloud: AppCloud
 ) -> dict[str, Any]:
-    return await model_access.read(session, caller, request.app.state.cloud, project_id)
+    return await model_access.read(session, caller, cloud, project_id)
 
 
 @router.put(
@@ -35,6 +36,6 @@ async def put_model_access(
     body: schemas.ModelAccessUpdate,
     caller: Caller,
     session: DbSession,
-    request: Request,
+    cloud: AppCloud,
 ) -> dict[str, Any]:
-    return await model_access.replace(session, caller, request.app.state.cloud, project_id, body)
+    return await model_access.replace(session, caller, cloud, project_id, body)

@@ -15,10 +15,11 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
-from capstan.cloud.aws import bedrock, iam
+from capstan.cloud import model_access as driver
 from capstan.cloud.driver import Cloud
+from capstan.cloud.model_access import FoundationModel, ModelAccessDriver
 from capstan.cloud_account.models import CloudAccount
-from capstan.cloud_account.session import cloud_answers, customer_session
+from capstan.cloud_account.session import cloud_answers, customer_driver
 from capstan.db import flush_unique
 from capstan.errors import BadRequest, Conflict
 from capstan.model_access.models import ModelAccess
@@ -30,7 +31,7 @@ from capstan.reconcile.queue import enqueue
 
 CATALOG_SECONDS = 300.0
 # (account id, region) -> (monotonic time read, the region's models).
-_catalogs: dict[tuple[str, str], tuple[float, list[bedrock.FoundationModel]]] = {}
+_catalogs: dict[tuple[str, str], tuple[float, list[FoundationModel]]] = {}
 
 
 class UnknownModel(BadRequest):
@@ -41,9 +42,7 @@ class InvalidRegion(BadRequest):
     code = "invalid_region"
 
 
-async def catalog(
-    cloud: Cloud, account: CloudAccount, region: str
-) -> list[bedrock.FoundationModel]:
+async def catalog(cloud: Cloud, account: CloudAccount, region: str) -> list[FoundationModel]:
     """The models Bedrock serves on demand in `region`, as the organization's account sees them
     (a live read, remembered by this process for `CATALOG_SECONDS`)."""
     assert account.account_id is not None and account.role_name is not None
@@ -52,14 +51,14 @@ async def catalog(
     if cached is not None and time.monotonic() - cached[0] < CATALOG_SECONDS:
         return cached[1]
     with cloud_answers("Bedrock's model catalog could not be read"):
-        async with customer_session(cloud, account, region=region) as customer:
-            models = await cloud.run(lambda: bedrock.foundation_models(customer, region))
+        async with customer_driver(cloud, account, region, ModelAccessDriver) as models_driver:
+            models = await cloud.run(models_driver.foundation_models)
     _catalogs[key] = (time.monotonic(), models)
     return models
 
 
 def render(
-    enabled: bool, region: str, model_ids: list[str], models: list[bedrock.FoundationModel]
+    enabled: bool, region: str, model_ids: list[str], models: list[FoundationModel]
 ) -> dict[str, Any]:
     """Both shapes at once: shape A's three fields and shape B's listing of the region's models
     (each `enabled` only while access is enabled and the model is allowed)."""
@@ -108,7 +107,7 @@ async def replace(
         enabled = bool(model_ids)
     else:
         region = body.region
-        if region not in bedrock.regions():
+        if region not in driver.regions():
             raise InvalidRegion(
                 f"Bedrock is not offered in {region!r}; use a region such as {project.region}.",
                 details=[{"field": "region", "type": "region", "message": "no Bedrock there"}],
@@ -144,4 +143,4 @@ async def task_grants(session: AsyncSession, project: Project) -> list[dict[str,
     row = await session.get(ModelAccess, project.id)
     if row is None or not row.enabled:
         return []
-    return bedrock.invoke_statements(iam.partition_of(row.region), row.region, row.model_ids)
+    return driver.invoke_statements(row.region, row.model_ids)

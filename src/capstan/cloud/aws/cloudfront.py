@@ -8,11 +8,8 @@ and its `Comment` names it (`ListDistributions` shows comments, not caller refer
 invalidation's `CallerReference` is the deployment it belongs to — so a step repeated after a
 crash finds what the first attempt made instead of making a second one.
 
-Each distribution runs one CloudFront Function, `capstan-<resource id>`, on viewer requests: it
-serves a directory's `index.html` (`/guide/` and `/guide` both answer `/guide/index.html`), as
-static site generators lay pages out and as S3 behind an OAC does not do by itself (only the
-root has `DefaultRootObject`). A function is made in the DEVELOPMENT stage and serves once
-published to LIVE; a distribution may only name a published one.
+Each distribution runs one CloudFront Function on viewer requests (`cloudfront_functions`); a
+distribution may only name a published one.
 
 A distribution is removed in two moves, as CloudFront requires: disabled (which also drops its
 alias and its function, so the hostname is free at once), then deleted once the disabled
@@ -39,23 +36,7 @@ HOSTED_ZONE_ID = "Z2FDTNDATAQYW2"
 CACHING_OPTIMIZED = "658327ea-f89d-4fab-a63d-7e88639e58f6"
 ORIGIN_ID = "site-bucket"
 _COMMENT_PREFIX = "Capstan "
-FUNCTION_RUNTIME = "cloudfront-js-2.0"
 FUNCTION_EVENT = "viewer-request"
-# AWS's own "add index.html to request URLs that don't include a file name", looking for a file
-# extension in the last path segment only (`/v1.2/guide` is a directory).
-REQUEST_FUNCTION_CODE = """\
-// Capstan: serve a directory's index.html, as static site generators lay pages out.
-function handler(event) {
-    var request = event.request;
-    var uri = request.uri;
-    if (uri.endsWith('/')) {
-        request.uri = uri + 'index.html';
-    } else if (uri.slice(uri.lastIndexOf('/') + 1).indexOf('.') === -1) {
-        request.uri = uri + '/index.html';
-    }
-    return request;
-}
-"""
 
 
 @dataclass(frozen=True)
@@ -101,7 +82,8 @@ class DistributionInfo:
         )
 
 
-def _client(session: AwsSession) -> Any:
+def client(session: AwsSession) -> Any:
+    """A CloudFront client (its API lives in us-east-1)."""
     return session.client("cloudfront", region=REGION)
 
 
@@ -113,16 +95,12 @@ def comment(resource_id: str) -> str:
     return f"{_COMMENT_PREFIX}{resource_id}"
 
 
-def request_function_name(resource_id: str) -> str:
-    return f"capstan-{resource_id}"
-
-
 # -- origin access control ------------------------------------------------------------------
 
 
 def find_origin_access_control(session: AwsSession, resource_id: str) -> str | None:
     wanted = origin_access_control_name(resource_id)
-    cloudfront = _client(session)
+    cloudfront = client(session)
     marker: str | None = None
     with aws_errors():
         while True:
@@ -146,7 +124,7 @@ def ensure_origin_access_control(session: AwsSession, project_id: str, resource_
     tags = " ".join(f"{k}={v}" for k, v in names.tag_map(project_id, resource_id).items())
     with aws_errors():
         try:
-            created = _client(session).create_origin_access_control(
+            created = client(session).create_origin_access_control(
                 OriginAccessControlConfig={
                     "Name": origin_access_control_name(resource_id),
                     "Description": tags,
@@ -168,7 +146,7 @@ def ensure_origin_access_control(session: AwsSession, project_id: str, resource_
 def delete_origin_access_control(session: AwsSession, control_id: str) -> None:
     """Delete the OAC (nothing happens when it is gone). CloudFront refuses while a
     distribution still uses it: `origin_access_control_in_use`, raised as retryable."""
-    cloudfront = _client(session)
+    cloudfront = client(session)
     with aws_errors(), ignoring("NoSuchOriginAccessControl"):
         etag = cloudfront.get_origin_access_control(Id=control_id)["ETag"]
         try:
@@ -178,94 +156,6 @@ def delete_origin_access_control(session: AwsSession, control_id: str) -> None:
                 raise RetryableCloudError(
                     "origin_access_control_in_use", "A distribution still uses the OAC."
                 ) from error
-            raise
-
-
-# -- the viewer-request function ----------------------------------------------------------
-
-
-def _function_code(cloudfront: Any, name: str, stage: str) -> tuple[bytes, str] | None:
-    """The function's code and ETag in `stage` (None when it has no such stage)."""
-    try:
-        answer = cloudfront.get_function(Name=name, Stage=stage)
-    except ClientError as error:
-        if error_code(error) == "NoSuchFunctionExists":
-            return None
-        raise
-    return answer["FunctionCode"].read(), str(answer["ETag"])
-
-
-def _function_changed(name: str) -> RetryableCloudError:
-    """An IfMatch that no longer names the function's version: someone changed it meanwhile."""
-    return RetryableCloudError("function_changed", f"CloudFront function {name} changed meanwhile.")
-
-
-def ensure_request_function(session: AwsSession, project_id: str, resource_id: str) -> str:
-    """The ARN of the resource's viewer-request function, published with today's code: made,
-    updated and published as far as needed (a step repeated after a crash finds the last one's
-    work)."""
-    cloudfront = _client(session)
-    name = request_function_name(resource_id)
-    code = REQUEST_FUNCTION_CODE.encode()
-    config = {"Comment": comment(resource_id), "Runtime": FUNCTION_RUNTIME}
-    with aws_errors():
-        development = _function_code(cloudfront, name, "DEVELOPMENT")
-        if development is None:
-            try:
-                created = cloudfront.create_function(
-                    Name=name,
-                    FunctionConfig=config,
-                    FunctionCode=code,
-                    Tags={"Items": names.tag_list(project_id, resource_id)},
-                )
-                development = code, str(created["ETag"])
-            except ClientError as error:
-                if error_code(error) != "FunctionAlreadyExists":
-                    raise
-                development = _function_code(cloudfront, name, "DEVELOPMENT")
-                if development is None:
-                    raise
-        try:
-            if development[0] != code:
-                updated = cloudfront.update_function(
-                    Name=name, IfMatch=development[1], FunctionConfig=config, FunctionCode=code
-                )
-                development = code, str(updated["ETag"])
-            live = _function_code(cloudfront, name, "LIVE")
-            if live is None or live[0] != code:
-                cloudfront.publish_function(Name=name, IfMatch=development[1])
-        except ClientError as error:
-            if error_code(error) == "PreconditionFailed":  # changed since we read it
-                raise _function_changed(name) from error
-            raise
-        described = cloudfront.describe_function(Name=name, Stage="LIVE")
-    return str(described["FunctionSummary"]["FunctionMetadata"]["FunctionARN"])
-
-
-def request_function_exists(session: AwsSession, resource_id: str) -> bool:
-    with aws_errors():
-        return (
-            _function_code(_client(session), request_function_name(resource_id), "DEVELOPMENT")
-            is not None
-        )
-
-
-def delete_request_function(session: AwsSession, resource_id: str) -> None:
-    """Delete the function, both stages (nothing happens when it is gone). CloudFront refuses
-    while a distribution names it: `function_in_use`, raised as retryable."""
-    cloudfront = _client(session)
-    name = request_function_name(resource_id)
-    with aws_errors(), ignoring("NoSuchFunctionExists"):
-        etag = cloudfront.describe_function(Name=name)["ETag"]
-        try:
-            cloudfront.delete_function(Name=name, IfMatch=etag)
-        except ClientError as error:
-            if error_code(error) == "FunctionInUse":
-                raise RetryableCloudError(
-                    "function_in_use", f"A distribution still runs CloudFront function {name}."
-                ) from error
-            if error_code(error) == "PreconditionFailed":
-                raise _function_changed(name) from error
             raise
 
 
@@ -357,7 +247,7 @@ def _info(distribution: dict[str, Any], etag: str) -> DistributionInfo:
 def describe_distribution(session: AwsSession, distribution_id: str) -> DistributionInfo | None:
     with aws_errors():
         try:
-            answer = _client(session).get_distribution(Id=distribution_id)
+            answer = client(session).get_distribution(Id=distribution_id)
         except ClientError as error:
             if error_code(error) == "NoSuchDistribution":
                 return None
@@ -368,7 +258,7 @@ def describe_distribution(session: AwsSession, distribution_id: str) -> Distribu
 def find_distribution(session: AwsSession, resource_id: str) -> str | None:
     """The id of the distribution Capstan made for `resource_id` (by its comment), if any."""
     wanted = comment(resource_id)
-    cloudfront = _client(session)
+    cloudfront = client(session)
     with aws_errors():
         for page in cloudfront.get_paginator("list_distributions").paginate():
             for item in page["DistributionList"].get("Items") or []:
@@ -393,7 +283,7 @@ def ensure_distribution(
 def _create(session: AwsSession, spec: DistributionSpec) -> DistributionInfo:
     with aws_errors():
         try:
-            answer = _client(session).create_distribution_with_tags(
+            answer = client(session).create_distribution_with_tags(
                 DistributionConfigWithTags={
                     "DistributionConfig": _config(spec),
                     "Tags": {"Items": names.tag_list(spec.project_id, spec.resource_id)},
@@ -418,7 +308,7 @@ def _create(session: AwsSession, spec: DistributionSpec) -> DistributionInfo:
 
 
 def _update(session: AwsSession, distribution_id: str, spec: DistributionSpec) -> DistributionInfo:
-    cloudfront = _client(session)
+    cloudfront = client(session)
     with aws_errors():
         current = cloudfront.get_distribution_config(Id=distribution_id)
         config = _config(spec)
@@ -451,7 +341,7 @@ def delete_distribution(session: AwsSession, info: DistributionInfo) -> None:
     """Delete a disabled, deployed distribution (nothing happens when it is already gone)."""
     with aws_errors(), ignoring("NoSuchDistribution"):
         try:
-            _client(session).delete_distribution(Id=info.id, IfMatch=info.etag)
+            client(session).delete_distribution(Id=info.id, IfMatch=info.etag)
         except ClientError as error:
             if error_code(error) in ("DistributionNotDisabled", "PreconditionFailed"):
                 raise RetryableCloudError(
@@ -464,7 +354,7 @@ def enable_additional_metrics(session: AwsSession, distribution_id: str) -> None
     """Turn on the distribution's additional CloudWatch metrics (`CacheHitRate` is one of them;
     without the subscription CloudFront does not report it)."""
     with aws_errors(), ignoring("MonitoringSubscriptionAlreadyExists"):
-        _client(session).create_monitoring_subscription(
+        client(session).create_monitoring_subscription(
             DistributionId=distribution_id,
             MonitoringSubscription={
                 "RealtimeMetricsSubscriptionConfig": {
@@ -485,7 +375,7 @@ def create_invalidation(
 ) -> str:
     """Invalidate `paths`; a repeat with the same caller reference answers the same invalidation."""
     with aws_errors():
-        answer = _client(session).create_invalidation(
+        answer = client(session).create_invalidation(
             DistributionId=distribution_id,
             InvalidationBatch={
                 "Paths": {"Quantity": len(paths), "Items": list(paths)},
@@ -501,7 +391,7 @@ def invalidation_status(
     """`InProgress` or `Completed`; None when the invalidation (or distribution) is unknown."""
     with aws_errors():
         try:
-            answer = _client(session).get_invalidation(
+            answer = client(session).get_invalidation(
                 DistributionId=distribution_id, Id=invalidation_id
             )
         except ClientError as error:

@@ -1,23 +1,21 @@
-"""What storage buckets ask of the cloud, in the bucket's own region: make one (private, encrypted,
-request metrics on), remove one, and read its request metrics, size and spend.
+"""Storage buckets in a customer's AWS account, in the bucket's own region: the driver the bucket
+reconciler and readers use.
 
-Each function is blocking boto3 work through `capstan.cloud.aws` (run it with `Cloud.run`), on a
-session from `session_in`: the organization's assumed role, in the project's region — buckets
-and their request metrics live there, whatever region the control plane runs in.
+`BucketDriver(customer)` makes a bucket (private, encrypted, request metrics on), removes one, and
+reads its request metrics, size and spend. `customer` is the organization's assumed role in the
+project's region — buckets and their request metrics live there, whatever region the control
+plane runs in. Its calls block (run them through `Cloud.run`) and raise only
+`RetryableCloudError` or `TerminalCloudError`.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
+from typing import Any
 
 from capstan.cloud.aws import cloudwatch, cost, iam, s3
 from capstan.cloud.aws.session import AwsSession
-from capstan.cloud.driver import Cloud
 from capstan.cloud.pricing import bucket_monthly_usd
-from capstan.cloud_account.models import CloudAccount
-from capstan.cloud_account.session import customer_session
 
 PERIOD_SECONDS = 3600
 # Request metrics read from CloudWatch (dimensions BucketName and FilterId), keyed for the answer.
@@ -33,33 +31,41 @@ _REQUESTS = {
 }
 
 
-@asynccontextmanager
-async def session_in(
-    cloud: Cloud, account: CloudAccount | None, region: str
-) -> AsyncIterator[AwsSession]:
-    """A session in the organization's account (its role) whose clients talk to `region`."""
-    async with customer_session(cloud, account, region=region) as customer:
-        yield customer
-
-
 def arn(region: str, bucket_name: str) -> str:
     return s3.arn_in(iam.partition_of(region), bucket_name)
 
 
-def ensure_bucket(aws: AwsSession, bucket_name: str, project_id: str, bucket_id: str) -> None:
-    """The private bucket with request metrics for all of it (idempotent: every setting is
-    applied again, so a half-made bucket is finished and drift is repaired)."""
-    s3.ensure_private_bucket(aws, bucket_name, project_id, bucket_id)
-    s3.ensure_request_metrics(aws, bucket_name)
+def read_write_statements(arns: list[str]) -> list[dict[str, Any]]:
+    """IAM statements letting a task read and write exactly the buckets `arns` (none: none)."""
+    return s3.read_write_statements(arns)
 
 
-def remove_bucket(aws: AwsSession, bucket_name: str) -> bool:
-    """Empty the bucket (every version) and delete it; True once it is gone."""
-    s3.delete_bucket(aws, bucket_name)
-    return not s3.bucket_exists(aws, bucket_name)
+class BucketDriver:
+    """Synchronous boto3 work in the organization's account, in the bucket's region."""
+
+    def __init__(self, customer: AwsSession) -> None:
+        self._customer = customer
+        self._region = customer.endpoint.region
+
+    def ensure(self, bucket_name: str, project_id: str, bucket_id: str) -> None:
+        """The private bucket with request metrics for all of it (idempotent: every setting is
+        applied again, so a half-made bucket is finished and drift is repaired)."""
+        s3.ensure_private_bucket(self._customer, bucket_name, project_id, bucket_id)
+        s3.ensure_request_metrics(self._customer, bucket_name)
+
+    def remove(self, bucket_name: str) -> bool:
+        """Empty the bucket (every version) and delete it; True once it is gone."""
+        s3.delete_bucket(self._customer, bucket_name)
+        return not s3.bucket_exists(self._customer, bucket_name)
+
+    def metrics(self, bucket_name: str, *, now: datetime) -> dict[str, int]:
+        return _metrics(self._customer, bucket_name, now=now)
+
+    def costs(self, bucket_id: str, bucket_name: str, *, now: datetime) -> dict[str, float | str]:
+        return _costs(self._customer, bucket_id, bucket_name, self._region, now=now)
 
 
-def requests_last_hour(aws: AwsSession, bucket_name: str, *, now: datetime) -> dict[str, int]:
+def _requests_last_hour(aws: AwsSession, bucket_name: str, *, now: datetime) -> dict[str, int]:
     """Sums over the last hour of the bucket's request metrics, by `_REQUESTS` key."""
     dimensions = {"BucketName": bucket_name, "FilterId": s3.REQUEST_METRICS_ID}
     queries = [
@@ -72,7 +78,7 @@ def requests_last_hour(aws: AwsSession, bucket_name: str, *, now: datetime) -> d
     return {key: int(sum(values.get(key, []))) for key in _REQUESTS}
 
 
-def size_bytes(aws: AwsSession, bucket_name: str, *, now: datetime) -> float:
+def _size_bytes(aws: AwsSession, bucket_name: str, *, now: datetime) -> float:
     """The bytes the bucket stores: S3 publishes `BucketSizeBytes` once a day, so the largest
     value of the last two days (0 for a bucket too new to have one)."""
     dimensions = {"BucketName": bucket_name, "StorageType": "StandardStorage"}
@@ -86,10 +92,10 @@ def size_bytes(aws: AwsSession, bucket_name: str, *, now: datetime) -> float:
     return max(values.get("size", []), default=0.0)
 
 
-def metrics(aws: AwsSession, bucket_name: str, *, now: datetime) -> dict[str, int]:
+def _metrics(aws: AwsSession, bucket_name: str, *, now: datetime) -> dict[str, int]:
     """The bucket metrics object: GET counts GET and HEAD, PUT counts PUT (copies are PUTs)
     and POST."""
-    counts = requests_last_hour(aws, bucket_name, now=now)
+    counts = _requests_last_hour(aws, bucket_name, now=now)
     return {
         "get_requests": counts["get"] + counts["head"],
         "put_requests": counts["put"] + counts["post"],
@@ -100,17 +106,17 @@ def metrics(aws: AwsSession, bucket_name: str, *, now: datetime) -> dict[str, in
     }
 
 
-def costs(
+def _costs(
     aws: AwsSession, bucket_id: str, bucket_name: str, region: str, *, now: datetime
 ) -> dict[str, float | str]:
     """Month to date from Cost Explorer (by the `capstan:resource` tag), and an estimate of a
     month: the bytes stored at S3 Standard's price per GB-month, plus the last hour's requests
     (PUT, POST and LIST at one price, GET and HEAD at the other; DELETE is free) for 730 hours.
     Rounded to millionths of a dollar: a quiet bucket costs fractions of a cent."""
-    counts = requests_last_hour(aws, bucket_name, now=now)
+    counts = _requests_last_hour(aws, bucket_name, now=now)
     tier1 = counts["put"] + counts["post"] + counts["list"]
     tier2 = counts["get"] + counts["head"]
-    estimate = bucket_monthly_usd(size_bytes(aws, bucket_name, now=now), tier1, tier2, region)
+    estimate = bucket_monthly_usd(_size_bytes(aws, bucket_name, now=now), tier1, tier2, region)
     spent = cost.month_to_date_usd(aws, bucket_id, today=now.date())
     return {
         "cost_explorer_url": cost.console_url(

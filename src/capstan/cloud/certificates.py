@@ -1,4 +1,6 @@
-"""The cloud steps of a project certificate, coarse and idempotent (blocking boto3 work: the
+"""Project certificates in a customer's AWS account: the driver the certificate reconciler uses.
+
+The cloud steps of a project certificate, coarse and idempotent (blocking boto3 work: the
 callers run them through `Cloud.run`).
 
 The certificate lives in the customer's account, in the region of the project's load balancer;
@@ -11,16 +13,11 @@ again).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 from capstan.cloud.aws import acm, elbv2, names, route53
 from capstan.cloud.aws.acm import CertificateInfo, ValidationRecord
 from capstan.cloud.aws.session import AwsSession
-from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import TerminalCloudError
-from capstan.cloud_account.models import CloudAccount
-from capstan.cloud_account.session import customer_session
 
 GENERATION_TAG = "capstan:certificate-generation"
 
@@ -119,10 +116,4 @@ class CertificateDriver:
         return True
 
 
-@asynccontextmanager
-async def driver_for(
-    cloud: Cloud, account: CloudAccount, domain: str, *, region: str
-) -> AsyncIterator[CertificateDriver]:
-    """A driver in the account's role, in the project's region (its session closed afterwards)."""
-    async with customer_session(cloud, account, region=region) as customer:
-        yield CertificateDriver(customer, cloud.operator, domain=domain)
+__all__ = ["CertificateDriver", "CertificateInfo", "ValidationRecord", "wildcard"]

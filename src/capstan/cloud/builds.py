@@ -1,0 +1,187 @@
+"""Image builds in a customer's AWS account: CodeBuild projects that build a commit into the
+target's ECR repository, and what a finished build says about itself.
+
+`BuildDriver` is part of the app driver (`Deployer.builds`): it starts a build — an image build,
+or a static website's build that fills its bucket — and returns, stops superseded ones, and reads
+a build's state and its log. Its calls block (run them through
+`Cloud.run`) and raise only `RetryableCloudError` or `TerminalCloudError`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from capstan.cloud.aws import codebuild, ecr, iam, logs, names, s3, ssm
+from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.target import LogLine, Target
+
+_ERROR_LINE = re.compile(r"\b(err(or)?|fatal|failed|exception|could not)\b|ERR!", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    target: Target
+    repo: str  # "owner/name"
+    commit_sha: str
+    git_api_url: str  # the git host's REST base, e.g. https://api.github.com
+    # One-hour installation token for this one repository: passed to this build only, never
+    # stored or logged (kept out of repr).
+    source_token: str = field(repr=False)
+    build_command: str | None
+    # The deployment the build is for: CodeBuild's idempotency token, so starting it again after
+    # a crash does not start a second build.
+    deployment_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Build:
+    id: str
+    state: Literal["in_progress", "succeeded", "failed"]
+    image_uri: str | None  # set when succeeded
+    error: str | None  # set when failed: the reason, from the build's log
+
+
+@dataclass(frozen=True)
+class SiteBuildSpec:
+    target: Target
+    repo: str  # "owner/name"
+    commit_sha: str
+    git_api_url: str
+    # The one-repository installation token, for this build only (see `BuildSpec`).
+    source_token: str = field(repr=False)
+    build_command: str
+    publish_dir: str
+    bucket: str
+    deployment_id: str
+    # The build-time environment: written to SSM, referenced by name from the build.
+    environment: dict[str, str] = field(repr=False, default_factory=dict)
+
+
+def _source(spec: BuildSpec | SiteBuildSpec) -> dict[str, str]:
+    """What every build is told of its source: the commit, where to fetch it and the token."""
+    return {
+        "GIT_TOKEN": spec.source_token,
+        "SOURCE_COMMIT": spec.commit_sha,
+        "SOURCE_REPO": spec.repo,
+        "GIT_API_URL": spec.git_api_url,
+        "GIT_CLONE_BASE": codebuild.clone_base(spec.git_api_url),
+    }
+
+
+class BuildDriver:
+    """Synchronous boto3 work in the organization's account (`customer`: the assumed role)."""
+
+    def __init__(self, customer: AwsSession) -> None:
+        self._customer = customer
+
+    def start(self, spec: BuildSpec, *, build_role_arn: str) -> str:
+        """Start a build of `spec.commit_sha` into the target's repository; the build's id."""
+        target = spec.target
+        logs.ensure_group(
+            self._customer,
+            target.project_id,
+            target.resource_id,
+            names.build_log_group(target.resource_id),
+        )
+        repository = ecr.ensure_repository(self._customer, target.project_id, target.resource_id)
+        project = codebuild.ensure_project(
+            self._customer, target.project_id, target.resource_id, service_role_arn=build_role_arn
+        )
+        environment = {**_source(spec), "IMAGE_URI": f"{repository}:{spec.commit_sha}"}
+        if spec.build_command:
+            environment["BUILD_COMMAND"] = spec.build_command
+        return codebuild.start_build(
+            self._customer, project, environment=environment, idempotency_token=spec.deployment_id
+        )
+
+    def describe(self, build_id: str) -> Build:
+        info = codebuild.describe_build(self._customer, build_id)
+        if info is None:
+            return Build(build_id, "failed", None, "The build no longer exists.")
+        if info.status == "IN_PROGRESS":
+            return Build(build_id, "in_progress", None, None)
+        if info.status == "SUCCEEDED":
+            return Build(build_id, "succeeded", info.image_uri, None)
+        return Build(build_id, "failed", None, self._failure_reason(info))
+
+    def _failure_reason(self, info: codebuild.BuildInfo) -> str:
+        """The build's own error line: the last output line that reads like an error (CodeBuild's
+        `[Container]` bookkeeping lines aside), else the failed phase's message."""
+        output = [
+            line.message
+            for line in self._events(info)
+            if line.message.strip() and not line.message.startswith("[Container]")
+        ]
+        errors = [message for message in output if _ERROR_LINE.search(message)]
+        if errors:
+            return errors[-1]
+        if info.failed_phase_messages:
+            return info.failed_phase_messages[-1]
+        if output:
+            return output[-1]
+        return f"The build ended {info.status.lower().replace('_', ' ')}."
+
+    def _events(self, info: codebuild.BuildInfo) -> list[LogLine]:
+        if not info.log_group or not info.log_stream:
+            return []
+        return [
+            LogLine(event.timestamp, event.message)
+            for event in logs.stream_events(self._customer, info.log_group, info.log_stream)
+        ]
+
+    def log(self, build_id: str) -> list[LogLine]:
+        info = codebuild.describe_build(self._customer, build_id)
+        return [] if info is None else self._events(info)
+
+    def start_site(self, spec: SiteBuildSpec) -> str:
+        """Start the build that fills the bucket; the build's id. The environment goes to SSM and
+        the build names the parameters (CodeBuild resolves them as it starts)."""
+        target = spec.target
+        log_group = names.build_log_group(target.resource_id)
+        role = iam.ensure_site_build_role(
+            self._customer,
+            target.project_id,
+            target.resource_id,
+            bucket_arn=s3.arn(self._customer, spec.bucket),
+            log_group=log_group,
+        )
+        logs.ensure_group(self._customer, target.project_id, target.resource_id, log_group)
+        project = codebuild.ensure_project(
+            self._customer,
+            target.project_id,
+            target.resource_id,
+            service_role_arn=role,
+            buildspec=codebuild.SITE_BUILDSPEC,
+            privileged=False,
+        )
+        stored = ssm.put_environment(
+            self._customer, target.project_id, target.resource_id, spec.environment
+        )
+        prefix = names.parameter_path(target.resource_id)
+        environment = {
+            **stored.plain,  # the build's own variables are reserved names: they cannot clash
+            **_source(spec),
+            "BUILD_COMMAND": spec.build_command,
+            "PUBLISH_DIR": spec.publish_dir,
+            "SITE_BUCKET": spec.bucket,
+        }
+        return codebuild.start_build(
+            self._customer,
+            project,
+            environment=environment,
+            parameters={variable: prefix + variable for variable in stored.parameters},
+            idempotency_token=spec.deployment_id,
+        )
+
+    def stop(self, build_ids: list[str]) -> bool:
+        """Stop whichever of these builds still run; True once none does (a superseded build
+        must not sync its older files over a newer build's)."""
+        settled = True
+        for build_id in build_ids:
+            info = codebuild.describe_build(self._customer, build_id)
+            if info is not None and info.status == "IN_PROGRESS":
+                codebuild.stop_build(self._customer, build_id)
+                settled = False
+        return settled

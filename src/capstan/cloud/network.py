@@ -1,0 +1,176 @@
+"""A project's shared resources in a customer's AWS account: the driver the network reconciler
+uses, and what every target's deployment stands on.
+
+What a project owns, all named after its id: a VPC with public subnets, an internet gateway and
+security groups, an application load balancer with an HTTP listener (and an HTTPS one serving
+the project's certificate once it is issued), an ECS cluster, and the build, execution and task
+roles (the task role's extra policy is the project's task grants).
+
+`NetworkDriver` is coarse and idempotent like every driver: it finds what exists before it
+creates anything and raises only `RetryableCloudError` or `TerminalCloudError`. Its calls block;
+callers run them through `Cloud.run`. `ProjectCache` keeps what a process learnt of projects'
+shared resources across passes.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from capstan.cloud.aws import ecs, elbv2, iam, names
+from capstan.cloud.aws import network as aws_network
+from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.errors import RetryableCloudError
+
+
+@dataclass(frozen=True)
+class ProjectResources:
+    """The project's network, load balancer and cluster, as the targets' deployments use them."""
+
+    network: aws_network.ProjectNetwork
+    balancer: elbv2.LoadBalancer
+    cluster: str
+
+
+class ProjectCache:
+    """What a process knows of projects' shared resources (network, load balancer, cluster,
+    roles), kept across passes so each step does not look them up again.
+
+    Entries are keyed by project and a `version` the caller gives — the time the project's network
+    was (re)created — so a network removed and created again is never answered from an old entry.
+    `ensure_project_network` always refreshes; `delete_project_network` forgets the project.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, str], tuple[ProjectResources, dict[str, str]]] = {}
+
+    def get(self, project_id: str, version: str) -> tuple[ProjectResources, dict[str, str]] | None:
+        with self._lock:
+            return self._entries.get((project_id, version))
+
+    def put(
+        self, project_id: str, version: str, project: ProjectResources, roles: dict[str, str]
+    ) -> None:
+        with self._lock:
+            self._forget(project_id)
+            self._entries[(project_id, version)] = (project, roles)
+
+    def forget(self, project_id: str) -> None:
+        with self._lock:
+            self._forget(project_id)
+
+    def _forget(self, project_id: str) -> None:
+        for key in [k for k in self._entries if k[0] == project_id]:
+            del self._entries[key]
+
+
+class NetworkDriver:
+    """Synchronous boto3 work in the organization's account (`customer`: the assumed role).
+
+    With a `cache` and the `network_version` the caller expects, what it learns of a project is
+    shared across passes of this process; without, it is kept for this driver's life only.
+    """
+
+    def __init__(
+        self,
+        customer: AwsSession,
+        *,
+        cache: ProjectCache | None = None,
+        network_version: str | None = None,
+    ) -> None:
+        self._customer = customer
+        self._projects: dict[str, ProjectResources] = {}
+        self._roles: dict[str, dict[str, str]] = {}
+        # Shared across passes when the caller says which version of the network it expects.
+        self._cache = cache if network_version is not None else None
+        self._network_version = network_version or ""
+
+    def ensure_project_network(self, project_id: str, certificate_arn: str | None = None) -> None:
+        """VPC, subnets, gateway, security groups, load balancer + listener, cluster, roles; with
+        the project's issued `certificate_arn`, an HTTPS listener serving it too."""
+        net = aws_network.ensure_network(self._customer, project_id)
+        balancer = elbv2.ensure_load_balancer(self._customer, project_id, net)
+        if certificate_arn is not None:
+            https = elbv2.ensure_https_listener(
+                self._customer, project_id, balancer.arn, certificate_arn
+            )
+            elbv2.mirror_host_rules(self._customer, project_id, balancer.listener_arn, https)
+        cluster = ecs.ensure_cluster(self._customer, project_id)
+        self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
+        self._projects[project_id] = ProjectResources(net, balancer, cluster)
+        self._remember(project_id)
+
+    def apply_task_grants(self, project_id: str, statements: list[dict[str, Any]]) -> None:
+        """The project's task role may do exactly `statements` beyond running its tasks."""
+        iam.put_task_grants(self._customer, project_id, statements)
+
+    def delete_project_network(self, project_id: str) -> bool:
+        """Remove the project's shared resources once no target uses them; True when gone."""
+        if ecs.active_services(self._customer, project_id):
+            return False
+        balancer = elbv2.find_load_balancer(self._customer, project_id)
+        if balancer is not None and elbv2.has_rules(self._customer, balancer.listener_arn):
+            return False
+        self._projects.pop(project_id, None)
+        self._roles.pop(project_id, None)
+        if self._cache is not None:
+            self._cache.forget(project_id)
+        elbv2.delete_load_balancer(self._customer, project_id)
+        ecs.delete_cluster(self._customer, project_id)
+        try:
+            gone = aws_network.delete_network(self._customer, project_id)
+        except RetryableCloudError as error:
+            if error.code != "dependency_violation":
+                raise
+            return False
+        iam.delete_project_roles(self._customer, project_id)
+        return (
+            gone
+            and elbv2.find_load_balancer(self._customer, project_id) is None
+            and not ecs.cluster_exists(self._customer, project_id)
+        )
+
+    def resources(self, project_id: str) -> ProjectResources:
+        """The project's network, load balancer and cluster (made first if any is missing)."""
+        self._recall(project_id)
+        project = self._projects.get(project_id)
+        if project is not None:
+            return project
+        net = aws_network.find_network(self._customer, project_id)
+        balancer = elbv2.find_load_balancer(self._customer, project_id)
+        if net is None or balancer is None or not ecs.cluster_exists(self._customer, project_id):
+            self.ensure_project_network(project_id)
+            return self._projects[project_id]
+        project = ProjectResources(net, balancer, names.cluster_name(project_id))
+        self._projects[project_id] = project
+        return project
+
+    def roles(self, project_id: str) -> dict[str, str]:
+        """The project's role ARNs by use (`build`, `execution`, `task`), made if missing."""
+        self._recall(project_id)
+        roles = self._roles.get(project_id)
+        if roles is None:
+            roles = self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
+            self._remember(project_id)
+        return roles
+
+    def _remember(self, project_id: str) -> None:
+        if self._cache is not None and project_id in self._projects and project_id in self._roles:
+            self._cache.put(
+                project_id,
+                self._network_version,
+                self._projects[project_id],
+                self._roles[project_id],
+            )
+
+    def _recall(self, project_id: str) -> None:
+        if self._cache is None or project_id in self._projects:
+            return
+        known = self._cache.get(project_id, self._network_version)
+        if known is not None:
+            self._projects[project_id], self._roles[project_id] = known
+
+
+__all__ = ["NetworkDriver", "ProjectCache", "ProjectResources"]
