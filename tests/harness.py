@@ -154,6 +154,8 @@ def test_settings(
         "github_webhook_secret": secrets.token_urlsafe(16),
         "github_client_id": "Iv1.capstan-test",
         "github_client_secret": secrets.token_urlsafe(32),
+        # The tests play many clients from one loopback address through X-Forwarded-For.
+        "forwarded_allow_ips": "127.0.0.1",
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
@@ -175,8 +177,7 @@ def start_server(
     config = uvicorn.Config(
         app,
         log_level="warning",
-        proxy_headers=True,
-        forwarded_allow_ips="127.0.0.1",
+        proxy_headers=False,  # the app applies CAPSTAN_FORWARDED_ALLOW_IPS itself
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -1,7 +1,9 @@
 """create_app(): the routers, the middleware, the one error handler and the lifespan.
 
-The lifespan opens what requests need — the database engine, the cloud (the boto3 driver, and in
-sandbox mode the sandbox cloud it talks to) and the git host client — and closes them again.
+The lifespan opens what requests need — the database engine, the cloud (the boto3 driver, signed
+as the identity `capstan.wiring` picks: AWS's, or in sandbox mode the sandbox operator's) and the
+git host client — and closes them again. The sandbox's pages are mounted only in sandbox mode, so
+a production install (no `sandbox` extra) never imports it.
 """
 
 from __future__ import annotations
@@ -16,18 +18,20 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from capstan import __version__
+from capstan.auth.limits import SignInLimiter
 from capstan.auth.router import router as session_router
 from capstan.auth.router import tokens as tokens_router
-from capstan.auth.service import SignInLimiter
 from capstan.body_limit import BodyLimitMiddleware
-from capstan.cloud import open_cloud
 from capstan.cloud_account.router import router as cloud_account_router
 from capstan.config import CloudMode, GitHostMode, Settings
-from capstan.db import make_engine, make_sessionmaker
+from capstan.db import engine_for, make_sessionmaker, utcnow
 from capstan.errors import ApiError, ValidationFailed
 from capstan.git_host import events as git_events
 from capstan.git_host.client import open_git_host
@@ -35,6 +39,7 @@ from capstan.kinds import KINDS
 from capstan.openapi import install_openapi
 from capstan.projects.router import router as projects_router
 from capstan.registry import ResourceKind
+from capstan.wiring import open_configured_cloud, require_sandbox
 from capstan.workers import make_runtime, make_worker, running_worker
 
 log = logging.getLogger("capstan")
@@ -47,12 +52,13 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = make_engine(settings.sqlalchemy_url, schema=settings.database_schema)
+        engine = engine_for(settings)
         app.state.sessionmaker = make_sessionmaker(engine)
-        app.state.sign_in_limiter = SignInLimiter(app.state.sessionmaker, settings)
+        app.state.sign_in_limiter = SignInLimiter(settings)
         async with AsyncExitStack() as stack:
             stack.push_async_callback(engine.dispose)
-            app.state.cloud = await stack.enter_async_context(open_cloud(settings))
+            stack.callback(app.state.sign_in_limiter.close)
+            app.state.cloud = await stack.enter_async_context(open_configured_cloud(settings))
             app.state.git_host = await stack.enter_async_context(open_git_host(settings))
             if settings.worker_concurrency > 0:
                 runtime = make_runtime(
@@ -74,6 +80,8 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
     )
     app.state.settings = settings
     app.state.kinds = tuple(kinds)
+    # What sessions, CSRF tokens and sign-in limits take as "now"; tests replace it to move time.
+    app.state.clock = utcnow
 
     app.include_router(session_router)
     app.include_router(tokens_router)
@@ -83,6 +91,7 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
         for router in kind.routers:
             app.include_router(router)
     if settings.cloud is CloudMode.sandbox:
+        require_sandbox()
         from capstan.sandbox.cloud.pages import router as sandbox_cloud_router
 
         app.include_router(sandbox_cloud_router)
@@ -99,6 +108,10 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
     app.add_middleware(
         BodyLimitMiddleware, by_path={"/api/git_host/webhooks": git_events.MAX_BODY_BYTES}
     )
+    if settings.trusted_proxies:
+        # The client address and scheme come from X-Forwarded-For/-Proto only when the TCP peer
+        # is one of the configured proxies; otherwise the peer is the client.
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
     app.add_middleware(RequestIdMiddleware)  # added last: outermost
     install_openapi(app)
     return app
@@ -120,16 +133,30 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(failure.body(), status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_request: Request, error: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         codes = {404: "not_found", 405: "method_not_allowed"}
         message = error.detail if isinstance(error.detail, str) else "Request failed."
+        headers = dict(getattr(error, "headers", None) or {})
         if error.status_code == 404:
             message = "No such resource."
+        if error.status_code == 405:
+            # Starlette names the methods of the first route that matched the path only; a path
+            # is served by one route per method here, so gather them all.
+            headers["Allow"] = ", ".join(_methods_of(app, request.scope))
         return JSONResponse(
             {"error": codes.get(error.status_code, "http_error"), "message": message},
             status_code=error.status_code,
-            headers=getattr(error, "headers", None),
+            headers=headers,
         )
+
+
+def _methods_of(app: FastAPI, scope: Scope) -> list[str]:
+    methods: set[str] = set()
+    for context in iter_route_contexts(app.routes):
+        path_regex, _, _ = compile_path(context.path or "")
+        if path_regex.match(scope["path"]):
+            methods |= set(context.methods or ())
+    return sorted(methods)
 
 
 def _detail(error: Any) -> dict[str, Any]:

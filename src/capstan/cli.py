@@ -6,14 +6,16 @@ import asyncio
 import json
 import logging
 import secrets
+import signal
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 import uvicorn
 
-from capstan.config import ConfigurationError, Settings
+from capstan.config import CloudMode, ConfigurationError, GitHostMode, Settings
 
 app = typer.Typer(
     help="Capstan: deploy and run applications inside your own AWS account.",
@@ -74,6 +76,7 @@ def server(
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     settings = _settings(data_dir, dev).listening_on(host, port)
     try:
+        _require_extras(settings)
         settings.require_secret_key()
         _migrate(settings)
         banner = _dev_first_start(settings) if dev else []
@@ -82,22 +85,68 @@ def server(
 
     from capstan.app import create_app
 
-    typer.echo(f"Capstan is serving {settings.base_url}  (API docs: {settings.base_url}/docs)")
-    for line in banner:
-        typer.echo(line)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", proxy_headers=True)
+    with ExitStack() as stack:
+        if dev:
+            try:
+                settings = _start_dev_topology(settings, stack)
+            except ConfigurationError as error:
+                raise _fail(str(error)) from error
+        typer.echo(f"Capstan is serving {settings.base_url}  (API docs: {settings.base_url}/docs)")
+        for line in banner:
+            typer.echo(line)
+        # Forwarded headers are the app's business (CAPSTAN_FORWARDED_ALLOW_IPS), not uvicorn's,
+        # whose own default would believe any loopback client.
+        uvicorn.run(
+            create_app(settings), host=host, port=port, log_level="info", proxy_headers=False
+        )
+
+
+def _require_extras(settings: Settings) -> None:
+    """Refuse (one line, what to install) a sandbox mode without the sandbox extra."""
+    from capstan.wiring import require_sandbox
+
+    if settings.cloud is CloudMode.sandbox:
+        require_sandbox()
+
+
+def _exit_on_sigterm(_signum: int, _frame: object) -> None:
+    raise SystemExit(0)
+
+
+def _start_dev_topology(settings: Settings, stack: ExitStack) -> Settings:
+    """Start the dev server's sandbox cloud (unless CAPSTAN_SANDBOX_CLOUD_URL names one) here,
+    before uvicorn, so its address is known; record it in the data directory for dev workers."""
+    from capstan import dev_server
+
+    if settings.cloud is CloudMode.sandbox and not settings.sandbox_cloud_url:
+        from capstan.sandbox.cloud.server import start_sandbox_cloud
+
+        sandbox = start_sandbox_cloud()
+        stack.callback(sandbox.stop)
+        settings = settings.model_copy(update={"sandbox_cloud_url": sandbox.url})
+    dev_server.write_record(settings)
+    stack.callback(dev_server.remove_record, settings.data_dir)
+    # uvicorn shuts down on SIGTERM, then raises the signal again under the handler it found:
+    # the default one would end the process before the record is removed, so stop politely.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    typer.echo(
+        f"Dev workers with --data-dir {settings.data_dir} join this server "
+        f"(sandbox cloud {settings.sandbox_cloud_url})."
+    )
+    return settings
 
 
 @app.command()
 def worker(data_dir: DataDir = None, dev: Dev = False) -> None:
     """Run reconcile workers alone (no API), e.g. several of them over one PostgreSQL."""
-    import signal
-
+    from capstan.dev_server import settings_for_worker
     from capstan.workers import run_workers
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = _settings(data_dir, dev)
     try:
+        _require_extras(settings)
+        settings = settings_for_worker(settings)
         settings.require_secret_key()
         _migrate(settings)
     except ConfigurationError as error:
@@ -110,6 +159,10 @@ def worker(data_dir: DataDir = None, dev: Dev = False) -> None:
             loop.add_signal_handler(signum, stop.set)
         await run_workers(settings, stop)
 
+    if settings.cloud is CloudMode.sandbox:
+        typer.echo(f"Workers use the sandbox cloud {settings.sandbox_cloud_url}.")
+    if settings.git_host is GitHostMode.sandbox:
+        typer.echo(f"Workers use the sandbox git host of {settings.base_url}.")
     typer.echo("Capstan workers are running (Ctrl-C stops them).")
     asyncio.run(main())
 
@@ -124,6 +177,12 @@ def sandbox(
     ] = 2.0,
 ) -> None:
     """Run the sandbox cloud on its own (point servers at it with CAPSTAN_SANDBOX_CLOUD_URL)."""
+    from capstan.wiring import require_sandbox
+
+    try:
+        require_sandbox()
+    except ConfigurationError as error:
+        raise _fail(str(error)) from error
     from capstan.sandbox.cloud.server import run_sandbox_cloud
 
     typer.echo(f"Sandbox cloud on http://{host}:{port}")

@@ -72,9 +72,29 @@ class Settings(BaseSettings):
     session_absolute_seconds: int = 30 * 24 * 3600
     csrf_token_seconds: int = 12 * 3600
     git_host_state_seconds: int = 30 * 60
+    # Sign-in limits (docs/decisions.md, "Sign-in limits"): attempts per account and client
+    # together and per client over `sign_in_window_seconds`; a looser ceiling per account over
+    # `sign_in_account_window_seconds`, with a progressive delay once the account passes
+    # `sign_in_delay_after_attempts`.
     sign_in_window_seconds: int = 15 * 60
-    sign_in_max_failures_per_account: int = 5
-    sign_in_max_failures_per_client: int = 30
+    sign_in_max_attempts_per_account_and_client: int = 5
+    sign_in_max_attempts_per_client: int = 30
+    sign_in_account_window_seconds: int = 3600
+    sign_in_max_attempts_per_account: int = 100
+    sign_in_delay_after_attempts: int = 10
+    sign_in_delay_max_seconds: float = 5.0
+    # Password hashes verified at once, off the event loop (each argon2id check takes 64 MiB).
+    password_hash_concurrency: int = 2
+    # Sign-ins holding a database connection at once (to count their attempt).
+    sign_in_concurrent_counting: int = 4
+    # Comma-separated addresses of reverse proxies whose X-Forwarded-For/-Proto is believed
+    # ("*" for any). Empty: the TCP peer is the client and forwarded headers are ignored.
+    forwarded_allow_ips: str = ""
+    # The database pool of one process: requests and the in-process reconcile workers share it,
+    # so it holds `worker_concurrency` + `database_pool_size` connections, plus the overflow.
+    database_pool_size: int = 10
+    database_max_overflow: int = 10
+    database_pool_timeout_seconds: float = 10.0
 
     @field_validator("base_url")
     @classmethod
@@ -87,6 +107,15 @@ class Settings(BaseSettings):
             return self
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104
         return self.model_copy(update={"base_url": f"http://{shown}:{port}"})
+
+    @property
+    def database_pool_total(self) -> int:
+        """Connections one process keeps open at most: requests' and in-process workers'."""
+        return self.database_pool_size + max(0, self.worker_concurrency)
+
+    @property
+    def trusted_proxies(self) -> list[str]:
+        return [part.strip() for part in self.forwarded_allow_ips.split(",") if part.strip()]
 
     @property
     def https(self) -> bool:

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 from sqlalchemy import DateTime, MetaData, String, TypeDecorator, event
@@ -26,7 +26,11 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+if TYPE_CHECKING:
+    from capstan.config import Settings
+
 T = TypeVar("T")
+Clock = Callable[[], datetime]
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -104,6 +108,21 @@ def make_engine(url: str, *, schema: str | None = None, **kwargs: Any) -> AsyncE
     if schema:
         connect_args["server_settings"] = {"search_path": schema}
     return create_async_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
+
+
+def engine_for(settings: Settings) -> AsyncEngine:
+    """The engine of one server or worker process, its pool sized by the settings: every
+    in-process reconcile worker may hold a connection, and requests get `database_pool_size` of
+    their own (+ overflow). A request holds one connection at most, and none while it waits on
+    the cloud or a password hash. Waiting longer than `database_pool_timeout_seconds` for one
+    fails that request instead of queueing it for ever."""
+    return make_engine(
+        settings.sqlalchemy_url,
+        schema=settings.database_schema,
+        pool_size=settings.database_pool_total,
+        max_overflow=settings.database_max_overflow,
+        pool_timeout=settings.database_pool_timeout_seconds,
+    )
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -2,7 +2,7 @@
 core's own (organizations, users, sessions, tokens, projects, the cloud account, the work queue)
 and each kind's, from the list of kinds."""
 
-from capstan.auth.models import ApiToken, BrowserSession, Organization, SignInAttempt, User
+from capstan.auth.models import ApiToken, BrowserSession, Organization, SignInCounter, User
 from capstan.cloud_account.models import CloudAccount
 from capstan.db import Base
 from capstan.kinds import KINDS
@@ -14,7 +14,7 @@ CORE_MODELS: tuple[type[Base], ...] = (
     User,
     BrowserSession,
     ApiToken,
-    SignInAttempt,
+    SignInCounter,
     Project,
     CloudAccount,
     QueueItem,

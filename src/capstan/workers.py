@@ -14,13 +14,14 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan.cloud.deploy import ProjectCache
-from capstan.cloud.driver import Cloud, open_cloud
+from capstan.cloud.driver import Cloud
 from capstan.config import Settings
-from capstan.db import make_engine, make_sessionmaker
+from capstan.db import engine_for, make_sessionmaker
 from capstan.git_host.client import GitHubAppClient, open_git_host
 from capstan.kinds import KINDS
 from capstan.reconcile.worker import Worker, WorkerSettings
 from capstan.registry import ResourceKind, Runtime, reconcilers
+from capstan.wiring import open_configured_cloud
 
 
 def make_runtime(
@@ -73,9 +74,9 @@ async def running_worker(worker: Worker) -> AsyncIterator[Worker]:
 async def run_workers(settings: Settings, stop: asyncio.Event) -> None:
     """`capstan worker`: the workers alone, until `stop` is set."""
     async with AsyncExitStack() as stack:
-        engine = make_engine(settings.sqlalchemy_url, schema=settings.database_schema)
+        engine = engine_for(settings)
         stack.push_async_callback(engine.dispose)
         sessionmaker = make_sessionmaker(engine)
-        cloud = await stack.enter_async_context(open_cloud(settings))
+        cloud = await stack.enter_async_context(open_configured_cloud(settings))
         git_host = await stack.enter_async_context(open_git_host(settings))
         await make_worker(make_runtime(sessionmaker, cloud, git_host, settings)).run(stop)

@@ -4,12 +4,14 @@ installed, and a project — all through the HTTP API, as a user would do it."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from tests.cloud_account.test_api import connect
 from tests.git_host.flow import install
-from tests.harness import Org
+from tests.harness import Org, RunningServer
 
 WEB_REPO = "capstan-samples/hello-web"
 WORKER_REPO = "capstan-samples/hello-worker"
@@ -68,3 +70,23 @@ def ready(org: Org, *, region: str | None = None) -> Ready:
     project = org.api.post("/api/projects", json=body)
     assert project.status_code == 201, project.text
     return Ready(org=org, project=project.json())
+
+
+def new_shop(org: Org, *, name: str = "Shop", stem: str = "shop") -> Ready:
+    """Another project of an organization already made `ready`."""
+    body = {"name": name, "hostname_suffix": org.server.unique(stem)}
+    project = org.api.post("/api/projects", json=body)
+    assert project.status_code == 201, project.text
+    return Ready(org=org, project=project.json())
+
+
+@contextmanager
+def connected_org(server: RunningServer) -> Iterator[Org]:
+    """A new organization, connected and with the git app installed, for a module's tests to
+    share (each making its own project): connecting takes seconds."""
+    member = server.new_org()
+    ready(member)
+    try:
+        yield member
+    finally:
+        member.close()

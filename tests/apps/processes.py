@@ -9,28 +9,30 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
+import pytest
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.operator import operator_account_id
+from tests.conftest import POSTGRES_URL, _drop_schema
 from tests.git_host.flow import approve, callback
 from tests.harness import free_socket
 from tests.sandbox_git_host.helpers import query_of
 
 CAPSTAN = [sys.executable, "-m", "capstan"]
 REGION = "us-east-1"
-T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -45,20 +47,6 @@ def capstan_env(**settings: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPSTAN_")}
     env.update(settings)
     return env
-
-
-def wait_until(
-    check: Callable[[], T | None], *, timeout: float, every: float = 0.2, what: str = ""
-) -> T:
-    """Poll `check` until it answers something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or check}")
-        time.sleep(every)
 
 
 class Process:
@@ -298,3 +286,18 @@ def account_sessions(sandbox_url: str, account_id: str) -> Iterator[tuple[AwsSes
         organization_access(endpoint, operator_account_id(endpoint)) as operator,
     ):
         yield customer, operator
+
+
+def postgres_schema_fixture(prefix: str, why: str) -> Any:
+    """A fixture: a fresh PostgreSQL schema name for processes that share one database (dropped
+    after the test); skipped, saying `why`, when PostgreSQL is not configured."""
+
+    @pytest.fixture
+    def database_schema() -> Iterator[str]:
+        if not POSTGRES_URL:
+            pytest.skip(f"{why}: set CAPSTAN_TEST_DATABASE_URL")
+        schema = f"{prefix}_{os.getpid()}_{secrets.token_hex(3)}"
+        yield schema
+        _drop_schema(POSTGRES_URL, schema)
+
+    return database_schema

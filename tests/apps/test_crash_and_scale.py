@@ -17,7 +17,6 @@ import secrets
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -46,14 +45,15 @@ from tests.apps.processes import (
     create_project,
     free_port,
     install_git_host,
+    postgres_schema_fixture,
     processes,
     wait_all_running,
-    wait_until,
     web_server_body,
     worker_body,
 )
-from tests.conftest import POSTGRES_URL, _drop_schema
+from tests.conftest import POSTGRES_URL
 from tests.harness import PASSWORD, run_db
+from tests.polling import wait_until
 
 # Slow and process-killing: `make chaos` runs these (and `.ci/run` does, after `make test`).
 pytestmark = pytest.mark.chaos
@@ -289,16 +289,10 @@ def pid_of(owner: str) -> int:
     return int(owner.split(":")[1])
 
 
-@pytest.fixture
-def database_schema() -> Iterator[str]:
-    if not POSTGRES_URL:
-        pytest.skip(
-            "scale-out runs several processes over one PostgreSQL (SQLite has one worker "
-            "process): set CAPSTAN_TEST_DATABASE_URL"
-        )
-    schema = f"capstan_scale_{os.getpid()}_{secrets.token_hex(3)}"
-    yield schema
-    _drop_schema(POSTGRES_URL, schema)
+database_schema = postgres_schema_fixture(
+    "capstan_scale",
+    "scale-out runs several processes over one PostgreSQL (SQLite has one worker process)",
+)
 
 
 def test_two_workers_share_the_queue_and_a_killed_one_hands_over_within_the_lease(

@@ -5,27 +5,60 @@ own hostname and certificate, rebuilt on every change, and removed without lefto
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
-from capstan.cloud.aws.cloudfront import REQUEST_FUNCTION_CODE
+from capstan.cloud.aws.cloudfront_functions import REQUEST_FUNCTION_CODE
 from capstan.cloud.aws.session import AwsSession
 from capstan.sandbox.cloud.inventory import capstan_resources, dns_records
-from tests.apps.helpers import Ready, ready
+from tests.apps.helpers import Ready, connected_org, new_shop
 from tests.apps.processes import account_sessions
-from tests.harness import Org
+from tests.harness import Org, RunningServer
+from tests.polling import wait_until
 
 SITE_REPO = "capstan-samples/hello-static"
-T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def connected(server: RunningServer) -> Iterator[Org]:
+    with connected_org(server) as org:
+        yield org
 
 
 @pytest.fixture
-def shop(org: Org) -> Ready:
-    return ready(org)
+def shop(connected: Org) -> Ready:
+    """A new project of the shared organization."""
+    return new_shop(connected)
+
+
+@dataclass
+class Site:
+    shop: Ready
+    site: dict[str, Any]
+    path: str
+    hostname: str
+
+    @property
+    def bucket(self) -> str:
+        return site_bucket(self.site["id"])
+
+
+def running_site(shop: Ready) -> Site:
+    site = create_site(shop)
+    path = f"{shop.base}/static_websites/{site['id']}"
+    assert shop.wait_for(path, "running", timeout=30)["status"] == "running"
+    hostname = f"docs.{shop.project['hostname_suffix']}.{shop.org.server.settings.domain}"
+    return Site(shop, site, path, hostname)
+
+
+@pytest.fixture(scope="module")
+def published(connected: Org) -> Site:
+    """One site, built and running, for the tests that only look at it."""
+    return running_site(new_shop(connected))
 
 
 def create_site(shop: Ready, **fields: Any) -> dict[str, Any]:
@@ -49,17 +82,6 @@ def account(shop: Ready) -> Iterator[tuple[AwsSession, AwsSession]]:
     assert sandbox_url
     with account_sessions(sandbox_url, account_id) as sessions:
         yield sessions
-
-
-def eventually(check: Callable[[], T | None], *, timeout: float = 20, what: str = "") -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s: {what}")
-        time.sleep(0.1)
 
 
 def read(customer: AwsSession, bucket: str, key: str) -> str:
@@ -103,16 +125,9 @@ def acm_exists(customer: AwsSession, arn: str) -> bool:
     return True
 
 
-def test_a_site_is_built_published_and_rebuilt(shop: Ready) -> None:
-    api = shop.org.api
-    suffix = shop.project["hostname_suffix"]
-    domain = shop.org.server.settings.domain
-    hostname = f"docs.{suffix}.{domain}"
+def test_a_new_site_is_deploying_at_its_https_hostname(shop: Ready) -> None:
     site = create_site(shop)
-    # Two that cannot be built, meanwhile: a broken branch, and a publish directory the build
-    # does not produce.
-    broken = create_site(shop, name="broken", branch="broken-build")
-    nodist = create_site(shop, name="nodist", publish_dir="build")
+    hostname = f"docs.{shop.project['hostname_suffix']}.{shop.org.server.settings.domain}"
     assert site["status"] == "deploying"
     assert site["url"] == f"https://{hostname}"
     assert (site["build_command"], site["publish_dir"], site["auto_deploy"]) == (
@@ -121,20 +136,24 @@ def test_a_site_is_built_published_and_rebuilt(shop: Ready) -> None:
         False,
     )
     assert "cpu" not in site and "memory" not in site
-    path = f"{shop.base}/static_websites/{site['id']}"
-    assert shop.wait_for(path, "running", timeout=30)["status"] == "running"
-    (first,) = deployments(shop, path)
-    bucket = site_bucket(site["id"])
 
-    with account(shop) as (customer, operator):
+
+def test_the_build_output_alone_is_in_the_site_s_private_bucket(published: Site) -> None:
+    (first,) = deployments(published.shop, published.path)
+    bucket = published.bucket
+    with account(published.shop) as (customer, _operator):
         s3 = customer.client("s3")
-        # The build's output, and only it, is in the bucket; the bucket is private.
         keys = {item["Key"] for item in s3.list_objects_v2(Bucket=bucket)["Contents"]}
         assert keys == {"index.html", "about/index.html", "assets/site.css"}
         index = read(customer, bucket, "index.html")
         assert first["commit_sha"] in index and "${PUBLIC_GREETING}" in index
         blocked = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
-        assert all(blocked.values()), blocked
+    assert all(blocked.values()), blocked
+
+
+def test_cloudfront_serves_the_bucket_at_the_site_s_hostname(published: Site) -> None:
+    site, hostname, bucket = published.site, published.hostname, published.bucket
+    with account(published.shop) as (customer, _operator):
         # CloudFront serves the bucket through the OAC at the site's hostname.
         distribution = distribution_of(customer, site["id"])
         config = distribution["DistributionConfig"]
@@ -147,7 +166,16 @@ def test_a_site_is_built_published_and_rebuilt(shop: Ready) -> None:
         assert origin["OriginAccessControlId"]
         certificate = config["ViewerCertificate"]["ACMCertificateArn"]
         assert certificate.split(":")[3] == "us-east-1"
-        # Viewer requests go through the site's published function (directory indexes).
+        acm = customer.client("acm", region="us-east-1")
+        described = acm.describe_certificate(CertificateArn=certificate)["Certificate"]
+        assert (described["DomainName"], described["Status"]) == (hostname, "ISSUED")
+
+
+def test_viewer_requests_go_through_the_site_s_function(published: Site) -> None:
+    site = published.site
+    with account(published.shop) as (customer, _operator):
+        config = distribution_of(customer, site["id"])["DistributionConfig"]
+        # Directory indexes: the site's published function.
         (association,) = config["DefaultCacheBehavior"]["FunctionAssociations"]["Items"]
         assert association["EventType"] == "viewer-request"
         function_name = f"capstan-{site['id']}"
@@ -155,34 +183,53 @@ def test_a_site_is_built_published_and_rebuilt(shop: Ready) -> None:
         cloudfront = customer.client("cloudfront", region="us-east-1")
         live = cloudfront.get_function(Name=function_name, Stage="LIVE")
         assert live["FunctionCode"].read().decode() == REQUEST_FUNCTION_CODE
-        acm = customer.client("acm", region="us-east-1")
-        described = acm.describe_certificate(CertificateArn=certificate)["Certificate"]
-        assert (described["DomainName"], described["Status"]) == (hostname, "ISSUED")
-        # Only that distribution may read the bucket.
-        policy = s3.get_bucket_policy(Bucket=bucket)["Policy"]
-        (statement,) = json.loads(policy)["Statement"]
-        assert statement["Principal"] == {"Service": "cloudfront.amazonaws.com"}
-        assert statement["Action"] == "s3:GetObject"
-        assert statement["Condition"] == {"StringEquals": {"AWS:SourceArn": distribution["ARN"]}}
-        # The hostname points at the distribution.
-        record = dns_record(operator, domain, hostname)
-        assert record["AliasTarget"]["DNSName"].rstrip(".") == distribution["DomainName"]
-        assert record["AliasTarget"]["HostedZoneId"] == "Z2FDTNDATAQYW2"
 
-        # PUT environment and PATCH of branch and publish dir each rebuild (one right after the
-        # other: the second supersedes the first, whose build must not publish).
-        variables = [
-            {"name": "PUBLIC_GREETING", "value": "Hello, reader"},
-            {"name": "PUBLIC_FLAGS", "value": ""},  # no parameter holds an empty value
-        ]
-        put = api.put(f"{path}/environment", json={"environment": variables})
-        assert put.status_code == 202 and put.json() == {"status": "deploying"}
-        patched = api.patch(path, json={"branch": "feature-x", "publish_dir": "./dist/"})
-        assert patched.status_code == 200 and patched.json()["status"] == "deploying"
-        assert shop.wait_for(path, "running", timeout=30)["status"] == "running"
+
+def test_only_the_site_s_distribution_may_read_its_bucket(published: Site) -> None:
+    with account(published.shop) as (customer, _operator):
+        distribution = distribution_of(customer, published.site["id"])
+        policy = customer.client("s3").get_bucket_policy(Bucket=published.bucket)["Policy"]
+    (statement,) = json.loads(policy)["Statement"]
+    assert statement["Principal"] == {"Service": "cloudfront.amazonaws.com"}
+    assert statement["Action"] == "s3:GetObject"
+    assert statement["Condition"] == {"StringEquals": {"AWS:SourceArn": distribution["ARN"]}}
+
+
+def test_the_site_s_hostname_points_at_its_distribution(published: Site) -> None:
+    domain = published.shop.org.server.settings.domain
+    with account(published.shop) as (customer, operator):
+        distribution = distribution_of(customer, published.site["id"])
+        record = dns_record(operator, domain, published.hostname)
+    assert record["AliasTarget"]["DNSName"].rstrip(".") == distribution["DomainName"]
+    assert record["AliasTarget"]["HostedZoneId"] == "Z2FDTNDATAQYW2"
+
+
+VARIABLES = [
+    {"name": "PUBLIC_GREETING", "value": "Hello, reader"},
+    {"name": "PUBLIC_FLAGS", "value": ""},  # no parameter holds an empty value
+]
+
+
+def rebuilt_twice(shop: Ready) -> Site:
+    """PUT environment and PATCH of branch and publish dir, one right after the other: the
+    second supersedes the first, whose build must not publish."""
+    there = running_site(shop)
+    api, path = shop.org.api, there.path
+    put = api.put(f"{path}/environment", json={"environment": VARIABLES})
+    assert put.status_code == 202 and put.json() == {"status": "deploying"}
+    patched = api.patch(path, json={"branch": "feature-x", "publish_dir": "./dist/"})
+    assert patched.status_code == 200 and patched.json()["status"] == "deploying"
+    assert shop.wait_for(path, "running", timeout=30)["status"] == "running"
+    return there
+
+
+def test_an_environment_change_and_a_patch_each_rebuild_the_site(shop: Ready) -> None:
+    there = rebuilt_twice(shop)
+    site, path = there.site, there.path
+    with account(shop) as (customer, _operator):
         # The build saw the variables (through SSM, never as values in the build's record),
         # and built the branch; the CDN cache was invalidated again.
-        index = read(customer, bucket, "index.html")
+        index = read(customer, there.bucket, "index.html")
         assert "Hello, reader" in index and "branch feature-x" in index
         assert [(d["trigger"], d["status"]) for d in deployments(shop, path)] == [
             ("patch", "running"),
@@ -197,40 +244,56 @@ def test_a_site_is_built_published_and_rebuilt(shop: Ready) -> None:
         assert given["PUBLIC_GREETING"]["value"] == f"/capstan/{site['id']}/PUBLIC_GREETING"
         assert "Hello, reader" not in str(build["environment"])
         assert given["PUBLIC_FLAGS"] == {"name": "PUBLIC_FLAGS", "value": "", "type": "PLAINTEXT"}
+        cloudfront = customer.client("cloudfront", region="us-east-1")
+        distribution = distribution_of(customer, site["id"])
         invalidations = cloudfront.list_invalidations(DistributionId=distribution["Id"])
         assert invalidations["InvalidationList"]["Quantity"] == 2
 
-        # Logs are the lines of the most recent build.
-        lines = [line["message"] for line in api.get(f"{path}/logs").json()["lines"]]
-        assert "build-time variables: PUBLIC_FLAGS, PUBLIC_GREETING" in lines
-        assert sum(line.startswith("Cloning ") for line in lines) == 1
-        assert any(line.startswith("upload: dist/index.html") for line in lines)
 
-        # auto_deploy alone does not rebuild.
-        quiet = api.patch(path, json={"auto_deploy": True})
-        assert quiet.json()["status"] == "running" and quiet.json()["auto_deploy"] is True
-        assert [d["trigger"] for d in deployments(shop, path)] == ["patch", "environment", "create"]
+def test_logs_are_the_lines_of_the_most_recent_build(shop: Ready) -> None:
+    there = rebuilt_twice(shop)
+    lines = [line["message"] for line in shop.org.api.get(f"{there.path}/logs").json()["lines"]]
+    assert "build-time variables: PUBLIC_FLAGS, PUBLIC_GREETING" in lines
+    assert sum(line.startswith("Cloning ") for line in lines) == 1
+    assert any(line.startswith("upload: dist/index.html") for line in lines)
 
-        metrics = api.get(f"{path}/metrics").json()
-        assert set(metrics) == {
-            "requests_1h",
-            "bytes_transferred_1h",
-            "error_rate_percent",
-            "cache_hit_rate_percent",
-        }
-        assert metrics["requests_1h"] > 0 and metrics["bytes_transferred_1h"] > 0
-        assert 0 < metrics["cache_hit_rate_percent"] <= 100
-        cost = api.get(f"{path}/cost").json()
-        assert cost["currency"] == "USD" and cost["spend_this_month_usd"] >= 0
-        assert cost["monthly_run_rate_usd"] > 0
 
-        # A new hostname suffix moves the site: new certificate, alias and record; the old
-        # ones are removed.
+def test_auto_deploy_alone_does_not_rebuild(shop: Ready) -> None:
+    there = running_site(shop)
+    quiet = shop.org.api.patch(there.path, json={"auto_deploy": True})
+    assert quiet.json()["status"] == "running" and quiet.json()["auto_deploy"] is True
+    assert [d["trigger"] for d in deployments(shop, there.path)] == ["create"]
+
+
+def test_a_site_reports_metrics_and_cost(published: Site) -> None:
+    api = published.shop.org.api
+    metrics = api.get(f"{published.path}/metrics").json()
+    assert set(metrics) == {
+        "requests_1h",
+        "bytes_transferred_1h",
+        "error_rate_percent",
+        "cache_hit_rate_percent",
+    }
+    assert metrics["requests_1h"] > 0 and metrics["bytes_transferred_1h"] > 0
+    assert 0 < metrics["cache_hit_rate_percent"] <= 100
+    cost = api.get(f"{published.path}/cost").json()
+    assert cost["currency"] == "USD" and cost["spend_this_month_usd"] >= 0
+    assert cost["monthly_run_rate_usd"] > 0
+
+
+def test_a_new_hostname_suffix_moves_the_site(shop: Ready) -> None:
+    there = running_site(shop)
+    api, site, hostname = shop.org.api, there.site, there.hostname
+    suffix, domain = shop.project["hostname_suffix"], shop.org.server.settings.domain
+    with account(shop) as (customer, operator):
+        config = distribution_of(customer, site["id"])["DistributionConfig"]
+        certificate = config["ViewerCertificate"]["ACMCertificateArn"]
+        # New certificate, alias and record; the old ones are removed.
         moved = shop.org.server.unique("moved")
         assert api.patch(shop.base, json={"hostname_suffix": moved}).status_code == 200
         new_hostname = f"docs.{moved}.{domain}"
         assert f"{hostname}." in dns_records(operator, domain, under=suffix)
-        assert api.get(path).json()["url"] == f"https://{new_hostname}"
+        assert api.get(there.path).json()["url"] == f"https://{new_hostname}"
 
         def moved_over() -> bool:
             config = distribution_of(customer, site["id"])["DistributionConfig"]
@@ -244,47 +307,103 @@ def test_a_site_is_built_published_and_rebuilt(shop: Ready) -> None:
                 and f"{new_hostname}." in dns_records(operator, domain, under=moved)
             )
 
-        eventually(moved_over, what="the site to move to its new hostname")
-        eventually(lambda: not acm_exists(customer, certificate), what="the old certificate to go")
-
-    # The builds that could not succeed failed, with the reason.
-    for failing, reason in (
-        (broken, "Build failed: npm ERR! Missing script: build"),
-        (nodist, "Build failed: error: the build did not produce publish_dir build"),
-    ):
-        failing_path = f"{shop.base}/static_websites/{failing['id']}"
-        assert shop.wait_for(failing_path, "failed", timeout=30)["status"] == "failed"
-        (deployment,) = deployments(shop, failing_path)
-        assert deployment["error"] == reason
-        lines = [line["message"] for line in api.get(f"{failing_path}/logs").json()["lines"]]
-        assert reason.removeprefix("Build failed: ") in lines
+        wait_until(moved_over, what="the site to move to its new hostname")
+        wait_until(lambda: not acm_exists(customer, certificate), what="the old certificate to go")
 
 
-def test_previews_bad_requests_and_deletion_leaving_nothing(shop: Ready, other_org: Org) -> None:
+UNBUILDABLE = [
+    ({"branch": "broken-build"}, "Build failed: npm ERR! Missing script: build"),
+    (
+        {"publish_dir": "build"},
+        "Build failed: error: the build did not produce publish_dir build",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fields", "reason"), UNBUILDABLE, ids=["broken-branch", "no-dist"])
+def test_a_site_that_cannot_be_built_fails_with_the_reason(
+    shop: Ready, fields: dict[str, str], reason: str
+) -> None:
+    failing = create_site(shop, name="broken", **fields)
+    failing_path = f"{shop.base}/static_websites/{failing['id']}"
+    assert shop.wait_for(failing_path, "failed", timeout=30)["status"] == "failed"
+    (deployment,) = deployments(shop, failing_path)
+    assert deployment["error"] == reason
+    lines = [line["message"] for line in shop.org.api.get(f"{failing_path}/logs").json()["lines"]]
+    assert reason.removeprefix("Build failed: ") in lines
+
+
+@dataclass
+class Previewed:
+    """A site ("blog") and its preview of branch feature-x, both running; the preview was made
+    while the site's environment held PUBLIC_GREETING, which was emptied afterwards."""
+
+    shop: Ready
+    site: dict[str, Any]
+    path: str
+    preview: dict[str, Any]
+    preview_path: str
+    preview_hostname: str
+
+
+PARENT_VARIABLES = [{"name": "PUBLIC_GREETING", "value": "from the parent"}]
+
+
+def start_preview(shop: Ready) -> Previewed:
     api = shop.org.api
-    suffix = shop.project["hostname_suffix"]
-    domain = shop.org.server.settings.domain
-    project_id = shop.project["id"]
     site = create_site(shop, name="blog")
     path = f"{shop.base}/static_websites/{site['id']}"
-    variables = [{"name": "PUBLIC_GREETING", "value": "from the parent"}]
-    assert api.put(f"{path}/environment", json={"environment": variables}).status_code == 202
+    put = api.put(f"{path}/environment", json={"environment": PARENT_VARIABLES})
+    assert put.status_code == 202
     created = api.post(f"{path}/previews", json={"branch": "feature-x"})
     assert created.status_code == 201, created.text
     preview = created.json()
-    assert preview["branch"] == "feature-x" and preview["status"] == "deploying"
-    preview_hostname = f"blog-feature-x.{suffix}.{domain}"
-    assert preview["url"] == f"https://{preview_hostname}"
-    preview_path = f"{path}/previews/{preview['id']}"
+    hostname = f"blog-feature-x.{shop.project['hostname_suffix']}.{shop.org.server.settings.domain}"
     # The parent's environment changes after the preview was made: the preview keeps its own.
     assert api.put(f"{path}/environment", json={"environment": []}).status_code == 202
-    check_bad_requests(shop, other_org, path)
-    for each in (path, preview_path):
+    return Previewed(shop, site, path, preview, f"{path}/previews/{preview['id']}", hostname)
+
+
+def running_preview(shop: Ready) -> Previewed:
+    there = start_preview(shop)
+    for each in (there.path, there.preview_path):
         assert shop.wait_for(each, "running", timeout=30)["status"] == "running"
+    return there
+
+
+@pytest.fixture(scope="module")
+def previewed(connected: Org) -> Previewed:
+    """A running site and preview for the tests that only look at them."""
+    return running_preview(new_shop(connected))
+
+
+def test_a_preview_is_deploying_at_its_own_hostname(shop: Ready) -> None:
+    there = start_preview(shop)
+    assert there.preview["branch"] == "feature-x" and there.preview["status"] == "deploying"
+    assert there.preview["url"] == f"https://{there.preview_hostname}"
+
+
+def test_bad_requests_are_refused_and_other_organizations_see_nothing(
+    shop: Ready, other_org: Org
+) -> None:
+    site = create_site(shop, name="blog")
+    check_bad_requests(shop, other_org, f"{shop.base}/static_websites/{site['id']}")
+
+
+def test_a_preview_keeps_the_environment_it_was_built_with(previewed: Previewed) -> None:
+    api, preview_path = previewed.shop.org.api, previewed.preview_path
     # A preview's environment: the build-time variables of its last build.
-    assert api.get(f"{preview_path}/environment").json() == {"environment": variables}
+    assert api.get(f"{preview_path}/environment").json() == {"environment": PARENT_VARIABLES}
     lines = [line["message"] for line in api.get(f"{preview_path}/logs").json()["lines"]]
     assert "build-time variables: PUBLIC_GREETING" in lines
+    with account(previewed.shop) as (customer, _operator):
+        index = read(customer, site_bucket(previewed.preview["id"]), "index.html")
+    assert "branch feature-x" in index
+    assert "from the parent" in index
+
+
+def test_a_preview_has_metrics_but_no_cost(previewed: Previewed) -> None:
+    api, preview_path = previewed.shop.org.api, previewed.preview_path
     metrics = api.get(f"{preview_path}/metrics").json()
     assert set(metrics) == {
         "requests_1h",
@@ -294,33 +413,44 @@ def test_previews_bad_requests_and_deletion_leaving_nothing(shop: Ready, other_o
     }
     assert api.get(f"{preview_path}/cost").status_code in (404, 405)
 
+
+def test_a_preview_has_its_own_distribution_and_record(previewed: Previewed) -> None:
+    shop, preview_hostname = previewed.shop, previewed.preview_hostname
+    suffix, domain = shop.project["hostname_suffix"], shop.org.server.settings.domain
     with account(shop) as (customer, operator):
-        # The preview has its own bucket, distribution and record.
-        preview_bucket = site_bucket(preview["id"])
-        assert "branch feature-x" in read(customer, preview_bucket, "index.html")
-        assert "from the parent" in read(customer, preview_bucket, "index.html")
-        preview_distribution = distribution_of(customer, preview["id"])
+        preview_distribution = distribution_of(customer, previewed.preview["id"])
         aliases = preview_distribution["DistributionConfig"]["Aliases"]["Items"]
         assert aliases == [preview_hostname]
-        assert distribution_of(customer, site["id"])["Id"] != preview_distribution["Id"]
+        assert distribution_of(customer, previewed.site["id"])["Id"] != preview_distribution["Id"]
         records = dns_records(operator, domain, under=suffix)
-        served = sorted(record for record in records if not record.startswith("_"))
-        assert served == sorted([f"blog.{suffix}.{domain}.", f"{preview_hostname}."])
-        # ... and the certificates' validation records.
-        assert len(records) == 4, records
-        kinds = {item.kind for item in capstan_resources(customer, project_id)}
-        assert {
-            "s3 bucket",
-            "cloudfront distribution",
-            "cloudfront function",
-            "origin access control",
-        } <= kinds
-        # A site needs no project network: no VPC, no load balancer.
-        assert not kinds & {"vpc", "load balancer", "ecs cluster"}, kinds
+    served = sorted(record for record in records if not record.startswith("_"))
+    assert served == sorted([f"blog.{suffix}.{domain}.", f"{preview_hostname}."])
+    # ... and the certificates' validation records.
+    assert len(records) == 4, records
 
-        # Deleting the preview removes its bucket, distribution, record and certificate.
-        assert api.delete(preview_path).status_code == 204
-        assert api.get(preview_path).status_code == 404
+
+def test_sites_need_no_project_network(previewed: Previewed) -> None:
+    with account(previewed.shop) as (customer, _operator):
+        kinds = {item.kind for item in capstan_resources(customer, previewed.shop.project["id"])}
+    assert {
+        "s3 bucket",
+        "cloudfront distribution",
+        "cloudfront function",
+        "origin access control",
+    } <= kinds
+    # No VPC, no load balancer.
+    assert not kinds & {"vpc", "load balancer", "ecs cluster"}, kinds
+
+
+def test_deleting_a_preview_removes_its_resources(shop: Ready) -> None:
+    there = running_preview(shop)
+    api, preview_path, preview_hostname = shop.org.api, there.preview_path, there.preview_hostname
+    suffix, domain = shop.project["hostname_suffix"], shop.org.server.settings.domain
+    preview_bucket = site_bucket(there.preview["id"])
+    # Its bucket, distribution, record and certificate go.
+    assert api.delete(preview_path).status_code == 204
+    assert api.get(preview_path).status_code == 404
+    with account(shop) as (customer, operator):
 
         def preview_gone() -> bool:
             records = dns_records(operator, domain, under=suffix)
@@ -328,20 +458,27 @@ def test_previews_bad_requests_and_deletion_leaving_nothing(shop: Ready, other_o
                 r for r in records if r.endswith(f"{preview_hostname}.")
             ]
 
-        eventually(preview_gone, what="the preview's bucket and records to go")
-        left = [i for i in capstan_resources(customer, project_id) if i.resource == preview["id"]]
-        assert left == []
-        # The project cannot be deleted while the site exists.
-        refused = api.delete(shop.base)
-        assert refused.status_code == 409 and refused.json()["error"] == "project_not_empty"
-        assert "static websites" in refused.json()["message"]
+        wait_until(preview_gone, what="the preview's bucket and records to go")
+        left = [
+            item
+            for item in capstan_resources(customer, shop.project["id"])
+            if item.resource == there.preview["id"]
+        ]
+    assert left == []
 
-        # Deleting the site removes everything of it.
-        assert api.delete(path).status_code == 204
-        assert api.get(path).status_code == 404
-        eventually(
-            lambda: api.delete(shop.base).status_code == 204, what="the project to be deletable"
-        )
+
+def test_a_site_keeps_its_project_and_its_deletion_leaves_nothing(shop: Ready) -> None:
+    there = running_preview(shop)
+    api, project_id = shop.org.api, shop.project["id"]
+    suffix, domain = shop.project["hostname_suffix"], shop.org.server.settings.domain
+    refused = api.delete(shop.base)
+    assert refused.status_code == 409 and refused.json()["error"] == "project_not_empty"
+    assert "static websites" in refused.json()["message"]
+    # Deleting the site (with its preview) removes everything of it.
+    assert api.delete(there.path).status_code == 204
+    assert api.get(there.path).status_code == 404
+    wait_until(lambda: api.delete(shop.base).status_code == 204, what="the project to go")
+    with account(shop) as (customer, operator):
         assert capstan_resources(customer, project_id) == []
         assert dns_records(operator, domain, under=suffix) == []
 

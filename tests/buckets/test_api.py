@@ -6,10 +6,10 @@ project deletion, and the task role's grants for buckets and models."""
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -19,8 +19,8 @@ from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.inventory import capstan_resources
 from tests.apps.helpers import Ready, ready
 from tests.harness import Org, RunningServer
+from tests.polling import wait_until
 
-T = TypeVar("T")
 HAIKU = "anthropic.claude-3-haiku-20240307-v1:0"
 TITAN_EMBED = "amazon.titan-embed-text-v2:0"
 
@@ -32,20 +32,6 @@ def shop(server: RunningServer) -> Iterator[Ready]:
     member = server.new_org()
     yield ready(member)
     member.close()
-
-
-def wait_until(
-    check: Callable[[], T | None], *, timeout: float = 20, what: str | Callable[[], str] = ""
-) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            said = what() if callable(what) else what
-            raise AssertionError(f"timed out after {timeout}s waiting for {said}")
-        time.sleep(0.1)
 
 
 @contextmanager
@@ -73,28 +59,59 @@ def wait_status(org: Org, path: str, status: str) -> dict[str, Any]:
     return wait_until(settled, what=f"{path} to be {status}")
 
 
-def test_a_bucket_from_creation_to_deletion(shop: Ready) -> None:
-    org = shop.org
-    project = new_project(org, region="eu-west-1")
-    base = f"/api/projects/{project['id']}/storage"
+@dataclass
+class Made:
+    """A bucket made through the API in a project of its own, and what it was answered."""
 
-    created = org.api.post(base, json={"name": "User uploads!"})
+    project: dict[str, Any]
+    base: str
+    bucket: dict[str, Any]
+    path: str
+
+    @property
+    def real_name(self) -> str:
+        return str(self.bucket["arn"]).removeprefix("arn:aws:s3:::")
+
+
+def make_bucket(org: Org, *, region: str = "eu-west-1", name: str = "User uploads!") -> Made:
+    project = new_project(org, region=region)
+    base = f"/api/projects/{project['id']}/storage"
+    created = org.api.post(base, json={"name": name})
     assert created.status_code == 201, created.text
     bucket = created.json()
-    real_name = bucket["arn"].removeprefix("arn:aws:s3:::")
+    return Made(project, base, bucket, f"{base}/{bucket['id']}")
+
+
+def active_bucket(org: Org) -> Made:
+    made = make_bucket(org)
+    wait_status(org, made.path, "active")
+    return made
+
+
+def test_a_new_bucket_is_creating_under_a_name_made_from_its_label(shop: Ready) -> None:
+    made = make_bucket(shop.org)
+    bucket = made.bucket
     assert bucket["status"] == "creating"
     assert bucket["name"] == "User uploads!"
     assert bucket["region"] == "eu-west-1"
-    assert re.fullmatch(r"user-uploads-[a-z0-9]{12}", real_name), real_name
+    assert re.fullmatch(r"user-uploads-[a-z0-9]{12}", made.real_name), made.real_name
     assert bucket["created_at"] and bucket["updated_at"]
-    path = f"{base}/{bucket['id']}"
-    active = wait_status(org, path, "active")
-    assert {k: active[k] for k in ("id", "name", "arn", "region")} == {
-        k: bucket[k] for k in ("id", "name", "arn", "region")
-    }
-    assert [b["id"] for b in org.api.get(base).json()["buckets"]] == [bucket["id"]]
 
-    with account_admin(org, "eu-west-1") as admin:
+
+def test_a_bucket_becomes_active_as_it_was_created_and_is_listed(shop: Ready) -> None:
+    org = shop.org
+    made = make_bucket(org)
+    active = wait_status(org, made.path, "active")
+    assert {k: active[k] for k in ("id", "name", "arn", "region")} == {
+        k: made.bucket[k] for k in ("id", "name", "arn", "region")
+    }
+    assert [b["id"] for b in org.api.get(made.base).json()["buckets"]] == [made.bucket["id"]]
+
+
+def test_the_cloud_bucket_is_private_encrypted_metered_and_tagged(shop: Ready) -> None:
+    made = active_bucket(shop.org)
+    real_name = made.real_name
+    with account_admin(shop.org, "eu-west-1") as admin:
         s3 = admin.client("s3")
         assert s3.get_bucket_location(Bucket=real_name)["LocationConstraint"] == "eu-west-1"
         assert set(
@@ -105,65 +122,100 @@ def test_a_bucket_from_creation_to_deletion(shop: Ready) -> None:
         metrics_ids = s3.list_bucket_metrics_configurations(Bucket=real_name)
         assert [c["Id"] for c in metrics_ids["MetricsConfigurationList"]] == ["EntireBucket"]
         tags = {t["Key"]: t["Value"] for t in s3.get_bucket_tagging(Bucket=real_name)["TagSet"]}
-        assert tags == {"capstan:project": project["id"], "capstan:resource": bucket["id"]}
-
-        # The label changes; the bucket and its ARN do not.
-        renamed = org.api.patch(path, json={"name": "Avatars"})
-        assert renamed.status_code == 200, renamed.text
-        assert renamed.json()["name"] == "Avatars"
-        assert renamed.json()["arn"] == bucket["arn"]
-        assert org.api.patch(path, json={}).json()["name"] == "Avatars"
-        assert real_name in [b["Name"] for b in s3.list_buckets()["Buckets"]]
-
-        # Traffic: 3 puts (one a copy), 2 gets and a head, 1 delete.
-        s3.put_object(Bucket=real_name, Key="a.txt", Body=b"0123456789")
-        s3.put_object(Bucket=real_name, Key="b.bin", Body=b"x" * 1000)
-        s3.copy_object(Bucket=real_name, Key="c.txt", CopySource=f"{real_name}/a.txt")
-        assert s3.get_object(Bucket=real_name, Key="a.txt")["Body"].read() == b"0123456789"
-        s3.get_object(Bucket=real_name, Key="b.bin")["Body"].read()
-        s3.head_object(Bucket=real_name, Key="c.txt")
-        s3.delete_object(Bucket=real_name, Key="c.txt")
-        expected = {
-            "get_requests": 3,
-            "put_requests": 3,
-            "delete_requests": 1,
-            "bytes_downloaded": 1010,
-            "bytes_uploaded": 1010,
-            "period_seconds": 3600,
+        assert tags == {
+            "capstan:project": made.project["id"],
+            "capstan:resource": made.bucket["id"],
         }
 
-        seen: list[Any] = []
 
-        def counted() -> bool:
-            response = org.api.get(f"{path}/metrics")
-            assert response.status_code == 200, response.text
-            seen.append(response.json())
-            return bool(response.json() == expected)
+def test_renaming_changes_the_label_but_not_the_bucket(shop: Ready) -> None:
+    org = shop.org
+    made = active_bucket(org)
+    renamed = org.api.patch(made.path, json={"name": "Avatars"})
+    assert renamed.status_code == 200, renamed.text
+    assert renamed.json()["name"] == "Avatars"
+    assert renamed.json()["arn"] == made.bucket["arn"]
+    assert org.api.patch(made.path, json={}).json()["name"] == "Avatars"
+    with account_admin(org, "eu-west-1") as admin:
+        buckets = admin.client("s3").list_buckets()["Buckets"]
+        assert made.real_name in [b["Name"] for b in buckets]
 
-        wait_until(counted, what=lambda: f"metrics {expected}, last {seen[-1]}")
-        cost = org.api.get(f"{path}/cost")
-        assert cost.status_code == 200, cost.text
-        spend = cost.json()
-        assert spend["currency"] == "USD"
-        assert spend["month_to_date_usd"] > 0
-        assert spend["estimated_monthly_usd"] > 0
-        url = spend["cost_explorer_url"]
-        assert url.startswith("https://us-east-1.console.aws.amazon.com/costmanagement/home#")
-        assert bucket["id"] in url and "capstan:resource" in url
 
-        # Delete the bucket with its two objects still in it.
+def _traffic(s3: Any, real_name: str) -> None:
+    """3 puts (one a copy), 2 gets and a head, 1 delete; two objects are left."""
+    s3.put_object(Bucket=real_name, Key="a.txt", Body=b"0123456789")
+    s3.put_object(Bucket=real_name, Key="b.bin", Body=b"x" * 1000)
+    s3.copy_object(Bucket=real_name, Key="c.txt", CopySource=f"{real_name}/a.txt")
+    assert s3.get_object(Bucket=real_name, Key="a.txt")["Body"].read() == b"0123456789"
+    s3.get_object(Bucket=real_name, Key="b.bin")["Body"].read()
+    s3.head_object(Bucket=real_name, Key="c.txt")
+    s3.delete_object(Bucket=real_name, Key="c.txt")
+
+
+def test_metrics_count_the_bucket_s_real_traffic(shop: Ready) -> None:
+    org = shop.org
+    made = active_bucket(org)
+    with account_admin(org, "eu-west-1") as admin:
+        _traffic(admin.client("s3"), made.real_name)
+    _wait_for_the_traffic_in_metrics(org, made.path)
+
+
+def _wait_for_the_traffic_in_metrics(org: Org, path: str) -> None:
+    expected = {
+        "get_requests": 3,
+        "put_requests": 3,
+        "delete_requests": 1,
+        "bytes_downloaded": 1010,
+        "bytes_uploaded": 1010,
+        "period_seconds": 3600,
+    }
+    seen: list[Any] = []
+
+    def counted() -> bool:
+        response = org.api.get(f"{path}/metrics")
+        assert response.status_code == 200, response.text
+        seen.append(response.json())
+        return bool(response.json() == expected)
+
+    wait_until(counted, what=lambda: f"metrics {expected}, last {seen[-1]}")
+
+
+def test_cost_is_priced_and_links_to_the_bucket_in_cost_explorer(shop: Ready) -> None:
+    org = shop.org
+    made = active_bucket(org)
+    with account_admin(org, "eu-west-1") as admin:
+        _traffic(admin.client("s3"), made.real_name)
+    _wait_for_the_traffic_in_metrics(org, made.path)  # the estimate prices the requests
+    cost = org.api.get(f"{made.path}/cost")
+    assert cost.status_code == 200, cost.text
+    spend = cost.json()
+    assert spend["currency"] == "USD"
+    assert spend["month_to_date_usd"] > 0
+    assert spend["estimated_monthly_usd"] > 0
+    url = spend["cost_explorer_url"]
+    assert url.startswith("https://us-east-1.console.aws.amazon.com/costmanagement/home#")
+    assert made.bucket["id"] in url and "capstan:resource" in url
+
+
+def test_deleting_a_bucket_that_holds_objects_leaves_nothing_tagged(shop: Ready) -> None:
+    org = shop.org
+    made = active_bucket(org)
+    path, bucket = made.path, made.bucket
+    with account_admin(org, "eu-west-1") as admin:
+        s3 = admin.client("s3")
+        _traffic(s3, made.real_name)
         deleted = org.api.delete(path)
         assert deleted.status_code == 200, deleted.text
         assert deleted.json() == {"id": bucket["id"], "status": "deleting"}
         assert org.api.patch(path, json={"name": "x"}).status_code in (404, 409)
         wait_until(lambda: org.api.get(path).status_code == 404, what="the bucket to go")
-        assert org.api.get(base).json() == {"buckets": []}
-        assert real_name not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+        assert org.api.get(made.base).json() == {"buckets": []}
+        assert made.real_name not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
         tagged = admin.client("resourcegroupstaggingapi").get_resources(
-            TagFilters=[{"Key": "capstan:project", "Values": [project["id"]]}]
+            TagFilters=[{"Key": "capstan:project", "Values": [made.project["id"]]}]
         )
         assert tagged["ResourceTagMappingList"] == []
-    assert org.api.delete(f"/api/projects/{project['id']}").status_code == 204
+    assert org.api.delete(f"/api/projects/{made.project['id']}").status_code == 204
 
 
 def test_bad_input_other_organizations_and_project_deletion(shop: Ready, other_org: Org) -> None:

@@ -1,15 +1,16 @@
-"""Caches through the HTTP API against the sandbox cloud: a cache lives through creation,
-growth, metrics, cost and deletion while a second one keeps the project's network up, and the
-account is looked into at each step — the cloud's cache, its limit, its security group — until
+"""Caches through the HTTP API against the sandbox cloud, one behaviour a test: creation,
+listing, isolation, the cloud's cache (its limit, its security group), growth, metrics, cost and
+deletion — a second cache keeps the project's network up, the last one takes it along, until
 nothing tagged with the project is left."""
 
 from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -18,11 +19,11 @@ from capstan.cloud.aws import names
 from capstan.cloud.aws.network import find_network
 from capstan.sandbox.cloud.inventory import capstan_resources
 from capstan.sandbox.cloud.simulator import simulator
-from tests.apps.helpers import Ready, ready
+from tests.apps.helpers import Ready, connected_org, new_shop
 from tests.apps.processes import account_sessions
-from tests.harness import Org
+from tests.harness import Org, RunningServer
+from tests.polling import wait_until
 
-T = TypeVar("T")
 ENDPOINT = re.compile(r"^[a-z0-9.-]+\.amazonaws\.com:6379$")
 
 
@@ -34,15 +35,7 @@ def quick_caches() -> Iterator[None]:
     simulator().configure(cache_seconds=before.cache_seconds)
 
 
-def wait(check: Callable[[], T | None], *, what: str, timeout: float = 30) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
+wait = partial(wait_until, timeout=30)
 
 
 def cloud_cache(customer: Any, cache_id: str) -> dict[str, Any]:
@@ -53,82 +46,148 @@ def cloud_cache(customer: Any, cache_id: str) -> dict[str, Any]:
     return dict(caches[0])
 
 
-def test_caches_from_creation_to_deletion(org: Org, other_org: Org) -> None:
-    shop = ready(org)
-    caches = f"{shop.base}/cache"
-    _refuses_bad_bodies(shop)
+@pytest.fixture(scope="module")
+def connected(server: RunningServer) -> Iterator[Org]:
+    with connected_org(server) as org:
+        yield org
 
-    created = org.api.post(caches, json={"storage_limit_mb": 128})
+
+def create_cache(shop: Ready, storage_limit_mb: int) -> tuple[dict[str, Any], str]:
+    created = shop.org.api.post(f"{shop.base}/cache", json={"storage_limit_mb": storage_limit_mb})
     assert created.status_code == 201, created.text
-    cache = created.json()
-    assert cache["status"] == "creating"
-    assert cache["storage_limit_mb"] == 128
-    assert cache["endpoint"] is None  # the cloud has not made it yet
-    assert cache["created_at"]
-    path = f"{caches}/{cache['id']}"
-    # A second cache keeps the project's network up while the first one is deleted.
-    second = org.api.post(caches, json={"storage_limit_mb": 1500}).json()
-    second_path = f"{caches}/{second['id']}"
-    listed = org.api.get(caches).json()["caches"]
-    assert listed == [org.api.get(path).json(), org.api.get(second_path).json()]
-    deleted = org.api.delete(shop.base)
-    assert deleted.status_code == 409, deleted.text
-    assert "caches: 2" in deleted.json()["message"]
-    _hidden_from(other_org, shop, cache["id"])
+    cache = dict(created.json())
+    return cache, f"{shop.base}/cache/{cache['id']}"
 
-    available = shop.wait_for(path, "available")
-    assert ENDPOINT.match(available["endpoint"]), available
+
+@contextmanager
+def customer_of(org: Org) -> Iterator[Any]:
+    """The organization's sandbox account, as the customer role."""
     account_id = org.api.get("/api/cloud_account").json()["account_id"]
     sandbox_url = org.server.settings.sandbox_cloud_url
     assert sandbox_url
     with account_sessions(sandbox_url, account_id) as (customer, _operator):
+        yield customer
+
+
+def test_bad_cache_bodies_are_refused(connected: Org) -> None:
+    _refuses_bad_bodies(new_shop(connected))
+
+
+def test_a_new_cache_is_creating_without_an_endpoint(connected: Org) -> None:
+    cache, _path = create_cache(new_shop(connected), 128)
+    assert cache["status"] == "creating"
+    assert cache["storage_limit_mb"] == 128
+    assert cache["endpoint"] is None  # the cloud has not made it yet
+    assert cache["created_at"]
+
+
+def test_caches_are_listed_and_keep_their_project(connected: Org) -> None:
+    org = connected
+    shop = new_shop(org)
+    _first, path = create_cache(shop, 128)
+    _second, second_path = create_cache(shop, 1500)
+    listed = org.api.get(f"{shop.base}/cache").json()["caches"]
+    assert listed == [org.api.get(path).json(), org.api.get(second_path).json()]
+    deleted = org.api.delete(shop.base)
+    assert deleted.status_code == 409, deleted.text
+    assert "caches: 2" in deleted.json()["message"]
+
+
+def test_another_organization_sees_no_cache(connected: Org, other_org: Org) -> None:
+    shop = new_shop(connected)
+    cache, _path = create_cache(shop, 128)
+    _hidden_from(other_org, shop, cache["id"])
+
+
+def test_an_available_cache_is_valkey_in_the_project_network(connected: Org) -> None:
+    shop = new_shop(connected)
+    _cache, path = create_cache(shop, 128)
+    available = shop.wait_for(path, "available")
+    assert ENDPOINT.match(available["endpoint"]), available
+    with customer_of(connected) as customer:
         _check_in_the_cloud(customer, shop, available)
-        # 1500 MB needs 2 GB: ElastiCache sets limits in whole GB.
-        assert shop.wait_for(second_path, "available")["storage_limit_mb"] == 1500
-        limits = cloud_cache(customer, second["id"])["CacheUsageLimits"]
-        assert limits == {"DataStorage": {"Maximum": 2, "Unit": "GB"}}
 
-        # Growing: 128 MB is 1 GB in the cloud; 3000 MB is 3 GB.
-        grown = org.api.patch(path, json={"storage_limit_mb": 3000})
-        assert grown.status_code == 200, grown.text
-        assert grown.json()["status"] == "modifying"
-        assert grown.json()["storage_limit_mb"] == 3000
-        assert shop.wait_for(path, "available")["storage_limit_mb"] == 3000
+
+def test_a_cache_limit_is_rounded_up_to_whole_gigabytes(connected: Org) -> None:
+    shop = new_shop(connected)
+    cache, path = create_cache(shop, 1500)
+    # 1500 MB needs 2 GB: ElastiCache sets limits in whole GB.
+    assert shop.wait_for(path, "available")["storage_limit_mb"] == 1500
+    with customer_of(connected) as customer:
         limits = cloud_cache(customer, cache["id"])["CacheUsageLimits"]
-        assert limits == {"DataStorage": {"Maximum": 3, "Unit": "GB"}}
-        smaller = org.api.patch(path, json={"storage_limit_mb": 2048})
-        assert smaller.status_code == 400, smaller.text
-        assert smaller.json()["error"] == "cache_downsize_unsupported"
-        same = org.api.patch(path, json={"storage_limit_mb": 3000})
-        assert same.status_code == 200 and same.json()["status"] == "available", same.text
+    assert limits == {"DataStorage": {"Maximum": 2, "Unit": "GB"}}
 
-        _check_metrics_and_cost(shop, path, cache["id"])
 
-        gone = org.api.delete(path)
-        assert gone.status_code == 200, gone.text
-        assert gone.json() == {"id": cache["id"], "status": "deleting"}
-        late = org.api.patch(path, json={"storage_limit_mb": 4096})
-        assert late.status_code in (404, 409), late.text  # 404 once the row is gone
-        wait(lambda: org.api.get(path).status_code == 404, what="the cache's row to go")
-        # Its row goes last: the cache and its security group are gone by then, while the
-        # other cache (seen, with its group, by service and by the tagging API) and the
-        # project's network stay.
+def test_a_cache_grows_but_never_shrinks(connected: Org) -> None:
+    org = connected
+    shop = new_shop(org)
+    cache, path = create_cache(shop, 128)
+    shop.wait_for(path, "available")
+    # Growing: 128 MB is 1 GB in the cloud; 3000 MB is 3 GB.
+    grown = org.api.patch(path, json={"storage_limit_mb": 3000})
+    assert grown.status_code == 200, grown.text
+    assert grown.json()["status"] == "modifying"
+    assert grown.json()["storage_limit_mb"] == 3000
+    assert shop.wait_for(path, "available")["storage_limit_mb"] == 3000
+    with customer_of(org) as customer:
+        limits = cloud_cache(customer, cache["id"])["CacheUsageLimits"]
+    assert limits == {"DataStorage": {"Maximum": 3, "Unit": "GB"}}
+    smaller = org.api.patch(path, json={"storage_limit_mb": 2048})
+    assert smaller.status_code == 400, smaller.text
+    assert smaller.json()["error"] == "cache_downsize_unsupported"
+    same = org.api.patch(path, json={"storage_limit_mb": 3000})
+    assert same.status_code == 200 and same.json()["status"] == "available", same.text
+
+
+def test_a_cache_reports_metrics_and_cost(connected: Org) -> None:
+    shop = new_shop(connected)
+    cache, path = create_cache(shop, 3000)
+    shop.wait_for(path, "available")
+    _check_metrics_and_cost(shop, path, cache["id"])
+
+
+def test_deleting_a_cache_removes_it_while_the_others_and_the_network_stay(
+    connected: Org,
+) -> None:
+    org = connected
+    shop = new_shop(org)
+    cache, path = create_cache(shop, 128)
+    second, second_path = create_cache(shop, 1500)
+    shop.wait_for(path, "available")
+    shop.wait_for(second_path, "available")
+    gone = org.api.delete(path)
+    assert gone.status_code == 200, gone.text
+    assert gone.json() == {"id": cache["id"], "status": "deleting"}
+    late = org.api.patch(path, json={"storage_limit_mb": 4096})
+    assert late.status_code in (404, 409), late.text  # 404 once the row is gone
+    wait(lambda: org.api.get(path).status_code == 404, what="the cache's row to go")
+    # Its row goes last: the cache and its security group are gone by then, while the other
+    # cache (seen, with its group, by service and by the tagging API) and the project's network
+    # stay.
+    with customer_of(org) as customer:
         left = capstan_resources(customer, shop.project["id"])
-        assert [item for item in left if item.resource == cache["id"]] == []
-        assert {item.kind for item in left if item.resource == second["id"]} == {
-            "serverless cache",
-            "security group",
-            "tagging:elasticache",
-            "tagging:ec2",
-        }
-        assert any(item.kind == "vpc" for item in left)
-        assert org.api.get(caches).json()["caches"] == [org.api.get(second_path).json()]
-        assert "caches: 1" in org.api.delete(shop.base).json()["message"]
+    assert [item for item in left if item.resource == cache["id"]] == []
+    assert {item.kind for item in left if item.resource == second["id"]} == {
+        "serverless cache",
+        "security group",
+        "tagging:elasticache",
+        "tagging:ec2",
+    }
+    assert any(item.kind == "vpc" for item in left)
+    assert org.api.get(f"{shop.base}/cache").json()["caches"] == [org.api.get(second_path).json()]
+    assert "caches: 1" in org.api.delete(shop.base).json()["message"]
 
-        assert org.api.delete(second_path).status_code == 200
-        wait(lambda: org.api.get(second_path).status_code == 404, what="the second cache to go")
-        # The project's network goes with its last user; then the project can go.
-        wait(lambda: org.api.delete(shop.base).status_code == 204, what="the project to delete")
+
+def test_the_last_cache_takes_the_project_network_with_it(connected: Org) -> None:
+    org = connected
+    shop = new_shop(org)
+    _cache, path = create_cache(shop, 128)
+    shop.wait_for(path, "available")
+    assert org.api.delete(path).status_code == 200
+    wait(lambda: org.api.get(path).status_code == 404, what="the cache to go")
+    # The project's network goes with its last user; then the project can go.
+    wait(lambda: org.api.delete(shop.base).status_code == 204, what="the project to delete")
+    with customer_of(org) as customer:
         assert capstan_resources(customer, shop.project["id"]) == []
 
 

@@ -8,16 +8,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import pytest
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import names
 from capstan.cloud.aws.session import AwsSession
 from capstan.sandbox.cloud.inventory import capstan_resources, dns_records
-from tests.apps.helpers import Ready, ready
+from tests.apps.helpers import Ready, connected_org, new_shop
 from tests.apps.processes import account_sessions, wait_all_running
-from tests.harness import Org
+from tests.harness import Org, RunningServer
 
 T = TypeVar("T")
 TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
@@ -134,46 +136,100 @@ def delete_project_when_allowed(shop: Ready) -> None:
     wait_until(attempt, "the project can be deleted")
 
 
-def test_https_from_request_through_a_suffix_change_to_removal(org: Org) -> None:
-    shop = ready(org)
-    suffix, domain = shop.project["hostname_suffix"], org.server.settings.domain
-    project_id = shop.project["id"]
-    started = org.api.post(f"{shop.base}/certificate")
+@pytest.fixture(scope="module")
+def connected(server: RunningServer) -> Iterator[Org]:
+    with connected_org(server) as org:
+        yield org
+
+
+def request_certificate(shop: Ready) -> str:
+    started = shop.org.api.post(f"{shop.base}/certificate")
+    assert started.status_code == 202, started.text
+    return str(started.json()["certificate_arn"])
+
+
+@dataclass
+class Served:
+    """A project whose certificate is issued, with a running web server behind HTTPS."""
+
+    shop: Ready
+    certificate_arn: str
+    web_path: str
+    hostname: str
+
+
+def served(org: Org) -> Served:
+    shop = new_shop(org)
+    arn = request_certificate(shop)
+    project_when(shop, "issued")
+    web = shop.create_web_server()
+    web_path = f"{shop.base}/web_servers/{web['id']}"
+    wait_all_running(org.api, [web_path], timeout=60)
+    hostname = f"web.{shop.project['hostname_suffix']}.{org.server.settings.domain}"
+    return Served(shop, arn, web_path, hostname)
+
+
+def test_a_certificate_is_requested_live_and_once(connected: Org) -> None:
+    shop = new_shop(connected)
+    started = connected.api.post(f"{shop.base}/certificate")
     assert started.status_code == 202, started.text
     assert started.json()["certificate_status"] == "pending_validation"
     first = started.json()["certificate_arn"]
     assert first.startswith("arn:aws:acm:")
-    again = org.api.post(f"{shop.base}/certificate")  # idempotent: the same certificate
+    again = connected.api.post(f"{shop.base}/certificate")  # idempotent: the same certificate
     assert again.status_code == 202 and again.json()["certificate_arn"] == first
-    assert org.api.get(shop.base).json()["certificate_arn"] == first
+    assert connected.api.get(shop.base).json()["certificate_arn"] == first
+
+
+def test_a_certificate_is_validated_by_a_record_in_the_operator_zone(connected: Org) -> None:
+    org = connected
+    shop = new_shop(org)
+    suffix, domain = shop.project["hostname_suffix"], org.server.settings.domain
+    first = request_certificate(shop)
     project_when(shop, "issued")
     refused = org.api.delete(shop.base)
     assert refused.status_code == 409 and "certificate" in refused.json()["message"]
-
     with cloud_of(org) as (customer, operator):
         name, value = validation_record(customer, first)
         assert cnames(operator, domain)[name] == value
-        shown = org.api.get(f"{shop.base}/certificate").json()
-        assert shown["domain_name"] == f"*.{suffix}.{domain}"
-        assert shown["validation_records"] == [{"name": name, "type": "CNAME", "value": value}]
+    shown = org.api.get(f"{shop.base}/certificate").json()
+    assert shown["domain_name"] == f"*.{suffix}.{domain}"
+    assert shown["validation_records"] == [{"name": name, "type": "CNAME", "value": value}]
 
-        # A web server after issuance: its network comes with the HTTPS listener, and its rule
-        # goes on both listeners.
-        web = shop.create_web_server()
-        web_path = f"{shop.base}/web_servers/{web['id']}"
-        hostname = f"web.{suffix}.{domain}"
-        assert web["url"] == f"https://{hostname}"
+
+def test_a_web_server_after_issuance_is_served_over_https(connected: Org) -> None:
+    org = connected
+    shop = new_shop(org)
+    first = request_certificate(shop)
+    project_when(shop, "issued")
+    # Its network comes with the HTTPS listener, and its rule goes on both listeners.
+    web = shop.create_web_server()
+    hostname = f"web.{shop.project['hostname_suffix']}.{org.server.settings.domain}"
+    assert web["url"] == f"https://{hostname}"
+    with cloud_of(org) as (customer, _operator):
         wait_until(
-            lambda: rules_by_port(customer, project_id) == {80: [[hostname]], 443: [[hostname]]},
+            lambda: (
+                rules_by_port(customer, shop.project["id"]) == {80: [[hostname]], 443: [[hostname]]}
+            ),
             "the web server's rule on both listeners",
         )
-        https = listeners(customer, project_id)[443]
-        assert https["Protocol"] == "HTTPS" and https["SslPolicy"] == TLS_POLICY
-        assert [item["CertificateArn"] for item in https["Certificates"]] == [first]
+        https = listeners(customer, shop.project["id"])[443]
+    assert https["Protocol"] == "HTTPS" and https["SslPolicy"] == TLS_POLICY
+    assert [item["CertificateArn"] for item in https["Certificates"]] == [first]
 
+
+def test_a_suffix_change_swaps_in_a_new_certificate_under_a_running_server(
+    connected: Org,
+) -> None:
+    org = connected
+    there = served(org)
+    shop, first, web_path = there.shop, there.certificate_arn, there.web_path
+    project_id, domain = shop.project["id"], org.server.settings.domain
+    suffix = shop.project["hostname_suffix"]
+    with cloud_of(org) as (customer, operator):
+        name, _value = validation_record(customer, first)
         # A new suffix: a new certificate, which the listener swaps to once it is issued; the
         # old one is deleted. (Hostnames move once the web server's rollout has settled.)
-        wait_all_running(org.api, [web_path], timeout=60)
         new_suffix = org.server.unique("renamed")
         patched = org.api.patch(shop.base, json={"hostname_suffix": new_suffix})
         assert patched.status_code == 200
@@ -197,33 +253,55 @@ def test_https_from_request_through_a_suffix_change_to_removal(org: Org) -> None
         https = listeners(customer, project_id)[443]
         assert [item["CertificateArn"] for item in https["Certificates"]] == [second]
 
-        # DELETE: no certificate shown at once, http:// again; the listener, the certificate and
-        # its record go, and HTTP keeps serving.
-        assert org.api.delete(f"{shop.base}/certificate").status_code == 204
-        project = org.api.get(shop.base).json()
-        assert "certificate_status" not in project and "certificate_arn" not in project
-        assert org.api.get(web_path).json()["url"] == f"http://{new_host}"
-        assert org.api.get(f"{shop.base}/certificate").status_code == 404
-        gone = org.api.delete(f"{shop.base}/certificate")
-        assert gone.status_code == 404 and gone.json()["error"] == "no_certificate"
-        wait_until(lambda: acm_status(customer, second) is None, "the certificate deleted")
-        assert rules_by_port(customer, project_id) == {80: [[new_host]]}
+
+def test_deleting_the_certificate_leaves_http_serving(connected: Org) -> None:
+    org = connected
+    there = served(org)
+    shop, arn, web_path, host = there.shop, there.certificate_arn, there.web_path, there.hostname
+    domain, suffix = org.server.settings.domain, shop.project["hostname_suffix"]
+    # No certificate shown at once, http:// again; the listener, the certificate and its record
+    # go, and HTTP keeps serving.
+    assert org.api.delete(f"{shop.base}/certificate").status_code == 204
+    project = org.api.get(shop.base).json()
+    assert "certificate_status" not in project and "certificate_arn" not in project
+    assert org.api.get(web_path).json()["url"] == f"http://{host}"
+    assert org.api.get(f"{shop.base}/certificate").status_code == 404
+    gone = org.api.delete(f"{shop.base}/certificate")
+    assert gone.status_code == 404 and gone.json()["error"] == "no_certificate"
+    with cloud_of(org) as (customer, operator):
+        wait_until(lambda: acm_status(customer, arn) is None, "the certificate deleted")
+        assert rules_by_port(customer, shop.project["id"]) == {80: [[host]]}
         wait_until(
-            lambda: len(dns_records(operator, domain, under=new_suffix)) == 1,
+            lambda: len(dns_records(operator, domain, under=suffix)) == 1,
             "the validation record gone",
         )
+    assert request_certificate(shop) != arn  # asked for again: a new certificate
 
-        # HTTPS again for a running web server: the new listener copies the HTTP listener's rules.
-        third = org.api.post(f"{shop.base}/certificate").json()["certificate_arn"]
-        assert third not in (first, second)
-        project_when(shop, "issued", not_arn=second)
-        assert org.api.get(web_path).json()["url"] == f"https://{new_host}"
-        assert rules_by_port(customer, project_id) == {80: [[new_host]], 443: [[new_host]]}
-        https = listeners(customer, project_id)[443]
-        assert [item["CertificateArn"] for item in https["Certificates"]] == [third]
 
-        # Deleting the web server takes its rule off both listeners (else its target group, still
-        # in use, could not go, nor the project); then the certificate, then the project.
+def test_https_for_a_running_server_copies_the_http_rules(connected: Org) -> None:
+    org = connected
+    shop = new_shop(org)
+    web = shop.create_web_server()
+    web_path = f"{shop.base}/web_servers/{web['id']}"
+    host = f"web.{shop.project['hostname_suffix']}.{org.server.settings.domain}"
+    wait_all_running(org.api, [web_path], timeout=60)
+    arn = request_certificate(shop)
+    project_when(shop, "issued")
+    assert org.api.get(web_path).json()["url"] == f"https://{host}"
+    with cloud_of(org) as (customer, _operator):
+        assert rules_by_port(customer, shop.project["id"]) == {80: [[host]], 443: [[host]]}
+        https = listeners(customer, shop.project["id"])[443]
+    assert [item["CertificateArn"] for item in https["Certificates"]] == [arn]
+
+
+def test_removing_the_web_server_then_the_certificate_leaves_nothing(connected: Org) -> None:
+    org = connected
+    there = served(org)
+    shop, web_path = there.shop, there.web_path
+    project_id, domain = shop.project["id"], org.server.settings.domain
+    with cloud_of(org) as (customer, operator):
+        # Deleting the web server takes its rule off both listeners (else its target group,
+        # still in use, could not go, nor the project); then the certificate, then the project.
         assert org.api.delete(web_path).status_code == 204
         wait_until(
             lambda: rules_by_port(customer, project_id) in ({80: [], 443: []}, {}),
@@ -232,7 +310,7 @@ def test_https_from_request_through_a_suffix_change_to_removal(org: Org) -> None
         assert org.api.delete(f"{shop.base}/certificate").status_code == 204
         delete_project_when_allowed(shop)
         assert capstan_resources(customer, project_id) == []
-        assert dns_records(operator, domain, under=new_suffix) == []
+        assert dns_records(operator, domain, under=shop.project["hostname_suffix"]) == []
 
 
 def test_bad_paths(org: Org, other_org: Org) -> None:

@@ -5,11 +5,14 @@ follows is proven in tests/buckets/test_api.py, which has a web server and so a 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from capstan.sandbox.cloud.bedrock import catalog
-from tests.cloud_account.test_api import connect
-from tests.harness import Org
+from tests.apps.helpers import connected_org, new_shop
+from tests.harness import Org, RunningServer
 
 HAIKU = "anthropic.claude-3-haiku-20240307-v1:0"
 TITAN_EMBED = "amazon.titan-embed-text-v2:0"
@@ -24,15 +27,25 @@ def enabled(body: dict[str, Any]) -> set[str]:
     return {model["model_id"] for model in body["models"] if model["enabled"]}
 
 
-def test_both_shapes_and_the_bad_paths(org: Org, other_org: Org) -> None:
-    connect(org)
-    project = org.api.post(
-        "/api/projects", json={"name": "AI", "hostname_suffix": org.server.unique("ai")}
-    ).json()
-    path = f"/api/projects/{project['id']}/model_access"
+@pytest.fixture(scope="module")
+def connected(server: RunningServer) -> Iterator[Org]:
+    with connected_org(server) as org:
+        yield org
 
-    # Never configured: off, in the project's region, the region's whole catalog listed.
-    first = org.api.get(path)
+
+def new_project_path(org: Org) -> str:
+    """A new project's model access path."""
+    return f"{new_shop(org, name='AI', stem='ai').base}/model_access"
+
+
+def put_ok(org: Org, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    put = org.api.put(path, json=body)
+    assert put.status_code == 200, put.text
+    return dict(put.json())
+
+
+def test_never_configured_is_off_with_the_region_s_whole_catalog(connected: Org) -> None:
+    first = connected.api.get(new_project_path(connected))
     assert first.status_code == 200, first.text
     body = first.json()
     assert {k: body[k] for k in ("enabled", "region", "allowed_model_ids")} == {
@@ -43,52 +56,70 @@ def test_both_shapes_and_the_bad_paths(org: Org, other_org: Org) -> None:
     assert {m["model_id"]: m["name"] for m in body["models"]} == names("us-east-1")
     assert enabled(body) == set()
 
-    # Shape B: the models to allow.
-    put = org.api.put(path, json={"model_ids": [HAIKU, TITAN_EMBED, HAIKU]})
-    assert put.status_code == 200, put.text
-    body = put.json()
+
+def test_shape_b_enables_the_listed_models_once_each(connected: Org) -> None:
+    path = new_project_path(connected)
+    body = put_ok(connected, path, {"model_ids": [HAIKU, TITAN_EMBED, HAIKU]})
     assert body["enabled"] is True and body["region"] == "us-east-1"
     assert body["allowed_model_ids"] == [HAIKU, TITAN_EMBED]
     assert enabled(body) == {HAIKU, TITAN_EMBED}
-    assert org.api.get(path).json() == body
+    assert connected.api.get(path).json() == body
 
-    # Shape A: another region (its own catalog), replacing the whole set.
-    put = org.api.put(
-        path, json={"enabled": True, "region": "eu-west-1", "allowed_model_ids": [HAIKU]}
+
+def test_shape_a_moves_region_and_replaces_the_whole_set(connected: Org) -> None:
+    path = new_project_path(connected)
+    put_ok(connected, path, {"model_ids": [HAIKU, TITAN_EMBED]})
+    body = put_ok(
+        connected, path, {"enabled": True, "region": "eu-west-1", "allowed_model_ids": [HAIKU]}
     )
-    assert put.status_code == 200, put.text
-    body = put.json()
     assert {m["model_id"] for m in body["models"]} == set(names("eu-west-1"))
     assert (body["region"], body["allowed_model_ids"], enabled(body)) == (
         "eu-west-1",
         [HAIKU],
         {HAIKU},
     )
-    # Disabled keeps the list but enables nothing; shape B keeps the configured region.
-    put = org.api.put(
-        path, json={"enabled": False, "region": "eu-west-1", "allowed_model_ids": [HAIKU]}
-    )
-    assert (put.json()["allowed_model_ids"], enabled(put.json())) == ([HAIKU], set())
-    put = org.api.put(path, json={"model_ids": []})
-    assert (put.json()["enabled"], put.json()["region"], enabled(put.json())) == (
-        False,
-        "eu-west-1",
-        set(),
-    )
 
-    # Unknown models (also a model the region does not serve) and regions: 400, nothing kept.
+
+def test_disabled_keeps_the_list_but_enables_nothing(connected: Org) -> None:
+    path = new_project_path(connected)
+    body = put_ok(
+        connected, path, {"enabled": False, "region": "eu-west-1", "allowed_model_ids": [HAIKU]}
+    )
+    assert (body["allowed_model_ids"], enabled(body)) == ([HAIKU], set())
+
+
+def test_shape_b_keeps_the_configured_region(connected: Org) -> None:
+    path = new_project_path(connected)
+    put_ok(connected, path, {"enabled": True, "region": "eu-west-1", "allowed_model_ids": [HAIKU]})
+    body = put_ok(connected, path, {"model_ids": []})
+    assert (body["enabled"], body["region"], enabled(body)) == (False, "eu-west-1", set())
+
+
+def test_unknown_models_are_refused_and_nothing_is_kept(connected: Org) -> None:
+    path = new_project_path(connected)
+    kept = put_ok(connected, path, {"model_ids": [TITAN_EMBED]})
+    # Also a model the region does not serve.
     for bad, unknown in (
         ({"model_ids": ["acme.no-such-model-v1", HAIKU]}, "acme.no-such-model-v1"),
         ({"enabled": True, "region": "us-east-1", "allowed_model_ids": [LLAMA]}, LLAMA),
     ):
-        refused = org.api.put(path, json=bad)
+        refused = connected.api.put(path, json=bad)
         assert refused.status_code == 400, refused.text
         assert refused.json()["error"] == "unknown_model"
         assert unknown in refused.json()["message"] and HAIKU not in refused.json()["message"]
-    refused = org.api.put(
+    assert connected.api.get(path).json() == kept
+
+
+def test_an_unknown_region_is_refused(connected: Org) -> None:
+    path = new_project_path(connected)
+    refused = connected.api.put(
         path, json={"enabled": True, "region": "xx-nowhere-1", "allowed_model_ids": []}
     )
     assert (refused.status_code, refused.json()["error"]) == (400, "invalid_region")
+
+
+def test_bodies_of_neither_shape_are_refused(connected: Org) -> None:
+    path = new_project_path(connected)
     for bad_body in (
         {},
         {"model_ids": [HAIKU], "enabled": True},
@@ -97,16 +128,21 @@ def test_both_shapes_and_the_bad_paths(org: Org, other_org: Org) -> None:
         {"model_ids": "anthropic"},
         {"allowed_model_ids": [HAIKU]},
     ):
-        refused = org.api.put(path, json=bad_body)
+        refused = connected.api.put(path, json=bad_body)
         assert refused.status_code == 400, (bad_body, refused.text)
         assert refused.json()["error"] == "invalid_request"
-    assert org.api.get(path).json()["allowed_model_ids"] == []
+    assert connected.api.get(path).json()["allowed_model_ids"] == []
 
-    # Another organization: not found; without a cloud account: a conflict.
+
+def test_another_organization_finds_no_model_access(connected: Org, other_org: Org) -> None:
+    path = new_project_path(connected)
     assert other_org.api.get(path).status_code == 404
     assert other_org.api.put(path, json={"model_ids": []}).status_code == 404
+
+
+def test_model_access_needs_a_connected_cloud_account(other_org: Org) -> None:
     theirs = other_org.api.post(
-        "/api/projects", json={"name": "AI", "hostname_suffix": org.server.unique("ai")}
+        "/api/projects", json={"name": "AI", "hostname_suffix": other_org.server.unique("ai")}
     ).json()
     for response in (
         other_org.api.get(f"/api/projects/{theirs['id']}/model_access"),
@@ -115,6 +151,11 @@ def test_both_shapes_and_the_bad_paths(org: Org, other_org: Org) -> None:
         assert response.status_code == 409, response.text
         assert response.json()["error"] == "cloud_account_not_connected"
 
-    # The configuration goes with its project (it does not keep the project from going).
-    assert org.api.delete(f"/api/projects/{project['id']}").status_code == 204
-    assert org.api.get(path).status_code == 404
+
+def test_the_configuration_goes_with_its_project(connected: Org) -> None:
+    path = new_project_path(connected)
+    put_ok(connected, path, {"model_ids": [HAIKU]})
+    # It does not keep the project from going.
+    project = path.removesuffix("/model_access")
+    assert connected.api.delete(project).status_code == 204
+    assert connected.api.get(path).status_code == 404

@@ -11,7 +11,8 @@ import pytest
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.simulator import simulator
-from tests.cloud.deploy_helpers import GOOD_TOKEN, GitHost, git_host, wait_for
+from tests.cloud.deploy_helpers import GOOD_TOKEN, GitHost, git_host
+from tests.polling import wait_until
 from tests.sandbox.aws import new_account
 
 
@@ -75,7 +76,7 @@ def test_a_build_stays_in_progress_until_build_seconds_pass(
         ],
     )["build"]["id"]
     assert codebuild.batch_get_builds(ids=[build_id])["builds"][0]["buildStatus"] == "IN_PROGRESS"
-    build = wait_for(
+    build = wait_until(
         lambda: (
             (b := codebuild.batch_get_builds(ids=[build_id])["builds"][0])["buildStatus"]
             != "IN_PROGRESS"
@@ -112,14 +113,14 @@ def test_update_service_starts_a_new_deployment_that_completes(admin: AwsSession
             ecs.describe_services(cluster="c", services=["s"])["services"][0]["deployments"]
         )
 
-    wait_for(lambda: deployments()[0]["rolloutState"] == "COMPLETED")
+    wait_until(lambda: deployments()[0]["rolloutState"] == "COMPLETED")
     ecs.update_service(cluster="c", service="s", taskDefinition=second)
     rolling = deployments()
     assert [(d["status"], d["taskDefinition"], d["rolloutState"]) for d in rolling] == [
         ("PRIMARY", second, "IN_PROGRESS"),
         ("ACTIVE", first, "COMPLETED"),
     ]
-    wait_for(lambda: deployments()[0]["rolloutState"] == "COMPLETED")
+    wait_until(lambda: deployments()[0]["rolloutState"] == "COMPLETED")
     done = deployments()
     assert len(done) == 1 and done[0]["taskDefinition"] == second
     assert done[0]["runningCount"] == 2
@@ -153,7 +154,7 @@ def test_cost_explorer_answers_by_tag_from_run_time(admin: AwsSession) -> None:
         )
         return sum(float(p["Total"]["UnblendedCost"]["Amount"]) for p in answer["ResultsByTime"])
 
-    first = wait_for(lambda: spend("svc_priced"))
+    first = wait_until(lambda: spend("svc_priced"))
     time.sleep(0.5)
     assert spend("svc_priced") > first
     assert spend("svc_other") == 0.0

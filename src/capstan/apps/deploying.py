@@ -4,16 +4,15 @@ afterwards)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 
 from capstan.apps import service as services
 from capstan.apps.models import Preview, Service
+from capstan.cloud import AwsSession
 from capstan.cloud.deploy import Deployer, ProjectCache, Target
 from capstan.cloud.driver import Cloud
-from capstan.cloud.site import SiteDeployer
 from capstan.cloud_account.models import CloudAccount
-from capstan.cloud_account.session import customer_session
+from capstan.cloud_account.session import customer_driver
 from capstan.config import Settings
 from capstan.projects.models import Project
 
@@ -32,26 +31,26 @@ def target_of(service: Service, preview: Preview | None, project: Project, domai
     )
 
 
-@asynccontextmanager
-async def deployer_for(
+def deployer_for(
     cloud: Cloud,
     account: CloudAccount | None,
     settings: Settings,
     project: Project,
     *,
     cache: ProjectCache | None = None,
-    kind: str | None = None,
-) -> AsyncIterator[Deployer]:
+) -> AbstractAsyncContextManager[Deployer]:
     """A Deployer in the account's role, in the project's region; with `cache`, one that reuses
     what this process knows of the project's network (keyed by when that network was made).
-    For a static website (`kind`), a `SiteDeployer`."""
+    A static website's own steps are its `site` part."""
     ready_at = project.network_ready_at
-    factory = SiteDeployer if kind == services.STATIC_WEBSITE else Deployer
-    async with customer_session(cloud, account, region=project.region) as customer:
-        yield factory(
+
+    def make(customer: AwsSession) -> Deployer:
+        return Deployer(
             customer,
             cloud.operator,
             domain=settings.domain,
             cache=cache,
             network_version=ready_at.isoformat() if ready_at is not None else None,
         )
+
+    return customer_driver(cloud, account, project.region, make)

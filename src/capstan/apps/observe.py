@@ -18,10 +18,9 @@ from capstan.apps import service as services
 from capstan.apps.deploying import deployer_for
 from capstan.apps.models import Deployment, Service, SiteResources
 from capstan.auth.principal import Principal
-from capstan.cloud.deploy import LogLine, Target
+from capstan.cloud.deploy import Deployer, LogLine, Target
 from capstan.cloud.driver import Cloud
 from capstan.cloud.pricing import monthly_run_rate_usd, site_monthly_run_rate_usd
-from capstan.cloud.site import SiteDeployer
 from capstan.cloud_account.session import cloud_answers
 from capstan.config import Settings
 from capstan.network import service as network
@@ -40,7 +39,7 @@ async def _read(
     project = await session.get(Project, target.project_id)
     assert project is not None
     with cloud_answers():
-        async with deployer_for(cloud, account, settings, project, kind=target.kind) as deployer:
+        async with deployer_for(cloud, account, settings, project) as deployer:
             return await cloud.run(lambda: work(deployer))
 
 
@@ -114,7 +113,7 @@ async def metrics(
             cloud,
             settings,
             target,
-            lambda d: _as_site(d).site_metrics(distribution_id),
+            lambda d: d.site.site_metrics(distribution_id),
         )
         return site
     result: dict[str, Any] = await _read(
@@ -137,10 +136,10 @@ async def cost(
     if service.kind == services.STATIC_WEBSITE:
         distribution_id = await _distribution_id(session, target)
 
-        def read_site(deployer: Any) -> tuple[float, float]:
-            site = _as_site(deployer)
-            usage = site.site_usage(target, distribution_id)
-            return site.spend_this_month(target), site_monthly_run_rate_usd(**usage, region=region)
+        def read_site(deployer: Deployer) -> tuple[float, float]:
+            usage = deployer.site.site_usage(target, distribution_id)
+            spend = deployer.spend_this_month(target)
+            return spend, site_monthly_run_rate_usd(**usage, region=region)
 
         spend, run_rate = await _read(session, caller, cloud, settings, target, read_site)
     else:
@@ -154,8 +153,3 @@ async def cost(
         "monthly_run_rate_usd": round(run_rate, 2),
         "currency": "USD",
     }
-
-
-def _as_site(deployer: Any) -> SiteDeployer:
-    assert isinstance(deployer, SiteDeployer)
-    return deployer

@@ -40,11 +40,16 @@ from capstan.git_host.client import GitHostError, GitHubAppClient, TerminalGitHo
 from capstan.network import service as network
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
-from capstan.reconcile.worker import Done, RequeueAfter, Result
+from capstan.reconcile.timing import Poll
+from capstan.reconcile.worker import Done, PollAgain, RequeueAfter, Result
 
 log = logging.getLogger("capstan.apps")
 
-POLL_SECONDS = 1.0
+# Builds, rollouts, CloudFront publications and tear-downs take minutes in AWS and about a second
+# in the sandbox: look soon, then less and less often, at least once a minute.
+POLL = Poll(first=timedelta(seconds=0.5), factor=1.5, cap=timedelta(seconds=60))
+# Waiting for the project network: its reconciler wakes the targets when it is ready.
+NETWORK_POLL = Poll(first=timedelta(seconds=5), factor=1.5, cap=timedelta(seconds=60))
 ROLLOUT_DEADLINE = timedelta(minutes=15)
 
 
@@ -65,8 +70,13 @@ class TargetReconciler:
         *,
         rollout_deadline: timedelta = ROLLOUT_DEADLINE,
         project_cache: ProjectCache | None = None,
+        poll: Poll = POLL,
     ) -> None:
         self.kind = kind
+        self._poll = poll
+        # A step just started (a build, a rollout): its first look comes after the poll's first
+        # wait, and the looks after it wait longer.
+        self._started = RequeueAfter(poll.first.total_seconds())
         self._project_cache = project_cache
         self._sessionmaker = sessionmaker
         self._cloud = cloud
@@ -77,7 +87,7 @@ class TargetReconciler:
         self._steps: dict[str, Steps] = {
             services.WEB_SERVER: containers,
             services.WORKER: containers,
-            services.STATIC_WEBSITE: SiteSteps(cloud, settings, box, poll_seconds=POLL_SECONDS),
+            services.STATIC_WEBSITE: SiteSteps(cloud, settings, box, poll=poll),
         }
 
     async def live_ids(self, session: AsyncSession) -> list[str]:
@@ -128,7 +138,6 @@ class TargetReconciler:
             self._settings,
             subject.project,
             cache=self._project_cache if with_project else None,
-            kind=subject.service.kind,
         )
 
     # Converging ---------------------------------------------------------------------------------
@@ -184,7 +193,7 @@ class TargetReconciler:
         )
         build_id = await steps.start_build(session, subject, deployment, deployer, token.token)
         await self._move(session, deployment, "build_started", build_id=build_id)
-        return RequeueAfter(POLL_SECONDS)
+        return self._started
 
     async def _after_build(
         self,
@@ -198,7 +207,7 @@ class TargetReconciler:
         build_id = deployment.build_id
         build = await self._cloud.run(lambda: deployer.describe_build(build_id))
         if build.state == "in_progress":
-            return RequeueAfter(POLL_SECONDS)
+            return PollAgain(self._poll)
         if build.state == "failed":
             await self._fail(
                 session, deployment, f"Build failed: {build.error or 'see the build log'}"
@@ -208,7 +217,7 @@ class TargetReconciler:
         await self._move(session, deployment, "built", deadline_at=utcnow() + steps.deadline)
         if steps.watch_at_once:  # its first step (a site's publication) now, not a poll later
             return await self._watch(session, subject, deployment, deployer, steps)
-        return RequeueAfter(POLL_SECONDS)
+        return self._started
 
     async def _watch(
         self,
@@ -229,7 +238,7 @@ class TargetReconciler:
         if deployment.deadline_at is not None and utcnow() > deployment.deadline_at:
             await self._fail(session, deployment, steps.overdue(progress))
             return Done()
-        return RequeueAfter(POLL_SECONDS)
+        return PollAgain(self._poll)
 
     async def _fail(self, session: AsyncSession, deployment: Deployment, message: str) -> None:
         await self._move(session, deployment, "failed", error=message[:4000], finished_at=utcnow())
@@ -253,12 +262,12 @@ class TargetReconciler:
                 .where(Preview.service_id == subject.service.id)
             )
             if remaining_previews:
-                return RequeueAfter(POLL_SECONDS)  # previews go first (they reference the service)
+                return PollAgain(self._poll)  # previews go first (they reference the service)
         steps = self._steps[subject.service.kind]
         if account is not None and account.account_id is not None:
             async with self._deployer(account, subject, with_project=False) as deployer:
                 if not await steps.tear_down(session, subject, deployer):
-                    return RequeueAfter(POLL_SECONDS)
+                    return PollAgain(self._poll)
         await steps.forget(session, subject)
         await self._delete_rows(session, subject)
         if subject.preview is None:
@@ -300,7 +309,7 @@ class ContainerSteps:
         if subject.project.network_ready_at is None:
             # The project network reconciler creates it and wakes this target when it is ready.
             await enqueue(session, network.QUEUE_KIND, subject.project.id)
-            return RequeueAfter(POLL_SECONDS * 5)
+            return PollAgain(NETWORK_POLL)
         return None
 
     async def start_build(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Query, Response, status
 from pydantic import BaseModel
 
 from capstan.apps import observe, schemas
@@ -22,9 +22,11 @@ from capstan.apps import service as services
 from capstan.apps.deploying import target_of
 from capstan.apps.models import Preview, Service
 from capstan.auth.principal import Caller
+from capstan.cloud.driver import Cloud
 from capstan.config import Settings
 from capstan.crypto import SecretBox
 from capstan.db import DbSession
+from capstan.deps import AppCloud, AppGitHost, AppSettings
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 
@@ -42,23 +44,35 @@ class Kind:
     metrics: type[BaseModel]
 
 
-def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
+@dataclass(frozen=True)
+class _Reader:
+    """What a live read of a target needs: the settings (its hostname) and the cloud."""
+
+    settings: Settings
+    cloud: Cloud
 
 
-def _box(request: Request) -> SecretBox:
-    return services.environment_box(_settings(request).require_secret_key())
+def _reader(settings: AppSettings, cloud: AppCloud) -> _Reader:
+    return _Reader(settings, cloud)
+
+
+Reader = Annotated[_Reader, Depends(_reader)]
+
+
+def _box(settings: Settings) -> SecretBox:
+    return services.environment_box(settings.require_secret_key())
 
 
 def make_router(spec: Kind) -> APIRouter:
     router = APIRouter(prefix=f"/api/projects/{{project_id}}/{spec.path}", tags=[spec.path])
     item = "/{service_id}"
 
-    async def render(session: DbSession, caller: Caller, service: Service, request: Request) -> Any:
+    async def render(
+        session: DbSession, caller: Caller, service: Service, settings: Settings
+    ) -> Any:
         project = await projects.get(session, caller, service.project_id)
         deployment = await services.newest_deployment(session, service.id, None)
-        url = services.url(service.name, project, _settings(request).domain, spec.kind)
+        url = services.url(service.name, project, settings.domain, spec.kind)
         return spec.out.model_validate(
             spec.describe(service, services.status_of(deployment), url if spec.has_url else None)
         )
@@ -74,7 +88,8 @@ def make_router(spec: Kind) -> APIRouter:
         body: spec.create,  # type: ignore[name-defined]
         caller: Caller,
         session: DbSession,
-        request: Request,
+        settings: AppSettings,
+        git_host: AppGitHost,
     ) -> Any:
         service = await services.create(
             session,
@@ -82,16 +97,16 @@ def make_router(spec: Kind) -> APIRouter:
             project_id,
             spec.kind,
             body.model_dump(),
-            git_host=request.app.state.git_host,
+            git_host=git_host,
         )
-        return await render(session, caller, service, request)
+        return await render(session, caller, service, settings)
 
     @router.get(item, response_model=spec.out, summary=f"A {spec.label}")
     async def get(
-        project_id: str, service_id: str, caller: Caller, session: DbSession, request: Request
+        project_id: str, service_id: str, caller: Caller, session: DbSession, settings: AppSettings
     ) -> Any:
         service = await services.get(session, caller, project_id, spec.kind, service_id)
-        return await render(session, caller, service, request)
+        return await render(session, caller, service, settings)
 
     @router.patch(
         item,
@@ -104,12 +119,12 @@ def make_router(spec: Kind) -> APIRouter:
         body: spec.update,  # type: ignore[name-defined]
         caller: Caller,
         session: DbSession,
-        request: Request,
+        settings: AppSettings,
     ) -> Any:
         service = await services.update_settings(
             session, caller, project_id, spec.kind, service_id, body.model_dump(exclude_unset=True)
         )
-        return await render(session, caller, service, request)
+        return await render(session, caller, service, settings)
 
     @router.delete(
         item,
@@ -154,10 +169,10 @@ def make_router(spec: Kind) -> APIRouter:
         summary="Environment variables",
     )
     async def get_environment(
-        project_id: str, service_id: str, caller: Caller, session: DbSession, request: Request
+        project_id: str, service_id: str, caller: Caller, session: DbSession, settings: AppSettings
     ) -> dict[str, Any]:
         variables = await services.get_environment(
-            session, caller, project_id, spec.kind, service_id, _box(request)
+            session, caller, project_id, spec.kind, service_id, _box(settings)
         )
         return {"environment": variables}
 
@@ -173,11 +188,11 @@ def make_router(spec: Kind) -> APIRouter:
         body: schemas.Environment,
         caller: Caller,
         session: DbSession,
-        request: Request,
+        settings: AppSettings,
     ) -> schemas.Deploying:
         variables = [v.model_dump() for v in body.environment]
         await services.put_environment(
-            session, caller, project_id, spec.kind, service_id, _box(request), variables
+            session, caller, project_id, spec.kind, service_id, _box(settings), variables
         )
         return schemas.Deploying()
 
@@ -191,46 +206,53 @@ def make_router(spec: Kind) -> APIRouter:
         service_id: str,
         caller: Caller,
         session: DbSession,
-        request: Request,
-        since: datetime | None = None,
+        reader: Reader,
+        since: schemas.Since | None = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> schemas.Logs:
         service = await services.get(session, caller, project_id, spec.kind, service_id)
-        return await _logs(session, caller, request, service, None, since, limit)
+        return await _logs(session, caller, reader, service, None, since, limit)
 
     @router.get(f"{item}/metrics", response_model=spec.metrics, summary="The last hour's metrics")
     async def metrics(
-        project_id: str, service_id: str, caller: Caller, session: DbSession, request: Request
+        project_id: str,
+        service_id: str,
+        caller: Caller,
+        session: DbSession,
+        reader: Reader,
     ) -> Any:
         service = await services.get(session, caller, project_id, spec.kind, service_id)
-        return await _metrics(session, caller, request, service, None)
+        return await _metrics(session, caller, reader, service, None)
 
     @router.get(f"{item}/cost", response_model=schemas.Cost, summary="Spend and run-rate")
     async def cost(
-        project_id: str, service_id: str, caller: Caller, session: DbSession, request: Request
+        project_id: str,
+        service_id: str,
+        caller: Caller,
+        session: DbSession,
+        reader: Reader,
     ) -> Any:
         service = await services.get(session, caller, project_id, spec.kind, service_id)
         project = await projects.get(session, caller, project_id)
-        settings = _settings(request)
+        settings = reader.settings
         target = target_of(service, None, project, settings.domain)
         return await observe.cost(
-            session, caller, request.app.state.cloud, settings, service, target, project.region
+            session, caller, reader.cloud, settings, service, target, project.region
         )
 
     async def _logs(
         session: DbSession,
         caller: Caller,
-        request: Request,
+        reader: _Reader,
         service: Service,
         preview: Preview | None,
         since: datetime | None,
         limit: int,
     ) -> schemas.Logs:
         project = await projects.get(session, caller, service.project_id)
-        settings = _settings(request)
-        target = target_of(service, preview, project, settings.domain)
+        target = target_of(service, preview, project, reader.settings.domain)
         lines = await observe.logs(
-            session, caller, request.app.state.cloud, settings, target, since=since, limit=limit
+            session, caller, reader.cloud, reader.settings, target, since=since, limit=limit
         )
         return schemas.Logs(
             lines=[
@@ -241,14 +263,13 @@ def make_router(spec: Kind) -> APIRouter:
     async def _metrics(
         session: DbSession,
         caller: Caller,
-        request: Request,
+        reader: _Reader,
         service: Service,
         preview: Preview | None,
     ) -> Any:
         project = await projects.get(session, caller, service.project_id)
-        settings = _settings(request)
-        target = target_of(service, preview, project, settings.domain)
-        return await observe.metrics(session, caller, request.app.state.cloud, settings, target)
+        target = target_of(service, preview, project, reader.settings.domain)
+        return await observe.metrics(session, caller, reader.cloud, reader.settings, target)
 
     previews = f"{item}/previews"
 
@@ -263,14 +284,14 @@ def make_router(spec: Kind) -> APIRouter:
         preview_id: str,
         caller: Caller,
         session: DbSession,
-        request: Request,
-        since: datetime | None = None,
+        reader: Reader,
+        since: schemas.Since | None = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> schemas.Logs:
         service, preview = await services.get_preview(
             session, caller, project_id, spec.kind, service_id, preview_id
         )
-        return await _logs(session, caller, request, service, preview, since, limit)
+        return await _logs(session, caller, reader, service, preview, since, limit)
 
     @router.get(
         f"{previews}/{{preview_id}}/metrics",
@@ -283,12 +304,12 @@ def make_router(spec: Kind) -> APIRouter:
         preview_id: str,
         caller: Caller,
         session: DbSession,
-        request: Request,
+        reader: Reader,
     ) -> Any:
         service, preview = await services.get_preview(
             session, caller, project_id, spec.kind, service_id, preview_id
         )
-        return await _metrics(session, caller, request, service, preview)
+        return await _metrics(session, caller, reader, service, preview)
 
     async def render_preview(
         session: DbSession, service: Service, preview: Preview, project: Project, domain: str
@@ -314,13 +335,13 @@ def make_router(spec: Kind) -> APIRouter:
         body: schemas.PreviewCreate,
         caller: Caller,
         session: DbSession,
-        request: Request,
+        settings: AppSettings,
     ) -> schemas.PreviewOut:
         service, preview = await services.create_preview(
-            session, caller, project_id, spec.kind, service_id, body.branch, _box(request)
+            session, caller, project_id, spec.kind, service_id, body.branch, _box(settings)
         )
         project = await projects.get(session, caller, project_id)
-        return await render_preview(session, service, preview, project, _settings(request).domain)
+        return await render_preview(session, service, preview, project, settings.domain)
 
     @router.get(
         f"{previews}/{{preview_id}}",
@@ -334,13 +355,13 @@ def make_router(spec: Kind) -> APIRouter:
         preview_id: str,
         caller: Caller,
         session: DbSession,
-        request: Request,
+        settings: AppSettings,
     ) -> schemas.PreviewOut:
         service, preview = await services.get_preview(
             session, caller, project_id, spec.kind, service_id, preview_id
         )
         project = await projects.get(session, caller, project_id)
-        return await render_preview(session, service, preview, project, _settings(request).domain)
+        return await render_preview(session, service, preview, project, settings.domain)
 
     @router.delete(
         f"{previews}/{{preview_id}}",
@@ -367,12 +388,12 @@ def make_router(spec: Kind) -> APIRouter:
         preview_id: str,
         caller: Caller,
         session: DbSession,
-        request: Request,
+        settings: AppSettings,
     ) -> dict[str, Any]:
         service, preview = await services.get_preview(
             session, caller, project_id, spec.kind, service_id, preview_id
         )
-        variables = await services.preview_environment(session, _box(request), service, preview)
+        variables = await services.preview_environment(session, _box(settings), service, preview)
         return {"environment": variables}
 
     return router

@@ -3,12 +3,21 @@ deployments."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Literal
+import re
+from datetime import UTC, datetime
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
 
-from capstan.cloud.aws.ssm import MAX_VALUE_BYTES
+from capstan.cloud.deploy import MAX_VALUE_BYTES
 from capstan.cloud.fargate import CPU_VALUES
 from capstan.schemas import Request, Response
 
@@ -65,7 +74,45 @@ PublishDir = Annotated[
 ]
 Command = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
 HealthPath = Annotated[str, Field(pattern=r"^/[\x21-\x7e]{0,1023}$", examples=["/healthz"])]
-Cpu = Annotated[int, Field(description=f"One of {', '.join(map(str, CPU_VALUES))}.")]
+Cpu = Annotated[
+    int,
+    Field(
+        description=f"One of {', '.join(map(str, CPU_VALUES))}.",
+        json_schema_extra={"enum": list(CPU_VALUES)},
+    ),
+]
+# An RFC 3339 date-time from 1970 to 2999 (CloudWatch counts milliseconds since 1970; later
+# than 2999 is a typo); a number is not a date-time, whatever pydantic's lax mode would make of it.
+_SINCE = re.compile(
+    r"^(19[7-9][0-9]|2[0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+    r"[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?"
+    r"([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _date_time_text(value: object) -> object:
+    if not isinstance(value, str) or not _SINCE.match(value):
+        raise ValueError(
+            "must be an RFC 3339 date-time from 1970 to 2999, e.g. 2026-01-31T12:00:00Z"
+        )
+    return value
+
+
+def _not_before_1970(value: datetime) -> datetime:
+    # "1970-01-01T00:00:00+01:00" is still 1969 in UTC: nothing was logged before 1970 anyway.
+    return max(value, _EPOCH)
+
+
+Since = Annotated[
+    datetime,
+    BeforeValidator(_date_time_text),
+    AfterValidator(_not_before_1970),
+    Field(
+        description="Only lines after this RFC 3339 date-time (1970 to 2999, with a zone).",
+        json_schema_extra={"pattern": _SINCE.pattern},
+    ),
+]
 Memory = Annotated[int, Field(description="MiB; must pair with cpu under Fargate's rules.")]
 
 
@@ -89,13 +136,30 @@ class WebServerCreate(_CpuCheck):
     auto_deploy: bool = False
 
 
-class WebServerUpdate(_CpuCheck):
-    branch: Branch | None = None
+class _Omittable(Request):
+    """A PATCH body whose fields may be left out but, except where the spec lets a field be
+    empty, not set to null: a null answers 400 like any other wrong type, and the published
+    schema does not offer null either."""
+
+    @field_validator("*")
+    @classmethod
+    def _given_means_set(cls, value: object, info: ValidationInfo) -> object:
+        if value is None and info.field_name not in cls._nullable:
+            raise ValueError("may be left out, not null")
+        return value
+
+    _nullable: ClassVar[frozenset[str]] = frozenset()
+
+
+class WebServerUpdate(_CpuCheck, _Omittable):
+    _nullable = frozenset({"build_command"})  # null: the container definition builds itself
+
+    branch: Branch | SkipJsonSchema[None] = None
     build_command: Command | None = None
-    health_path: HealthPath | None = None
-    cpu: Cpu | None = None
-    memory: Memory | None = None
-    auto_deploy: bool | None = None
+    health_path: HealthPath | SkipJsonSchema[None] = None
+    cpu: Cpu | SkipJsonSchema[None] = None
+    memory: Memory | SkipJsonSchema[None] = None
+    auto_deploy: bool | SkipJsonSchema[None] = None
 
 
 class WorkerCreate(_CpuCheck):
@@ -108,12 +172,12 @@ class WorkerCreate(_CpuCheck):
     auto_deploy: bool = False
 
 
-class WorkerUpdate(_CpuCheck):
-    branch: Branch | None = None
-    start_command: Command | None = None
-    cpu: Cpu | None = None
-    memory: Memory | None = None
-    auto_deploy: bool | None = None
+class WorkerUpdate(_CpuCheck, _Omittable):
+    branch: Branch | SkipJsonSchema[None] = None
+    start_command: Command | SkipJsonSchema[None] = None
+    cpu: Cpu | SkipJsonSchema[None] = None
+    memory: Memory | SkipJsonSchema[None] = None
+    auto_deploy: bool | SkipJsonSchema[None] = None
 
 
 class StaticWebsiteCreate(Request):
@@ -125,19 +189,11 @@ class StaticWebsiteCreate(Request):
     auto_deploy: bool = False
 
 
-class StaticWebsiteUpdate(Request):
-    branch: Branch | None = None
-    build_command: Command | None = None
-    publish_dir: PublishDir | None = None
-    auto_deploy: bool | None = None
-
-    @field_validator("branch", "build_command", "publish_dir", "auto_deploy")
-    @classmethod
-    def _given_means_set(cls, value: object) -> object:
-        # Omitting a field leaves it as it is; a site cannot be without any of these.
-        if value is None:
-            raise ValueError("may be left out, not null")
-        return value
+class StaticWebsiteUpdate(_Omittable):
+    branch: Branch | SkipJsonSchema[None] = None
+    build_command: Command | SkipJsonSchema[None] = None
+    publish_dir: PublishDir | SkipJsonSchema[None] = None
+    auto_deploy: bool | SkipJsonSchema[None] = None
 
 
 Status = Literal["deploying", "running", "failed"]

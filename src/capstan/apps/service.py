@@ -17,9 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import DEPLOYMENT_STATES, UNDER_WAY, Deployment, Preview, Service
 from capstan.auth.principal import Principal
-from capstan.cloud.aws import names
-from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
+from capstan.cloud.deploy import CONTAINER_PORT
 from capstan.cloud.fargate import memory_problem
+from capstan.cloud.site import SITE_BUILD_VARIABLES
 from capstan.crypto import SecretBox
 from capstan.db import flush_unique, utcnow
 from capstan.errors import BadRequest, Conflict, NotFound
@@ -27,6 +27,7 @@ from capstan.git_host.models import GitHostInstallation
 from capstan.network.service import require_cloud_account
 from capstan.projects import service as projects
 from capstan.projects.models import Project
+from capstan.projects.scoped import get_in_project
 from capstan.reconcile.queue import enqueue
 
 WEB_SERVER = "web_server"
@@ -135,18 +136,16 @@ async def require_repository(
 async def get(
     session: AsyncSession, caller: Principal, project_id: str, kind: str, service_id: str
 ) -> Service:
-    service = await session.scalar(
-        select(Service).where(
-            Service.id == service_id,
-            Service.project_id == project_id,
-            Service.kind == kind,
-            Service.organization_id == caller.organization_id,
-            Service.deleted_at.is_(None),
-        )
+    return await get_in_project(
+        session,
+        caller,
+        project_id,
+        Service,
+        service_id,
+        f"No such {kind.replace('_', ' ')}.",
+        Service.kind == kind,
+        Service.deleted_at.is_(None),
     )
-    if service is None:
-        raise NotFound(f"No such {kind.replace('_', ' ')}.")
-    return service
 
 
 async def create(
@@ -401,7 +400,7 @@ def _check_reserved(kind: str, variables: list[dict[str, str]]) -> None:
     why = (
         "set by the site's build itself; choose other names"
         if kind == STATIC_WEBSITE
-        else f"Capstan sets PORT={names.CONTAINER_PORT}; have the server listen on $PORT"
+        else f"Capstan sets PORT={CONTAINER_PORT}; have the server listen on $PORT"
     )
     raise BadRequest(
         f"{', '.join(reserved)}: {why}.",

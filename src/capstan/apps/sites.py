@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from datetime import timedelta
 
 from sqlalchemy import delete, select
@@ -29,13 +30,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.apps import service as services
 from capstan.apps.models import Deployment, SiteResources
 from capstan.apps.steps import Progress, Subject
+from capstan.cloud.builds import SiteBuildSpec
 from capstan.cloud.deploy import Build, Deployer, Target
 from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import RetryableCloudError
 from capstan.cloud.site import (
-    SiteBuildSpec,
     SiteCertificate,
-    SiteDeployer,
+    SiteDriver,
     SiteHandles,
     SiteStorage,
     bucket_name,
@@ -43,7 +44,8 @@ from capstan.cloud.site import (
 from capstan.config import Settings
 from capstan.crypto import SecretBox
 from capstan.db import utcnow
-from capstan.reconcile.worker import Done, RequeueAfter, Result
+from capstan.reconcile.timing import Poll
+from capstan.reconcile.worker import Done, PollAgain, Result
 
 log = logging.getLogger("capstan.apps.sites")
 
@@ -53,11 +55,6 @@ SITE_DEADLINE = timedelta(minutes=30)
 # A CodeBuild build runs at most 30 minutes (the project's timeout): older superseded builds are
 # done.
 _BUILD_LIFETIME = timedelta(hours=1)
-
-
-def _site(deployer: Deployer) -> SiteDeployer:
-    assert isinstance(deployer, SiteDeployer), "static websites are deployed by a SiteDeployer"
-    return deployer
 
 
 def _retired(row: SiteResources) -> list[str]:
@@ -71,13 +68,13 @@ def _retire_later(row: SiteResources, arn: str) -> None:
 
 
 class SiteSteps:
-    def __init__(
-        self, cloud: Cloud, settings: Settings, box: SecretBox, *, poll_seconds: float
-    ) -> None:
+    def __init__(self, cloud: Cloud, settings: Settings, box: SecretBox, *, poll: Poll) -> None:
         self._cloud = cloud
         self._settings = settings
         self._box = box
-        self._poll = poll_seconds
+        self._poll = poll
+        # CloudFront lets an old certificate go only once the distribution is deployed (minutes).
+        self._slow_poll = replace(poll, first=min(poll.first * 5, poll.cap))
         self.deadline = SITE_DEADLINE
         self.watch_at_once = True  # publishing starts as soon as the files are in the bucket
 
@@ -90,7 +87,7 @@ class SiteSteps:
             session.add(row)
         return row
 
-    def _storage(self, target: Target, row: SiteResources, site: SiteDeployer) -> SiteStorage:
+    def _storage(self, target: Target, row: SiteResources, site: SiteDriver) -> SiteStorage:
         assert row.origin_access_control_id is not None
         return SiteStorage(
             bucket=bucket_name(target.resource_id),
@@ -99,7 +96,7 @@ class SiteSteps:
         )
 
     async def _certificate(
-        self, site: SiteDeployer, target: Target, row: SiteResources, *, renew: bool = False
+        self, site: SiteDriver, target: Target, row: SiteResources, *, renew: bool = False
     ) -> SiteCertificate:
         """The certificate of the target's current hostname (requested if it has none; with
         `renew`, also when it failed or expired); a replaced one is retired once nothing serves
@@ -114,7 +111,7 @@ class SiteSteps:
         row.certificate_hostname = certificate.hostname
         return certificate
 
-    async def _retire_certificates(self, site: SiteDeployer, row: SiteResources) -> None:
+    async def _retire_certificates(self, site: SiteDriver, row: SiteResources) -> None:
         retired = _retired(row)
         if not retired:
             return
@@ -124,17 +121,17 @@ class SiteSteps:
                 left.append(arn)
         row.retired_certificate_arns = json.dumps(left) if left else None
 
-    async def _ensure_storage(self, site: SiteDeployer, target: Target, row: SiteResources) -> None:
+    async def _ensure_storage(self, site: SiteDriver, target: Target, row: SiteResources) -> None:
         storage = await self._cloud.run(lambda: site.ensure_site_storage(target))
         row.bucket_name = storage.bucket
         row.origin_access_control_id = storage.origin_access_control_id
 
-    async def _retire(self, site: SiteDeployer, arn: str) -> bool:
+    async def _retire(self, site: SiteDriver, arn: str) -> bool:
         return await self._cloud.run(lambda: site.retire_certificate(arn))
 
     async def _publish(
         self,
-        site: SiteDeployer,
+        site: SiteDriver,
         subject: Subject,
         target: Target,
         row: SiteResources,
@@ -160,11 +157,11 @@ class SiteSteps:
     async def prepare(
         self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
     ) -> Result | None:
-        site = _site(deployer)
+        site = deployer.site
         running = await self._recent_builds(session, subject, superseded_besides=deployment)
-        if running and not await self._cloud.run(lambda: site.stop_builds(running)):
+        if running and not await self._cloud.run(lambda: deployer.builds.stop(running)):
             # A superseded build still running would sync older files over this build's.
-            return RequeueAfter(self._poll)
+            return PollAgain(self._poll)
         target = subject.target(self._settings.domain)
         row = await self._resources(session, subject)
         if row.origin_access_control_id is None:  # made once; resyncs re-assert it
@@ -208,7 +205,6 @@ class SiteSteps:
         deployer: Deployer,
         source_token: str,
     ) -> str:
-        site = _site(deployer)
         service = subject.service
         assert deployment.commit_sha is not None
         assert service.build_command is not None and service.publish_dir is not None
@@ -228,7 +224,7 @@ class SiteSteps:
             deployment_id=deployment.id,
             environment={v["name"]: v["value"] for v in variables},
         )
-        return await self._cloud.run(lambda: site.start_site_build(spec))
+        return await self._cloud.run(lambda: deployer.builds.start_site(spec))
 
     async def built(
         self, subject: Subject, deployment: Deployment, deployer: Deployer, build: Build
@@ -238,7 +234,7 @@ class SiteSteps:
     async def watch(
         self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
     ) -> Progress:
-        site = _site(deployer)
+        site = deployer.site
         target = subject.target(self._settings.domain)
         row = await self._resources(session, subject)
         if deployment.invalidation_id is None:
@@ -290,27 +286,27 @@ class SiteSteps:
         self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
     ) -> Result:
         """Move the site to a new hostname, or re-assert its distribution, policy and record."""
-        site = _site(deployer)
+        site = deployer.site
         target = subject.target(self._settings.domain)
         row = await self._resources(session, subject)
         # The bucket's settings (private, encrypted, tagged) and the OAC, as they should be.
         await self._ensure_storage(site, target, row)
         certificate = await self._certificate(site, target, row)
         if certificate.state == "pending":
-            return RequeueAfter(self._poll)  # the new hostname's certificate validates
+            return PollAgain(self._poll)  # the new hostname's certificate validates
         if certificate.state == "failed":
             log.warning("%s: %s", target.resource_id, certificate.reason)
             return Done()
         await self._publish(site, subject, target, row, certificate)
         await self._retire_certificates(site, row)
         if _retired(row):
-            return RequeueAfter(self._poll * 5)  # the old certificate, once CloudFront lets go
+            return PollAgain(self._slow_poll)  # the old certificate, once CloudFront lets go
         return Done()
 
     async def tear_down(self, session: AsyncSession, subject: Subject, deployer: Deployer) -> bool:
-        site = _site(deployer)
+        site = deployer.site
         running = await self._recent_builds(session, subject)
-        if running and not await self._cloud.run(lambda: site.stop_builds(running)):
+        if running and not await self._cloud.run(lambda: deployer.builds.stop(running)):
             return False  # a running build would write into the bucket being removed
         target = subject.target(self._settings.domain)
         row = await session.get(SiteResources, subject.row.id)

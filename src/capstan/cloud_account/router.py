@@ -2,35 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 
 from capstan.auth.principal import Caller
-from capstan.cloud import Cloud
 from capstan.cloud_account import service
 from capstan.cloud_account.schemas import CloudAccountOut, VerificationOut, VerificationRequest
 from capstan.db import DbSession
+from capstan.deps import AppCloud, AppSettings
 from capstan.schemas import VerificationFailedBody
 
 router = APIRouter(prefix="/api/cloud_account", tags=["cloud account"])
-
-
-def _cloud(request: Request) -> Cloud:
-    cloud: Cloud = request.app.state.cloud
-    return cloud
-
-
-CloudDep = Annotated[Cloud, Depends(_cloud)]
 
 
 @router.get(
     "", response_model=CloudAccountOut, summary="The organization's cloud account connection"
 )
 async def get_cloud_account(
-    caller: Caller, session: DbSession, request: Request
+    caller: Caller, session: DbSession, settings: AppSettings
 ) -> CloudAccountOut:
-    return await service.describe(session, caller, request.app.state.settings)
+    return await service.describe(session, caller, settings)
 
 
 @router.get(
@@ -38,7 +30,7 @@ async def get_cloud_account(
     response_model=dict[str, Any],
     summary="The CloudFormation template that creates Capstan's role",
 )
-async def get_template(caller: Caller, session: DbSession, cloud: CloudDep) -> dict[str, Any]:
+async def get_template(caller: Caller, session: DbSession, cloud: AppCloud) -> dict[str, Any]:
     return await service.template(session, caller, cloud)
 
 
@@ -54,6 +46,6 @@ async def get_template(caller: Caller, session: DbSession, cloud: CloudDep) -> d
     },
 )
 async def verify_cloud_account(
-    body: VerificationRequest, caller: Caller, session: DbSession, cloud: CloudDep
+    body: VerificationRequest, caller: Caller, session: DbSession, cloud: AppCloud
 ) -> VerificationOut:
     return await service.verify(session, caller, body, cloud)

@@ -8,11 +8,12 @@ certificate request) wraps its call in `cloud_answers`, so a cloud failure is on
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TypeVar
 
-from capstan.cloud.aws.session import AwsSession
+from capstan.cloud import AwsSession
 from capstan.cloud.credentials import RoleRef
 from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
@@ -20,6 +21,7 @@ from capstan.cloud_account.models import CloudAccount
 from capstan.errors import ApiError
 
 D = TypeVar("D")
+log = logging.getLogger(__name__)
 
 
 @asynccontextmanager
@@ -46,13 +48,15 @@ class CloudUnavailable(ApiError):
 
 @contextmanager
 def cloud_answers(what: str = "The cloud did not answer") -> Iterator[None]:
-    """Turn a cloud failure inside the block into 502 `cloud_unavailable` ("<what>: <reason>"),
-    with `Retry-After` when the failure is a passing one."""
+    """Turn a cloud failure inside the block into 502 `cloud_unavailable` ("<what> (<code>)."),
+    with `Retry-After` when the failure is a passing one. The cloud's own words (which may quote
+    parameters, ARNs or account ids) go to the log, never into the body."""
     try:
         yield
     except CloudError as error:
+        log.warning("%s: %s (%s)", what, error.message, error.code)
         retry = {"Retry-After": "5"} if isinstance(error, RetryableCloudError) else None
-        raise CloudUnavailable(f"{what}: {error.message}", headers=retry) from error
+        raise CloudUnavailable(f"{what} ({error.code}).", headers=retry) from error
 
 
 @asynccontextmanager

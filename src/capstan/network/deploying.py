@@ -1,13 +1,14 @@
-"""The network's driver, opened for a project: the organization's role, the project's region,
-and what this process already knows of the project's network (keyed by when it was made)."""
+"""The network's driver (`NetworkDriver`), opened for a project: the organization's role, the
+project's region, and what this process already knows of the project's network (keyed by when
+it was made)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from capstan.cloud.aws.session import AwsSession
-from capstan.cloud.deploy import Deployer
+from capstan.cloud import AwsSession
+from capstan.cloud.network import NetworkDriver
 from capstan.cloud_account.models import CloudAccount
 from capstan.cloud_account.session import customer_driver
 from capstan.projects.models import Project
@@ -17,19 +18,13 @@ from capstan.registry import Runtime
 @asynccontextmanager
 async def deployer_for(
     runtime: Runtime, account: CloudAccount | None, project: Project
-) -> AsyncIterator[Deployer]:
+) -> AsyncIterator[NetworkDriver]:
     ready_at = project.network_ready_at
     version = ready_at.isoformat() if ready_at is not None else None
     cloud = runtime.cloud
 
-    def make(customer: AwsSession) -> Deployer:
-        return Deployer(
-            customer,
-            cloud.operator,
-            domain=runtime.settings.domain,
-            cache=runtime.project_cache,
-            network_version=version,
-        )
+    def make(customer: AwsSession) -> NetworkDriver:
+        return NetworkDriver(customer, cache=runtime.project_cache, network_version=version)
 
     async with customer_driver(cloud, account, project.region, make) as deployer:
         yield deployer

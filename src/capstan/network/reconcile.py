@@ -15,6 +15,8 @@ what waited for it.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,17 +26,20 @@ from capstan.db import utcnow
 from capstan.network.deploying import deployer_for
 from capstan.network.service import QUEUE_KIND
 from capstan.projects.models import Project
-from capstan.reconcile.worker import Done, RequeueAfter, Result
+from capstan.reconcile.timing import Poll
+from capstan.reconcile.worker import Done, PollAgain, Result
 from capstan.registry import Runtime
 
-POLL_SECONDS = 1.0
+# Removing a network waits on AWS (load balancer, NAT, VPC endpoints going away: minutes).
+POLL = Poll(first=timedelta(seconds=0.5), factor=1.5, cap=timedelta(seconds=60))
 
 
 class ProjectNetworkReconciler:
     kind = QUEUE_KIND
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, *, poll: Poll = POLL) -> None:
         self._runtime = runtime
+        self._poll = poll
         self._sessionmaker = runtime.sessionmaker
         self._cloud = runtime.cloud
 
@@ -75,6 +80,6 @@ class ProjectNetworkReconciler:
                     project.network_ready_at = None
                     result = Done()
                 else:
-                    result = RequeueAfter(POLL_SECONDS)
+                    result = PollAgain(self._poll)
             await session.commit()
             return result

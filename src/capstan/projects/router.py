@@ -1,9 +1,10 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response, status
+from fastapi import APIRouter, Response, status
 
 from capstan.auth.principal import Caller
 from capstan.db import DbSession
+from capstan.deps import AppKinds, AppSettings
 from capstan.projects import service
 from capstan.projects.schemas import ProjectCreate, ProjectListItem, ProjectOut, ProjectUpdate
 
@@ -30,11 +31,9 @@ async def list_projects(caller: Caller, session: DbSession) -> list[ProjectListI
     summary="Create a project",
 )
 async def create_project(
-    body: ProjectCreate, caller: Caller, session: DbSession, request: Request
+    body: ProjectCreate, caller: Caller, session: DbSession, settings: AppSettings
 ) -> ProjectOut:
-    project = await service.create(
-        session, caller, body, default_region=request.app.state.settings.default_region
-    )
+    project = await service.create(session, caller, body, default_region=settings.default_region)
     return ProjectOut.model_validate(project)
 
 
@@ -55,9 +54,8 @@ async def get_project(project_id: str, caller: Caller, session: DbSession) -> Pr
     summary="Rename a project or change its git settings",
 )
 async def update_project(
-    project_id: str, body: ProjectUpdate, caller: Caller, session: DbSession, request: Request
+    project_id: str, body: ProjectUpdate, caller: Caller, session: DbSession, kinds: AppKinds
 ) -> ProjectOut:
-    kinds = request.app.state.kinds
     return ProjectOut.model_validate(
         await service.update(session, caller, project_id, body, kinds=kinds)
     )
@@ -70,7 +68,7 @@ async def update_project(
     summary="Delete an empty project",
 )
 async def delete_project(
-    project_id: str, caller: Caller, session: DbSession, request: Request
+    project_id: str, caller: Caller, session: DbSession, kinds: AppKinds
 ) -> Response:
-    await service.delete(session, caller, project_id, kinds=request.app.state.kinds)
+    await service.delete(session, caller, project_id, kinds=kinds)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -16,7 +16,8 @@ class QueueItem(Base):
     `version` is bumped by every enqueue: a worker that finishes a pass removes the row only if
     nobody enqueued the resource again meanwhile, so a change made during a pass is never lost.
     A lease (`lease_owner`, `lease_expires_at`) marks the row as being worked on; an expired lease
-    is free for any worker to take over.
+    is free for any worker to take over. `attempts` counts failed passes in a row (their backoff),
+    `polls` the passes in a row that found the cloud still at work (their `Poll` wait).
     """
 
     __tablename__ = "reconcile_queue"
@@ -27,6 +28,8 @@ class QueueItem(Base):
     due_at: Mapped[datetime]
     version: Mapped[int] = mapped_column(Integer, default=1)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # Looks in a row that found the resource's cloud operation still under way (see `Poll`).
+    polls: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     lease_owner: Mapped[str | None] = mapped_column(String(100))
     lease_expires_at: Mapped[datetime | None]
     last_error: Mapped[str | None] = mapped_column(Text)
@@ -46,5 +49,5 @@ class ReconcilePass(Base):
     owner: Mapped[str] = mapped_column(String(100))
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime]
-    outcome: Mapped[str] = mapped_column(String(20))  # done | requeue | error | lost
+    outcome: Mapped[str] = mapped_column(String(20))  # done | requeue | error | dead | lost
     error: Mapped[str | None] = mapped_column(Text)

@@ -17,11 +17,14 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capstan.db import utcnow
 from capstan.reconcile.models import QueueItem, ReconcilePass
+from capstan.reconcile.timing import Clock, Poll, utc_now
 
 BACKOFF_BASE_SECONDS = 2.0
 BACKOFF_MAX_SECONDS = 300.0
+# Failed passes in a row after which a resource is dead: no more passes until something about it
+# changes (an enqueue that is not a resync). With the backoff above, about an hour of failing.
+MAX_ATTEMPTS = 20
 
 
 @dataclass(frozen=True)
@@ -30,29 +33,49 @@ class Claim:
     resource_id: str
     version: int
     attempts: int
+    polls: int = 0
 
 
 async def enqueue(
-    session: AsyncSession, kind: str, resource_id: str, *, due_at: datetime | None = None
+    session: AsyncSession,
+    kind: str,
+    resource_id: str,
+    *,
+    due_at: datetime | None = None,
+    changed: bool = True,
+    clock: Clock = utc_now,
 ) -> None:
     """Ask for a pass over a resource no later than `due_at` (now by default).
 
     Written in the caller's transaction, so the change that needs the pass and the request for it
-    commit together or not at all.
+    commit together or not at all. Something changed, so a poll under way starts again from its
+    first, short wait and a dead row (`MAX_ATTEMPTS` failures in a row) is tried again — unless
+    `changed` is off (a resync, which changed nothing and so revives nothing).
     """
-    due = due_at or utcnow()
+    now = clock()
+    due = due_at or now
     insert = pg_insert if _dialect(session) == "postgresql" else sqlite_insert
     table = QueueItem.__table__
     statement = insert(QueueItem).values(
-        kind=kind, resource_id=resource_id, due_at=due, version=1, attempts=0, created_at=utcnow()
+        kind=kind,
+        resource_id=resource_id,
+        due_at=due,
+        version=1,
+        attempts=0,
+        polls=0,
+        created_at=now,
     )
+    changes: dict[str, object] = {
+        "version": table.c.version + 1,
+        # An earlier due time wins; a pass asked for now must not wait for a backoff.
+        "due_at": _earliest(table.c.due_at, due),
+    }
+    if changed:
+        # Something changed: a poll starts from its first wait, and a dead row lives again.
+        changes["polls"] = 0
+        changes["attempts"] = 0
     statement = statement.on_conflict_do_update(
-        index_elements=[table.c.kind, table.c.resource_id],
-        set_={
-            "version": table.c.version + 1,
-            # An earlier due time wins; a pass asked for now must not wait for a backoff.
-            "due_at": _earliest(table.c.due_at, due),
-        },
+        index_elements=[table.c.kind, table.c.resource_id], set_=changes
     )
     await session.execute(statement)
 
@@ -66,14 +89,25 @@ def _earliest(column: ColumnElement[datetime], due: datetime) -> ColumnElement[d
 
 
 async def claim(
-    session: AsyncSession, *, owner: str, kinds: list[str], limit: int, lease_seconds: float
+    session: AsyncSession,
+    *,
+    owner: str,
+    kinds: list[str],
+    limit: int,
+    lease_seconds: float,
+    clock: Clock = utc_now,
 ) -> list[Claim]:
     """Lease up to `limit` due, unheld rows of `kinds` to `owner`. Commits."""
-    now = utcnow()
+    now = clock()
     free = or_(QueueItem.lease_expires_at.is_(None), QueueItem.lease_expires_at < now)
     query = (
         select(QueueItem.kind, QueueItem.resource_id)
-        .where(QueueItem.due_at <= now, QueueItem.kind.in_(kinds), free)
+        .where(
+            QueueItem.due_at <= now,
+            QueueItem.kind.in_(kinds),
+            QueueItem.attempts < MAX_ATTEMPTS,
+            free,
+        )
         .order_by(QueueItem.due_at)
         .limit(limit)
     )
@@ -87,17 +121,22 @@ async def claim(
             update(QueueItem)
             .where(QueueItem.kind == kind, QueueItem.resource_id == resource_id, free)
             .values(lease_owner=owner, lease_expires_at=expires)
-            .returning(QueueItem.version, QueueItem.attempts)
+            .returning(QueueItem.version, QueueItem.attempts, QueueItem.polls)
         )
         row = result.one_or_none()
         if row is not None:
-            claims.append(Claim(kind, resource_id, row.version, row.attempts))
+            claims.append(Claim(kind, resource_id, row.version, row.attempts, row.polls))
     await session.commit()
     return claims
 
 
 async def heartbeat(
-    session: AsyncSession, *, owner: str, claims: list[Claim], lease_seconds: float
+    session: AsyncSession,
+    *,
+    owner: str,
+    claims: list[Claim],
+    lease_seconds: float,
+    clock: Clock = utc_now,
 ) -> int:
     """Extend the leases `owner` still holds; answers how many it still holds. Commits."""
     if not claims:
@@ -106,7 +145,7 @@ async def heartbeat(
     result = await session.execute(
         update(QueueItem)
         .where(or_(*keys), QueueItem.lease_owner == owner)
-        .values(lease_expires_at=utcnow() + timedelta(seconds=lease_seconds))
+        .values(lease_expires_at=clock() + timedelta(seconds=lease_seconds))
     )
     await session.commit()
     return int(result.rowcount)  # type: ignore[attr-defined]
@@ -124,20 +163,24 @@ async def finish(
     *,
     owner: str,
     requeue_after: float | None = None,
+    poll: Poll | None = None,
     error: str | None = None,
     started_at: datetime | None = None,
+    clock: Clock = utc_now,
 ) -> None:
     """Record the outcome of a pass and release the lease. Commits.
 
-    Done (neither `requeue_after` nor `error`): the row goes away — unless the resource was
-    enqueued again during the pass, in which case it is due again at once.
+    Done (none of `requeue_after`, `poll`, `error`): the row goes away — unless the resource was
+    enqueued again during the pass, in which case it is due again at once. `poll`: the operation
+    is still under way; the row is due after the poll's wait for the looks made so far, and counts
+    one more. `requeue_after`: due after that wait, and a later poll starts from its first wait.
     """
     mine = and_(
         QueueItem.kind == claim.kind,
         QueueItem.resource_id == claim.resource_id,
         QueueItem.lease_owner == owner,
     )
-    now = utcnow()
+    now = clock()
     held = await session.scalar(select(QueueItem.version).where(mine))
     session.add(
         ReconcilePass(
@@ -149,52 +192,45 @@ async def finish(
             outcome=(
                 "lost"
                 if held is None
-                else "error"
+                else ("dead" if claim.attempts + 1 >= MAX_ATTEMPTS else "error")
                 if error is not None
                 else "requeue"
-                if requeue_after is not None
+                if requeue_after is not None or poll is not None
                 else "done"
             ),
             error=error[:4000] if error else None,
         )
     )
-    if error is not None:
-        attempts = claim.attempts + 1
-        await session.execute(
-            update(QueueItem)
-            .where(mine)
-            .values(
-                attempts=attempts,
-                last_error=error[:4000],
-                due_at=_earliest_if_changed(
-                    claim, now + timedelta(seconds=backoff_seconds(attempts)), now
-                ),
-                lease_owner=None,
-                lease_expires_at=None,
-            )
-        )
-    elif requeue_after is not None:
-        await session.execute(
-            update(QueueItem)
-            .where(mine)
-            .values(
-                attempts=0,
-                last_error=None,
-                due_at=_earliest_if_changed(claim, now + timedelta(seconds=requeue_after), now),
-                lease_owner=None,
-                lease_expires_at=None,
-            )
-        )
-    else:
+    if error is None and requeue_after is None and poll is None:
         removed = await session.execute(
             delete(QueueItem).where(mine, QueueItem.version == claim.version)
         )
-        if not removed.rowcount:  # type: ignore[attr-defined]
-            await session.execute(
-                update(QueueItem)
-                .where(mine)
-                .values(attempts=0, last_error=None, lease_owner=None, lease_expires_at=None)
+        if removed.rowcount:  # type: ignore[attr-defined]
+            await session.commit()
+            return
+        # Enqueued again during the pass: due now (its due time was kept), counts restarted.
+        changes: dict[str, object] = {"attempts": 0, "polls": 0, "last_error": None}
+    elif error is not None:
+        attempts = claim.attempts + 1
+        wait = timedelta(seconds=backoff_seconds(attempts))
+        changes = {"attempts": attempts, "last_error": error[:4000]}
+        changes["due_at"] = _earliest_if_changed(claim, now + wait, now)
+    else:
+        looks: object
+        if poll is not None:
+            wait = poll.delay(claim.polls)
+            # An enqueue during the pass set the count as it should be; leave it.
+            looks = case(
+                (QueueItem.version != claim.version, QueueItem.polls), else_=claim.polls + 1
             )
+        else:
+            assert requeue_after is not None
+            wait, looks = timedelta(seconds=requeue_after), 0
+        changes = {"attempts": 0, "polls": looks, "last_error": None}
+        changes["due_at"] = _earliest_if_changed(claim, now + wait, now)
+    await session.execute(
+        update(QueueItem).where(mine).values(lease_owner=None, lease_expires_at=None, **changes)
+    )
     await session.commit()
 
 
@@ -203,9 +239,11 @@ def _earliest_if_changed(claim: Claim, later: datetime, now: datetime) -> Column
     return case((QueueItem.version != claim.version, now), else_=later)
 
 
-async def prune_passes(session: AsyncSession, *, older_than: timedelta) -> None:
+async def prune_passes(
+    session: AsyncSession, *, older_than: timedelta, clock: Clock = utc_now
+) -> None:
     """Forget pass records older than `older_than`. Commits."""
     await session.execute(
-        delete(ReconcilePass).where(ReconcilePass.finished_at < utcnow() - older_than)
+        delete(ReconcilePass).where(ReconcilePass.finished_at < clock() - older_than)
     )
     await session.commit()

@@ -2,11 +2,16 @@
 
 A reconciler is level-triggered and idempotent: `reconcile(resource_id)` looks at the desired
 state and the cloud, takes the next step, and answers `Done()` (converged: nothing more until the
-resource changes) or `RequeueAfter(seconds)` (long work under way: look again later). An exception
-is a failed pass: retried with exponential backoff and jitter. A heartbeat keeps the leases of
+resource changes), `PollAgain(poll)` (a cloud operation is still under way: look again after the
+kind's poll wait, which grows with every look that finds it unfinished) or `RequeueAfter(seconds)`
+(look again after exactly that long, e.g. right after starting an operation). An exception
+is a failed pass: retried with exponential backoff and jitter, at most `queue.MAX_ATTEMPTS` times
+in a row; then the row is dead (logged as an error, its last error kept on the row and its last
+pass recorded as `dead`) until the resource changes. A heartbeat keeps the leases of
 passes under way alive; a worker that dies simply stops extending them, and another worker takes
 the rows over once they expire. A periodic resync enqueues every live resource, so status and
-drift are refreshed even when nothing changed.
+drift are refreshed even when nothing changed. All of it reads time from the `clock` it is
+given, so tests move time instead of sleeping.
 """
 
 from __future__ import annotations
@@ -23,9 +28,9 @@ from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from capstan.db import utcnow
 from capstan.reconcile import queue
 from capstan.reconcile.queue import Claim
+from capstan.reconcile.timing import Clock, Poll, utc_now
 
 log = logging.getLogger("capstan.reconcile")
 PASS_HISTORY = timedelta(days=7)
@@ -43,7 +48,15 @@ class RequeueAfter:
     seconds: float
 
 
-Result = Done | RequeueAfter
+@dataclass(frozen=True)
+class PollAgain:
+    """The cloud operation this pass looked at is still under way: look again after `poll`'s wait
+    for the looks made so far (the count restarts with any other outcome or an enqueue)."""
+
+    poll: Poll
+
+
+Result = Done | RequeueAfter | PollAgain
 
 
 class Reconciler(Protocol):
@@ -74,8 +87,10 @@ class Worker:
         settings: WorkerSettings | None = None,
         *,
         owner: str | None = None,
+        clock: Clock = utc_now,
     ) -> None:
         self._sessionmaker = sessionmaker
+        self._clock = clock
         self._reconcilers = {r.kind: r for r in reconcilers}
         self.settings = settings or WorkerSettings()
         self.owner = owner or worker_name()
@@ -123,10 +138,13 @@ class Worker:
 
     async def resync(self) -> None:
         async with self._sessionmaker() as session:
-            await queue.prune_passes(session, older_than=PASS_HISTORY)
+            await queue.prune_passes(session, older_than=PASS_HISTORY, clock=self._clock)
             for kind, reconciler in self._reconcilers.items():
                 for resource_id in await reconciler.live_ids(session):
-                    await queue.enqueue(session, kind, resource_id)
+                    # Nothing changed: an operation being polled keeps its longer waits.
+                    await queue.enqueue(
+                        session, kind, resource_id, changed=False, clock=self._clock
+                    )
             await session.commit()
 
     async def _claim(self, limit: int) -> list[Claim]:
@@ -138,6 +156,7 @@ class Worker:
                     kinds=list(self._reconcilers),
                     limit=limit,
                     lease_seconds=self.settings.lease_seconds,
+                    clock=self._clock,
                 )
         except Exception:
             log.exception("claiming work failed; retrying at the next poll")
@@ -148,19 +167,26 @@ class Worker:
 
     async def _process(self, claim: Claim) -> None:
         reconciler = self._reconcilers[claim.kind]
-        started_at = utcnow()
+        started_at = self._clock()
         requeue_after: float | None = None
+        poll: Poll | None = None
         error: str | None = None
         try:
             result = await reconciler.reconcile(claim.resource_id)
             if isinstance(result, RequeueAfter):
                 requeue_after = result.seconds
+            elif isinstance(result, PollAgain):
+                poll = result.poll
         except Exception as failure:
-            log.warning(
-                "reconcile %s %s failed (attempt %d): %s",
+            attempt = claim.attempts + 1
+            log.log(
+                logging.ERROR if attempt >= queue.MAX_ATTEMPTS else logging.WARNING,
+                "reconcile %s %s failed (attempt %d of %d)%s: %s",
                 claim.kind,
                 claim.resource_id,
-                claim.attempts + 1,
+                attempt,
+                queue.MAX_ATTEMPTS,
+                "; it is dead until it changes" if attempt >= queue.MAX_ATTEMPTS else "",
                 failure,
                 exc_info=True,
             )
@@ -173,15 +199,21 @@ class Worker:
                 claim,
                 owner=self.owner,
                 requeue_after=requeue_after,
+                poll=poll,
                 error=error,
                 started_at=started_at,
+                clock=self._clock,
             )
 
     async def _heartbeat(self) -> None:
         claims = list(self._in_flight.values())
         async with self._sessionmaker() as session:
             held = await queue.heartbeat(
-                session, owner=self.owner, claims=claims, lease_seconds=self.settings.lease_seconds
+                session,
+                owner=self.owner,
+                claims=claims,
+                lease_seconds=self.settings.lease_seconds,
+                clock=self._clock,
             )
         if held < len(claims):
             log.warning("lost %d of %d leases to other workers", len(claims) - held, len(claims))

@@ -21,219 +21,47 @@ import string
 import tempfile
 import threading
 from collections import deque
-from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from dataclasses import asdict, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from capstan.sandbox.git_host.records import (
+    APP_PERMISSIONS,
+    BROKEN_BRANCH,
+    CODE_LIFETIME,
+    FIRST_INSTALLATION_ID,
+    NO_COMMIT,
+    PERMISSION_LEVELS,
+    SAMPLES_OWNER,
+    SANDBOX_USER,
+    TOKEN_LIFETIME,
+    USER_TOKEN_LIFETIME,
+    InjectedFailure,
+    IssuedCode,
+    IssuedToken,
+    IssuedUserToken,
+    Pushed,
+    RepositoryError,
+    SandboxInstallation,
+    SandboxRepository,
+    account_id,
+    commit_sha,
+    iso,
+    utcnow,
+)
+from capstan.sandbox.git_host.samples import (
+    SITE_PUBLISH_DIR,
+    SITE_SAMPLE,
+    build_file,
+    sample_repositories,
+)
 
 log = logging.getLogger("capstan.sandbox.git_host")
 
 STATE_FILE = "sandbox_git_host.json"
 FORMAT_VERSION = 1
-FIRST_INSTALLATION_ID = 40_000_001
-TOKEN_LIFETIME = timedelta(hours=1)
-# GitHub's OAuth codes live ten minutes; its expiring user access tokens eight hours.
-CODE_LIFETIME = timedelta(minutes=10)
-USER_TOKEN_LIFETIME = timedelta(hours=8)
-# The sandbox user a browser on the install page is signed in as, unless it says otherwise.
-SANDBOX_USER = "sandbox-user"
-# What the sandbox app may be granted; a token asks for these or fewer.
-APP_PERMISSIONS: dict[str, str] = {"contents": "read", "metadata": "read"}
-PERMISSION_LEVELS = {"read": 1, "write": 2, "admin": 3}
-SAMPLES_OWNER = "capstan-samples"
-BROKEN_BRANCH = "broken-build"
 _TOKEN_ALPHABET = string.ascii_letters + string.digits
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def commit_sha(full_name: str, branch: str, number: int) -> str:
-    """A deterministic 40-hex commit id: the `number`th commit on `branch` of `full_name`."""
-    return hashlib.sha1(f"{full_name}\0{branch}\0{number}".encode()).hexdigest()  # noqa: S324
-
-
-@dataclass
-class SandboxRepository:
-    id: int
-    owner: str
-    name: str
-    private: bool
-    default_branch: str
-    description: str
-    # Branch name -> head commit sha. Later features push commits and delete branches here.
-    branches: dict[str, str] = field(default_factory=dict)
-    # Every commit sha -> the branch it was made on (what a build of that commit checks out).
-    commits: dict[str, str] = field(default_factory=dict)
-    # GitHub's "Only select repositories": the installations that may read it; None: all of them.
-    installation_ids: list[int] | None = None
-    # Commits pushed with a change that breaks the build (their `capstan-sandbox.json` says so).
-    broken_commits: list[str] = field(default_factory=list)
-
-    def breaks_build(self, ref: str) -> bool:
-        """Whether a build of `ref` (a commit sha or a branch name) fails."""
-        branch = self.branch_of(ref)
-        sha = ref if ref in self.commits else self.branches.get(ref)
-        return branch == BROKEN_BRANCH or sha in self.broken_commits
-
-    def visible_to(self, installation_id: int) -> bool:
-        return self.installation_ids is None or installation_id in self.installation_ids
-
-    def branch_of(self, ref: str) -> str | None:
-        """The branch a ref (a branch name or a commit sha) stands for."""
-        if ref in self.branches:
-            return ref
-        heads = {sha: name for name, sha in self.branches.items()}
-        return self.commits.get(ref) or heads.get(ref)
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.owner}/{self.name}"
-
-
-@dataclass
-class SandboxInstallation:
-    id: int
-    account_login: str
-    account_type: str
-    account_id: int
-    created_at: datetime
-    # The login of the sandbox user who installed the app (an owner of the account).
-    installed_by: str
-    # Set while the installation is suspended: it reads nothing and receives no webhooks.
-    suspended_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class IssuedToken:
-    installation_id: int
-    expires_at: datetime
-    permissions: dict[str, str]
-    # None: every repository of the installation.
-    repository_ids: tuple[int, ...] | None
-
-
-@dataclass(frozen=True)
-class IssuedCode:
-    """A one-time OAuth code from the install page, for one user and one OAuth client."""
-
-    user_login: str
-    client_id: str
-    expires_at: datetime
-
-
-@dataclass(frozen=True)
-class IssuedUserToken:
-    user_login: str
-    client_id: str
-    expires_at: datetime
-
-
-@dataclass(frozen=True)
-class Pushed:
-    """A commit pushed to a branch: what the `push` webhook reports."""
-
-    repository: SandboxRepository  # a copy, as it was right after the push
-    branch: str
-    before: str  # all zeros when the push created the branch
-    after: str
-    created: bool
-
-
-NO_COMMIT = "0" * 40
-
-
-class RepositoryError(Exception):
-    """A change to a repository that GitHub would refuse (422), with GitHub's message."""
-
-
-@dataclass(frozen=True)
-class InjectedFailure:
-    """How the next API call misbehaves: answer late, and/or answer `status`.
-
-    `path` limits it to calls whose path under `/sandbox/git_host` starts with it, e.g.
-    `/api/app/installations` or `/login/oauth/access_token`; None: the next call, whatever it is.
-    """
-
-    status: int | None
-    retry_after: int | None = None
-    delay_seconds: float = 0.0
-    path: str | None = None
-
-
-def sample_repositories() -> list[SandboxRepository]:
-    """A web app, a worker and a static site, each with `main`, `feature-x` and `broken-build`
-    (whose builds fail)."""
-    samples = [
-        (701_000_001, "hello-web", True, "A small HTTP service: the web server sample."),
-        (701_000_002, "hello-worker", True, "A background job loop: the worker sample."),
-        (701_000_003, "hello-static", False, "A static site built with npm: the static sample."),
-    ]
-    repositories = []
-    for repo_id, name, private, description in samples:
-        full_name = f"{SAMPLES_OWNER}/{name}"
-        repositories.append(
-            SandboxRepository(
-                id=repo_id,
-                owner=SAMPLES_OWNER,
-                name=name,
-                private=private,
-                default_branch="main",
-                description=description,
-                branches={
-                    branch: commit_sha(full_name, branch, 1)
-                    for branch in ("main", "feature-x", BROKEN_BRANCH)
-                },
-            )
-        )
-    return repositories
-
-
-# The static site sample: what its build leaves in `dist` (the sandbox's build runner writes these
-# files to the site's bucket). `${NAME}` is the value of a build-time variable, as a bundler
-# inlines `PUBLIC_*` variables; a variable the build did not get stays as written.
-SITE_SAMPLE = "hello-static"
-SITE_PUBLISH_DIR = "dist"
-
-
-def build_file(repository: SandboxRepository, branch: str) -> dict[str, Any]:
-    """The `capstan-sandbox.json` of a sample at `branch` (not `broken-build`): how its build
-    goes; the static site sample also declares its publish directory and files."""
-    if repository.owner != SAMPLES_OWNER or repository.name != SITE_SAMPLE:
-        return {"build": "succeed"}
-    page = (
-        '<!doctype html>\n<html><head><meta charset="utf-8"><title>{title}</title>'
-        '<link rel="stylesheet" href="/assets/site.css"></head>\n'
-        "<body><h1>{title}</h1>\n<p>{body}</p>\n"
-        "<p>Built from ${{SOURCE_REPO}}@${{SOURCE_COMMIT}}, branch {branch}.</p>\n"
-        '<p id="greeting">${{PUBLIC_GREETING}}</p></body></html>\n'
-    )
-    return {
-        "build": "succeed",
-        "build_command": "npm ci && npm run build",
-        "publish_dir": SITE_PUBLISH_DIR,
-        "files": {
-            "index.html": page.format(
-                title="hello-static", body="A static site served by CloudFront.", branch=branch
-            ),
-            "about/index.html": page.format(
-                title="About", body="Built by CodeBuild, stored in S3.", branch=branch
-            ),
-            "assets/site.css": "body { font-family: system-ui, sans-serif; margin: 3rem; }\n",
-        },
-    }
-
-
-def account_id(login: str) -> int:
-    """A stable numeric id for an account login, as GitHub gives every account one."""
-    digest = hashlib.sha256(login.lower().encode()).digest()
-    return 10_000_000 + int.from_bytes(digest[:4], "big") % 90_000_000
-
-
-def iso(moment: datetime) -> str:
-    """GitHub's timestamp format: `2024-05-01T12:00:00Z`."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _hash(secret: str) -> str:
@@ -600,3 +428,35 @@ def _copy(repository: SandboxRepository) -> SandboxRepository:
             None if repository.installation_ids is None else list(repository.installation_ids)
         ),
     )
+
+
+__all__ = [
+    "APP_PERMISSIONS",
+    "BROKEN_BRANCH",
+    "CODE_LIFETIME",
+    "FIRST_INSTALLATION_ID",
+    "NO_COMMIT",
+    "PERMISSION_LEVELS",
+    "SAMPLES_OWNER",
+    "SANDBOX_USER",
+    "SITE_PUBLISH_DIR",
+    "SITE_SAMPLE",
+    "STATE_FILE",
+    "TOKEN_LIFETIME",
+    "USER_TOKEN_LIFETIME",
+    "InjectedFailure",
+    "IssuedCode",
+    "IssuedToken",
+    "IssuedUserToken",
+    "Pushed",
+    "RepositoryError",
+    "SandboxInstallation",
+    "SandboxRepository",
+    "SandboxStore",
+    "account_id",
+    "build_file",
+    "commit_sha",
+    "iso",
+    "sample_repositories",
+    "utcnow",
+]

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from capstan.git_host.webhooks import signature_header
-from capstan.sandbox.git_host.store import SANDBOX_USER, Pushed, iso
+from capstan.sandbox.git_host.records import SANDBOX_USER, Pushed, iso
 
 if TYPE_CHECKING:
     from capstan.sandbox.git_host.host import SandboxGitHost
-    from capstan.sandbox.git_host.store import SandboxInstallation, SandboxRepository
+    from capstan.sandbox.git_host.records import SandboxInstallation, SandboxRepository
 
 HOOK_ID = 4_400_001
 USER_AGENT = "GitHub-Hookshot/sandbox"

@@ -1,0 +1,43 @@
+"""What a route gets from the running app, as typed dependencies.
+
+`create_app` keeps the process's long-lived parts in `app.state` (settings, the cloud, the git
+host client, the kinds); routes name what they need (`settings: AppSettings`, `cloud: AppCloud`)
+and never read `app.state` themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from capstan.cloud.driver import Cloud
+from capstan.config import Settings
+from capstan.git_host.client import GitHubAppClient
+from capstan.registry import ResourceKind
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def _cloud(request: Request) -> Cloud:
+    cloud: Cloud = request.app.state.cloud
+    return cloud
+
+
+def _git_host(request: Request) -> GitHubAppClient:
+    client: GitHubAppClient = request.app.state.git_host
+    return client
+
+
+def _kinds(request: Request) -> tuple[ResourceKind, ...]:
+    kinds: tuple[ResourceKind, ...] = request.app.state.kinds
+    return kinds
+
+
+AppSettings = Annotated[Settings, Depends(_settings)]
+AppCloud = Annotated[Cloud, Depends(_cloud)]
+AppGitHost = Annotated[GitHubAppClient, Depends(_git_host)]
+AppKinds = Annotated[tuple[ResourceKind, ...], Depends(_kinds)]

@@ -1,0 +1,70 @@
+"""What the reconcile engine's tests share: a database of the test server to run against, a
+reconciler that records its passes, and queue look-ups."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from capstan.db import make_engine, make_sessionmaker
+from capstan.reconcile import queue
+from capstan.reconcile.models import QueueItem
+from capstan.reconcile.worker import Done, Result
+from tests.harness import RunningServer
+from tests.reconcile.clock import FakeClock
+
+T = TypeVar("T")
+Sessions = async_sessionmaker[AsyncSession]
+
+
+def run(server: RunningServer, work: Callable[[Sessions], Awaitable[T]]) -> T:
+    async def main() -> T:
+        settings = server.settings
+        engine = make_engine(settings.sqlalchemy_url, schema=settings.database_schema)
+        try:
+            return await work(make_sessionmaker(engine))
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(main())
+
+
+class Recorder:
+    """A reconciler that records its passes and answers what each test scripts."""
+
+    def __init__(self, outcome: Callable[[str, int], Awaitable[Result]] | None = None) -> None:
+        self.kind = f"test-{secrets.token_hex(4)}"
+        self.passes: list[str] = []
+        self.live: list[str] = []
+        self._outcome = outcome
+
+    async def reconcile(self, resource_id: str) -> Result:
+        self.passes.append(resource_id)
+        if self._outcome is None:
+            return Done()
+        return await self._outcome(resource_id, self.passes.count(resource_id))
+
+    async def live_ids(self, session: AsyncSession) -> list[str]:
+        return list(self.live)
+
+
+async def enqueue_ids(
+    sessions: Sessions, kind: str, *ids: str, clock: FakeClock | None = None
+) -> None:
+    async with sessions() as session:
+        for resource_id in ids:
+            if clock is None:
+                await queue.enqueue(session, kind, resource_id)
+            else:
+                await queue.enqueue(session, kind, resource_id, clock=clock)
+        await session.commit()
+
+
+async def queue_rows(sessions: Sessions, kind: str) -> list[QueueItem]:
+    async with sessions() as session:
+        return list(await session.scalars(select(QueueItem).where(QueueItem.kind == kind)))
