@@ -56,6 +56,7 @@ check: $(VENV)/.installed-test
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/python scripts/lint_role.py
 
 format: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix src tests bench

@@ -225,6 +225,30 @@ def create_user(
     typer.echo(f"Created user {user.email} ({user.id}) in organization {org.name} ({org.id}).")
 
 
+@admin.command("role-template")
+def role_template_command(
+    principal_arn: Annotated[
+        str | None,
+        typer.Option(
+            help="The control plane's principal the role trusts (default: "
+            "CAPSTAN_AWS_PRINCIPAL_ARN)."
+        ),
+    ] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Print the CloudFormation template customers launch (publish it at
+    CAPSTAN_AWS_TEMPLATE_URL). It has no default external ID: the quick-create link fills it in.
+    docs/aws-role.md explains every permission in it."""
+    import json
+
+    from capstan.cloud.access_role import role_template
+
+    principal = principal_arn or _settings(data_dir, False).aws_principal_arn
+    if not principal:
+        raise _fail("Give --principal-arn, or set CAPSTAN_AWS_PRINCIPAL_ARN.")
+    typer.echo(json.dumps(role_template(principal_arn=principal, external_id=None), indent=2))
+
+
 def _run(settings: Settings, work: Any) -> Any:
     from capstan.db import run_in_session
 

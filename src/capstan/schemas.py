@@ -7,24 +7,18 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 
-def _stripped_not_blank(value: str) -> str:
+def stripped_not_blank(value: str) -> str:
+    """For text fields whose published length holds for what is sent: the limits are checked on
+    the value as sent (so the OpenAPI document's maxLength is the rule), then leading and
+    trailing whitespace is removed and a value of whitespace alone is refused."""
     stripped = value.strip()
     if not stripped:
         raise ValueError("must not be blank")
     return stripped
 
 
-def trimmed(min_length: int, max_length: int) -> Any:
-    """A text field whose published length holds for what is sent; surrounding spaces are dropped.
-
-    The limits are checked on the value as sent (so the OpenAPI document's maxLength is the rule),
-    then leading and trailing whitespace is removed and a value of whitespace alone is refused.
-    """
-    return Annotated[
-        str,
-        Field(min_length=min_length, max_length=max_length),
-        AfterValidator(_stripped_not_blank),
-    ]
+# A label or name of 1 to 100 characters as sent, kept without surrounding whitespace.
+Label100 = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(stripped_not_blank)]
 
 
 class Request(BaseModel):

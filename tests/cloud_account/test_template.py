@@ -138,3 +138,28 @@ def test_aws_mode_without_a_published_template_has_no_setup_url(
 
 def _list(value: Any) -> list[str]:
     return value if isinstance(value, list) else [value]
+
+
+def test_the_reviewers_page_names_every_statement() -> None:
+    """docs/aws-role.md stays true: each statement of the role and the boundary is in its tables."""
+    from pathlib import Path
+
+    from capstan.cloud.access_role import access_statements, boundary_statements
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "aws-role.md").read_text()
+    missing = [
+        s["Sid"] for s in access_statements() + boundary_statements() if f"`{s['Sid']}`" not in page
+    ]
+    assert missing == []
+
+
+def test_the_cli_prints_the_published_template() -> None:
+    from typer.testing import CliRunner
+
+    from capstan.cli import app
+
+    answer = CliRunner().invoke(app, ["admin", "role-template", "--principal-arn", PRINCIPAL])
+    assert answer.exit_code == 0, answer.output
+    assert json.loads(answer.output) == role_template(principal_arn=PRINCIPAL, external_id=None)
+    refused = CliRunner().invoke(app, ["admin", "role-template"], env={"CAPSTAN_DATA_DIR": "/tmp"})
+    assert refused.exit_code != 0

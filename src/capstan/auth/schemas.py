@@ -3,12 +3,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
-from capstan.schemas import Request, Response, trimmed
+from capstan.schemas import Label100, Request, Response, stripped_not_blank
 
-Email = trimmed(3, 320)
-TokenName = trimmed(1, 100)
+Email = Annotated[str, Field(min_length=3, max_length=320), AfterValidator(stripped_not_blank)]
+TokenName = Label100
 
 
 class SignIn(Request):

@@ -78,8 +78,8 @@ _TAGGED_ON_CREATE = {"Null": {f"aws:RequestTag/{PROJECT_TAG}": "false"}}
 _TAGGED = {"Null": {f"aws:ResourceTag/{PROJECT_TAG}": "false"}}
 _LOAD_BALANCING = [
     _any_region("elasticloadbalancing", "loadbalancer/app/cp-*/*"),
-    _any_region("elasticloadbalancing", "listener/app/cp-*/*"),
-    _any_region("elasticloadbalancing", "listener-rule/app/cp-*/*"),
+    _any_region("elasticloadbalancing", "listener/app/cp-*/*/*"),
+    _any_region("elasticloadbalancing", "listener-rule/app/cp-*/*/*/*"),
     _any_region("elasticloadbalancing", "targetgroup/cp-*/*"),
 ]
 _CONTAINERS = [
@@ -159,6 +159,7 @@ def access_statements() -> list[dict[str, Any]]:
                 "application-autoscaling:PutScalingPolicy",
                 "application-autoscaling:DeleteScalingPolicy",
                 "cloudfront:CreateOriginAccessControl",
+                "cloudfront:CreateMonitoringSubscription",
                 "route53:CreateHostedZone",
             ],
             "*",
@@ -226,19 +227,28 @@ def access_statements() -> list[dict[str, Any]]:
             },
         ),
         _statement(
-            "ChangeLoadBalancing",
+            "ChangeLoadBalancers",
+            ["elasticloadbalancing:CreateListener", "elasticloadbalancing:DeleteLoadBalancer"],
+            _any_region("elasticloadbalancing", "loadbalancer/app/cp-*/*"),
+        ),
+        _statement(
+            "ChangeListeners",
             [
-                "elasticloadbalancing:CreateListener",
                 "elasticloadbalancing:ModifyListener",
                 "elasticloadbalancing:DeleteListener",
                 "elasticloadbalancing:CreateRule",
-                "elasticloadbalancing:ModifyRule",
-                "elasticloadbalancing:DeleteRule",
-                "elasticloadbalancing:ModifyTargetGroup",
-                "elasticloadbalancing:DeleteTargetGroup",
-                "elasticloadbalancing:DeleteLoadBalancer",
             ],
-            _LOAD_BALANCING,
+            _any_region("elasticloadbalancing", "listener/app/cp-*/*/*"),
+        ),
+        _statement(
+            "ChangeListenerRules",
+            ["elasticloadbalancing:ModifyRule", "elasticloadbalancing:DeleteRule"],
+            _any_region("elasticloadbalancing", "listener-rule/app/cp-*/*/*/*"),
+        ),
+        _statement(
+            "ChangeTargetGroups",
+            ["elasticloadbalancing:ModifyTargetGroup", "elasticloadbalancing:DeleteTargetGroup"],
+            _any_region("elasticloadbalancing", "targetgroup/cp-*/*"),
         ),
         # -- containers, images and builds ------------------------------------------------------
         _statement(
@@ -351,9 +361,6 @@ def access_statements() -> list[dict[str, Any]]:
                 "cloudfront:DeleteDistribution",
                 "cloudfront:CreateInvalidation",
                 "cloudfront:GetInvalidation",
-                "cloudfront:CreateMonitoringSubscription",
-                "acm:DescribeCertificate",
-                "acm:ListTagsForCertificate",
                 "acm:DeleteCertificate",
             ],
             [
@@ -361,6 +368,14 @@ def access_statements() -> list[dict[str, Any]]:
                 _any_region("acm", "certificate/*"),
             ],
             _TAGGED,
+        ),
+        _statement(
+            # A certificate's description is public data (its names, its validation records),
+            # and one that was deleted must read as missing, not as refused (IAM cannot
+            # evaluate the tag of a certificate that is gone).
+            "ReadCertificates",
+            ["acm:DescribeCertificate", "acm:ListTagsForCertificate"],
+            _any_region("acm", "certificate/*"),
         ),
         _statement(
             "SiteFunctions",

@@ -5,11 +5,11 @@ from typing import Annotated
 
 from pydantic import Field
 
-from capstan.schemas import Request, Response, trimmed
+from capstan.schemas import Label100, Request, Response
 
 HOSTNAME_SUFFIX_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 
-ProjectName = trimmed(1, 100)
+ProjectName = Label100
 HostnameSuffix = Annotated[
     str,
     Field(

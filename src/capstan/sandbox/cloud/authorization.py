@@ -215,7 +215,7 @@ def _read_body(environ: dict[str, Any]) -> bytes:
     stream = environ.get("wsgi.input")
     if stream is None or length <= 0:
         return b""  # no body, or a chunked one: left for moto to read
-    body = stream.read(length)
+    body = bytes(stream.read(length))
     environ["wsgi.input"] = io.BytesIO(body)
     return body
 
@@ -308,15 +308,29 @@ _install_lock = threading.Lock()
 
 
 def install() -> None:
-    """Accounts made through Organizations get `OrganizationAccountAccessRole` with
-    administrator access, as in AWS (moto makes the role with no policy at all, which the
-    authorizer would rightly refuse everything)."""
+    """Two things AWS does that moto does not, which the authorizer relies on:
+
+    - accounts made through Organizations get `OrganizationAccountAccessRole` with
+      administrator access (moto makes the role with no policy at all, which the authorizer
+      would rightly refuse everything);
+    - an inline role policy made by CloudFormation is kept as JSON, as IAM keeps it (moto keeps
+      the template's dict, and GetRolePolicy answers its Python repr).
+    """
+    from moto.iam.models import Role
     from moto.organizations.models import OrganizationsBackend
 
     with _install_lock:
         if getattr(OrganizationsBackend.create_account, _MARK, False):
             return
         unpatched = OrganizationsBackend.create_account
+        unpatched_put_policy = Role.put_policy
+
+        def put_policy(self: Role, policy_name: str, policy_json: Any) -> None:
+            if not isinstance(policy_json, str):
+                policy_json = json.dumps(policy_json)
+            unpatched_put_policy(self, policy_name, policy_json)
+
+        Role.put_policy = put_policy  # type: ignore[method-assign]
 
         def create_account(self: OrganizationsBackend, **kwargs: Any) -> dict[str, Any]:
             answer = unpatched(self, **kwargs)

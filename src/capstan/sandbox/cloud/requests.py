@@ -81,8 +81,8 @@ def read_call(environ: Mapping[str, Any], body: bytes) -> Call | None:
             form = dict(query)
             if "x-www-form-urlencoded" in content_type:
                 form.update(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
-            operation = form.pop("Action", None)
-            version = form.pop("Version", None)
+            operation = form.pop("Action", "")
+            version = form.pop("Version", "")
             if version and version != model["metadata"].get("apiVersion"):
                 continue  # ELB and ELBv2 share a signing name; the version tells them apart
             if operation in model["operations"]:

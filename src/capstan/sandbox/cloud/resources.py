@@ -101,10 +101,10 @@ def resources_for(call: Call, prefix: str, account: str, partition: str) -> list
         if entry is None:
             raise ResourceGap(f"{action} is not an IAM action in the catalogue")
         resolver = RESOLVERS.get(action.lower())
-        if resolver is not None:
-            targets = resolver(scope)
-        elif not entry.get("resourceTypes"):
+        if not entry.get("resourceTypes"):  # the catalogue says IAM checks it against "*"
             targets = [Target("*")]
+        elif resolver is not None:
+            targets = resolver(scope)
         else:
             # AWS would name the resource; the sandbox cannot, so only "*" covers it (stricter).
             targets = [Target(UNKNOWN)]
@@ -596,11 +596,9 @@ def _cloudfront(scope: Scope, resource: str) -> str:
     "cloudfront:DeleteDistribution",
     "cloudfront:CreateInvalidation",
     "cloudfront:GetInvalidation",
-    "cloudfront:CreateMonitoringSubscription",
-    "cloudfront:GetMonitoringSubscription",
 )
 def _cloudfront_distribution(scope: Scope) -> list[Target]:
-    distribution = scope.call.get("Id", "DistributionId")
+    distribution = scope.call.get("DistributionId", "Id")
     return [Target(_cloudfront(scope, f"distribution/{distribution}"), "distribution")]
 
 

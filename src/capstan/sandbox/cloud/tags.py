@@ -102,7 +102,8 @@ def _iam(
     iam = iam_backends[account][partition]
     for role in list(iam.roles.values()):
         if role.arn == arn:
-            return {key: tag["Value"] for key, tag in role.tags.items()}
+            tags: Any = role.tags  # {key: {"Key": key, "Value": value}}
+            return {key: tag["Value"] for key, tag in tags.items()}
     return None
 
 

