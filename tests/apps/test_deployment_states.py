@@ -34,6 +34,7 @@ LIFE = {
     ("pending", "superseded"): "superseded",
     ("building", "superseded"): "superseded",
     ("deploying", "superseded"): "superseded",
+    ("running", "replaced"): "replaced",
 }
 database = database_fixture("deployments")
 

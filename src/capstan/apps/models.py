@@ -115,8 +115,10 @@ class Deployment(Base):
     service_id: Mapped[str] = mapped_column(ForeignKey("services.id"))
     preview_id: Mapped[str | None] = mapped_column(ForeignKey("previews.id"))
     generation: Mapped[int] = mapped_column(Integer)
-    trigger: Mapped[str] = mapped_column(String(20))  # create|patch|redeploy|environment|push
-    # pending → building → deploying → running | failed | superseded (`DEPLOYMENT_STATES`)
+    # create|patch|redeploy|environment|push|rollback
+    trigger: Mapped[str] = mapped_column(String(20))
+    # pending → building → deploying → running → replaced; failed; superseded
+    # (`DEPLOYMENT_STATES`)
     status: Mapped[str] = mapped_column(String(20), default="pending")
     commit_sha: Mapped[str | None] = mapped_column(String(64))
     error: Mapped[str | None] = mapped_column(Text)
@@ -140,10 +142,11 @@ class Deployment(Base):
 
 
 PENDING, BUILDING, DEPLOYING, RUNNING = "pending", "building", "deploying", "running"
-FAILED, SUPERSEDED = "failed", "superseded"
+FAILED, SUPERSEDED, REPLACED = "failed", "superseded", "replaced"
 UNDER_WAY = (PENDING, BUILDING, DEPLOYING)
 # The moves a deployment may make. A running one fails only when repairing its drift failed for
-# good; a newer deployment supersedes those under way.
+# good; a newer deployment supersedes those under way; the live one (at most one `running` per
+# target) is `replaced` when a newer one goes live.
 DEPLOYMENT_STATES = StateMachine(
     Deployment,
     [
@@ -153,6 +156,7 @@ DEPLOYMENT_STATES = StateMachine(
         (DEPLOYING, "rolled_out", RUNNING),
         ((*UNDER_WAY, RUNNING), "failed", FAILED),
         (UNDER_WAY, "superseded", SUPERSEDED),
+        (RUNNING, "replaced", REPLACED),
     ],
 )
 

@@ -230,6 +230,14 @@ class TargetReconciler:
         progress = await steps.watch(session, subject, deployment, deployer)
         if progress.state == "completed":
             await self._move(session, deployment, "rolled_out", finished_at=utcnow())
+            # At most one live deployment per target: the one this replaced says so.
+            await DEPLOYMENT_STATES.move_all(
+                session,
+                "replaced",
+                Deployment.service_id == subject.service.id,
+                services.of_target(subject.preview.id if subject.preview else None),
+                Deployment.id != deployment.id,
+            )
             subject.row.observed_generation = deployment.generation
             return Done()
         if progress.state == "failed":

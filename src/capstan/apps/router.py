@@ -164,6 +164,19 @@ def make_router(spec: Kind) -> APIRouter:
         )
 
     @router.get(
+        f"{item}/deployments/{{deployment_id}}",
+        response_model=schemas.DeploymentOut,
+        summary="One deployment (a release)",
+    )
+    async def deployment(
+        project_id: str, service_id: str, deployment_id: str, caller: Caller, session: DbSession
+    ) -> schemas.DeploymentOut:
+        _service, row = await services.get_deployment(
+            session, caller, project_id, spec.kind, service_id, deployment_id
+        )
+        return schemas.DeploymentOut.model_validate(row)
+
+    @router.get(
         f"{item}/environment",
         response_model=schemas.Environment,
         summary="Environment variables",

@@ -280,10 +280,19 @@ class Deploying(Response):
     status: Literal["deploying"] = "deploying"
 
 
+DeploymentStatus = Literal[
+    "pending", "building", "deploying", "running", "replaced", "superseded", "failed"
+]
+
+
 class DeploymentOut(Response):
+    """A deployment: one release of a service. At most one per service (or preview) is
+    `running`, the live one; one that was live and was replaced reads `replaced`, one replaced
+    before it went live `superseded`; `failed` keeps its `error`."""
+
     id: str
-    status: str
-    trigger: str
+    status: DeploymentStatus
+    trigger: Literal["create", "patch", "redeploy", "environment", "push", "rollback"]
     commit_sha: str | None
     created_at: datetime
     finished_at: datetime | None

@@ -252,7 +252,7 @@ async def start_deployment(
     target = preview or service
     if bump:
         target.generation += 1
-    await _supersede(session, service.id, _of_target(preview.id if preview else None))
+    await _supersede(session, service.id, of_target(preview.id if preview else None))
     deployment = Deployment(
         service_id=service.id,
         preview_id=preview.id if preview else None,
@@ -277,7 +277,7 @@ async def _supersede(session: AsyncSession, service_id: str, *where: ColumnEleme
     )
 
 
-def _of_target(preview_id: str | None) -> ColumnElement[bool]:
+def of_target(preview_id: str | None) -> ColumnElement[bool]:
     """Deployments of the service itself (`None`), or of one of its previews."""
     if preview_id is None:
         return Deployment.preview_id.is_(None)
@@ -289,7 +289,7 @@ async def newest_deployment(
 ) -> Deployment | None:
     return await session.scalar(
         select(Deployment)
-        .where(Deployment.service_id == service_id, _of_target(preview_id))
+        .where(Deployment.service_id == service_id, of_target(preview_id))
         .where(Deployment.status != "superseded")
         .order_by(Deployment.created_at.desc(), Deployment.id.desc())
         .limit(1)
@@ -313,6 +313,28 @@ async def list_deployments(
             .order_by(Deployment.created_at.desc(), Deployment.id.desc())
         )
     )
+
+
+async def get_deployment(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    kind: str,
+    service_id: str,
+    deployment_id: str,
+) -> tuple[Service, Deployment]:
+    """One deployment of the service itself (not of its previews), or a 404."""
+    service = await get(session, caller, project_id, kind, service_id)
+    deployment = await session.scalar(
+        select(Deployment).where(
+            Deployment.id == deployment_id,
+            Deployment.service_id == service.id,
+            Deployment.preview_id.is_(None),
+        )
+    )
+    if deployment is None:
+        raise NotFound("No such deployment.")
+    return service, deployment
 
 
 def hostname(name: str, project: Project, domain: str) -> str:
@@ -494,6 +516,6 @@ async def remove_preview(session: AsyncSession, service: Service, preview: Previ
     """Finalizer: the preview is gone from the API now, its cloud resources removed by the
     reconciler. Shared by the API's DELETE and the git host's branch deletions."""
     preview.deleted_at = utcnow()
-    await _supersede(session, service.id, _of_target(preview.id))
+    await _supersede(session, service.id, of_target(preview.id))
     await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
     await session.flush()
