@@ -24,6 +24,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 
+from capstan.apps import releases
 from capstan.apps import service as services
 from capstan.apps.deploying import deployer_for
 from capstan.apps.models import DEPLOYMENT_STATES, Deployment, Preview, Service
@@ -31,7 +32,7 @@ from capstan.apps.sites import SiteSteps
 from capstan.apps.steps import Progress, Steps, Subject
 from capstan.cloud.deploy import Build, BuildSpec, Deployer, ProjectCache, TaskSpec
 from capstan.cloud.driver import Cloud
-from capstan.cloud.errors import TerminalCloudError
+from capstan.cloud.errors import CloudError, TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
 from capstan.config import Settings
 from capstan.crypto import SecretBox
@@ -83,6 +84,7 @@ class TargetReconciler:
         self._git_host = git_host
         self._settings = settings
         box = services.environment_box(settings.require_secret_key())
+        self._box = box
         containers = ContainerSteps(cloud, settings, box, rollout_deadline)
         self._steps: dict[str, Steps] = {
             services.WEB_SERVER: containers,
@@ -176,9 +178,23 @@ class TargetReconciler:
         deployer: Deployer,
         steps: Steps,
     ) -> Result:
+        if deployment.environment is None:
+            if deployment.environment_version != subject.row.environment_version:
+                # A newer environment came with a newer deployment, which superseded this one.
+                raise DeploymentChanged(deployment.id)
+            # The release keeps the values of its environment version (sealed to itself).
+            variables = services.read_environment(self._box, subject.row)
+            deployment.environment = self._box.seal_json(variables, owner=deployment.id)
         waiting = await steps.prepare(session, subject, deployment, deployer)
         if waiting is not None:
             return waiting
+        if deployment.rollback_of is not None:
+            # A release deployed again: its image (or a site's output) exists; no build.
+            await steps.reuse(session, subject, deployment, deployer)
+            await self._move(session, deployment, "reused", deadline_at=utcnow() + steps.deadline)
+            if steps.watch_at_once:
+                return await self._watch(session, subject, deployment, deployer, steps)
+            return self._started
         service = subject.service
         if service.installation_id is None:
             raise TerminalGitHostError("The repository is not reachable through an installation.")
@@ -239,6 +255,7 @@ class TargetReconciler:
                 Deployment.id != deployment.id,
             )
             subject.row.observed_generation = deployment.generation
+            await self._prune_environments(session, subject, deployer)
             return Done()
         if progress.state == "failed":
             await self._fail(session, deployment, progress.reason or "The deployment failed.")
@@ -247,6 +264,40 @@ class TargetReconciler:
             await self._fail(session, deployment, steps.overdue(progress))
             return Done()
         return PollAgain(self._poll)
+
+    async def _prune_environments(
+        self, session: AsyncSession, subject: Subject, deployer: Deployer
+    ) -> None:
+        """Remove the environment versions (and a static site's build outputs) no release of the
+        target needs any more. A failure is only logged: the next rollout prunes again."""
+        keep = await releases.needed_versions(
+            session, subject.service.id, subject.preview.id if subject.preview else None
+        )
+        outputs: set[str] | None = None
+        if subject.service.kind == services.STATIC_WEBSITE:
+            outputs = await releases.needed_outputs(
+                session, subject.service.id, subject.preview.id if subject.preview else None
+            )
+        target = subject.target(self._settings.domain)
+
+        def prune() -> tuple[int, int]:
+            removed = len(deployer.prune_environments(target, keep))
+            if outputs is None:
+                return removed, 0
+            return removed, deployer.site.prune_outputs(target, outputs)
+
+        try:
+            parameters, objects = await self._cloud.run(prune)
+        except CloudError as error:
+            log.warning("%s: old releases not pruned: %s", target.resource_id, error)
+            return
+        if parameters or objects:
+            log.info(
+                "%s: removed %d parameters and %d objects no release needs",
+                target.resource_id,
+                parameters,
+                objects,
+            )
 
     async def _fail(self, session: AsyncSession, deployment: Deployment, message: str) -> None:
         await self._move(session, deployment, "failed", error=message[:4000], finished_at=utcnow())
@@ -344,27 +395,40 @@ class ContainerSteps:
         self, subject: Subject, deployment: Deployment, deployer: Deployer, build: Build
     ) -> None:
         assert build.image_uri is not None
-        deployment.image_uri = build.image_uri
+        target = subject.target(self._settings.domain)
+        built = build.image_uri
+        # The release keeps the image by digest: a tag can be pushed again, a digest cannot.
+        deployment.image_uri = await self._cloud.run(lambda: deployer.pin_image(target, built))
+        await self._roll_out(subject, deployment, deployer)
+
+    async def reuse(
+        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
+    ) -> None:
         await self._roll_out(subject, deployment, deployer)
 
     async def _roll_out(self, subject: Subject, deployment: Deployment, deployer: Deployer) -> None:
+        """The deployment's release, as it was recorded: its environment version (written once,
+        never over another's), its settings and its image."""
         target = subject.target(self._settings.domain)
-        variables = {
-            v["name"]: v["value"] for v in services.read_environment(self._box, subject.row)
-        }
-        stored = await self._cloud.run(lambda: deployer.put_environment(target, variables))
+        owner = deployment if deployment.environment is not None else subject.row
+        sealed = self._box.open_json(owner.environment, owner=owner.id)
+        variables = {v["name"]: v["value"] for v in (sealed if isinstance(sealed, list) else [])}
+        version = deployment.environment_version
+        stored = await self._cloud.run(lambda: deployer.put_environment(target, variables, version))
         service = subject.service
+        ran = {**{name: getattr(service, name) for name in services.RELEASE_FIELDS}}
+        ran.update(releases.settings_of(deployment))
         assert deployment.image_uri is not None
-        assert service.cpu is not None and service.memory is not None
+        assert ran["cpu"] is not None and ran["memory"] is not None
         spec = TaskSpec(
             target=target,
             deployment_id=deployment.id,
             image_uri=deployment.image_uri,
-            cpu=service.cpu,
-            memory=service.memory,
+            cpu=ran["cpu"],
+            memory=ran["memory"],
             environment=stored,
-            start_command=service.start_command,
-            health_path=service.health_path if service.kind == services.WEB_SERVER else None,
+            start_command=ran["start_command"],
+            health_path=ran["health_path"] if service.kind == services.WEB_SERVER else None,
         )
         old_hostname = subject.row.applied_hostname
         deployment.task_definition_arn = await self._cloud.run(lambda: deployer.deploy(spec))

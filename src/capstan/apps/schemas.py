@@ -280,6 +280,18 @@ class Deploying(Response):
     status: Literal["deploying"] = "deploying"
 
 
+class ReleaseSettings(Response):
+    """What a release keeps of its service's settings (the fields of its kind)."""
+
+    branch: str
+    cpu: int | None = None
+    memory: int | None = None
+    health_path: str | None = None
+    build_command: str | None = None
+    start_command: str | None = None
+    publish_dir: str | None = None
+
+
 DeploymentStatus = Literal[
     "pending", "building", "deploying", "running", "replaced", "superseded", "failed"
 ]
@@ -297,6 +309,20 @@ class DeploymentOut(Response):
     created_at: datetime
     finished_at: datetime | None
     error: str | None
+    image: str | None = Field(
+        default=None, description="Web servers and workers: the image, by digest, once built."
+    )
+    rollback_of: str | None = Field(
+        default=None, description="A rollback: the deployment whose release it deploys again."
+    )
+    settings: ReleaseSettings | None = Field(
+        default=None, description="The settings this release runs with."
+    )
+
+
+class RollingBack(Response):
+    status: Literal["deploying"] = "deploying"
+    deployment: DeploymentOut
 
 
 class DeploymentList(Response):

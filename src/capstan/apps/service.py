@@ -9,6 +9,7 @@ the request's transaction.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from typing import Any
 
@@ -39,6 +40,18 @@ HOSTNAME_KINDS = (WEB_SERVER, STATIC_WEBSITE)
 COMPUTE_KINDS = (WEB_SERVER, WORKER)
 QUEUE_KIND = "service"
 PREVIEW_QUEUE_KIND = "preview"
+# What a release keeps of its service's settings (and the branch it was built from).
+RELEASE_FIELDS = (
+    "branch",
+    "build_command",
+    "health_path",
+    "start_command",
+    "publish_dir",
+    "cpu",
+    "memory",
+)
+# Releases that went live kept for rollback, per target, with their environment versions.
+RELEASES_KEPT = 10
 # Fields whose change needs a new deployment; `auto_deploy` alone does not.
 DEPLOYING_FIELDS = (
     "branch",
@@ -240,6 +253,13 @@ async def delete(
     await session.flush()
 
 
+def release_settings(service: Service, preview: Preview | None) -> dict[str, Any]:
+    """The settings a deployment of the target runs with (a preview: its parent's, its branch)."""
+    settings = {name: getattr(service, name) for name in RELEASE_FIELDS}
+    settings["branch"] = preview.branch if preview else service.branch
+    return settings
+
+
 async def start_deployment(
     session: AsyncSession,
     service: Service,
@@ -248,7 +268,13 @@ async def start_deployment(
     trigger: str,
     bump: bool = True,
     commit_sha: str | None = None,
+    new_environment: bool = False,
+    release: Deployment | None = None,
 ) -> Deployment:
+    """Record a deployment of the target's desired state — a release: its settings and the
+    version of its environment (a new one when `new_environment`, or when the target has none
+    yet; the reconciler seals the values into the release at its first pass), or, with
+    `release`, exactly that release again (no build)."""
     target = preview or service
     if bump:
         target.generation += 1
@@ -263,6 +289,16 @@ async def start_deployment(
     )
     session.add(deployment)
     await session.flush()
+    if release is not None:
+        deployment.commit_sha = release.commit_sha
+        deployment.image_uri = release.image_uri
+        deployment.site_prefix = release.site_prefix
+        deployment.rollback_of = release.id
+    elif new_environment or target.environment_version is None:
+        # Each environment lives in the cloud under a version of its own, never overwritten.
+        target.environment_version = deployment.id
+    deployment.settings = json.dumps(release_settings(service, preview), sort_keys=True)
+    deployment.environment_version = target.environment_version
     if preview is None:
         await enqueue(session, QUEUE_KIND, service.id)
     else:
@@ -404,7 +440,9 @@ async def put_environment(
     service = await get(session, caller, project_id, kind, service_id)
     _check_reserved(kind, variables)
     service.environment = box.seal_json(variables, owner=service.id)
-    return await start_deployment(session, service, None, trigger="environment")
+    return await start_deployment(
+        session, service, None, trigger="environment", new_environment=True
+    )
 
 
 def _reserved(kind: str, name: str) -> bool:
@@ -496,7 +534,9 @@ async def create_preview(
     )
     # A preview starts with a copy of the parent's environment; after that it is its own.
     preview.environment = box.seal_json(read_environment(box, service), owner=preview.id)
-    await start_deployment(session, service, preview, trigger="create", bump=False)
+    await start_deployment(
+        session, service, preview, trigger="create", bump=False, new_environment=True
+    )
     return service, preview
 
 
