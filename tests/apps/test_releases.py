@@ -10,6 +10,7 @@ import pytest
 from capstan.cloud.aws import names
 from tests.apps.helpers import Ready, ready
 from tests.apps.processes import account_sessions
+from tests.apps.test_static_websites import account, create_site, distribution_of, served
 from tests.harness import Org
 
 
@@ -149,3 +150,35 @@ def test_rolling_back_to_a_failed_or_unfinished_deployment_is_409(shop: Ready) -
     assert "failed" in refused.json()["message"] and "Build failed" in refused.json()["message"]
     missing = api.post(f"{path}/deployments/dep_nothing/rollback")
     assert missing.status_code == 404
+
+
+def test_a_static_website_rolls_back_by_pointing_at_the_release_s_output(shop: Ready) -> None:
+    api = shop.org.api
+    site = create_site(shop)
+    path = f"{shop.base}/static_websites/{site['id']}"
+    shop.wait_for(path, "running")
+    release_a = _newest(shop, path)
+    greeting = [{"name": "PUBLIC_GREETING", "value": "Hello, B"}]
+    assert api.put(f"{path}/environment", json={"environment": greeting}).status_code == 202
+    shop.wait_for(path, "running")
+    release_b = _newest(shop, path)
+    with account(shop) as (customer, _operator):
+        assert "Hello, B" in served(customer, site["id"], "index.html")
+        codebuild = customer.client("codebuild")
+        project = names.service_name(site["id"])
+        builds = len(codebuild.list_builds_for_project(projectName=project)["ids"])
+
+    answer = api.post(f"{path}/deployments/{release_a['id']}/rollback")
+    assert answer.status_code == 202, answer.text
+    assert answer.json()["deployment"]["rollback_of"] == release_a["id"]
+    assert api.get(f"{path}/environment").json() == {"environment": []}
+    shop.wait_for(path, "running")
+    with account(shop) as (customer, _operator):
+        config = distribution_of(customer, site["id"])["DistributionConfig"]
+        assert config["Origins"]["Items"][0]["OriginPath"] == f"/{release_a['id']}"
+        index = served(customer, site["id"], "index.html")
+        assert "Hello, B" not in index and release_a["commit_sha"] in index
+        assert len(codebuild.list_builds_for_project(projectName=project)["ids"]) == builds
+    statuses = {d["id"]: d["status"] for d in api.get(f"{path}/deployments").json()["deployments"]}
+    assert statuses[release_b["id"]] == "replaced"
+    assert statuses[answer.json()["deployment"]["id"]] == "running"
