@@ -99,6 +99,9 @@ class Preview(Base):
     branch: Mapped[str] = mapped_column(String(255))
     # DNS label of the preview's hostname: unique per service, derived at creation.
     slug: Mapped[str] = mapped_column(String(63))
+    # The last push to its branch (None: none since it was made); with the project's
+    # `preview_ttl_hours`, when it expires.
+    pushed_at: Mapped[datetime | None]
     environment: Mapped[bytes | None] = mapped_column(LargeBinary)  # sealed JSON
     # Where the cloud keeps `environment`: the id of the deployment that introduced it (SSM
     # parameters under `/capstan/<id>/<version>/`); None: the unversioned path of old rows.

@@ -17,8 +17,9 @@ project's last target that needs it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -72,8 +73,10 @@ class TargetReconciler:
         rollout_deadline: timedelta = ROLLOUT_DEADLINE,
         project_cache: ProjectCache | None = None,
         poll: Poll = POLL,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.kind = kind
+        self._clock = clock
         self._poll = poll
         # A step just started (a build, a rollout): its first look comes after the poll's first
         # wait, and the looks after it wait longer.
@@ -101,6 +104,8 @@ class TargetReconciler:
             subject = await self._load(session, resource_id)
             if subject is None:
                 return Done()
+            if await self._expire(session, subject):
+                return RequeueAfter(0)  # its next pass removes it
             account = await session.get(CloudAccount, subject.service.organization_id)
             try:
                 if subject.row.deleted_at is not None:
@@ -115,6 +120,20 @@ class TargetReconciler:
                 log.info("%s %s changed during its pass; starting over", self.kind, resource_id)
                 return RequeueAfter(0)
             return result
+
+    async def _expire(self, session: AsyncSession, subject: Subject) -> bool:
+        """A preview with no push for the project's `preview_ttl_hours` is removed, as by a
+        DELETE (every live preview gets a pass at each resync, so at most that late)."""
+        preview = subject.preview
+        if preview is None or preview.deleted_at is not None:
+            return False
+        expires_at = services.preview_expires_at(subject.project, preview)
+        if expires_at is None or self._clock() < expires_at:
+            return False
+        log.info("preview %s expired at %s: removing it", preview.id, expires_at.isoformat())
+        await services.remove_preview(session, subject.service, preview)
+        await session.commit()
+        return True
 
     async def _load(self, session: AsyncSession, resource_id: str) -> Subject | None:
         if self.kind == services.PREVIEW_QUEUE_KIND:

@@ -365,6 +365,7 @@ def make_router(spec: Kind) -> APIRouter:
             branch=preview.branch,
             url=services.url(preview.slug, project, domain, spec.kind) if spec.has_url else None,
             status=services.status_of(deployment),
+            expires_at=services.preview_expires_at(project, preview),
         )
 
     @router.post(

@@ -338,6 +338,12 @@ class PreviewOut(Response):
     branch: str
     url: str | None = None
     status: Status
+    expires_at: datetime | None = Field(
+        default=None,
+        description="When the preview is removed unless its branch is pushed to first (the "
+        "project's `preview_ttl_hours` after the last push, or its creation); absent when "
+        "previews do not expire.",
+    )
 
 
 class LogLine(Response):

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import DEPLOYMENT_STATES, UNDER_WAY, Deployment, Preview, Service
@@ -513,6 +514,38 @@ async def get_preview(
     return service, preview
 
 
+class PreviewLimitReached(Conflict):
+    code = "preview_limit_reached"
+
+
+def preview_expires_at(project: Project, preview: Preview) -> datetime | None:
+    """When the preview ends: the project's TTL after its last push (or its creation)."""
+    if project.preview_ttl_hours is None:
+        return None
+    return (preview.pushed_at or preview.created_at) + timedelta(hours=project.preview_ttl_hours)
+
+
+async def _require_room_for_a_preview(session: AsyncSession, project_id: str) -> None:
+    """At most the project's `max_previews` at once. The project's row is locked first, so two
+    creations at once cannot both take the last place."""
+    project = await session.scalar(
+        select(Project).where(Project.id == project_id).with_for_update()
+    )
+    assert project is not None
+    live = await session.scalar(
+        select(func.count())
+        .select_from(Preview)
+        .join(Service, Service.id == Preview.service_id)
+        .where(Service.project_id == project_id, Preview.deleted_at.is_(None))
+    )
+    if int(live or 0) >= project.max_previews:
+        raise PreviewLimitReached(
+            f"The project has {live} previews, its limit (max_previews = "
+            f"{project.max_previews}); delete one, or raise the limit with PATCH "
+            "/api/projects/{id}."
+        )
+
+
 async def create_preview(
     session: AsyncSession,
     caller: Principal,
@@ -523,6 +556,7 @@ async def create_preview(
     box: SecretBox,
 ) -> tuple[Service, Preview]:
     service = await get(session, caller, project_id, kind, service_id)
+    await _require_room_for_a_preview(session, service.project_id)
     preview = Preview(service_id=service.id, branch=branch, slug=preview_slug(service.name, branch))
     session.add(preview)
     await flush_unique(
