@@ -150,6 +150,22 @@ def test_rolling_back_to_a_failed_or_unfinished_deployment_is_409(shop: Ready) -
     assert "failed" in refused.json()["message"] and "Build failed" in refused.json()["message"]
     missing = api.post(f"{path}/deployments/dep_nothing/rollback")
     assert missing.status_code == 404
+    # The live release (the failed one never replaced it) can be deployed again — until its
+    # image is gone from the repository.
+    live = next(
+        d for d in api.get(f"{path}/deployments").json()["deployments"] if d["status"] == "running"
+    )
+    account_id = api.get("/api/cloud_account").json()["account_id"]
+    sandbox_url = shop.org.server.settings.sandbox_cloud_url
+    assert sandbox_url
+    with account_sessions(sandbox_url, account_id) as (customer, _operator):
+        customer.client("ecr").batch_delete_image(
+            repositoryName=names.repository_name(created["id"]),
+            imageIds=[{"imageDigest": live["image"].partition("@")[2]}],
+        )
+    gone = api.post(f"{path}/deployments/{live['id']}/rollback")
+    assert gone.status_code == 409, gone.text
+    assert gone.json()["error"] == "release_not_deployable" and "gone" in gone.json()["message"]
 
 
 def test_a_static_website_rolls_back_by_pointing_at_the_release_s_output(shop: Ready) -> None:

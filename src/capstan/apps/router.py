@@ -374,6 +374,12 @@ def make_router(spec: Kind) -> APIRouter:
         response_model=schemas.PreviewOut,
         response_model_exclude_none=True,
         summary="Create a preview of a branch",
+        description=(
+            "409 `preview_exists` when the branch has a preview already; 409 "
+            "`preview_limit_reached` when the project has its `max_previews`. With the "
+            "project's `preview_ttl_hours` set, the preview shows `expires_at` and is removed "
+            "when that long passes without a push to its branch."
+        ),
     )
     async def create_preview(
         project_id: str,
