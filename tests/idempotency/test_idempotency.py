@@ -154,3 +154,16 @@ def test_the_openapi_document_offers_the_key_on_every_change(server: RunningServ
     for method, path, operation in changes:
         names = [p["name"] for p in operation.get("parameters", []) if p["in"] == "header"]
         assert "Idempotency-Key" in names, (method, path)
+
+
+def test_a_delete_sent_twice_answers_204_twice(org: Org) -> None:
+    body = {"name": "Doomed", "hostname_suffix": org.server.unique("doomed")}
+    made = org.api.post("/api/projects", json=body).json()
+    key = str(uuid.uuid4())
+    first = org.api.delete(f"/api/projects/{made['id']}", headers=keyed(key))
+    again = org.api.delete(f"/api/projects/{made['id']}", headers=keyed(key))
+    assert first.status_code == again.status_code == 204
+    assert again.content == first.content == b""
+    assert again.headers["Idempotent-Replayed"] == "true"
+    # Without the key, the second DELETE is a new request: the project is gone.
+    assert org.api.delete(f"/api/projects/{made['id']}").status_code == 404

@@ -236,8 +236,10 @@ async def _replay(claim: store.Claim, send: Send) -> None:
     body = claim.body or b""
     if claim.content_type:
         headers.append((b"content-type", claim.content_type.encode("latin-1")))
-    headers.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": claim.status or 200, "headers": headers})
+    status = claim.status or 200
+    if status not in (204, 304):  # answers that carry no body declare no length
+        headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
