@@ -35,6 +35,7 @@ from capstan.db import engine_for, make_sessionmaker, utcnow
 from capstan.errors import ApiError, ValidationFailed
 from capstan.git_host import events as git_events
 from capstan.git_host.client import open_git_host
+from capstan.idempotency.middleware import IdempotencyMiddleware
 from capstan.kinds import KINDS
 from capstan.openapi import install_openapi
 from capstan.projects.router import router as projects_router
@@ -105,6 +106,8 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
         return _ROOT_PAGE
 
     _install_error_handlers(app)
+    # Inside the body limit (it reads the body whole) and the request id.
+    app.add_middleware(IdempotencyMiddleware)
     app.add_middleware(
         BodyLimitMiddleware, by_path={"/api/git_host/webhooks": git_events.MAX_BODY_BYTES}
     )

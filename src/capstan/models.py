@@ -5,6 +5,7 @@ and each kind's, from the list of kinds."""
 from capstan.auth.models import ApiToken, BrowserSession, Organization, SignInCounter, User
 from capstan.cloud_account.models import CloudAccount
 from capstan.db import Base
+from capstan.idempotency.models import IdempotencyKey
 from capstan.kinds import KINDS
 from capstan.projects.models import Project
 from capstan.reconcile.models import QueueItem, ReconcilePass
@@ -19,6 +20,7 @@ CORE_MODELS: tuple[type[Base], ...] = (
     CloudAccount,
     QueueItem,
     ReconcilePass,
+    IdempotencyKey,
 )
 KIND_MODELS: tuple[type[Base], ...] = tuple(model for kind in KINDS for model in kind.models)
 

@@ -17,7 +17,7 @@ _ERROR_STATUSES = {
     "401": "No valid bearer token or session cookie.",
     "403": "CSRF token missing or invalid (cookie sessions only).",
     "404": "No such resource in your organization.",
-    "409": "The request conflicts with the current state.",
+    "409": "The request conflicts with the current state (or `idempotency_key_in_use`).",
     "413": "The request body is larger than the route accepts.",
     "429": "Too many attempts; `Retry-After` says when to try again.",
     "502": "The cloud or the git host did not answer; `Retry-After` when it may pass.",
@@ -28,6 +28,27 @@ _NO_UPSTREAM = ("/api/session", "/api/csrf", "/api/api_tokens", "/api/git_host/w
 _RATE_LIMITED = {("POST", "/api/session")}
 # Operations that read a body Capstan parses itself (413 without a declared request body).
 _RAW_BODY = {("POST", "/api/git_host/webhooks")}
+
+
+_MUTATING = ("post", "put", "patch", "delete")
+_IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "Makes a retry safe: the same key with the same request within 24 hours "
+    "answers the first response again (status and body, with `Idempotent-Replayed: true`) and "
+    "does nothing more; the same key with another method, path or body is 400 "
+    "`idempotency_key_reused`; a send while the first is still being processed is 409 "
+    "`idempotency_key_in_use`. Keys belong to the organization. A 5xx answer is not kept.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+}
+_REPLAYED = {
+    "Idempotent-Replayed": {
+        "description": "`true` when this is the first answer to an earlier request with the "
+        "same `Idempotency-Key`, sent again.",
+        "schema": {"type": "string", "enum": ["true"]},
+    }
+}
 
 
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
@@ -124,6 +145,11 @@ def install_openapi(app: FastAPI) -> None:
                     del responses["422"]  # FastAPI's default; Capstan answers 400 instead
                 for code in _statuses_of(method.upper(), path, operation):
                     responses.setdefault(code, _error_response(code))
+                if method in _MUTATING:
+                    operation.setdefault("parameters", []).append(dict(_IDEMPOTENCY_KEY))
+                    for code, response in responses.items():
+                        if code.startswith("2"):
+                            response.setdefault("headers", {}).update(_REPLAYED)
         for name in ("HTTPValidationError", "ValidationError"):
             schemas.pop(name, None)
         _integral_bounds(document)

@@ -25,6 +25,7 @@ from tests.state_rows import (
 LIFE = {
     (None, "create"): "pending",
     ("pending", "build_started"): "building",
+    ("pending", "reused"): "deploying",
     ("building", "built"): "deploying",
     ("deploying", "rolled_out"): "running",
     ("pending", "failed"): "failed",
@@ -34,6 +35,7 @@ LIFE = {
     ("pending", "superseded"): "superseded",
     ("building", "superseded"): "superseded",
     ("deploying", "superseded"): "superseded",
+    ("running", "replaced"): "replaced",
 }
 database = database_fixture("deployments")
 

@@ -93,7 +93,13 @@ def test_a_push_during_a_deploy_makes_one_more_deployment_of_the_pushed_commit(
             services=[names.service_name(jobs.rsplit("/", 1)[1])],
         )["services"]
         definition = ecs.describe_task_definition(taskDefinition=service["taskDefinition"])
-    assert definition["taskDefinition"]["containerDefinitions"][0]["image"].endswith(f":{sha}")
+        # The release keeps the image by digest: the digest the commit's tag named.
+        (image,) = customer.client("ecr").describe_images(
+            repositoryName=names.repository_name(jobs.rsplit("/", 1)[1]),
+            imageIds=[{"imageTag": sha}],
+        )["imageDetails"]
+    running = definition["taskDefinition"]["containerDefinitions"][0]["image"]
+    assert running.endswith(f"@{image['imageDigest']}") and latest["image"] == running
 
 
 def test_deleted_branches_and_closed_pull_requests_remove_previews_when_the_project_asks(

@@ -88,6 +88,14 @@ def read(customer: AwsSession, bucket: str, key: str) -> str:
     return str(customer.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read().decode())
 
 
+def served(customer: AwsSession, resource_id: str, key: str) -> str:
+    """A file as the site's distribution serves it: from the build output it points at (its
+    origin path, one build's prefix in the bucket)."""
+    config = distribution_of(customer, resource_id)["DistributionConfig"]
+    origin_path = config["Origins"]["Items"][0]["OriginPath"].strip("/")
+    return read(customer, site_bucket(resource_id), f"{origin_path}/{key}")
+
+
 def site_bucket(resource_id: str) -> str:
     return "capstan-site-" + resource_id.lower().replace("_", "-")
 
@@ -144,8 +152,15 @@ def test_the_build_output_alone_is_in_the_site_s_private_bucket(published: Site)
     with account(published.shop) as (customer, _operator):
         s3 = customer.client("s3")
         keys = {item["Key"] for item in s3.list_objects_v2(Bucket=bucket)["Contents"]}
-        assert keys == {"index.html", "about/index.html", "assets/site.css"}
-        index = read(customer, bucket, "index.html")
+        # Under the build's own prefix (a rollback points the distribution back at one).
+        prefix = first["id"]
+        assert keys == {
+            f"{prefix}/index.html",
+            f"{prefix}/about/index.html",
+            f"{prefix}/assets/site.css",
+        }
+        index = read(customer, bucket, f"{prefix}/index.html")
+        assert served(customer, published.site["id"], "index.html") == index
         assert first["commit_sha"] in index and "${PUBLIC_GREETING}" in index
         blocked = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
     assert all(blocked.values()), blocked
@@ -229,19 +244,24 @@ def test_an_environment_change_and_a_patch_each_rebuild_the_site(shop: Ready) ->
     with account(shop) as (customer, _operator):
         # The build saw the variables (through SSM, never as values in the build's record),
         # and built the branch; the CDN cache was invalidated again.
-        index = read(customer, there.bucket, "index.html")
+        index = served(customer, site["id"], "index.html")
         assert "Hello, reader" in index and "branch feature-x" in index
-        assert [(d["trigger"], d["status"]) for d in deployments(shop, path)] == [
+        history = deployments(shop, path)
+        assert [(d["trigger"], d["status"]) for d in history] == [
             ("patch", "running"),
             ("environment", "superseded"),
-            ("create", "running"),
+            ("create", "replaced"),
         ]
         codebuild = customer.client("codebuild")
         ids = codebuild.list_builds_for_project(projectName=f"capstan-{site['id']}")["ids"]
         build = max(codebuild.batch_get_builds(ids=ids)["builds"], key=lambda b: b["startTime"])
         given = {v["name"]: v for v in build["environment"]["environmentVariables"]}
         assert given["PUBLIC_GREETING"]["type"] == "PARAMETER_STORE"
-        assert given["PUBLIC_GREETING"]["value"] == f"/capstan/{site['id']}/PUBLIC_GREETING"
+        # The version of the environment the patch's release runs: the environment change's.
+        version = history[1]["id"]
+        assert (
+            given["PUBLIC_GREETING"]["value"] == f"/capstan/{site['id']}/{version}/PUBLIC_GREETING"
+        )
         assert "Hello, reader" not in str(build["environment"])
         assert given["PUBLIC_FLAGS"] == {"name": "PUBLIC_FLAGS", "value": "", "type": "PLAINTEXT"}
         cloudfront = customer.client("cloudfront", region="us-east-1")
@@ -397,7 +417,7 @@ def test_a_preview_keeps_the_environment_it_was_built_with(previewed: Previewed)
     lines = [line["message"] for line in api.get(f"{preview_path}/logs").json()["lines"]]
     assert "build-time variables: PUBLIC_GREETING" in lines
     with account(previewed.shop) as (customer, _operator):
-        index = read(customer, site_bucket(previewed.preview["id"]), "index.html")
+        index = served(customer, previewed.preview["id"], "index.html")
     assert "branch feature-x" in index
     assert "from the parent" in index
 

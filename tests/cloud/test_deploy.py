@@ -518,3 +518,33 @@ def test_monthly_run_rate() -> None:
     assert monthly_run_rate_usd(4096, 8192, "eu-central-1", "worker") > monthly_run_rate_usd(
         4096, 8192, "us-east-1", "worker"
     )
+
+
+def test_environment_versions_live_side_by_side_and_unneeded_ones_are_pruned(
+    deployer: Deployer, sessions: tuple[AwsSession, AwsSession]
+) -> None:
+    customer, _operator = sessions
+    target = worker_target(new_id("prj"))
+    root = f"/capstan/{target.resource_id}/"
+    ssm = customer.client("ssm")
+
+    def value(arn: str) -> str:
+        name = arn.split(":parameter", 1)[1]
+        return str(ssm.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"])
+
+    unversioned = deployer.put_environment(target, {"MODE": "old"})
+    one = deployer.put_environment(target, {"MODE": "one", "KEY": "k"}, "dep_one")
+    two = deployer.put_environment(target, {"MODE": "two"}, "dep_two")
+    # Writing a version never touches another: each task definition finds its own values.
+    assert [value(env.parameters["MODE"]) for env in (unversioned, one, two)] == [
+        "old",
+        "one",
+        "two",
+    ]
+    assert one.parameters["MODE"].endswith(f"{root}dep_one/MODE")
+    removed = deployer.prune_environments(target, {"dep_two", None})
+    assert sorted(removed) == [f"{root}dep_one/KEY", f"{root}dep_one/MODE"]
+    assert value(two.parameters["MODE"]) == "two" and value(unversioned.parameters["MODE"]) == "old"
+    deployer.prune_environments(target, {"dep_two"})
+    left = [p["Name"] for p in ssm.describe_parameters()["Parameters"] if root in p["Name"]]
+    assert left == [f"{root}dep_two/MODE"]

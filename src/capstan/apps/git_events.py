@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps import service as services
 from capstan.apps.models import Service
+from capstan.db import utcnow
 from capstan.git_host.events import Handler, InstallationRef, Payload, Repository
 from capstan.git_host.models import GitHostInstallation
 from capstan.projects.models import Project
@@ -72,6 +73,7 @@ async def _on_push(session: AsyncSession, payload: dict[str, Any]) -> str:
             deployed += 1
         for preview in await services.live_previews(session, service.id):
             if preview.branch == branch:
+                preview.pushed_at = utcnow()  # a preview in use lives on (preview_ttl_hours)
                 await services.start_deployment(
                     session, service, preview, trigger="push", commit_sha=push.after
                 )

@@ -69,6 +69,9 @@ class Service(Base):
     # The git host installation through which the repository was reachable at creation.
     installation_id: Mapped[int | None] = mapped_column(BigInteger)
     environment: Mapped[bytes | None] = mapped_column(LargeBinary)  # sealed JSON
+    # Where the cloud keeps `environment`: the id of the deployment that introduced it (SSM
+    # parameters under `/capstan/<id>/<version>/`); None: the unversioned path of old rows.
+    environment_version: Mapped[str | None] = mapped_column(String(40))
     generation: Mapped[int] = mapped_column(Integer, default=1)
     observed_generation: Mapped[int] = mapped_column(Integer, default=0)
     # The hostname the cloud currently routes to this service (moves after a suffix rename).
@@ -96,7 +99,13 @@ class Preview(Base):
     branch: Mapped[str] = mapped_column(String(255))
     # DNS label of the preview's hostname: unique per service, derived at creation.
     slug: Mapped[str] = mapped_column(String(63))
+    # The last push to its branch (None: none since it was made); with the project's
+    # `preview_ttl_hours`, when it expires.
+    pushed_at: Mapped[datetime | None]
     environment: Mapped[bytes | None] = mapped_column(LargeBinary)  # sealed JSON
+    # Where the cloud keeps `environment`: the id of the deployment that introduced it (SSM
+    # parameters under `/capstan/<id>/<version>/`); None: the unversioned path of old rows.
+    environment_version: Mapped[str | None] = mapped_column(String(40))
     generation: Mapped[int] = mapped_column(Integer, default=1)
     observed_generation: Mapped[int] = mapped_column(Integer, default=0)
     applied_hostname: Mapped[str | None] = mapped_column(String(253))
@@ -115,8 +124,10 @@ class Deployment(Base):
     service_id: Mapped[str] = mapped_column(ForeignKey("services.id"))
     preview_id: Mapped[str | None] = mapped_column(ForeignKey("previews.id"))
     generation: Mapped[int] = mapped_column(Integer)
-    trigger: Mapped[str] = mapped_column(String(20))  # create|patch|redeploy|environment|push
-    # pending → building → deploying → running | failed | superseded (`DEPLOYMENT_STATES`)
+    # create|patch|redeploy|environment|push|rollback
+    trigger: Mapped[str] = mapped_column(String(20))
+    # pending → building → deploying → running → replaced; failed; superseded
+    # (`DEPLOYMENT_STATES`)
     status: Mapped[str] = mapped_column(String(20), default="pending")
     commit_sha: Mapped[str | None] = mapped_column(String(64))
     error: Mapped[str | None] = mapped_column(Text)
@@ -127,6 +138,16 @@ class Deployment(Base):
     # JSON, owner = the deployment id), and the CDN invalidation it made after the build.
     build_environment: Mapped[bytes | None] = mapped_column(LargeBinary)
     invalidation_id: Mapped[str | None] = mapped_column(String(128))
+    # The release: what this deployment runs, kept so that it can be deployed again exactly.
+    # `settings` (JSON): cpu, memory, health path, start or build command, publish dir, branch;
+    # `environment` (sealed JSON, owner = the deployment id) and the version of it in the cloud;
+    # `image_uri` (by digest, once built); a static site's output prefix in its bucket.
+    settings: Mapped[str | None] = mapped_column(Text)
+    environment: Mapped[bytes | None] = mapped_column(LargeBinary)
+    environment_version: Mapped[str | None] = mapped_column(String(40))
+    site_prefix: Mapped[str | None] = mapped_column(String(64))
+    # A rollback: the deployment whose release this one deploys again.
+    rollback_of: Mapped[str | None] = mapped_column(String(40))
     deadline_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = created_at_column()
     finished_at: Mapped[datetime | None]
@@ -140,19 +161,23 @@ class Deployment(Base):
 
 
 PENDING, BUILDING, DEPLOYING, RUNNING = "pending", "building", "deploying", "running"
-FAILED, SUPERSEDED = "failed", "superseded"
+FAILED, SUPERSEDED, REPLACED = "failed", "superseded", "replaced"
 UNDER_WAY = (PENDING, BUILDING, DEPLOYING)
 # The moves a deployment may make. A running one fails only when repairing its drift failed for
-# good; a newer deployment supersedes those under way.
+# good; a newer deployment supersedes those under way; the live one (at most one `running` per
+# target) is `replaced` when a newer one goes live.
 DEPLOYMENT_STATES = StateMachine(
     Deployment,
     [
         (None, "create", PENDING),
         (PENDING, "build_started", BUILDING),
+        # A rollback deploys a release that exists: no build.
+        (PENDING, "reused", DEPLOYING),
         (BUILDING, "built", DEPLOYING),
         (DEPLOYING, "rolled_out", RUNNING),
         ((*UNDER_WAY, RUNNING), "failed", FAILED),
         (UNDER_WAY, "superseded", SUPERSEDED),
+        (RUNNING, "replaced", REPLACED),
     ],
 )
 

@@ -17,13 +17,15 @@ project's last target that needs it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 
+from capstan.apps import releases
 from capstan.apps import service as services
 from capstan.apps.deploying import deployer_for
 from capstan.apps.models import DEPLOYMENT_STATES, Deployment, Preview, Service
@@ -31,7 +33,7 @@ from capstan.apps.sites import SiteSteps
 from capstan.apps.steps import Progress, Steps, Subject
 from capstan.cloud.deploy import Build, BuildSpec, Deployer, ProjectCache, TaskSpec
 from capstan.cloud.driver import Cloud
-from capstan.cloud.errors import TerminalCloudError
+from capstan.cloud.errors import CloudError, TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
 from capstan.config import Settings
 from capstan.crypto import SecretBox
@@ -71,8 +73,10 @@ class TargetReconciler:
         rollout_deadline: timedelta = ROLLOUT_DEADLINE,
         project_cache: ProjectCache | None = None,
         poll: Poll = POLL,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.kind = kind
+        self._clock = clock
         self._poll = poll
         # A step just started (a build, a rollout): its first look comes after the poll's first
         # wait, and the looks after it wait longer.
@@ -83,6 +87,7 @@ class TargetReconciler:
         self._git_host = git_host
         self._settings = settings
         box = services.environment_box(settings.require_secret_key())
+        self._box = box
         containers = ContainerSteps(cloud, settings, box, rollout_deadline)
         self._steps: dict[str, Steps] = {
             services.WEB_SERVER: containers,
@@ -99,6 +104,8 @@ class TargetReconciler:
             subject = await self._load(session, resource_id)
             if subject is None:
                 return Done()
+            if await self._expire(session, subject):
+                return RequeueAfter(0)  # its next pass removes it
             account = await session.get(CloudAccount, subject.service.organization_id)
             try:
                 if subject.row.deleted_at is not None:
@@ -113,6 +120,20 @@ class TargetReconciler:
                 log.info("%s %s changed during its pass; starting over", self.kind, resource_id)
                 return RequeueAfter(0)
             return result
+
+    async def _expire(self, session: AsyncSession, subject: Subject) -> bool:
+        """A preview with no push for the project's `preview_ttl_hours` is removed, as by a
+        DELETE (every live preview gets a pass at each resync, so at most that late)."""
+        preview = subject.preview
+        if preview is None or preview.deleted_at is not None:
+            return False
+        expires_at = services.preview_expires_at(subject.project, preview)
+        if expires_at is None or self._clock() < expires_at:
+            return False
+        log.info("preview %s expired at %s: removing it", preview.id, expires_at.isoformat())
+        await services.remove_preview(session, subject.service, preview)
+        await session.commit()
+        return True
 
     async def _load(self, session: AsyncSession, resource_id: str) -> Subject | None:
         if self.kind == services.PREVIEW_QUEUE_KIND:
@@ -176,9 +197,23 @@ class TargetReconciler:
         deployer: Deployer,
         steps: Steps,
     ) -> Result:
+        if deployment.environment is None:
+            if deployment.environment_version != subject.row.environment_version:
+                # A newer environment came with a newer deployment, which superseded this one.
+                raise DeploymentChanged(deployment.id)
+            # The release keeps the values of its environment version (sealed to itself).
+            variables = services.read_environment(self._box, subject.row)
+            deployment.environment = self._box.seal_json(variables, owner=deployment.id)
         waiting = await steps.prepare(session, subject, deployment, deployer)
         if waiting is not None:
             return waiting
+        if deployment.rollback_of is not None:
+            # A release deployed again: its image (or a site's output) exists; no build.
+            await steps.reuse(session, subject, deployment, deployer)
+            await self._move(session, deployment, "reused", deadline_at=utcnow() + steps.deadline)
+            if steps.watch_at_once:
+                return await self._watch(session, subject, deployment, deployer, steps)
+            return self._started
         service = subject.service
         if service.installation_id is None:
             raise TerminalGitHostError("The repository is not reachable through an installation.")
@@ -230,7 +265,16 @@ class TargetReconciler:
         progress = await steps.watch(session, subject, deployment, deployer)
         if progress.state == "completed":
             await self._move(session, deployment, "rolled_out", finished_at=utcnow())
+            # At most one live deployment per target: the one this replaced says so.
+            await DEPLOYMENT_STATES.move_all(
+                session,
+                "replaced",
+                Deployment.service_id == subject.service.id,
+                services.of_target(subject.preview.id if subject.preview else None),
+                Deployment.id != deployment.id,
+            )
             subject.row.observed_generation = deployment.generation
+            await self._prune_environments(session, subject, deployer)
             return Done()
         if progress.state == "failed":
             await self._fail(session, deployment, progress.reason or "The deployment failed.")
@@ -239,6 +283,40 @@ class TargetReconciler:
             await self._fail(session, deployment, steps.overdue(progress))
             return Done()
         return PollAgain(self._poll)
+
+    async def _prune_environments(
+        self, session: AsyncSession, subject: Subject, deployer: Deployer
+    ) -> None:
+        """Remove the environment versions (and a static site's build outputs) no release of the
+        target needs any more. A failure is only logged: the next rollout prunes again."""
+        keep = await releases.needed_versions(
+            session, subject.service.id, subject.preview.id if subject.preview else None
+        )
+        outputs: set[str] | None = None
+        if subject.service.kind == services.STATIC_WEBSITE:
+            outputs = await releases.needed_outputs(
+                session, subject.service.id, subject.preview.id if subject.preview else None
+            )
+        target = subject.target(self._settings.domain)
+
+        def prune() -> tuple[int, int]:
+            removed = len(deployer.prune_environments(target, keep))
+            if outputs is None:
+                return removed, 0
+            return removed, deployer.site.prune_outputs(target, outputs)
+
+        try:
+            parameters, objects = await self._cloud.run(prune)
+        except CloudError as error:
+            log.warning("%s: old releases not pruned: %s", target.resource_id, error)
+            return
+        if parameters or objects:
+            log.info(
+                "%s: removed %d parameters and %d objects no release needs",
+                target.resource_id,
+                parameters,
+                objects,
+            )
 
     async def _fail(self, session: AsyncSession, deployment: Deployment, message: str) -> None:
         await self._move(session, deployment, "failed", error=message[:4000], finished_at=utcnow())
@@ -336,27 +414,40 @@ class ContainerSteps:
         self, subject: Subject, deployment: Deployment, deployer: Deployer, build: Build
     ) -> None:
         assert build.image_uri is not None
-        deployment.image_uri = build.image_uri
+        target = subject.target(self._settings.domain)
+        built = build.image_uri
+        # The release keeps the image by digest: a tag can be pushed again, a digest cannot.
+        deployment.image_uri = await self._cloud.run(lambda: deployer.pin_image(target, built))
+        await self._roll_out(subject, deployment, deployer)
+
+    async def reuse(
+        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
+    ) -> None:
         await self._roll_out(subject, deployment, deployer)
 
     async def _roll_out(self, subject: Subject, deployment: Deployment, deployer: Deployer) -> None:
+        """The deployment's release, as it was recorded: its environment version (written once,
+        never over another's), its settings and its image."""
         target = subject.target(self._settings.domain)
-        variables = {
-            v["name"]: v["value"] for v in services.read_environment(self._box, subject.row)
-        }
-        stored = await self._cloud.run(lambda: deployer.put_environment(target, variables))
+        owner = deployment if deployment.environment is not None else subject.row
+        sealed = self._box.open_json(owner.environment, owner=owner.id)
+        variables = {v["name"]: v["value"] for v in (sealed if isinstance(sealed, list) else [])}
+        version = deployment.environment_version
+        stored = await self._cloud.run(lambda: deployer.put_environment(target, variables, version))
         service = subject.service
+        ran = {**{name: getattr(service, name) for name in services.RELEASE_FIELDS}}
+        ran.update(releases.settings_of(deployment))
         assert deployment.image_uri is not None
-        assert service.cpu is not None and service.memory is not None
+        assert ran["cpu"] is not None and ran["memory"] is not None
         spec = TaskSpec(
             target=target,
             deployment_id=deployment.id,
             image_uri=deployment.image_uri,
-            cpu=service.cpu,
-            memory=service.memory,
+            cpu=ran["cpu"],
+            memory=ran["memory"],
             environment=stored,
-            start_command=service.start_command,
-            health_path=service.health_path if service.kind == services.WEB_SERVER else None,
+            start_command=ran["start_command"],
+            health_path=ran["health_path"] if service.kind == services.WEB_SERVER else None,
         )
         old_hostname = subject.row.applied_hostname
         deployment.task_definition_arn = await self._cloud.run(lambda: deployer.deploy(spec))

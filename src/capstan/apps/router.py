@@ -17,10 +17,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response, status
 from pydantic import BaseModel
 
-from capstan.apps import observe, schemas
+from capstan.apps import observe, releases, schemas
 from capstan.apps import service as services
 from capstan.apps.deploying import target_of
-from capstan.apps.models import Preview, Service
+from capstan.apps.models import Deployment, Preview, Service
 from capstan.auth.principal import Caller
 from capstan.cloud.driver import Cloud
 from capstan.config import Settings
@@ -159,9 +159,54 @@ def make_router(spec: Kind) -> APIRouter:
         project_id: str, service_id: str, caller: Caller, session: DbSession
     ) -> schemas.DeploymentList:
         rows = await services.list_deployments(session, caller, project_id, spec.kind, service_id)
-        return schemas.DeploymentList(
-            deployments=[schemas.DeploymentOut.model_validate(row) for row in rows]
+        return schemas.DeploymentList(deployments=[_deployment_out(row) for row in rows])
+
+    @router.get(
+        f"{item}/deployments/{{deployment_id}}",
+        response_model=schemas.DeploymentOut,
+        summary="One deployment (a release)",
+    )
+    async def deployment(
+        project_id: str, service_id: str, deployment_id: str, caller: Caller, session: DbSession
+    ) -> schemas.DeploymentOut:
+        _service, row = await services.get_deployment(
+            session, caller, project_id, spec.kind, service_id, deployment_id
         )
+        return _deployment_out(row)
+
+    @router.post(
+        f"{item}/deployments/{{deployment_id}}/rollback",
+        status_code=status.HTTP_202_ACCEPTED,
+        response_model=schemas.RollingBack,
+        summary="Deploy an earlier release again (its image, settings and environment; no build)",
+        description=(
+            "The release must have gone live (status `running` or `replaced`) and still be kept "
+            f"(the newest {releases.RELEASES_KEPT}); otherwise 409 `release_not_deployable` with "
+            "the reason (failed, never live, no longer kept, image or output gone). The "
+            "service's settings and environment become the release's."
+        ),
+    )
+    async def rollback(
+        project_id: str,
+        service_id: str,
+        deployment_id: str,
+        caller: Caller,
+        session: DbSession,
+        settings: AppSettings,
+        cloud: AppCloud,
+    ) -> schemas.RollingBack:
+        row = await releases.rollback(
+            session,
+            caller,
+            project_id,
+            spec.kind,
+            service_id,
+            deployment_id,
+            box=_box(settings),
+            cloud=cloud,
+            settings=settings,
+        )
+        return schemas.RollingBack(deployment=_deployment_out(row))
 
     @router.get(
         f"{item}/environment",
@@ -320,6 +365,7 @@ def make_router(spec: Kind) -> APIRouter:
             branch=preview.branch,
             url=services.url(preview.slug, project, domain, spec.kind) if spec.has_url else None,
             status=services.status_of(deployment),
+            expires_at=services.preview_expires_at(project, preview),
         )
 
     @router.post(
@@ -328,6 +374,12 @@ def make_router(spec: Kind) -> APIRouter:
         response_model=schemas.PreviewOut,
         response_model_exclude_none=True,
         summary="Create a preview of a branch",
+        description=(
+            "409 `preview_exists` when the branch has a preview already; 409 "
+            "`preview_limit_reached` when the project has its `max_previews`. With the "
+            "project's `preview_ttl_hours` set, the preview shows `expires_at` and is removed "
+            "when that long passes without a push to its branch."
+        ),
     )
     async def create_preview(
         project_id: str,
@@ -397,6 +449,22 @@ def make_router(spec: Kind) -> APIRouter:
         return {"environment": variables}
 
     return router
+
+
+def _deployment_out(row: Deployment) -> schemas.DeploymentOut:
+    settings = releases.settings_of(row)
+    return schemas.DeploymentOut(
+        id=row.id,
+        status=row.status,
+        trigger=row.trigger,
+        commit_sha=row.commit_sha,
+        created_at=row.created_at,
+        finished_at=row.finished_at,
+        error=row.error,
+        image=row.image_uri,
+        rollback_of=row.rollback_of,
+        settings=schemas.ReleaseSettings.model_validate(settings) if settings else None,
+    )
 
 
 def _describe_web_server(service: Service, status: str, url: str | None) -> dict[str, Any]:

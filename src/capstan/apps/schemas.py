@@ -280,14 +280,49 @@ class Deploying(Response):
     status: Literal["deploying"] = "deploying"
 
 
+class ReleaseSettings(Response):
+    """What a release keeps of its service's settings (the fields of its kind)."""
+
+    branch: str
+    cpu: int | None = None
+    memory: int | None = None
+    health_path: str | None = None
+    build_command: str | None = None
+    start_command: str | None = None
+    publish_dir: str | None = None
+
+
+DeploymentStatus = Literal[
+    "pending", "building", "deploying", "running", "replaced", "superseded", "failed"
+]
+
+
 class DeploymentOut(Response):
+    """A deployment: one release of a service. At most one per service (or preview) is
+    `running`, the live one; one that was live and was replaced reads `replaced`, one replaced
+    before it went live `superseded`; `failed` keeps its `error`."""
+
     id: str
-    status: str
-    trigger: str
+    status: DeploymentStatus
+    trigger: Literal["create", "patch", "redeploy", "environment", "push", "rollback"]
     commit_sha: str | None
     created_at: datetime
     finished_at: datetime | None
     error: str | None
+    image: str | None = Field(
+        default=None, description="Web servers and workers: the image, by digest, once built."
+    )
+    rollback_of: str | None = Field(
+        default=None, description="A rollback: the deployment whose release it deploys again."
+    )
+    settings: ReleaseSettings | None = Field(
+        default=None, description="The settings this release runs with."
+    )
+
+
+class RollingBack(Response):
+    status: Literal["deploying"] = "deploying"
+    deployment: DeploymentOut
 
 
 class DeploymentList(Response):
@@ -303,6 +338,12 @@ class PreviewOut(Response):
     branch: str
     url: str | None = None
     status: Status
+    expires_at: datetime | None = Field(
+        default=None,
+        description="When the preview is removed unless its branch is pushed to first (the "
+        "project's `preview_ttl_hours` after the last push, or its creation); absent when "
+        "previews do not expire.",
+    )
 
 
 class LogLine(Response):

@@ -9,10 +9,12 @@ the request's transaction.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import DEPLOYMENT_STATES, UNDER_WAY, Deployment, Preview, Service
@@ -39,6 +41,18 @@ HOSTNAME_KINDS = (WEB_SERVER, STATIC_WEBSITE)
 COMPUTE_KINDS = (WEB_SERVER, WORKER)
 QUEUE_KIND = "service"
 PREVIEW_QUEUE_KIND = "preview"
+# What a release keeps of its service's settings (and the branch it was built from).
+RELEASE_FIELDS = (
+    "branch",
+    "build_command",
+    "health_path",
+    "start_command",
+    "publish_dir",
+    "cpu",
+    "memory",
+)
+# Releases that went live kept for rollback, per target, with their environment versions.
+RELEASES_KEPT = 10
 # Fields whose change needs a new deployment; `auto_deploy` alone does not.
 DEPLOYING_FIELDS = (
     "branch",
@@ -258,6 +272,13 @@ async def delete(
     await session.flush()
 
 
+def release_settings(service: Service, preview: Preview | None) -> dict[str, Any]:
+    """The settings a deployment of the target runs with (a preview: its parent's, its branch)."""
+    settings = {name: getattr(service, name) for name in RELEASE_FIELDS}
+    settings["branch"] = preview.branch if preview else service.branch
+    return settings
+
+
 async def start_deployment(
     session: AsyncSession,
     service: Service,
@@ -266,11 +287,17 @@ async def start_deployment(
     trigger: str,
     bump: bool = True,
     commit_sha: str | None = None,
+    new_environment: bool = False,
+    release: Deployment | None = None,
 ) -> Deployment:
+    """Record a deployment of the target's desired state — a release: its settings and the
+    version of its environment (a new one when `new_environment`, or when the target has none
+    yet; the reconciler seals the values into the release at its first pass), or, with
+    `release`, exactly that release again (no build)."""
     target = preview or service
     if bump:
         target.generation += 1
-    await _supersede(session, service.id, _of_target(preview.id if preview else None))
+    await _supersede(session, service.id, of_target(preview.id if preview else None))
     deployment = Deployment(
         service_id=service.id,
         preview_id=preview.id if preview else None,
@@ -281,6 +308,16 @@ async def start_deployment(
     )
     session.add(deployment)
     await session.flush()
+    if release is not None:
+        deployment.commit_sha = release.commit_sha
+        deployment.image_uri = release.image_uri
+        deployment.site_prefix = release.site_prefix
+        deployment.rollback_of = release.id
+    elif new_environment or target.environment_version is None:
+        # Each environment lives in the cloud under a version of its own, never overwritten.
+        target.environment_version = deployment.id
+    deployment.settings = json.dumps(release_settings(service, preview), sort_keys=True)
+    deployment.environment_version = target.environment_version
     if preview is None:
         await enqueue(session, QUEUE_KIND, service.id)
     else:
@@ -295,7 +332,7 @@ async def _supersede(session: AsyncSession, service_id: str, *where: ColumnEleme
     )
 
 
-def _of_target(preview_id: str | None) -> ColumnElement[bool]:
+def of_target(preview_id: str | None) -> ColumnElement[bool]:
     """Deployments of the service itself (`None`), or of one of its previews."""
     if preview_id is None:
         return Deployment.preview_id.is_(None)
@@ -307,7 +344,7 @@ async def newest_deployment(
 ) -> Deployment | None:
     return await session.scalar(
         select(Deployment)
-        .where(Deployment.service_id == service_id, _of_target(preview_id))
+        .where(Deployment.service_id == service_id, of_target(preview_id))
         .where(Deployment.status != "superseded")
         .order_by(Deployment.created_at.desc(), Deployment.id.desc())
         .limit(1)
@@ -331,6 +368,28 @@ async def list_deployments(
             .order_by(Deployment.created_at.desc(), Deployment.id.desc())
         )
     )
+
+
+async def get_deployment(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    kind: str,
+    service_id: str,
+    deployment_id: str,
+) -> tuple[Service, Deployment]:
+    """One deployment of the service itself (not of its previews), or a 404."""
+    service = await get(session, caller, project_id, kind, service_id)
+    deployment = await session.scalar(
+        select(Deployment).where(
+            Deployment.id == deployment_id,
+            Deployment.service_id == service.id,
+            Deployment.preview_id.is_(None),
+        )
+    )
+    if deployment is None:
+        raise NotFound("No such deployment.")
+    return service, deployment
 
 
 def hostname(name: str, project: Project, domain: str) -> str:
@@ -400,7 +459,9 @@ async def put_environment(
     service = await get(session, caller, project_id, kind, service_id)
     _check_reserved(kind, variables)
     service.environment = box.seal_json(variables, owner=service.id)
-    return await start_deployment(session, service, None, trigger="environment")
+    return await start_deployment(
+        session, service, None, trigger="environment", new_environment=True
+    )
 
 
 def _reserved(kind: str, name: str) -> bool:
@@ -471,6 +532,38 @@ async def get_preview(
     return service, preview
 
 
+class PreviewLimitReached(Conflict):
+    code = "preview_limit_reached"
+
+
+def preview_expires_at(project: Project, preview: Preview) -> datetime | None:
+    """When the preview ends: the project's TTL after its last push (or its creation)."""
+    if project.preview_ttl_hours is None:
+        return None
+    return (preview.pushed_at or preview.created_at) + timedelta(hours=project.preview_ttl_hours)
+
+
+async def _require_room_for_a_preview(session: AsyncSession, project_id: str) -> None:
+    """At most the project's `max_previews` at once. The project's row is locked first, so two
+    creations at once cannot both take the last place."""
+    project = await session.scalar(
+        select(Project).where(Project.id == project_id).with_for_update()
+    )
+    assert project is not None
+    live = await session.scalar(
+        select(func.count())
+        .select_from(Preview)
+        .join(Service, Service.id == Preview.service_id)
+        .where(Service.project_id == project_id, Preview.deleted_at.is_(None))
+    )
+    if int(live or 0) >= project.max_previews:
+        raise PreviewLimitReached(
+            f"The project has {live} previews, its limit (max_previews = "
+            f"{project.max_previews}); delete one, or raise the limit with PATCH "
+            "/api/projects/{id}."
+        )
+
+
 async def create_preview(
     session: AsyncSession,
     caller: Principal,
@@ -481,6 +574,7 @@ async def create_preview(
     box: SecretBox,
 ) -> tuple[Service, Preview]:
     service = await get(session, caller, project_id, kind, service_id)
+    await _require_room_for_a_preview(session, service.project_id)
     preview = Preview(service_id=service.id, branch=branch, slug=preview_slug(service.name, branch))
     session.add(preview)
     await flush_unique(
@@ -492,7 +586,9 @@ async def create_preview(
     )
     # A preview starts with a copy of the parent's environment; after that it is its own.
     preview.environment = box.seal_json(read_environment(box, service), owner=preview.id)
-    await start_deployment(session, service, preview, trigger="create", bump=False)
+    await start_deployment(
+        session, service, preview, trigger="create", bump=False, new_environment=True
+    )
     return service, preview
 
 
@@ -512,6 +608,6 @@ async def remove_preview(session: AsyncSession, service: Service, preview: Previ
     """Finalizer: the preview is gone from the API now, its cloud resources removed by the
     reconciler. Shared by the API's DELETE and the git host's branch deletions."""
     preview.deleted_at = utcnow()
-    await _supersede(session, service.id, _of_target(preview.id))
+    await _supersede(session, service.id, of_target(preview.id))
     await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
     await session.flush()

@@ -27,7 +27,6 @@ from datetime import timedelta
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capstan.apps import service as services
 from capstan.apps.models import Deployment, SiteResources
 from capstan.apps.steps import Progress, Subject
 from capstan.cloud.builds import SiteBuildSpec
@@ -136,12 +135,15 @@ class SiteSteps:
         target: Target,
         row: SiteResources,
         certificate: SiteCertificate,
+        deployment: Deployment,
     ) -> None:
-        """Distribution, bucket policy and DNS as they should be; the old hostname let go."""
+        """Distribution (serving the deployment's output), bucket policy and DNS as they should
+        be; the old hostname let go."""
         storage = self._storage(target, row, site)
         known = row.distribution_id
+        prefix = deployment.site_prefix
         distribution = await self._cloud.run(
-            lambda: site.publish(target, storage, certificate.arn, known)
+            lambda: site.publish(target, storage, certificate.arn, known, prefix)
         )
         row.distribution_id = distribution.id
         row.distribution_domain = distribution.domain_name
@@ -208,9 +210,13 @@ class SiteSteps:
         service = subject.service
         assert deployment.commit_sha is not None
         assert service.build_command is not None and service.publish_dir is not None
-        variables = services.read_environment(self._box, subject.row)
+        sealed = self._box.open_json(deployment.environment, owner=deployment.id)
+        variables = list(sealed) if isinstance(sealed, list) else []
         # What this build is given, kept for `GET …/previews/{id}/environment`.
         deployment.build_environment = self._box.seal_json(variables, owner=deployment.id)
+        # Each build's output has a prefix of its own in the bucket: a rollback points the
+        # distribution back at an older one.
+        deployment.site_prefix = deployment.id
         target = subject.target(self._settings.domain)
         spec = SiteBuildSpec(
             target=target,
@@ -222,7 +228,9 @@ class SiteSteps:
             publish_dir=service.publish_dir,
             bucket=bucket_name(target.resource_id),
             deployment_id=deployment.id,
+            prefix=deployment.site_prefix,
             environment={v["name"]: v["value"] for v in variables},
+            environment_version=deployment.environment_version,
         )
         return await self._cloud.run(lambda: deployer.builds.start_site(spec))
 
@@ -230,6 +238,13 @@ class SiteSteps:
         self, subject: Subject, deployment: Deployment, deployer: Deployer, build: Build
     ) -> None:
         return None  # the build synced the files itself; publishing is `watch`'s
+
+    async def reuse(
+        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
+    ) -> None:
+        # The release's output is still in the bucket under its prefix (the rollback checked):
+        # `watch` points the distribution at it and invalidates the cache. No build.
+        assert deployment.site_prefix is not None
 
     async def watch(
         self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
@@ -247,7 +262,7 @@ class SiteSteps:
             if row.origin_access_control_id is None:  # a row lost since `prepare`
                 await self._ensure_storage(site, target, row)
             try:
-                await self._publish(site, subject, target, row, certificate)
+                await self._publish(site, subject, target, row, certificate, deployment)
             except RetryableCloudError as error:
                 if error.code != "cname_already_exists":
                     raise
@@ -297,7 +312,7 @@ class SiteSteps:
         if certificate.state == "failed":
             log.warning("%s: %s", target.resource_id, certificate.reason)
             return Done()
-        await self._publish(site, subject, target, row, certificate)
+        await self._publish(site, subject, target, row, certificate, deployment)
         await self._retire_certificates(site, row)
         if _retired(row):
             return PollAgain(self._slow_poll)  # the old certificate, once CloudFront lets go

@@ -9,6 +9,8 @@ servers and workers) and static websites, around one state machine written once 
   bucket, the origin access control, the certificate request). Answers a `Result` to wait.
 - `start_build` / `built`: start the kind's build; act on its success (containers: roll out the
   image; sites: nothing yet — the files are in the bucket).
+- `reuse`: a rollback's step instead of a build (containers: roll out the release's image;
+  sites: point the distribution at the release's output).
 - `watch`: the next step of the rollout or publication and where it stands (`Progress`).
 - `check_running`: the periodic look at a running target (hostname moves, drift).
 - `tear_down` / `forget`: remove the target's cloud resources; drop the kind's own rows.
@@ -77,6 +79,12 @@ class Steps(Protocol):
     async def built(
         self, subject: Subject, deployment: Deployment, deployer: Deployer, build: Build
     ) -> None: ...
+
+    async def reuse(
+        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
+    ) -> None:
+        """Deploy a release that was built before (a rollback) instead of building."""
+        ...
 
     async def watch(
         self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer

@@ -278,7 +278,12 @@ def access_statements() -> list[dict[str, Any]]:
         ),
         _statement(
             "KeepImages",
-            ["ecr:CreateRepository", "ecr:DescribeRepositories", "ecr:DeleteRepository"],
+            [
+                "ecr:CreateRepository",
+                "ecr:DescribeRepositories",
+                "ecr:DescribeImages",
+                "ecr:DeleteRepository",
+            ],
             _any_region("ecr", "repository/capstan/*"),
         ),
         _statement(

@@ -55,8 +55,12 @@ class SiteBuildSpec:
     publish_dir: str
     bucket: str
     deployment_id: str
-    # The build-time environment: written to SSM, referenced by name from the build.
+    # Where in the bucket this build's output goes (`<prefix>/…`): each build keeps its own.
+    prefix: str
+    # The build-time environment: written to SSM (as `environment_version` of the site's
+    # environment), referenced by name from the build.
     environment: dict[str, str] = field(repr=False, default_factory=dict)
+    environment_version: str | None = None
 
 
 def _source(spec: BuildSpec | SiteBuildSpec) -> dict[str, str]:
@@ -157,15 +161,20 @@ class BuildDriver:
             privileged=False,
         )
         stored = ssm.put_environment(
-            self._customer, target.project_id, target.resource_id, spec.environment
+            self._customer,
+            target.project_id,
+            target.resource_id,
+            spec.environment,
+            spec.environment_version,
         )
-        prefix = names.parameter_path(target.resource_id)
+        prefix = ssm.version_path(target.resource_id, spec.environment_version)
         environment = {
             **stored.plain,  # the build's own variables are reserved names: they cannot clash
             **_source(spec),
             "BUILD_COMMAND": spec.build_command,
             "PUBLISH_DIR": spec.publish_dir,
             "SITE_BUCKET": spec.bucket,
+            "SITE_PREFIX": spec.prefix,
         }
         return codebuild.start_build(
             self._customer,

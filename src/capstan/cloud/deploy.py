@@ -137,9 +137,40 @@ class Deployer(TargetDriver):
 
     # -- environment ----------------------------------------------------------------------
 
-    def put_environment(self, target: Target, variables: dict[str, str]) -> ssm.StoredEnvironment:
-        """SecureString parameters exactly the non-empty `variables`; where each one is."""
-        return ssm.put_environment(self._customer, target.project_id, target.resource_id, variables)
+    def put_environment(
+        self, target: Target, variables: dict[str, str], version: str | None = None
+    ) -> ssm.StoredEnvironment:
+        """SecureString parameters of `version` of the target's environment, exactly the
+        non-empty `variables`; where each one is."""
+        return ssm.put_environment(
+            self._customer, target.project_id, target.resource_id, variables, version
+        )
+
+    def prune_environments(self, target: Target, keep: set[str | None]) -> list[str]:
+        """Remove every version of the target's environment not in `keep` (no release needs
+        it); the parameter names removed."""
+        return ssm.prune_versions(self._customer, target.resource_id, keep)
+
+    # -- images ---------------------------------------------------------------------------
+
+    def pin_image(self, target: Target, image_uri: str) -> str:
+        """`<repository>@sha256:…` for a built `<repository>:<tag>`: what a release keeps, since
+        a tag can be moved and a digest cannot."""
+        repository, _, tag = image_uri.rpartition(":")
+        if "@" in image_uri or not repository:
+            return image_uri
+        digest = ecr.image_digest(self._customer, target.resource_id, tag)
+        if digest is None:
+            raise TerminalCloudError("image_not_found", f"The built image {image_uri} is gone.")
+        return f"{repository}@{digest}"
+
+    def image_exists(self, target: Target, image_uri: str) -> bool:
+        """Whether the image a release names (by digest) is still in its repository."""
+        _repository, _, digest = image_uri.partition("@")
+        if not digest:
+            _repository, _, tag = image_uri.rpartition(":")
+            return ecr.image_digest(self._customer, target.resource_id, tag) is not None
+        return ecr.image_exists(self._customer, target.resource_id, digest)
 
     # -- deployments ----------------------------------------------------------------------
 

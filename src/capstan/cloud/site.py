@@ -119,6 +119,15 @@ class SiteDriver(TargetDriver):
             origin_access_control_id=control,
         )
 
+    def output_exists(self, target: Target, prefix: str) -> bool:
+        """Whether a build's output (`<prefix>/…` in the site's bucket) is still there."""
+        return s3.has_prefix(self._customer, bucket_name(target.resource_id), prefix + "/")
+
+    def prune_outputs(self, target: Target, keep: set[str]) -> int:
+        """Remove the outputs of builds no release needs (and files of the unprefixed layout
+        sites had before); how many objects went."""
+        return s3.delete_prefixes(self._customer, bucket_name(target.resource_id), keep)
+
     def origin_domain(self, bucket: str) -> str:
         """The bucket's regional REST endpoint (CloudFront's origin for an OAC)."""
         suffix = "amazonaws.com.cn" if self._customer.partition() == "aws-cn" else "amazonaws.com"
@@ -176,10 +185,11 @@ class SiteDriver(TargetDriver):
         storage: SiteStorage,
         certificate_arn: str,
         distribution_id: str | None,
+        prefix: str | None = None,
     ) -> cloudfront.DistributionInfo:
-        """The distribution serving the bucket at the hostname through the site's request
-        function, the bucket readable by it alone, and the hostname's ALIAS record pointing at
-        it."""
+        """The distribution serving the bucket (the output under `prefix`: one build's) at the
+        hostname through the site's request function, the bucket readable by it alone, and the
+        hostname's ALIAS record pointing at it."""
         assert target.hostname is not None
         function_arn = cloudfront_functions.ensure_request_function(
             self._customer, target.project_id, target.resource_id
@@ -194,6 +204,7 @@ class SiteDriver(TargetDriver):
                 hostname=target.hostname,
                 certificate_arn=certificate_arn,
                 request_function_arn=function_arn,
+                origin_path=f"/{prefix}" if prefix else "",
             ),
             distribution_id,
         )

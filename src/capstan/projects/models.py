@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, ForeignKey, String, false
+from sqlalchemy import Boolean, ForeignKey, Integer, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from capstan.db import Base, created_at_column, id_column, utcnow
@@ -31,6 +31,10 @@ class Project(Base):
     delete_previews_on_branch_delete: Mapped[bool] = mapped_column(
         Boolean, default=False, server_default=false()
     )
+    # Previews: removed after this many hours without a push (None: never); at most
+    # `max_previews` at once in the project.
+    preview_ttl_hours: Mapped[int | None] = mapped_column(Integer)
+    max_previews: Mapped[int] = mapped_column(Integer, default=20, server_default="20")
     created_at: Mapped[datetime] = created_at_column()
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic.json_schema import SkipJsonSchema
 
 from capstan.schemas import Label100, Request, Response
 
@@ -43,10 +44,32 @@ class ProjectCreate(Request):
     git_settings: GitSettingsUpdate | None = None
 
 
+PreviewTtlHours = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=8760,
+        description="A preview with no push for this many hours is removed, as by a DELETE; "
+        "null: previews do not expire (the default).",
+    ),
+]
+MaxPreviews = Annotated[
+    int,
+    Field(
+        ge=0,
+        le=1000,
+        description="Previews the project may have at once (all its services together); one "
+        "more is 409 `preview_limit_reached`. Default 20.",
+    ),
+]
+
+
 class ProjectUpdate(Request):
     name: ProjectName | None = None
     hostname_suffix: HostnameSuffix | None = None
     git_settings: GitSettingsUpdate | None = None
+    preview_ttl_hours: PreviewTtlHours | None = None
+    max_previews: MaxPreviews | SkipJsonSchema[None] = None
 
 
 class ProjectListItem(Response):
@@ -64,3 +87,16 @@ class ProjectListItem(Response):
 
 class ProjectOut(ProjectListItem):
     git_settings: GitSettings
+    preview_ttl_hours: int | None = Field(
+        description="Hours without a push after which a preview is removed; null: never."
+    )
+    max_previews: int = Field(description="Previews the project may have at once.")
+
+    @model_serializer(mode="wrap")
+    def _with_preview_ttl(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        """`preview_ttl_hours` is shown even when null (off), where the routes leave out other
+        null fields (certificate_status before HTTPS is provisioned)."""
+        data = handler(self)
+        if isinstance(data, dict):
+            data.setdefault("preview_ttl_hours", self.preview_ttl_hours)
+        return data

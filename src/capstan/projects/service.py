@@ -74,8 +74,8 @@ async def update(
     *,
     kinds: Sequence[ResourceKind],
 ) -> Project:
-    """Rename, change the hostname suffix (every kind hears of it: their hostnames move) or the
-    git settings."""
+    """Rename, change the hostname suffix (every kind hears of it: their hostnames move), the
+    git settings or the preview settings (expiry, limit)."""
     project = await get(session, caller, project_id)
     if body.name is not None:
         project.name = body.name
@@ -85,6 +85,15 @@ async def update(
     if suffix_changed:
         project.hostname_suffix = body.hostname_suffix  # type: ignore[assignment]
     _apply_git_settings(project, body.git_settings)
+    if "preview_ttl_hours" in body.model_fields_set:  # null: previews no longer expire
+        project.preview_ttl_hours = body.preview_ttl_hours
+    if "max_previews" in body.model_fields_set:
+        if body.max_previews is None:
+            raise BadRequest(
+                "max_previews must be an integer.",
+                details=[{"field": "max_previews", "type": "int_type", "message": "not null"}],
+            )
+        project.max_previews = body.max_previews
     await _flush_suffix(session, body.hostname_suffix)
     if suffix_changed:
         await registry.suffix_changed(kinds, session, project.id)

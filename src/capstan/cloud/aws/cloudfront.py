@@ -51,6 +51,8 @@ class DistributionSpec:
     certificate_arn: str | None  # an issued us-east-1 certificate covering `hostname`
     enabled: bool = True
     request_function_arn: str | None = None  # the published viewer-request function
+    # Where in the bucket the served files are (`/<prefix>`: one build's output), or "".
+    origin_path: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class DistributionInfo:
     origin_access_control_id: str | None
     request_function_arn: str | None
     etag: str
+    origin_path: str = ""
 
     @property
     def deployed(self) -> bool:
@@ -79,6 +82,7 @@ class DistributionInfo:
             and self.origin_domain == spec.origin_domain
             and self.origin_access_control_id == spec.origin_access_control_id
             and self.request_function_arn == spec.request_function_arn
+            and self.origin_path == spec.origin_path
         )
 
 
@@ -184,6 +188,7 @@ def _config(spec: DistributionSpec) -> dict[str, Any]:
                 {
                     "Id": ORIGIN_ID,
                     "DomainName": spec.origin_domain,
+                    "OriginPath": spec.origin_path,
                     "OriginAccessControlId": spec.origin_access_control_id,
                     # An OAC origin is an S3 origin with no origin access identity.
                     "S3OriginConfig": {"OriginAccessIdentity": ""},
@@ -241,6 +246,7 @@ def _info(distribution: dict[str, Any], etag: str) -> DistributionInfo:
         origin_access_control_id=origins[0].get("OriginAccessControlId") or None,
         request_function_arn=functions[0] if functions else None,
         etag=etag,
+        origin_path=str(origins[0].get("OriginPath") or ""),
     )
 
 

@@ -64,6 +64,7 @@ SITE_BUILD_VARIABLES = frozenset(
         "BUILD_COMMAND",
         "PUBLISH_DIR",
         "SITE_BUCKET",
+        "SITE_PREFIX",
     }
 )
 
@@ -92,7 +93,7 @@ phases:
     commands:
       - >-
         test "$CODEBUILD_BUILD_SUCCEEDING" = 1 &&
-        aws s3 sync "$PUBLISH_DIR" "s3://$SITE_BUCKET/" --delete --no-progress
+        aws s3 sync "$PUBLISH_DIR" "s3://$SITE_BUCKET/$SITE_PREFIX/" --delete --no-progress
 """
 
 

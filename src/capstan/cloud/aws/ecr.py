@@ -60,3 +60,25 @@ def delete_repository(session: AwsSession, resource_id: str) -> None:
         _client(session).delete_repository(
             repositoryName=names.repository_name(resource_id), force=True
         )
+
+
+def image_digest(session: AwsSession, resource_id: str, tag: str) -> str | None:
+    """The digest (`sha256:…`) the repository's `tag` names now, or None."""
+    return _digest(session, resource_id, {"imageTag": tag})
+
+
+def image_exists(session: AwsSession, resource_id: str, digest: str) -> bool:
+    return _digest(session, resource_id, {"imageDigest": digest}) is not None
+
+
+def _digest(session: AwsSession, resource_id: str, image_id: dict[str, str]) -> str | None:
+    with aws_errors():
+        try:
+            found = _client(session).describe_images(
+                repositoryName=names.repository_name(resource_id), imageIds=[image_id]
+            )["imageDetails"]
+        except ClientError as error:
+            if error_code(error) in ("RepositoryNotFoundException", "ImageNotFoundException"):
+                return None
+            raise
+    return str(found[0]["imageDigest"]) if found else None

@@ -144,6 +144,34 @@ def object_keys(session: AwsSession, name: str) -> list[str]:
     return keys
 
 
+def has_prefix(session: AwsSession, name: str, prefix: str) -> bool:
+    """Whether any object's key starts with `prefix`."""
+    with aws_errors(), ignoring(*_GONE):
+        page = _client(session).list_objects_v2(Bucket=name, Prefix=prefix, MaxKeys=1)
+        return bool(page.get("Contents"))
+    return False
+
+
+def delete_prefixes(session: AwsSession, name: str, keep: set[str]) -> int:
+    """Delete every object whose first path segment (`<segment>/…`) is not in `keep`, keys at
+    the top level included; how many were deleted."""
+    s3 = _client(session)
+    deleted = 0
+    with aws_errors(), ignoring(*_GONE):
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=name):
+            doomed = [
+                {"Key": item["Key"]}
+                for item in page.get("Contents", [])
+                if str(item["Key"]).split("/", 1)[0] not in keep or "/" not in str(item["Key"])
+            ]
+            for start in range(0, len(doomed), 1000):
+                s3.delete_objects(
+                    Bucket=name, Delete={"Objects": doomed[start : start + 1000], "Quiet": True}
+                )
+            deleted += len(doomed)
+    return deleted
+
+
 def stored_bytes(session: AwsSession, name: str) -> int:
     """The total size of the bucket's current objects (0 when the bucket is gone)."""
     total = 0

@@ -1,6 +1,12 @@
 """SSM Parameter Store: a target's environment as SecureString parameters under
-`/capstan/<resource_id>/<NAME>`, referenced by ARN from the task definition (or by name from a
-site's build).
+`/capstan/<resource_id>/<version>/<NAME>`, referenced by ARN from the task definition (or by name
+from a site's build).
+
+Each version of an environment has a path of its own and is never rewritten with other values,
+so an older task definition (a release rolled back to, or the one ECS's circuit breaker returns
+to) always finds the values it was made with; `prune_versions` removes the versions no release
+needs. (Version `None` is the unversioned path `/capstan/<resource_id>/<NAME>` of targets
+deployed before versions existed.)
 
 A parameter holds one to 8 KiB (4 KiB in the standard tier): parameters are written in the
 `Intelligent-Tiering` tier, which makes a value over 4 KiB an advanced parameter, and the API
@@ -23,12 +29,21 @@ def _client(session: AwsSession) -> Any:
     return session.client("ssm")
 
 
-def _current(ssm: Any, resource_id: str) -> dict[str, dict[str, Any]]:
-    """Parameter name -> the parameter (decrypted), for every parameter of the target."""
+def version_path(resource_id: str, version: str | None) -> str:
+    """The path (ending in `/`) of one version of a target's environment."""
+    root = names.parameter_path(resource_id)
+    return root if version is None else f"{root}{version}/"
+
+
+def _current(
+    ssm: Any, path: str, *, recursive: bool = False, decrypt: bool = True
+) -> dict[str, dict[str, Any]]:
+    """Parameter name -> the parameter, for every parameter under `path` (or, not `recursive`,
+    directly in it)."""
     found: dict[str, dict[str, Any]] = {}
     paginator = ssm.get_paginator("get_parameters_by_path")
     for page in paginator.paginate(
-        Path=names.parameter_path(resource_id).rstrip("/"), Recursive=True, WithDecryption=True
+        Path=path.rstrip("/"), Recursive=recursive, WithDecryption=decrypt
     ):
         for parameter in page["Parameters"]:
             found[parameter["Name"]] = parameter
@@ -49,17 +64,20 @@ class StoredEnvironment:
 
 
 def put_environment(
-    session: AwsSession, project_id: str, resource_id: str, variables: dict[str, str]
+    session: AwsSession,
+    project_id: str,
+    resource_id: str,
+    variables: dict[str, str],
+    version: str | None = None,
 ) -> StoredEnvironment:
-    """Make the target's parameters exactly the non-empty `variables`.
-
-    Unchanged values are not written again (no new parameter version, no churn).
-    """
+    """Make the parameters of `version` of the target's environment exactly the non-empty
+    `variables`. A version's values never change (its name is new with each environment), so a
+    second call only finds them; unchanged values are not written again."""
     ssm = _client(session)
-    prefix = names.parameter_path(resource_id)
+    prefix = version_path(resource_id, version)
     secret = {variable: value for variable, value in variables.items() if value}
     with aws_errors():
-        current = _current(ssm, resource_id)
+        current = _current(ssm, prefix)
         for variable, value in secret.items():
             name = prefix + variable
             existing = current.get(name)
@@ -82,7 +100,7 @@ def put_environment(
         for start in range(0, len(stale), 10):
             ssm.delete_parameters(Names=stale[start : start + 10])
         if any(prefix + variable not in current for variable in secret):
-            current = _current(ssm, resource_id)
+            current = _current(ssm, prefix)
     return StoredEnvironment(
         parameters={
             variable: str(current[prefix + variable]["ARN"])
@@ -95,13 +113,33 @@ def put_environment(
 
 def parameter_names(session: AwsSession, resource_id: str) -> list[str]:
     with aws_errors():
-        return sorted(_current(_client(session), resource_id))
+        root = names.parameter_path(resource_id)
+        return sorted(_current(_client(session), root, recursive=True, decrypt=False))
+
+
+def prune_versions(session: AwsSession, resource_id: str, keep: set[str | None]) -> list[str]:
+    """Delete the parameters of every version of the target's environment not in `keep`; the
+    names deleted."""
+    ssm = _client(session)
+    root = names.parameter_path(resource_id)
+    with aws_errors():
+        stale = []
+        for name in sorted(_current(ssm, root, recursive=True, decrypt=False)):
+            rest = name.removeprefix(root)
+            version = rest.split("/", 1)[0] if "/" in rest else None
+            if version not in keep:
+                stale.append(name)
+        for start in range(0, len(stale), 10):
+            with ignoring("ParameterNotFound"):
+                ssm.delete_parameters(Names=stale[start : start + 10])
+    return stale
 
 
 def delete_environment(session: AwsSession, resource_id: str) -> None:
     ssm = _client(session)
     with aws_errors():
-        stale = sorted(_current(ssm, resource_id))
+        root = names.parameter_path(resource_id)
+        stale = sorted(_current(ssm, root, recursive=True, decrypt=False))
         for start in range(0, len(stale), 10):
             with ignoring("ParameterNotFound"):
                 ssm.delete_parameters(Names=stale[start : start + 10])

@@ -288,7 +288,8 @@ def run_site_build(
         lines += ["[Container] Entering phase POST_BUILD"]
         if build.get("buildStatus") != "IN_PROGRESS":
             return  # stopped meanwhile: a stopped build syncs nothing
-        lines += _sync(account_id, bucket, publish_dir, files)
+        prefix = plain.get("SITE_PREFIX", "").strip("/")
+        lines += _sync(account_id, bucket, publish_dir, files, prefix)
         lines += ["[Container] Phase complete: POST_BUILD State: SUCCEEDED"]
     except BuildFailed as failed:
         failure = failed
@@ -330,8 +331,11 @@ def _parameters(account_id: str, region: str, stored: dict[str, str]) -> dict[st
     return values
 
 
-def _sync(account_id: str, bucket: str, publish_dir: str, files: dict[str, bytes]) -> list[str]:
-    """`aws s3 sync <publish_dir> s3://<bucket>/ --delete`, and its output lines."""
+def _sync(
+    account_id: str, bucket: str, publish_dir: str, files: dict[str, bytes], prefix: str = ""
+) -> list[str]:
+    """`aws s3 sync <publish_dir> s3://<bucket>/<prefix>/ --delete`, and its output lines (the
+    deletions, like the CLI's, only under the prefix)."""
     backend = s3_backends[account_id]["aws"]
     try:
         found = backend.get_bucket(bucket)
@@ -342,12 +346,14 @@ def _sync(account_id: str, bucket: str, publish_dir: str, files: dict[str, bytes
             f"operation: The specified bucket does not exist: {bucket}",
         ) from None
     lines = []
-    existing = {str(key) for key in list(found.keys.keys())}
+    under = f"{prefix}/" if prefix else ""
+    existing = {str(key) for key in list(found.keys.keys()) if str(key).startswith(under)}
+    files = {under + key: body for key, body in files.items()}
     for key, body in sorted(files.items()):
         stored = backend.put_object(bucket, key, body)
         kind, _ = mimetypes.guess_type(key)
         stored.set_metadata({"Content-Type": kind or "binary/octet-stream"})
-        lines.append(f"upload: {publish_dir}/{key} to s3://{bucket}/{key}")
+        lines.append(f"upload: {publish_dir}/{key.removeprefix(under)} to s3://{bucket}/{key}")
     for key in sorted(existing - set(files)):
         backend.delete_object(bucket, key)
         lines.append(f"delete: s3://{bucket}/{key}")

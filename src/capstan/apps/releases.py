@@ -1,0 +1,194 @@
+"""Releases: every deployment is one — the commit, the image (by digest), the settings it ran
+with and a version of its environment — and a release that went live can be deployed again.
+
+`rollback` deploys exactly an earlier release: no build; the same image, settings and
+environment version (whose SSM parameters were never overwritten); and the service's settings
+and environment become the release's. `needed_versions` is what the reconciler keeps of a
+target's environment versions in the cloud: those of the deployments under way, of the live one
+and of the newest `RELEASES_KEPT` that went live; the others are removed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from capstan.apps import service as services
+from capstan.apps.deploying import deployer_for, target_of
+from capstan.apps.models import (
+    FAILED,
+    REPLACED,
+    RUNNING,
+    SUPERSEDED,
+    UNDER_WAY,
+    Deployment,
+    Service,
+)
+from capstan.auth.principal import Principal
+from capstan.cloud.driver import Cloud
+from capstan.cloud_account.session import cloud_answers
+from capstan.config import Settings
+from capstan.crypto import SecretBox
+from capstan.errors import Conflict
+from capstan.network import service as network
+from capstan.projects.models import Project
+
+# Releases that went live kept per target (with their environment versions), for rollback.
+RELEASES_KEPT = services.RELEASES_KEPT
+
+
+class ReleaseNotDeployable(Conflict):
+    code = "release_not_deployable"
+
+
+async def kept_releases(
+    session: AsyncSession, service_id: str, preview_id: str | None
+) -> list[Deployment]:
+    """The target's releases that may be deployed again: the newest `RELEASES_KEPT` that went
+    live (the live one among them), newest first."""
+    return list(
+        await session.scalars(
+            select(Deployment)
+            .where(
+                Deployment.service_id == service_id,
+                services.of_target(preview_id),
+                Deployment.status.in_((RUNNING, REPLACED)),
+            )
+            .order_by(Deployment.created_at.desc(), Deployment.id.desc())
+            .limit(RELEASES_KEPT)
+        )
+    )
+
+
+async def needed_versions(
+    session: AsyncSession, service_id: str, preview_id: str | None
+) -> set[str | None]:
+    """The environment versions a release of the target still needs in the cloud."""
+    under_way = await session.scalars(
+        select(Deployment.environment_version).where(
+            Deployment.service_id == service_id,
+            services.of_target(preview_id),
+            Deployment.status.in_(UNDER_WAY),
+        )
+    )
+    kept = await kept_releases(session, service_id, preview_id)
+    return {*under_way, *(release.environment_version for release in kept)}
+
+
+async def needed_outputs(
+    session: AsyncSession, service_id: str, preview_id: str | None
+) -> set[str] | None:
+    """The prefixes of a static site's bucket a release still needs (None: a kept release
+    predates prefixes and is served from the top of the bucket, so nothing may be pruned)."""
+    under_way = await session.scalars(
+        select(Deployment.site_prefix).where(
+            Deployment.service_id == service_id,
+            services.of_target(preview_id),
+            Deployment.status.in_(UNDER_WAY),
+        )
+    )
+    kept = [release.site_prefix for release in await kept_releases(session, service_id, preview_id)]
+    if any(prefix is None for prefix in kept):
+        return None
+    return {prefix for prefix in (*under_way, *kept) if prefix is not None}
+
+
+def settings_of(deployment: Deployment) -> dict[str, Any]:
+    value = json.loads(deployment.settings) if deployment.settings else {}
+    return dict(value) if isinstance(value, dict) else {}
+
+
+async def _refuse_unless_deployable(
+    session: AsyncSession, service: Service, release: Deployment
+) -> None:
+    if release.status == FAILED:
+        raise ReleaseNotDeployable(
+            f"Deployment {release.id} failed ({release.error or 'no reason recorded'}); only a "
+            "deployment that went live can be rolled back to."
+        )
+    if release.status == SUPERSEDED or release.status in UNDER_WAY:
+        why = "was replaced before it went live" if release.status == SUPERSEDED else "is not live"
+        raise ReleaseNotDeployable(
+            f"Deployment {release.id} {why}; only a deployment that went live can be rolled "
+            "back to."
+        )
+    kept = {row.id for row in await kept_releases(session, service.id, None)}
+    if release.id not in kept or release.settings is None or release.environment is None:
+        raise ReleaseNotDeployable(
+            f"Deployment {release.id} is no longer kept: Capstan keeps the newest "
+            f"{RELEASES_KEPT} releases that went live (their images and environments)."
+        )
+    built = release.site_prefix if service.kind == services.STATIC_WEBSITE else release.image_uri
+    if built is None:
+        raise ReleaseNotDeployable(f"Deployment {release.id} has no built output to deploy.")
+
+
+async def _output_exists(
+    session: AsyncSession,
+    caller: Principal,
+    cloud: Cloud,
+    settings: Settings,
+    service: Service,
+    release: Deployment,
+) -> bool:
+    """A live look in the organization's account: is the release's image (or a site's output)
+    still there?"""
+    account = await network.require_cloud_account(session, caller)
+    project = await session.get(Project, service.project_id)
+    assert project is not None
+    target = target_of(service, None, project, settings.domain)
+    with cloud_answers():
+        async with deployer_for(cloud, account, settings, project) as deployer:
+            if service.kind == services.STATIC_WEBSITE:
+                prefix = release.site_prefix
+                assert prefix is not None
+                return await cloud.run(lambda: deployer.site.output_exists(target, prefix))
+            image = release.image_uri
+            assert image is not None
+            return await cloud.run(lambda: deployer.image_exists(target, image))
+
+
+async def rollback(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    kind: str,
+    service_id: str,
+    deployment_id: str,
+    *,
+    box: SecretBox,
+    cloud: Cloud,
+    settings: Settings,
+) -> Deployment:
+    """Deploy release `deployment_id` again (409 when it cannot be); the service's settings and
+    environment become the release's, and its previews follow the settings."""
+    service, release = await services.get_deployment(
+        session, caller, project_id, kind, service_id, deployment_id
+    )
+    await _refuse_unless_deployable(session, service, release)
+    if not await _output_exists(session, caller, cloud, settings, service, release):
+        what = "output" if service.kind == services.STATIC_WEBSITE else "image"
+        raise ReleaseNotDeployable(
+            f"The {what} of deployment {release.id} is gone from the account "
+            f"({release.image_uri or release.site_prefix}); it cannot be deployed again."
+        )
+    variables = box.open_json(release.environment, owner=release.id)
+    changed = False
+    for name, value in settings_of(release).items():
+        if name in services.RELEASE_FIELDS and getattr(service, name) != value:
+            setattr(service, name, value)
+            changed = True
+    service.environment = box.seal_json(variables, owner=service.id)
+    service.environment_version = release.environment_version
+    deployment = await services.start_deployment(
+        session, service, None, trigger="rollback", release=release
+    )
+    deployment.environment = box.seal_json(variables, owner=deployment.id)
+    if changed:  # previews follow their parent's settings, as after a PATCH
+        for preview in await services.live_previews(session, service.id):
+            await services.start_deployment(session, service, preview, trigger="patch")
+    await session.flush()
+    return deployment

@@ -1,0 +1,1 @@
+"""Idempotency-Key: a retried POST, PUT, PATCH or DELETE is answered once (see `middleware`)."""
