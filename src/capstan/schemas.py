@@ -21,7 +21,9 @@ def trimmed(min_length: int, max_length: int) -> Any:
     then leading and trailing whitespace is removed and a value of whitespace alone is refused.
     """
     return Annotated[
-        str, Field(min_length=min_length, max_length=max_length), AfterValidator(_stripped_not_blank)
+        str,
+        Field(min_length=min_length, max_length=max_length),
+        AfterValidator(_stripped_not_blank),
     ]
 
 

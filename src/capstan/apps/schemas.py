@@ -305,6 +305,10 @@ class PreviewOut(Response):
     status: Status
 
 
+class PreviewList(Response):
+    previews: list[PreviewOut]
+
+
 class LogLine(Response):
     timestamp: datetime
     message: str

@@ -148,6 +148,24 @@ async def get(
     )
 
 
+async def list_in_project(
+    session: AsyncSession, caller: Principal, project_id: str, kind: str
+) -> list[Service]:
+    """The project's services of one kind, oldest first (another organization's project: 404)."""
+    project = await projects.get(session, caller, project_id)
+    return list(
+        await session.scalars(
+            select(Service)
+            .where(
+                Service.project_id == project.id,
+                Service.kind == kind,
+                Service.deleted_at.is_(None),
+            )
+            .order_by(Service.created_at, Service.id)
+        )
+    )
+
+
 async def create(
     session: AsyncSession,
     caller: Principal,
