@@ -13,8 +13,8 @@ from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
 
 from capstan.app import create_app
-from capstan.dashboard.router import router as dashboard_router
 from capstan.config import CloudMode, GitHostMode
+from capstan.dashboard.router import router as dashboard_router
 from tests.harness import Org, RunningServer
 
 # (method, path) pairs anyone may call. Sandbox pages exist only in sandbox mode (asserted below).
