@@ -23,9 +23,10 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed-dev
 
 ## make dev: create .venv, install Capstan with the sandbox extra, start the dev server
-## (sandbox cloud and git host)
+## (sandbox cloud and git host) on DEV_PORT (default 8000): `make dev DEV_PORT=8080`
+DEV_PORT ?= 8000
 dev: $(VENV)/.installed-dev
-	$(BIN)/capstan server --dev
+	$(BIN)/capstan server --dev --port $(DEV_PORT)
 
 ## make test: create .venv if needed, install the test dependencies, run the whole suite
 test: $(VENV)/.installed-test

@@ -28,6 +28,7 @@ from capstan.network.service import require_cloud_account
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.projects.scoped import get_in_project
+from capstan.projects.scoped import list_in_project as scoped_list
 from capstan.reconcile.queue import enqueue
 
 WEB_SERVER = "web_server"
@@ -152,17 +153,8 @@ async def list_in_project(
     session: AsyncSession, caller: Principal, project_id: str, kind: str
 ) -> list[Service]:
     """The project's services of one kind, oldest first (another organization's project: 404)."""
-    project = await projects.get(session, caller, project_id)
-    return list(
-        await session.scalars(
-            select(Service)
-            .where(
-                Service.project_id == project.id,
-                Service.kind == kind,
-                Service.deleted_at.is_(None),
-            )
-            .order_by(Service.created_at, Service.id)
-        )
+    return await scoped_list(
+        session, caller, project_id, Service, Service.kind == kind, Service.deleted_at.is_(None)
     )
 
 
