@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -14,17 +14,18 @@ def _stripped_not_blank(value: str) -> str:
     return stripped
 
 
-def trimmed(min_length: int, max_length: int) -> Any:
-    """A text field whose published length holds for what is sent; surrounding spaces are dropped.
+def trimmed(min_length: int, max_length: int) -> tuple[Any, ...]:
+    """The metadata of a text field whose published length holds for what is sent and whose
+    surrounding spaces are dropped: `Annotated[str, *trimmed(1, 100)]` (spelled out there so that
+    mypy sees a type alias, not a variable).
 
     The limits are checked on the value as sent (so the OpenAPI document's maxLength is the rule),
     then leading and trailing whitespace is removed and a value of whitespace alone is refused.
     """
-    return Annotated[
-        str,
+    return (
         Field(min_length=min_length, max_length=max_length),
         AfterValidator(_stripped_not_blank),
-    ]
+    )
 
 
 class Request(BaseModel):

@@ -7,8 +7,8 @@ from pydantic import Field
 
 from capstan.schemas import Request, Response, trimmed
 
-Email = trimmed(3, 320)
-TokenName = trimmed(1, 100)
+Email = Annotated[str, *trimmed(3, 320)]
+TokenName = Annotated[str, *trimmed(1, 100)]
 
 
 class SignIn(Request):

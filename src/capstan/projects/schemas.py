@@ -9,7 +9,7 @@ from capstan.schemas import Request, Response, trimmed
 
 HOSTNAME_SUFFIX_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 
-ProjectName = trimmed(1, 100)
+ProjectName = Annotated[str, *trimmed(1, 100)]
 HostnameSuffix = Annotated[
     str,
     Field(
