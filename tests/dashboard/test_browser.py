@@ -245,6 +245,17 @@ def test_add_a_cache_and_a_bucket(page: Any, tour: dict[str, str]) -> None:
     page.locator('[data-bucket="uploads"]').locator('[data-status="active"]').wait_for(timeout=SLOW)
 
 
+def test_resize_the_cache_and_relabel_the_bucket(page: Any, tour: dict[str, str]) -> None:
+    cache = page.locator("[data-cache]")
+    cache.get_by_label("New limit").fill("1024")
+    cache.get_by_role("button", name="Resize").click()
+    expect_text(page.locator("[data-cache]"), "1024 MB")
+    bucket = page.locator('[data-bucket="uploads"]')
+    bucket.get_by_label("Label").fill("user-uploads")
+    bucket.get_by_role("button", name="Rename").click()
+    page.locator('[data-bucket="user-uploads"]').wait_for()
+
+
 def test_a_cache_below_the_minimum_is_refused_next_to_the_field(
     page: Any, tour: dict[str, str]
 ) -> None:

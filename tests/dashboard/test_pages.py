@@ -30,6 +30,11 @@ def test_pages_show_the_callers_own_things_and_not_found_for_anothers(
         assert home.status_code == 200
         assert "Mine" in home.text and "Theirs" not in home.text
         assert re.search(r'<meta name="csrf-token" content="[^"]+">', home.text)
+        # No cloud account yet: the project page still shows, with the API's reason where the
+        # model catalog would be.
+        project = browser.get(f"/projects/{mine.json()['id']}")
+        assert project.status_code == 200
+        assert 'data-models=""' in project.text
         for path in (
             f"/projects/{theirs['id']}",
             f"/projects/{theirs['id']}/live",

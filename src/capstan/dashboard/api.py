@@ -44,14 +44,16 @@ class Api:
             raise ApiRefused(response.status_code, body if isinstance(body, dict) else {})
         return response.json()
 
-    async def get_or_none(self, path: str, **params: Any) -> Any:
-        """Like `get`, but None when the API answers 404 (something not made yet)."""
+    async def get_part(self, path: str, **params: Any) -> Any:
+        """Like `get` for one part of a page: a refusal other than 401 or 404 (say, no cloud
+        account connected yet) becomes `{"refused": message}` for that part to show, instead of
+        failing the whole page."""
         try:
             return await self.get(path, **params)
         except ApiRefused as refused:
-            if refused.status_code == 404:
-                return None
-            raise
+            if refused.status_code in (401, 404):
+                raise
+            return {"refused": refused.message}
 
 
 async def api_for(request: Request) -> AsyncIterator[Api]:

@@ -167,6 +167,7 @@ def _git_host_banner(outcome: str | None, error: str | None) -> dict[str, str] |
 async def project_page(request: Request, project_id: str, api: DashboardApi) -> Response:
     async def load(api: Api) -> dict[str, Any]:
         context = await _project_live(api, project_id)
+        context["model_access"] = await api.get_part(f"/api/projects/{project_id}/model_access")
         installations = (await api.get("/api/git_host/installations"))["installations"]
         repositories = []
         for installation in installations:
@@ -192,17 +193,27 @@ async def _project_live(api: Api, project_id: str) -> dict[str, Any]:
     base = f"/api/projects/{project_id}"
     project = await api.get(base)  # first, alone: another organization's id stops here
     services = await asyncio.gather(*(api.get(f"{base}/{kind}") for kind in KINDS))
-    caches, buckets, model_access = await asyncio.gather(
-        api.get(f"{base}/cache"), api.get(f"{base}/storage"), api.get(f"{base}/model_access")
-    )
+    caches, buckets = await asyncio.gather(api.get(f"{base}/cache"), api.get(f"{base}/storage"))
     return {
         "project": project,
         "kinds": KINDS,
         "services": {kind: listed[kind] for kind, listed in zip(KINDS, services, strict=True)},
         "caches": caches["caches"],
         "buckets": buckets["buckets"],
-        "model_access": model_access,
     }
+
+
+@router.get("/projects/{project_id}/models", response_class=HTMLResponse)
+async def project_models(request: Request, project_id: str, api: DashboardApi) -> Response:
+    """The models the project allows: read again after a change, not polled (reading it asks
+    the cloud for its model catalog)."""
+
+    async def load(api: Api) -> dict[str, Any]:
+        await api.get(f"/api/projects/{project_id}")
+        model_access = await api.get_part(f"/api/projects/{project_id}/model_access")
+        return {"project": {"id": project_id}, "model_access": model_access}
+
+    return await _page(request, api, "partials/models.html", load, partial=True)
 
 
 # Services ----------------------------------------------------------------------------------------
@@ -216,7 +227,9 @@ async def service_page(
         context = await _service_live(api, project_id, _kind(kind), service_id)
         base = f"/api/projects/{project_id}/{kind}/{service_id}"
         environment, metrics, cost = await asyncio.gather(
-            api.get(f"{base}/environment"), api.get(f"{base}/metrics"), api.get(f"{base}/cost")
+            api.get(f"{base}/environment"),
+            api.get_part(f"{base}/metrics"),
+            api.get_part(f"{base}/cost"),
         )
         context.update(
             environment=environment["environment"], metrics=metrics, cost=cost, sizes=SIZES
