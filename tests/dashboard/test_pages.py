@@ -62,7 +62,13 @@ def test_sign_in_returns_only_to_a_path_of_this_site(server: RunningServer) -> N
     with server.client() as anonymous:
         own = anonymous.get("/sign-in", params={"next": "/settings"}).text
         assert 'data-then="goto:/settings"' in own
-        for elsewhere in ("https://evil.example/", "//evil.example/x"):
+        for elsewhere in (
+            "https://evil.example/",
+            "//evil.example/x",
+            "/\\evil.example/x",
+            "/\t/evil.example/x",
+            "javascript:alert(1)",
+        ):
             page = anonymous.get("/sign-in", params={"next": elsewhere}).text
             assert 'data-then="goto:/"' in page
 
@@ -94,3 +100,14 @@ def test_services_and_previews_are_listed(org: Org) -> None:
     preview = org.api.post(path, json={"branch": "main"}).json()
     previews = org.api.get(path).json()["previews"]
     assert [(p["id"], p["branch"]) for p in previews] == [(preview["id"], "main")]
+
+
+def test_what_people_typed_is_shown_as_text(org: Org, server: RunningServer) -> None:
+    name = "<img src=x onerror=alert(1)>"
+    created = org.api.post(
+        "/api/projects", json={"name": name, "hostname_suffix": server.unique("x")}
+    )
+    assert created.status_code == 201
+    page = org.browser().get("/").text
+    assert name not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page

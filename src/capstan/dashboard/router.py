@@ -117,9 +117,22 @@ def _kind(kind: str) -> dict[str, Any]:
 
 @router.get("/sign-in", response_class=HTMLResponse)
 async def sign_in_page(request: Request, next: str = "/") -> Response:
-    # Only a path of this site is followed after signing in, never another origin.
-    target = next if next.startswith("/") and not next.startswith("//") else "/"
-    return templates.TemplateResponse(request, "sign_in.html", {"next": target})
+    return templates.TemplateResponse(request, "sign_in.html", {"next": _own_site(next)})
+
+
+def _own_site(path: str) -> str:
+    """`path` when it is a path of this site, else `/`: never another origin after signing in
+    (browsers read `//host`, `/\\host` and `/<tab>/host` as another host)."""
+    parts = urlsplit(path)
+    if (
+        not path.startswith("/")
+        or parts.scheme
+        or parts.netloc
+        or path[1:2] in ("/", "\\")
+        or any(c == "\\" or ord(c) < 0x21 or ord(c) == 0x7F for c in path)
+    ):
+        return "/"
+    return path
 
 
 # Projects ----------------------------------------------------------------------------------------
