@@ -287,6 +287,21 @@ def test_provision_the_certificate(page: Any, tour: dict[str, str]) -> None:
     page.locator('#project-live [data-status="issued"]').wait_for(timeout=SLOW)
 
 
+def test_deleting_a_project_that_has_resources_says_what_remains(
+    page: Any, dev_server: DevServer, tour: dict[str, str]
+) -> None:
+    page.goto(f"/projects/{tour['project']}")
+    delete = page.locator("form", has=page.get_by_role("button", name="Delete project"))
+    delete.get_by_role("button", name="Delete project").click()
+    expect_text(delete.locator(".form-error"), "Type Shop to confirm")
+    delete.get_by_label("Type the project's name to confirm").fill("Shop")
+    delete.get_by_role("button", name="Delete project").click()
+    expect_text(delete.locator(".form-error"), "still has resources")
+    assert "web servers and workers: 1" in delete.locator(".form-error").inner_text()
+    with dev_server.api() as api:
+        assert api.get(f"/api/projects/{tour['project']}").status_code == 200
+
+
 def test_another_organizations_ids_show_not_found(
     chromium: Any, dev_server: DevServer, tour: dict[str, str]
 ) -> None:
