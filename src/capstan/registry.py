@@ -36,6 +36,7 @@ CountFn = Callable[[AsyncSession, str], Awaitable[int]]
 GrantFn = Callable[[AsyncSession, "Project"], Awaitable[list[dict[str, Any]]]]
 # Called in the request's (or pass's) transaction with a project id.
 ProjectHook = Callable[[AsyncSession, str], Awaitable[None]]
+ProjectFailureHook = Callable[[AsyncSession, str, str], Awaitable[None]]
 # Acts on one git host event's payload in the pass's transaction; answers what it did.
 GitEventHandler = Callable[[AsyncSession, dict[str, Any]], Awaitable[str]]
 
@@ -78,6 +79,8 @@ class ResourceKind:
     on_suffix_change: ProjectHook | None = None
     # After the project network became ready: wake what waited for it.
     on_network_ready: ProjectHook | None = None
+    # After the cloud refused the project network for good (its reason): fail what waited.
+    on_network_failed: ProjectFailureHook | None = None
     # What it does on the git host's events (event name -> handler; see git_host/events.py).
     git_events: Mapping[str, GitEventHandler] = field(default_factory=dict)
     # The cloud resources it makes, as the sandbox inventory names them (its leftovers check).
@@ -130,6 +133,14 @@ async def network_ready(
     for kind in kinds:
         if kind.on_network_ready is not None:
             await kind.on_network_ready(session, project_id)
+
+
+async def network_failed(
+    kinds: Sequence[ResourceKind], session: AsyncSession, project_id: str, message: str
+) -> None:
+    for kind in kinds:
+        if kind.on_network_failed is not None:
+            await kind.on_network_failed(session, project_id, message)
 
 
 def git_events(kinds: Sequence[ResourceKind]) -> dict[str, GitEventHandler]:

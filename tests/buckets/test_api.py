@@ -94,7 +94,7 @@ def test_a_new_bucket_is_creating_under_a_name_made_from_its_label(shop: Ready) 
     assert bucket["status"] == "creating"
     assert bucket["name"] == "User uploads!"
     assert bucket["region"] == "eu-west-1"
-    assert re.fullmatch(r"user-uploads-[a-z0-9]{12}", made.real_name), made.real_name
+    assert re.fullmatch(r"capstan-user-uploads-[a-z0-9]{12}", made.real_name), made.real_name
     assert bucket["created_at"] and bucket["updated_at"]
 
 

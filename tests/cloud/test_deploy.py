@@ -24,7 +24,7 @@ from tests.cloud.deploy_helpers import (
     new_id,
 )
 from tests.polling import wait_until
-from tests.sandbox.aws import new_account
+from tests.sandbox.aws import access_role, new_account
 
 DOMAIN = "apps.sandbox.test"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -55,8 +55,13 @@ def source() -> Iterator[GitHost]:
 
 
 @pytest.fixture(scope="module")
-def sessions(endpoint: Endpoint) -> Iterator[tuple[AwsSession, AwsSession]]:
-    account = new_account(endpoint, "deploy")
+def account(endpoint: Endpoint) -> str:
+    return new_account(endpoint, "deploy")
+
+
+@pytest.fixture(scope="module")
+def sessions(endpoint: Endpoint, account: str) -> Iterator[tuple[AwsSession, AwsSession]]:
+    """The account as its administrator sees it (the tests' own checks), and the operator's."""
     with (
         organization_access(endpoint, account) as customer,
         AwsSession(endpoint, bootstrap_control_plane(endpoint)) as operator,
@@ -64,10 +69,17 @@ def sessions(endpoint: Endpoint) -> Iterator[tuple[AwsSession, AwsSession]]:
         yield customer, operator
 
 
+@pytest.fixture(scope="module")
+def access(endpoint: Endpoint, account: str) -> Iterator[AwsSession]:
+    """The access role from Capstan's template: what the driver acts through."""
+    with access_role(endpoint, account) as role:
+        yield role
+
+
 @pytest.fixture
-def deployer(sessions: tuple[AwsSession, AwsSession]) -> Deployer:
-    customer, operator = sessions
-    return Deployer(customer, operator, domain=DOMAIN)
+def deployer(access: AwsSession, sessions: tuple[AwsSession, AwsSession]) -> Deployer:
+    _customer, operator = sessions
+    return Deployer(access, operator, domain=DOMAIN)
 
 
 def web_target(project_id: str) -> Target:
@@ -382,7 +394,10 @@ def _inventory(customer: AwsSession, project_id: str) -> dict[str, int]:
 
 
 def test_network_and_deploy_are_idempotent(
-    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+    deployer: Deployer,
+    access: AwsSession,
+    sessions: tuple[AwsSession, AwsSession],
+    source: GitHost,
 ) -> None:
     customer, operator = sessions
     project_id = new_id("prj")
@@ -398,7 +413,7 @@ def test_network_and_deploy_are_idempotent(
         "roles": 3,
     }
     # A fresh driver (a restarted process) finds everything by name and tag.
-    again = Deployer(*sessions, domain=DOMAIN)
+    again = Deployer(access, operator, domain=DOMAIN)
     again.network.ensure_project_network(project_id)
     assert _inventory(customer, project_id) == first
 

@@ -15,14 +15,13 @@ from capstan.cloud.aws.session import Endpoint
 from capstan.cloud.buckets import BucketDriver, arn
 from capstan.cloud.model_access import ModelAccessDriver, invoke_statements, regions
 from capstan.cloud.network import NetworkDriver, ProjectCache
-from capstan.sandbox.cloud.accounts import organization_access
 from tests.cloud.deploy_helpers import new_id
-from tests.sandbox.aws import new_account
+from tests.sandbox.aws import access_role, new_account
 
 
 @pytest.fixture(scope="module")
 def customer(endpoint: Endpoint) -> Iterator[AwsSession]:
-    with organization_access(endpoint, new_account(endpoint, "drivers")) as session:
+    with access_role(endpoint, new_account(endpoint, "drivers")) as session:
         yield session
 
 

@@ -110,7 +110,7 @@ def test_template_trusts_only_the_operator_with_the_external_id(
 
     assert template["Parameters"]["ExternalId"]["Default"] == external_id
     assert template["Parameters"]["RoleName"]["Default"] == "CapstanAccess"
-    [role] = template["Resources"].values()
+    role = template["Resources"]["CapstanAccessRole"]
     assert role["Type"] == "AWS::IAM::Role"
     assert role["Properties"]["RoleName"] == {"Ref": "RoleName"}
     assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"] == [
@@ -122,7 +122,7 @@ def test_template_trusts_only_the_operator_with_the_external_id(
             "Condition": {"StringEquals": {"sts:ExternalId": {"Ref": "ExternalId"}}},
         }
     ]
-    assert set(template["Outputs"]) == {"AccountId", "RoleName", "RoleArn"}
+    assert set(template["Outputs"]) == {"AccountId", "RoleName", "RoleArn", "BoundaryArn"}
 
 
 def test_the_full_sandbox_flow(org: Org) -> None:

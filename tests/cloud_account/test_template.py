@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
 
-from capstan.cloud_account.template import role_template
+from capstan.cloud.access_role import role_template
 from capstan.config import CloudMode
 from tests.harness import RunningServer
 
@@ -17,7 +17,7 @@ PRINCIPAL = "arn:aws:iam::111122223333:user/capstan-control-plane"
 
 
 def statements(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    [role] = template["Resources"].values()
+    role = template["Resources"]["CapstanAccessRole"]
     [policy] = role["Properties"]["Policies"]
     return {s["Sid"]: s for s in policy["PolicyDocument"]["Statement"]}
 
@@ -30,49 +30,57 @@ def test_cfn_lint_finds_nothing_wrong() -> None:
 def test_cfn_lint_would_notice_a_bad_action() -> None:
     """The check above can fail: cfn-lint knows IAM's action names."""
     template = role_template(principal_arn=PRINCIPAL, external_id="ext-" + "a" * 28)
-    statements(template)["RunApplications"]["Action"].append("ecs:LaunchEverything")
+    statements(template)["RunContainers"]["Action"].append("ecs:LaunchEverything")
     assert lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))
 
 
-def test_iam_is_limited_to_capstan_roles() -> None:
+def test_iam_is_limited_to_bounded_capstan_roles() -> None:
     granted = statements(role_template(principal_arn=PRINCIPAL, external_id="ext-id"))
-    capstan_roles = {"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/capstan/*"}
-    iam_statements = {
+    iam = {
         sid: s
         for sid, s in granted.items()
-        if any(str(a).startswith("iam:") for a in _list(s["Action"]))
+        if s["Effect"] == "Allow" and any(str(a).startswith("iam:") for a in _list(s["Action"]))
     }
-    assert set(iam_statements) == {"CapstanRoles", "PassCapstanRoles", "ServiceLinkedRoles"}
-    assert granted["CapstanRoles"]["Resource"] == capstan_roles
-    assert granted["PassCapstanRoles"]["Resource"] == capstan_roles
-    assert granted["PassCapstanRoles"]["Condition"] == {
+    assert set(iam) == {
+        "ReadCapstanRoles",
+        "CreateBoundedRoles",
+        "TagRolesOnCreate",
+        "ChangeBoundedRoles",
+        "PassBoundedRoles",
+        "ServiceLinkedRoles",
+    }
+    boundary = {
+        "Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:policy/capstan/"
+        "${RoleName}-boundary"
+    }
+    for sid in ("CreateBoundedRoles", "ChangeBoundedRoles"):
+        assert granted[sid]["Condition"]["StringEquals"]["iam:PermissionsBoundary"] == boundary
+    assert granted["PassBoundedRoles"]["Condition"] == {
         "StringEquals": {
             "iam:PassedToService": ["ecs-tasks.amazonaws.com", "codebuild.amazonaws.com"]
         }
     }
-    assert "iam:AttachRolePolicy" not in granted["CapstanRoles"]["Action"]
-    assert list(granted["ServiceLinkedRoles"]["Condition"]) == ["StringEquals"]
-    others = [
-        a for s in granted.values() for a in _list(s["Action"]) if s not in iam_statements.values()
+    assert "iam:AttachRolePolicy" in granted["KeepTheBoundary"]["Action"]
+    assert granted["KeepTheBoundary"]["Effect"] == "Deny"
+    # Both forms of a Capstan role's ARN: without a path (a role not made yet) and with one.
+    assert {r["Fn::Sub"].rsplit(":", 1)[1] for r in granted["ReadCapstanRoles"]["Resource"]} == {
+        "role/capstan/capstan-*",
+        "role/capstan-*",
+    }
+    everywhere = [
+        a
+        for s in granted.values()
+        if s["Effect"] == "Allow" and s["Resource"] == "*"
+        for a in _list(s["Action"])
     ]
-    assert not [a for a in others if a.startswith(("iam:", "sts:", "organizations:", "route53"))]
-    for service in (
-        "ecs",
-        "ecr",
-        "elasticloadbalancing",
-        "codebuild",
-        "logs",
-        "cloudwatch",
-        "s3",
-        "cloudfront",
-        "acm",
-        "elasticache",
-        "ssm",
-        "bedrock",
-        "ce",
-        "ec2",
-    ):
-        assert any(a.startswith(f"{service}:") for a in others), service
+    assert not [a for a in everywhere if a.startswith(("iam:", "sts:", "organizations:"))]
+    assert not [a for a in everywhere if "*" in a]
+
+
+def test_the_published_template_has_no_external_id() -> None:
+    template = role_template(principal_arn=PRINCIPAL, external_id=None)
+    assert "Default" not in template["Parameters"]["ExternalId"]
+    assert lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"])) == []
 
 
 def test_aws_mode_links_to_cloudformation_quick_create(
@@ -103,7 +111,7 @@ def test_aws_mode_links_to_cloudformation_quick_create(
             "param_ExternalId": [connection["external_id"]],
         }
         template = org.api.get("/api/cloud_account/template").json()
-        [role] = template["Resources"].values()
+        role = template["Resources"]["CapstanAccessRole"]
         trust = role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
         assert trust["Principal"] == {"AWS": PRINCIPAL}
         with server.client() as anonymous:

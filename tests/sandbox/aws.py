@@ -6,9 +6,14 @@ import json
 import secrets
 from typing import Any
 
-from capstan.cloud.aws.session import Credentials, Endpoint
+from capstan.cloud.access_role import STACK_NAME, role_template
+from capstan.cloud.aws import sts
+from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
 from capstan.sandbox.cloud.accounts import ensure_account, management_session, organization_access
-from capstan.sandbox.cloud.operator import CONTROL_PLANE
+from capstan.sandbox.cloud.console import launch_stack
+from capstan.sandbox.cloud.operator import CONTROL_PLANE, bootstrap_control_plane
+
+EXTERNAL_ID = "ext-" + "b" * 28
 
 
 def new_account(endpoint: Endpoint, stem: str = "test") -> str:
@@ -69,3 +74,19 @@ def create_user(endpoint: Endpoint, account_id: str, name: str) -> tuple[str, Cr
         arn = iam.create_user(UserName=name)["User"]["Arn"]
         key = iam.create_access_key(UserName=name)["AccessKey"]
     return str(arn), Credentials(key["AccessKeyId"], key["SecretAccessKey"])
+
+
+def access_role(endpoint: Endpoint, account_id: str) -> AwsSession:
+    """The access role in `account_id`, as Capstan holds it: the stack launched from Capstan's
+    template (once per account), then assumed by the control plane with the external ID. Every
+    call made with it passes the sandbox's IAM evaluation of the template."""
+    operator = bootstrap_control_plane(endpoint)
+    template = role_template(principal_arn=operator_principal(endpoint), external_id=EXTERNAL_ID)
+    outputs = launch_stack(
+        endpoint, account_id=account_id, stack_name=STACK_NAME, template=template
+    )
+    with AwsSession(endpoint, operator) as control_plane:
+        credentials = sts.assume_role(
+            control_plane, role_arn=outputs["RoleArn"], external_id=EXTERNAL_ID
+        )
+    return AwsSession(endpoint, credentials, account_id=account_id, role_name=outputs["RoleName"])

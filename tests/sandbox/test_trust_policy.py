@@ -141,9 +141,6 @@ def test_condition_key_names_are_case_insensitive() -> None:
 @pytest.mark.parametrize(
     "condition",
     [
-        {"StringEqualsIgnoreCase": {"sts:ExternalId": "ext-1"}},
-        {"StringEqualsIfExists": {"sts:ExternalId": "ext-1"}},
-        {"ForAnyValue:StringEquals": {"sts:ExternalId": "ext-1"}},
         {"StringEquals": {"aws:PrincipalAccount": "111111111111"}},
         {"StringEquals": {"sts:ExternalId": "ext-1", "aws:SourceIp": "10.0.0.1"}},
         {
@@ -152,7 +149,27 @@ def test_condition_key_names_are_case_insensitive() -> None:
         },
     ],
 )
-def test_unsupported_conditions_are_not_satisfied(condition: dict[str, Any]) -> None:
+def test_conditions_on_keys_the_request_lacks_are_not_satisfied(condition: dict[str, Any]) -> None:
+    document = policy(allow({"AWS": CONTROL_PLANE}, Condition=condition))
+    assert evaluate(document, request()) is Decision.IMPLICIT_DENY
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        {"StringEqualsIgnoreCase": {"sts:ExternalId": "EXT-1"}},
+        {"StringEqualsIfExists": {"sts:ExternalId": "ext-1"}},
+        {"ForAnyValue:StringEquals": {"sts:ExternalId": ["other", "ext-1"]}},
+        {"StringNotEquals": {"sts:ExternalId": "leaked"}},
+    ],
+)
+def test_the_operators_aws_documents(condition: dict[str, Any]) -> None:
+    document = policy(allow({"AWS": CONTROL_PLANE}, Condition=condition))
+    assert evaluate(document, request()) is Decision.ALLOW
+
+
+def test_an_operator_the_sandbox_cannot_read_admits_no_one() -> None:
+    condition = {"DateLessThan": {"aws:CurrentTime": "2999-01-01T00:00:00Z"}}
     document = policy(allow({"AWS": CONTROL_PLANE}, Condition=condition))
     assert evaluate(document, request()) is Decision.IMPLICIT_DENY
 

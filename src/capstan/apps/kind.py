@@ -49,6 +49,7 @@ KIND = ResourceKind(
     network_users=services.count_in_project,
     on_suffix_change=services.enqueue_project,
     on_network_ready=services.wake_waiting,
+    on_network_failed=services.fail_waiting,
     git_events=GIT_EVENTS,
     leftovers=(
         "ecr repository",

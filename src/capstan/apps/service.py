@@ -102,6 +102,24 @@ async def wake_waiting(session: AsyncSession, project_id: str) -> None:
             await enqueue(session, PREVIEW_QUEUE_KIND, preview_id)
 
 
+async def fail_waiting(session: AsyncSession, project_id: str, message: str) -> None:
+    """Fail the project's web server and worker deployments that wait for a network which
+    cannot be made (the cloud refused it for good), with the cloud's reason."""
+    waiting = await session.scalars(
+        select(Deployment)
+        .join(Service, Service.id == Deployment.service_id)
+        .where(
+            Service.project_id == project_id,
+            Service.kind != "static_website",
+            Deployment.status == "pending",
+        )
+    )
+    for deployment in list(waiting):
+        await DEPLOYMENT_STATES.move(
+            session, deployment, "failed", error=message[:4000], finished_at=utcnow()
+        )
+
+
 def check_size(cpu: int, memory: int) -> None:
     problem = memory_problem(cpu, memory)
     if problem:

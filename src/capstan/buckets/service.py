@@ -51,13 +51,13 @@ STATES = StateMachine(
         ((CREATING, ACTIVE), "delete", DELETING),
     ],
 )
-# A real name is `<slug>-<suffix>`: 12 random characters make it unique across AWS, and leave
-# S3's 63 for the slug's 50.
+# A real name is `capstan-<slug>-<suffix>`: the prefix is what the access role's S3 statements
+# are scoped to (`capstan-*`), 12 random characters make it unique across AWS, and S3's 63 leave
+# the slug 42.
+NAME_PREFIX = "capstan-"
 SUFFIX_LENGTH = 12
-_SLUG_MAX = 63 - SUFFIX_LENGTH - 1
+_SLUG_MAX = 63 - len(NAME_PREFIX) - SUFFIX_LENGTH - 1
 _SUFFIX_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
-# Prefixes S3 reserves for its own names.
-_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
 
 
 class BucketIsDeleting(Conflict):
@@ -66,7 +66,8 @@ class BucketIsDeleting(Conflict):
 
 
 def real_name(label: str) -> str:
-    """A globally unique S3 bucket name from a label: `User uploads` -> `user-uploads-<12>`.
+    """A globally unique S3 bucket name from a label: `User uploads` ->
+    `capstan-user-uploads-<12>`.
 
     Letters lose their accents, everything that is not a letter or digit becomes one hyphen, and
     the slug is cut to fit; the suffix is random (lowercase letters and digits), so the name is
@@ -75,10 +76,8 @@ def real_name(label: str) -> str:
     """
     ascii_label = unicodedata.normalize("NFKD", label).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_label.lower()).strip("-")[:_SLUG_MAX].rstrip("-")
-    if not slug or slug.startswith(_RESERVED_PREFIXES):
-        slug = f"bucket-{slug}"[:_SLUG_MAX].rstrip("-")
     suffix = "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(SUFFIX_LENGTH))
-    return f"{slug}-{suffix}"
+    return f"{NAME_PREFIX}{slug or 'bucket'}-{suffix}"
 
 
 def describe(bucket: Bucket) -> dict[str, Any]:

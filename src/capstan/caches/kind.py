@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from capstan.caches.models import Cache
 from capstan.caches.reconcile import CacheReconciler
 from capstan.caches.router import router
-from capstan.caches.service import count_in_project, wake_waiting
+from capstan.caches.service import count_in_project, fail_waiting, wake_waiting
 from capstan.reconcile.worker import Reconciler
 from capstan.registry import ResourceKind, Runtime
 
@@ -24,5 +24,6 @@ KIND = ResourceKind(
     dependents={"caches": count_in_project},
     network_users=count_in_project,
     on_network_ready=wake_waiting,
+    on_network_failed=fail_waiting,
     leftovers=("serverless cache", "security group"),
 )

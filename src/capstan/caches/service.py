@@ -96,6 +96,15 @@ async def wake_waiting(session: AsyncSession, project_id: str) -> None:
         await enqueue(session, QUEUE_KIND, cache_id)
 
 
+async def fail_waiting(session: AsyncSession, project_id: str, message: str) -> None:
+    """Fail the project's caches still being created: the network they wait for cannot be made."""
+    waiting = await session.scalars(
+        select(Cache).where(Cache.project_id == project_id, Cache.status == CREATING)
+    )
+    for cache in list(waiting):
+        await STATES.move(session, cache, "failed", error=message[:4000])
+
+
 # -- the API's operations ---------------------------------------------------------------------
 
 

@@ -81,7 +81,11 @@ class Cloud:
         control plane's); the caller closes it (`with ... as aws:`)."""
         credentials = await self._roles.get(role)
         endpoint = self.endpoint if region is None else replace(self.endpoint, region=region)
-        return await self.run(lambda: AwsSession(endpoint, credentials))
+        return await self.run(
+            lambda: AwsSession(
+                endpoint, credentials, account_id=role.account_id, role_name=role.role_name
+            )
+        )
 
     def forget(self, role: RoleRef) -> None:
         """Drop cached credentials for `role` (e.g. after the customer disconnected it)."""

@@ -13,9 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
 from capstan.cloud import Cloud, CloudError, TerminalCloudError
+from capstan.cloud.access_role import STACK_NAME, role_template
 from capstan.cloud_account.models import CloudAccount
 from capstan.cloud_account.schemas import CloudAccountOut, VerificationOut, VerificationRequest
-from capstan.cloud_account.template import STACK_NAME, role_template
 from capstan.config import CloudMode, Settings
 from capstan.db import utcnow
 from capstan.errors import Unprocessable

@@ -10,7 +10,9 @@ counts rows in the project (live or still being removed), and is removed after t
 Each pass puts the task role's grants policy: the statements every kind's `task_grants` gives
 (its buckets, its enabled models), read from the kinds this process runs, so a kind that changes
 its grants enqueues this row. When the network is ready, every kind's `on_network_ready` wakes
-what waited for it.
+what waited for it; when the cloud refuses it for good (a permission the role lacks), every kind's
+`on_network_failed` fails what waited, with the reason, and the row is retried with backoff (the
+customer may fix the role).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan import registry
+from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
 from capstan.db import utcnow
 from capstan.network.deploying import deployer_for
@@ -70,10 +73,20 @@ class ProjectNetworkReconciler:
             project.network_ready_at = project.network_ready_at or utcnow()
             async with deployer_for(self._runtime, account, project) as deployer:
                 if wanted:
-                    await self._cloud.run(
-                        lambda: deployer.ensure_project_network(project_id, certificate)
-                    )
-                    await self._cloud.run(lambda: deployer.apply_task_grants(project_id, grants))
+                    try:
+                        await self._cloud.run(
+                            lambda: deployer.ensure_project_network(project_id, certificate)
+                        )
+                        await self._cloud.run(
+                            lambda: deployer.apply_task_grants(project_id, grants)
+                        )
+                    except TerminalCloudError as error:
+                        # Retrying will not help (a permission the role lacks, a quota): what
+                        # waits for the network fails now, with the reason, instead of waiting.
+                        await session.rollback()
+                        await registry.network_failed(kinds, session, project_id, error.message)
+                        await session.commit()
+                        raise
                     await registry.network_ready(kinds, session, project_id)
                     result: Result = Done()
                 elif await self._cloud.run(lambda: deployer.delete_project_network(project_id)):

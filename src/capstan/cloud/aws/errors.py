@@ -19,6 +19,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
+from capstan.cloud.access_role import STACK_NAME
 from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
 
 # AWS error codes that mean "try again later" (botocore's own list of throttling and transient
@@ -49,6 +50,19 @@ _RETRYABLE_CODES = frozenset(
         "IDPCommunicationError",
     }
 )
+# Codes AWS services use for an action the caller's policies do not allow.
+_ACCESS_DENIED_CODES = frozenset(
+    {
+        "AccessDenied",
+        "AccessDeniedException",
+        "UnauthorizedOperation",
+        "Client.UnauthorizedOperation",
+        "AuthorizationError",
+    }
+)
+_NOT_AUTHORIZED = re.compile(
+    r"not authorized to perform: (?P<action>[\w-]+:\w+)(?: on resource: (?P<resource>\S+))?"
+)
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
@@ -68,6 +82,8 @@ def translate(error: Exception) -> CloudError:
         status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
         if code in _RETRYABLE_CODES or status >= 500:
             return RetryableCloudError(snake_case(code), message)
+        if code in _ACCESS_DENIED_CODES:
+            return access_denied(message)
         return TerminalCloudError(snake_case(code), message)
     if isinstance(
         error,
@@ -83,6 +99,23 @@ def translate(error: Exception) -> CloudError:
     if isinstance(error, BotoCoreError):
         return RetryableCloudError("cloud_client_error", str(error))
     raise TypeError(f"not a cloud error: {error!r}") from error
+
+
+def access_denied(message: str) -> TerminalCloudError:
+    """`access_denied`, in a sentence naming the permission the role lacks (read from AWS's
+    "… is not authorized to perform: <action> on resource: <arn> …"); AWS's own words otherwise.
+    """
+    found = _NOT_AUTHORIZED.search(message)
+    if found is None or found["action"] == "sts:AssumeRole":
+        return TerminalCloudError("access_denied", message)
+    resource = found["resource"]
+    on = f" on {resource}" if resource and resource not in ("*", "?") else ""
+    return TerminalCloudError(
+        "access_denied",
+        f"The role Capstan uses in your AWS account may not {found['action']}{on}: it is missing "
+        f"the permission {found['action']}. Update the {STACK_NAME} stack with the current "
+        "template (GET /api/cloud_account/template), then redeploy.",
+    )
 
 
 @contextmanager

@@ -10,9 +10,11 @@ from typing import Any
 import botocore.session
 from botocore.exceptions import ClientError
 
+from capstan.cloud.access_role import boundary_arn
 from capstan.cloud.aws import names
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.errors import TerminalCloudError
 
 
 def _trust(service: str) -> str:
@@ -90,15 +92,28 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
         ),
     }
     arns: dict[str, str] = {}
+    boundary = _boundary(session)
     with aws_errors():
         for purpose, (role_name, service, policy) in roles.items():
-            arns[purpose] = _ensure_role(iam, project_id, role_name, service)
+            arns[purpose] = _ensure_role(iam, project_id, role_name, service, boundary, project_id)
             if policy is not None:
                 iam.put_role_policy(RoleName=role_name, PolicyName="capstan", PolicyDocument=policy)
     return arns
 
 
-def _ensure_role(iam: Any, project_id: str, role_name: str, service: str) -> str:
+def _boundary(session: AwsSession) -> str:
+    """The permissions boundary every role Capstan makes carries: the one the access role's
+    stack created beside it (see `capstan.cloud.access_role`)."""
+    if session.account_id is None or session.role_name is None:
+        raise TerminalCloudError(
+            "no_access_role", "Roles are made only through a customer's access role."
+        )
+    return boundary_arn(session.partition(), session.account_id, session.role_name)
+
+
+def _ensure_role(
+    iam: Any, project_id: str, role_name: str, service: str, boundary: str, resource_id: str
+) -> str:
     try:
         return str(iam.get_role(RoleName=role_name)["Role"]["Arn"])
     except ClientError as error:
@@ -109,7 +124,8 @@ def _ensure_role(iam: Any, project_id: str, role_name: str, service: str) -> str
             RoleName=role_name,
             Path=names.ROLE_PATH,
             AssumeRolePolicyDocument=_trust(service),
-            Tags=names.tag_list(project_id, project_id),
+            PermissionsBoundary=boundary,
+            Tags=names.tag_list(project_id, resource_id),
         )
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") != "EntityAlreadyExists":
@@ -221,25 +237,11 @@ def ensure_site_build_role(
             "Condition": {"StringLike": {"kms:ViaService": "ssm.*.amazonaws.com"}},
         },
     )
+    boundary = _boundary(session)
     with aws_errors():
-        try:
-            arn = str(iam.get_role(RoleName=role_name)["Role"]["Arn"])
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
-                raise
-            try:
-                arn = str(
-                    iam.create_role(
-                        RoleName=role_name,
-                        Path=names.ROLE_PATH,
-                        AssumeRolePolicyDocument=_trust("codebuild.amazonaws.com"),
-                        Tags=names.tag_list(project_id, resource_id),
-                    )["Role"]["Arn"]
-                )
-            except ClientError as again:
-                if again.response.get("Error", {}).get("Code") != "EntityAlreadyExists":
-                    raise
-                arn = str(iam.get_role(RoleName=role_name)["Role"]["Arn"])
+        arn = _ensure_role(
+            iam, project_id, role_name, "codebuild.amazonaws.com", boundary, resource_id
+        )
         iam.put_role_policy(RoleName=role_name, PolicyName="capstan", PolicyDocument=policy)
     return arn
 

@@ -80,7 +80,7 @@ def ensure_network(session: AwsSession, project_id: str) -> ProjectNetwork:
             ec2.modify_vpc_attribute(VpcId=vpc_id, EnableDnsSupport={"Value": True})
             ec2.modify_vpc_attribute(VpcId=vpc_id, EnableDnsHostnames={"Value": True})
         subnet_ids = _ensure_subnets(ec2, project_id, vpc_id, label)
-        _ensure_internet_route(ec2, project_id, vpc_id, label)
+        _ensure_internet_route(ec2, project_id, vpc_id, label, subnet_ids)
         alb_group = _ensure_group(
             ec2, project_id, vpc_id, _alb_group_name(project_id), "Capstan load balancer"
         )
@@ -141,6 +141,20 @@ def _delete_vpc(ec2: Any, vpc_id: str) -> None:
             if group["GroupName"] != "default":
                 with ignoring("InvalidGroup.NotFound"):
                     ec2.delete_security_group(GroupId=group["GroupId"])
+        tables = ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])[
+            "RouteTables"
+        ]
+        own_tables = [
+            table
+            for table in tables
+            if not any(a.get("Main") for a in table.get("Associations", []))
+        ]
+        for table in own_tables:
+            for association in table.get("Associations", []):
+                with ignoring("InvalidAssociationID.NotFound"):
+                    ec2.disassociate_route_table(
+                        AssociationId=association["RouteTableAssociationId"]
+                    )
         for subnet in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])[
             "Subnets"
         ]:
@@ -155,6 +169,9 @@ def _delete_vpc(ec2: Any, vpc_id: str) -> None:
                     InternetGatewayId=gateway["InternetGatewayId"], VpcId=vpc_id
                 )
             ec2.delete_internet_gateway(InternetGatewayId=gateway["InternetGatewayId"])
+        for table in own_tables:
+            with ignoring("InvalidRouteTableID.NotFound"):
+                ec2.delete_route_table(RouteTableId=table["RouteTableId"])
         ec2.delete_vpc(VpcId=vpc_id)
     except ClientError as error:
         if error_code(error) == "DependencyViolation":
@@ -193,7 +210,9 @@ def _ensure_subnets(ec2: Any, project_id: str, vpc_id: str, label: str) -> tuple
     return tuple(sorted(subnet_ids))
 
 
-def _ensure_internet_route(ec2: Any, project_id: str, vpc_id: str, label: str) -> None:
+def _ensure_internet_route(
+    ec2: Any, project_id: str, vpc_id: str, label: str, subnet_ids: tuple[str, ...]
+) -> None:
     gateways = ec2.describe_internet_gateways(
         Filters=[{"Name": "attachment.vpc-id", "Values": [vpc_id]}]
     )["InternetGateways"]
@@ -208,21 +227,29 @@ def _ensure_internet_route(ec2: Any, project_id: str, vpc_id: str, label: str) -
                 TagSpecifications=_tag_spec("internet-gateway", project_id, label)
             )["InternetGateway"]["InternetGatewayId"]
         ec2.attach_internet_gateway(InternetGatewayId=gateway_id, VpcId=vpc_id)
-    tables = ec2.describe_route_tables(
-        Filters=[
-            {"Name": "vpc-id", "Values": [vpc_id]},
-            {"Name": "association.main", "Values": ["true"]},
-        ]
-    )["RouteTables"]
-    for table in tables:
-        routes = {route.get("DestinationCidrBlock") for route in table.get("Routes", [])}
-        if "0.0.0.0/0" not in routes:
-            with ignoring("RouteAlreadyExists"):
-                ec2.create_route(
-                    RouteTableId=table["RouteTableId"],
-                    DestinationCidrBlock="0.0.0.0/0",
-                    GatewayId=gateway_id,
-                )
+    # The project's own route table, tagged from birth and associated with its subnets: the
+    # VPC's main table is made untagged by EC2, and the access role changes tagged tables only.
+    tables = ec2.describe_route_tables(Filters=_filters(project_id, **{"vpc-id": vpc_id}))[
+        "RouteTables"
+    ]
+    if tables:
+        table = tables[0]
+    else:
+        table = ec2.create_route_table(
+            VpcId=vpc_id, TagSpecifications=_tag_spec("route-table", project_id, label)
+        )["RouteTable"]
+    routes = {route.get("DestinationCidrBlock") for route in table.get("Routes", [])}
+    if "0.0.0.0/0" not in routes:
+        with ignoring("RouteAlreadyExists"):
+            ec2.create_route(
+                RouteTableId=table["RouteTableId"],
+                DestinationCidrBlock="0.0.0.0/0",
+                GatewayId=gateway_id,
+            )
+    associated = {a.get("SubnetId") for a in table.get("Associations", [])}
+    for subnet_id in subnet_ids:
+        if subnet_id not in associated:
+            ec2.associate_route_table(RouteTableId=table["RouteTableId"], SubnetId=subnet_id)
 
 
 def _alb_group_name(project_id: str) -> str:

@@ -70,9 +70,19 @@ class AwsSession:
     service and region, under a lock (boto3 sessions are not thread-safe; clients are).
     """
 
-    def __init__(self, endpoint: Endpoint, credentials: Credentials | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        credentials: Credentials | None = None,
+        *,
+        account_id: str | None = None,
+        role_name: str | None = None,
+    ) -> None:
         self.endpoint = endpoint
         self.credentials = credentials
+        # The assumed role this session acts as, when it is one (a customer's access role).
+        self.account_id = account_id
+        self.role_name = role_name
         if credentials is None:
             self.boto3 = _new_boto3_session(region_name=endpoint.region)
         else:

@@ -24,8 +24,8 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel
 
 from capstan.cloud import Cloud, CloudError
+from capstan.cloud.access_role import STACK_NAME, role_template
 from capstan.cloud_account import service
-from capstan.cloud_account.template import STACK_NAME, role_template
 from capstan.db import DbSession
 from capstan.errors import ApiError, NotFound
 from capstan.sandbox.cloud.console import customer_account_id, launch_stack

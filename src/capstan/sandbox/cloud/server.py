@@ -21,17 +21,28 @@ from moto.moto_server.werkzeug_app import (
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
 
-from capstan.sandbox.cloud import acm, bedrock, elasticache, limits, route53, s3_metrics, sts
+from capstan.sandbox.cloud import (
+    acm,
+    authorization,
+    bedrock,
+    elasticache,
+    limits,
+    route53,
+    s3_metrics,
+    sts,
+)
 from capstan.sandbox.cloud import cloudfront as cloudfront_extension
+from capstan.sandbox.cloud.authorization import Authorizer
 from capstan.sandbox.cloud.simulator import Simulator, simulator
 from capstan.sandbox.cloud.stats import CallCounter
 
 
 class _CountingMotoServer(ThreadedMotoServer):
-    """moto's threaded server with the call counter of `stats` in front of it."""
+    """moto's threaded server with the call counter of `stats` and the IAM authorizer of
+    `authorization` in front of it."""
 
     def _server_entry(self) -> None:
-        app = CallCounter(DomainDispatcherApplication(create_backend_app))
+        app = CallCounter(Authorizer(DomainDispatcherApplication(create_backend_app)))
         self._server = make_server(
             self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
         )
@@ -74,6 +85,7 @@ def install_extensions() -> None:
     s3_metrics.install()
     cloudfront_extension.install()
     limits.install()
+    authorization.install()
 
 
 def start_sandbox_cloud(

@@ -1,0 +1,332 @@
+"""Every call made with an assumed role's credentials is authorized as IAM authorizes it.
+
+A WSGI middleware in front of moto (`Authorizer`). For each signed request whose access key
+belongs to an assumed-role session (the customer role Capstan assumes; any role, in fact), it
+
+1. reads the call (`requests.read_call`): the operation and its parameters;
+2. finds the IAM actions that authorize the operation and, for each, the resources AWS checks
+   (`resources.resources_for`: ARNs built from the catalogue's formats, including the path-less
+   ARN of a role that does not exist yet) and the request context (`aws:RequestTag/…`,
+   `aws:TagKeys`, `aws:ResourceTag/…` of the resource as it is, `iam:PassedToService`,
+   `iam:PermissionsBoundary`, `iam:AWSServiceName`, …), keeping only the keys the catalogue says
+   the action supports;
+3. evaluates the role's inline and attached policies, its permissions boundary and the session
+   policy (`policy.authorize`);
+4. passes the request on to moto when every action on every resource is allowed, and otherwise
+   answers as AWS does — `AccessDenied` (or the service's own code and format), naming the caller,
+   the action and the resource — without moto ever seeing it.
+
+Every decision is kept (`decisions()`), like CloudTrail's record of denied calls, so tests can
+show what was refused and why. An operation the sandbox cannot map to resources is refused with
+`SandboxAuthorizationGap` (HTTP 500): a gap in the sandbox must be loud, never an allow.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from xml.sax.saxutils import escape
+
+from moto.iam.models import iam_backends
+from moto.sts.models import sts_backends
+
+from capstan.sandbox.cloud import iam_catalogue, policy
+from capstan.sandbox.cloud.requests import Call, read_call
+from capstan.sandbox.cloud.resources import ResourceGap, resources_for
+
+log = logging.getLogger(__name__)
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+@dataclass(frozen=True)
+class Session:
+    """An assumed-role session: its ARN, its role's ARN and account, its session policy."""
+
+    arn: str
+    role_arn: str
+    account: str
+    partition: str
+    session_policy: str | None
+
+
+@dataclass(frozen=True)
+class AuthorizationDecision:
+    caller: str
+    action: str
+    resource: str
+    allowed: bool
+    reason: str = ""
+
+
+# Calls not decided here: GetCallerIdentity needs no permission in AWS; AssumeRole is decided by
+# the role's trust policy (`sts`; within one account a trust policy naming the caller suffices).
+ALWAYS_ALLOWED = frozenset({"sts:GetCallerIdentity", "sts:AssumeRole"})
+_decisions_lock = threading.Lock()
+_decisions: deque[AuthorizationDecision] = deque(maxlen=20_000)
+_sessions: dict[str, Session] = {}
+_sessions_lock = threading.Lock()
+
+
+def decisions(*, denied_only: bool = False) -> list[AuthorizationDecision]:
+    """Authorization decisions this process's sandbox made, oldest first."""
+    with _decisions_lock:
+        found = list(_decisions)
+    return [d for d in found if not denied_only or not d.allowed]
+
+
+def session_of(access_key: str) -> Session | None:
+    """The assumed-role session an access key belongs to (None for users and unknown keys)."""
+    with _sessions_lock:
+        known = _sessions.get(access_key)
+    if known is not None:
+        return known
+    for account_backends in list(sts_backends.values()):
+        for backend in list(account_backends.values()):
+            for assumed in list(backend.assumed_roles):
+                if assumed.access_key_id == access_key:
+                    session = Session(
+                        arn=assumed.arn,
+                        role_arn=assumed.role_arn,
+                        account=assumed.role_arn.split(":")[4],
+                        partition=assumed.role_arn.split(":")[1],
+                        session_policy=assumed.policy,
+                    )
+                    with _sessions_lock:
+                        _sessions[access_key] = session
+                    return session
+    return None
+
+
+def role_policies(
+    session: Session,
+) -> tuple[list[str | Mapping[str, Any]], str | Mapping[str, Any] | None] | None:
+    """The role's identity policies and its boundary's document; None if the role is gone."""
+    iam = iam_backends[session.account][session.partition]
+    name = session.role_arn.rsplit("/", 1)[-1]
+    role = iam.roles.get(next((r.id for r in list(iam.roles.values()) if r.name == name), ""))
+    if role is None:
+        return None
+    # Stored as IAM keeps them: JSON text, or (from CloudFormation) the document itself.
+    identity: list[str | Mapping[str, Any]] = list(role.policies.values())
+    identity += [_default_document(p) for p in list(role.managed_policies.values())]
+    boundary: str | Mapping[str, Any] | None = None
+    if role.permissions_boundary_arn:
+        found = iam.managed_policies.get(role.permissions_boundary_arn)
+        # A boundary that names a missing policy allows nothing.
+        boundary = _default_document(found) if found else {"Statement": []}
+    return identity, boundary
+
+
+def _default_document(managed: Any) -> str | Mapping[str, Any]:
+    for version in list(managed.versions):
+        if version.is_default:
+            return version.document  # type: ignore[no-any-return]
+    return {"Statement": []}
+
+
+class Authorizer:
+    """The WSGI middleware (see the module docstring)."""
+
+    def __init__(self, app: WsgiApp) -> None:
+        self._app = app
+        self._audit = os.environ.get("CAPSTAN_SANDBOX_IAM_AUDIT")
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        if "aws4_request" not in str(environ.get("HTTP_AUTHORIZATION", "")):
+            return self._app(environ, start_response)
+        body = _read_body(environ)
+        call = read_call(environ, body)
+        session = session_of(call.access_key) if call is not None else None
+        if call is None or session is None:
+            return self._app(environ, start_response)
+        refusal = self.refusal(call, session)
+        if refusal is None:
+            return self._app(environ, start_response)
+        status, headers, payload = refusal
+        start_response(status, headers)
+        return [payload]
+
+    def refusal(
+        self, call: Call, session: Session
+    ) -> tuple[str, list[tuple[str, str]], bytes] | None:
+        prefix = iam_catalogue.IAM_PREFIX.get(call.signing_name, call.signing_name)
+        if f"{prefix}:{call.operation}" in ALWAYS_ALLOWED:
+            return None
+        try:
+            checks = resources_for(call, prefix, session.account, session.partition)
+        except ResourceGap as gap:
+            log.error("sandbox authorization gap: %s", gap)
+            return _gap(call, str(gap))
+        if self._audit:
+            _audit(self._audit, call, checks)
+            return None
+        policies = role_policies(session)
+        for check in checks:
+            if policies is None:
+                verdict = policy.Verdict(policy.Decision.IMPLICIT_DENY, "because the role is gone")
+            else:
+                identity, boundary = policies
+                if session.session_policy:
+                    identity_verdict = policy.evaluate([session.session_policy], check)
+                else:
+                    identity_verdict = policy.Decision.ALLOW
+                try:
+                    verdict = policy.authorize(identity, boundary, check)
+                except policy.UnsupportedCondition as unsupported:
+                    return _gap(call, f"condition operator {unsupported} is not evaluated")
+                if verdict.allowed and identity_verdict is not policy.Decision.ALLOW:
+                    verdict = policy.Verdict(
+                        identity_verdict, "because no session policy allows the action"
+                    )
+            with _decisions_lock:
+                _decisions.append(
+                    AuthorizationDecision(
+                        session.arn, check.action, check.resource, verdict.allowed, verdict.reason
+                    )
+                )
+            if not verdict.allowed:
+                log.warning(
+                    "sandbox IAM denied %s on %s to %s %s",
+                    check.action,
+                    check.resource,
+                    session.arn,
+                    verdict.reason,
+                )
+                return _access_denied(
+                    call, session.arn, check.action, check.resource, verdict.reason
+                )
+        return None
+
+
+def _read_body(environ: dict[str, Any]) -> bytes:
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    stream = environ.get("wsgi.input")
+    if stream is None or length <= 0:
+        return b""  # no body, or a chunked one: left for moto to read
+    body = stream.read(length)
+    environ["wsgi.input"] = io.BytesIO(body)
+    return body
+
+
+def _audit(path: str, call: Call, checks: list[policy.Request]) -> None:
+    line = {
+        "operation": f"{call.signing_name}:{call.operation}",
+        "checks": [
+            {
+                "action": c.action,
+                "resource": c.resource,
+                "context": {k: list(v) for k, v in c.context.items()},
+            }
+            for c in checks
+        ],
+    }
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(line) + "\n")
+
+
+# -- answers in each protocol's shape -----------------------------------------------------------
+
+_QUERY_DENIED_CODE = {"ec2": "UnauthorizedOperation"}
+
+
+def _access_denied(
+    call: Call, caller: str, action: str, resource: str, reason: str
+) -> tuple[str, list[tuple[str, str]], bytes]:
+    message = (
+        f"User: {caller} is not authorized to perform: {action} on resource: {resource} {reason}"
+    )
+    return _error(call, 403, "AccessDenied", message)
+
+
+def _gap(call: Call, detail: str) -> tuple[str, list[tuple[str, str]], bytes]:
+    message = (
+        f"The sandbox cannot authorize {call.signing_name}:{call.operation}: {detail}. "
+        "Teach capstan.sandbox.cloud.resources this operation."
+    )
+    return _error(call, 500, "SandboxAuthorizationGap", message)
+
+
+def _error(
+    call: Call, status: int, code: str, message: str
+) -> tuple[str, list[tuple[str, str]], bytes]:
+    reason = {403: "Forbidden", 500: "Internal Server Error"}[status]
+    protocol = call.protocol
+    if protocol == "json":
+        json_code = "AccessDeniedException" if code == "AccessDenied" else code
+        body = json.dumps({"__type": json_code, "message": message}).encode()
+        json_status = 400 if status == 403 else status
+        return (
+            f"{json_status} {'Bad Request' if json_status == 400 else reason}",
+            [("Content-Type", "application/x-amz-json-1.1"), ("x-amzn-ErrorType", json_code)],
+            body,
+        )
+    if protocol == "rest-json":
+        json_code = "AccessDeniedException" if code == "AccessDenied" else code
+        body = json.dumps({"message": message}).encode()
+        return (
+            f"{status} {reason}",
+            [("Content-Type", "application/json"), ("x-amzn-ErrorType", json_code)],
+            body,
+        )
+    if protocol == "ec2":
+        ec2_code = _QUERY_DENIED_CODE["ec2"] if code == "AccessDenied" else code
+        xml = (
+            f"<Response><Errors><Error><Code>{ec2_code}</Code><Message>{escape(message)}</Message>"
+            "</Error></Errors><RequestID>capstan-sandbox</RequestID></Response>"
+        )
+        return (f"{status} {reason}", [("Content-Type", "text/xml")], xml.encode())
+    if call.service == "s3":
+        xml = f"<Error><Code>{code}</Code><Message>{escape(message)}</Message></Error>"
+        return (f"{status} {reason}", [("Content-Type", "application/xml")], xml.encode())
+    xml = (
+        f"<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code>"
+        f"<Message>{escape(message)}</Message></Error><RequestId>capstan-sandbox</RequestId>"
+        "</ErrorResponse>"
+    )
+    return (f"{status} {reason}", [("Content-Type", "text/xml")], xml.encode())
+
+
+# -- what AWS gives an account's administrators --------------------------------------------------
+
+ADMINISTRATOR_ACCESS = json.dumps(
+    {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+)
+_MARK = "_capstan_administrator_access"
+_install_lock = threading.Lock()
+
+
+def install() -> None:
+    """Accounts made through Organizations get `OrganizationAccountAccessRole` with
+    administrator access, as in AWS (moto makes the role with no policy at all, which the
+    authorizer would rightly refuse everything)."""
+    from moto.organizations.models import OrganizationsBackend
+
+    with _install_lock:
+        if getattr(OrganizationsBackend.create_account, _MARK, False):
+            return
+        unpatched = OrganizationsBackend.create_account
+
+        def create_account(self: OrganizationsBackend, **kwargs: Any) -> dict[str, Any]:
+            answer = unpatched(self, **kwargs)
+            account_id = answer["CreateAccountStatus"]["AccountId"]
+            role_name = kwargs.get("RoleName", "OrganizationAccountAccessRole")
+            for backend in iam_backends[account_id].values():
+                for role in list(backend.roles.values()):
+                    if role.name == role_name:
+                        role.put_policy("AdministratorAccess", ADMINISTRATOR_ACCESS)
+            return answer
+
+        setattr(create_account, _MARK, True)
+        OrganizationsBackend.create_account = create_account  # type: ignore[method-assign]
