@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # Tests wait on the sandbox far more than they compute: four workers on two cores.
 TEST_WORKERS ?= 4
 
-.PHONY: dev test chaos load check format migrate bench fuzz clean
+.PHONY: dev test chaos load browser screenshots check format migrate bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,9 +23,10 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed-dev
 
 ## make dev: create .venv, install Capstan with the sandbox extra, start the dev server
-## (sandbox cloud and git host)
+## (sandbox cloud and git host) on DEV_PORT (default 8000): `make dev DEV_PORT=8080`
+DEV_PORT ?= 8000
 dev: $(VENV)/.installed-dev
-	$(BIN)/capstan server --dev
+	$(BIN)/capstan server --dev --port $(DEV_PORT)
 
 ## make test: create .venv if needed, install the test dependencies, run the whole suite
 test: $(VENV)/.installed-test
@@ -49,6 +50,20 @@ load: $(VENV)/.installed-test
 ## make chaos: the process-killing tests (kill -9 mid-deployment, two workers and a killed one)
 chaos: $(VENV)/.installed-test
 	$(BIN)/pytest -m chaos $(PYTEST_ARGS)
+
+$(VENV)/.installed-browser: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[browser]'
+	touch $@ $(VENV)/.installed-test $(VENV)/.installed-dev
+
+## make browser: the dashboard's tests in headless Chromium against a live `capstan server --dev`
+## (Debian's chromium: `apt-get install -y chromium`; without it they skip and say so)
+browser: $(VENV)/.installed-browser
+	$(BIN)/pytest -m browser -p no:cacheprovider $(PYTEST_ARGS)
+
+## make screenshots: the dashboard's main pages at 1280 px and 390 px into docs/screenshots/
+screenshots: $(VENV)/.installed-browser
+	CAPSTAN_SCREENSHOTS=docs/screenshots $(BIN)/pytest -m browser -p no:cacheprovider \
+		tests/dashboard/test_screenshots.py $(PYTEST_ARGS)
 
 ## make check: lint, format check, type check and the import layers (pyproject.toml's contracts)
 check: $(VENV)/.installed-test

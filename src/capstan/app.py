@@ -17,7 +17,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import JSONResponse
 from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
@@ -31,6 +31,7 @@ from capstan.auth.router import tokens as tokens_router
 from capstan.body_limit import BodyLimitMiddleware
 from capstan.cloud_account.router import router as cloud_account_router
 from capstan.config import CloudMode, GitHostMode, Settings
+from capstan.dashboard import mount_dashboard
 from capstan.db import engine_for, make_sessionmaker, utcnow
 from capstan.errors import ApiError, ValidationFailed
 from capstan.git_host import events as git_events
@@ -74,7 +75,7 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
         version=__version__,
         summary="Deploy and run applications inside your own AWS account.",
         openapi_url="/docs/api",
-        docs_url="/docs",
+        docs_url=None,  # served by the dashboard from vendored assets
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
         lifespan=lifespan,
@@ -93,18 +94,18 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
             app.include_router(router)
     if settings.cloud is CloudMode.sandbox:
         require_sandbox()
+        from capstan.sandbox.cloud.front import ServiceFrontMiddleware
         from capstan.sandbox.cloud.pages import router as sandbox_cloud_router
 
         app.include_router(sandbox_cloud_router)
+        # http://<name>.<suffix>.<domain>:<port>/ shows the deployment that answers there.
+        app.add_middleware(ServiceFrontMiddleware, domain=settings.domain)
     if settings.git_host is GitHostMode.sandbox:
         from capstan.sandbox.git_host.router import router as sandbox_git_host_router
 
         app.include_router(sandbox_git_host_router)
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    async def dashboard_root() -> str:
-        return _ROOT_PAGE
-
+    mount_dashboard(app)
     _install_error_handlers(app)
     # Inside the body limit (it reads the body whole) and the request id.
     app.add_middleware(IdempotencyMiddleware)
@@ -213,13 +214,3 @@ class RequestIdMiddleware:
                 status_code=500,
             )
             await response(scope, receive, send_with_id)
-
-
-_ROOT_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Capstan</title></head>
-<body style="font-family: system-ui, sans-serif; max-width: 40rem; margin: 4rem auto">
-<h1>Capstan</h1>
-<p>The control plane is running. The API is described at <a href="/docs">/docs</a>
-(OpenAPI document: <a href="/docs/api">/docs/api</a>).</p>
-</body></html>
-"""

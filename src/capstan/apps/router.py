@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response, status
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 
 from capstan.apps import observe, releases, schemas
 from capstan.apps import service as services
@@ -76,6 +76,17 @@ def make_router(spec: Kind) -> APIRouter:
         return spec.out.model_validate(
             spec.describe(service, services.status_of(deployment), url if spec.has_url else None)
         )
+
+    # {"web_servers": [...]}, as caches and buckets are listed.
+    listed: dict[str, Any] = {spec.path: (list[spec.out], ...)}  # type: ignore[name-defined]
+    listing = create_model(f"{spec.out.__name__.removesuffix('Out')}List", **listed)
+
+    @router.get("", response_model=listing, summary=f"The project's {spec.label}s")
+    async def list_(
+        project_id: str, caller: Caller, session: DbSession, settings: AppSettings
+    ) -> Any:
+        rows = await services.list_in_project(session, caller, project_id, spec.kind)
+        return {spec.path: [await render(session, caller, row, settings) for row in rows]}
 
     @router.post(
         "",
@@ -366,6 +377,25 @@ def make_router(spec: Kind) -> APIRouter:
             url=services.url(preview.slug, project, domain, spec.kind) if spec.has_url else None,
             status=services.status_of(deployment),
             expires_at=services.preview_expires_at(project, preview),
+        )
+
+    @router.get(
+        previews,
+        response_model=schemas.PreviewList,
+        response_model_exclude_none=True,
+        summary="The previews, oldest first",
+    )
+    async def list_previews(
+        project_id: str, service_id: str, caller: Caller, session: DbSession, settings: AppSettings
+    ) -> schemas.PreviewList:
+        service = await services.get(session, caller, project_id, spec.kind, service_id)
+        project = await projects.get(session, caller, project_id)
+        rows = await services.live_previews(session, service.id)
+        return schemas.PreviewList(
+            previews=[
+                await render_preview(session, service, row, project, settings.domain)
+                for row in rows
+            ]
         )
 
     @router.post(

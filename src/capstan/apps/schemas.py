@@ -346,6 +346,10 @@ class PreviewOut(Response):
     )
 
 
+class PreviewList(Response):
+    previews: list[PreviewOut]
+
+
 class LogLine(Response):
     timestamp: datetime
     message: str

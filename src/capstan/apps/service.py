@@ -30,6 +30,7 @@ from capstan.network.service import require_cloud_account
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.projects.scoped import get_in_project
+from capstan.projects.scoped import list_in_project as scoped_list
 from capstan.reconcile.queue import enqueue
 
 WEB_SERVER = "web_server"
@@ -177,6 +178,15 @@ async def get(
         f"No such {kind.replace('_', ' ')}.",
         Service.kind == kind,
         Service.deleted_at.is_(None),
+    )
+
+
+async def list_in_project(
+    session: AsyncSession, caller: Principal, project_id: str, kind: str
+) -> list[Service]:
+    """The project's services of one kind, oldest first (another organization's project: 404)."""
+    return await scoped_list(
+        session, caller, project_id, Service, Service.kind == kind, Service.deleted_at.is_(None)
     )
 
 

@@ -1,0 +1,323 @@
+"""The dashboard's pages: server-rendered HTML, read from the JSON API under the session cookie.
+
+Every route here is a GET that changes nothing. A page loads what it shows through `Api` (the
+API itself, in process, with the browser's cookie), so the API's authentication and scoping
+decide what a person sees: no session is a redirect to the sign-in page, another
+organization's id is the API's 404, shown as "not found". Changes are made by the browser
+against `/api/...` with the CSRF token (`static/dashboard.js`); none is made here.
+
+Parts of a page that change on their own (statuses, deployments, logs, the certificate) are
+partials that htmx polls: `.../live` and `.../logs`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote, urlsplit
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from capstan.cloud.fargate import FARGATE_MEMORY
+from capstan.config import CloudMode, Settings
+from capstan.dashboard.api import Api, ApiRefused, api_for
+
+HERE = Path(__file__).parent
+STATIC_PATH = "/static"
+HTMX = "htmx-2.0.8.min.js"
+templates = Jinja2Templates(directory=HERE / "templates")
+templates.env.globals.update(static=STATIC_PATH, htmx=HTMX)
+
+
+def _reachable(url: str | None, dev_port: int | None) -> str | None:
+    """A service URL as this browser reaches it: in the sandbox the dev server answers for
+    every service hostname itself, over plain HTTP on its own port (`sandbox/cloud/front.py`)."""
+    if not url or not dev_port:
+        return url
+    return f"http://{urlsplit(url).hostname}:{dev_port}/"
+
+
+templates.env.filters["reachable"] = _reachable
+
+router = APIRouter(include_in_schema=False, tags=["dashboard"])
+DashboardApi = Annotated[Api, Depends(api_for)]
+Loader = Callable[[Api], Awaitable[dict[str, Any]]]
+
+
+# The three service kinds as the API names them, and how the dashboard labels them.
+KINDS: dict[str, dict[str, Any]] = {
+    "web_servers": {"label": "Web server", "plural": "Web servers", "has_url": True},
+    "workers": {"label": "Worker", "plural": "Workers", "has_url": False},
+    "static_websites": {"label": "Static website", "plural": "Static websites", "has_url": True},
+}
+# The cpu/memory pairs Fargate runs, offered as choices (the API checks them again).
+SIZES = [(cpu, memory) for cpu, memories in FARGATE_MEMORY.items() for memory in memories]
+GIT_HOST_ERRORS = {
+    "wrong_organization": "This browser is signed in to another organization than the one that "
+    "started the installation.",
+    "installation_not_found": "The git host does not know that installation.",
+    "user_authorization_missing": "The git host sent no user authorization back; enable "
+    "'Request user authorization (OAuth) during installation' in the app's settings.",
+    "user_authorization_invalid": "The git host's authorization code was not valid; try again.",
+    "git_host_user_authorization_not_configured": "Capstan's git host app is missing its OAuth "
+    "client settings; ask your operator.",
+}
+
+
+async def _page(
+    request: Request, api: Api, template: str, load: Loader, *, partial: bool = False
+) -> Response:
+    """`template` rendered with what `load` read from the API, or what the API's refusal means
+    for a person: sign in (401), "not found" (404), or its message."""
+    settings: Settings = request.app.state.settings
+    try:
+        # Who is asking comes first, so that without a session every page is "sign in" (and
+        # never a hint of what exists).
+        user = await api.get("/api/session")
+        context = await load(api)
+        if settings.cloud is CloudMode.sandbox:
+            context["dev_port"] = urlsplit(settings.base_url).port or 80
+        if not partial:
+            csrf = await api.get("/api/csrf")
+            context.update(user=user, csrf_token=csrf["token"])
+    except ApiRefused as refused:
+        return _refusal_page(request, refused, partial=partial)
+    return templates.TemplateResponse(request, template, context)
+
+
+def _refusal_page(request: Request, refused: ApiRefused, *, partial: bool) -> Response:
+    if refused.status_code == 401:
+        target = "/sign-in?next=" + quote(_own_path(request), safe="")
+        if request.headers.get("hx-request"):
+            # htmx follows redirects inside the partial; this sends the whole page instead.
+            return Response(status_code=401, headers={"HX-Redirect": target})
+        return RedirectResponse(target, status_code=303)
+    template = "partials/refused.html" if partial else "refused.html"
+    context = {"status_code": refused.status_code, "message": refused.message}
+    return templates.TemplateResponse(request, template, context, status_code=refused.status_code)
+
+
+def _own_path(request: Request) -> str:
+    path = request.url.path
+    return f"{path}?{request.url.query}" if request.url.query else path
+
+
+def _kind(kind: str) -> dict[str, Any]:
+    if kind not in KINDS:
+        raise ApiRefused(404, {"error": "not_found", "message": "No such page."})
+    return {"path": kind, **KINDS[kind]}
+
+
+# Sign in -----------------------------------------------------------------------------------------
+
+
+@router.get("/sign-in", response_class=HTMLResponse)
+async def sign_in_page(request: Request, next: str = "/") -> Response:
+    return templates.TemplateResponse(request, "sign_in.html", {"next": _own_site(next)})
+
+
+def _own_site(path: str) -> str:
+    """`path` when it is a path of this site, else `/`: never another origin after signing in
+    (browsers read `//host`, `/\\host` and `/<tab>/host` as another host)."""
+    parts = urlsplit(path)
+    if (
+        not path.startswith("/")
+        or parts.scheme
+        or parts.netloc
+        or path[1:2] in ("/", "\\")
+        or any(c == "\\" or ord(c) < 0x21 or ord(c) == 0x7F for c in path)
+    ):
+        return "/"
+    return path
+
+
+# Projects ----------------------------------------------------------------------------------------
+
+
+@router.get("/", response_class=HTMLResponse)
+async def projects_page(
+    request: Request,
+    api: DashboardApi,
+    git_host: str | None = None,
+    git_host_error: str | None = None,
+) -> Response:
+    async def load(api: Api) -> dict[str, Any]:
+        projects, connection, installations = await asyncio.gather(
+            api.get("/api/projects"),
+            api.get("/api/cloud_account"),
+            api.get("/api/git_host/installations"),
+        )
+        return {
+            "projects": projects,
+            "connection": connection,
+            "installations": installations["installations"],
+            "banner": _git_host_banner(git_host, git_host_error),
+        }
+
+    return await _page(request, api, "projects.html", load)
+
+
+def _git_host_banner(outcome: str | None, error: str | None) -> dict[str, str] | None:
+    """What the git host's callback redirect (`?git_host=…` / `?git_host_error=…`) says."""
+    if error:
+        message = GIT_HOST_ERRORS.get(error, f"The git host app was not installed ({error}).")
+        return {"kind": "error", "message": message}
+    if outcome == "installed":
+        return {"kind": "success", "message": "The git host app is installed."}
+    if outcome == "requested":
+        return {
+            "kind": "info",
+            "message": "Installation requested: an owner of the account must approve it.",
+        }
+    return None
+
+
+@router.get("/projects/{project_id}", response_class=HTMLResponse)
+async def project_page(request: Request, project_id: str, api: DashboardApi) -> Response:
+    async def load(api: Api) -> dict[str, Any]:
+        context = await _project_live(api, project_id)
+        context["model_access"] = await api.get_part(f"/api/projects/{project_id}/model_access")
+        installations = (await api.get("/api/git_host/installations"))["installations"]
+        repositories = []
+        for installation in installations:
+            listed = await api.get(
+                f"/api/git_host/installations/{installation['installation_id']}/repositories"
+            )
+            repositories += listed["repositories"]
+        context.update(repositories=repositories, sizes=SIZES)
+        return context
+
+    return await _page(request, api, "project.html", load)
+
+
+@router.get("/projects/{project_id}/live", response_class=HTMLResponse)
+async def project_live(request: Request, project_id: str, api: DashboardApi) -> Response:
+    async def load(api: Api) -> dict[str, Any]:
+        return await _project_live(api, project_id)
+
+    return await _page(request, api, "partials/project_live.html", load, partial=True)
+
+
+async def _project_live(api: Api, project_id: str) -> dict[str, Any]:
+    base = f"/api/projects/{project_id}"
+    project = await api.get(base)  # first, alone: another organization's id stops here
+    services = await asyncio.gather(*(api.get(f"{base}/{kind}") for kind in KINDS))
+    caches, buckets = await asyncio.gather(api.get(f"{base}/cache"), api.get(f"{base}/storage"))
+    return {
+        "project": project,
+        "kinds": KINDS,
+        "services": {kind: listed[kind] for kind, listed in zip(KINDS, services, strict=True)},
+        "caches": caches["caches"],
+        "buckets": buckets["buckets"],
+    }
+
+
+@router.get("/projects/{project_id}/models", response_class=HTMLResponse)
+async def project_models(request: Request, project_id: str, api: DashboardApi) -> Response:
+    """The models the project allows: read again after a change, not polled (reading it asks
+    the cloud for its model catalog)."""
+
+    async def load(api: Api) -> dict[str, Any]:
+        await api.get(f"/api/projects/{project_id}")
+        model_access = await api.get_part(f"/api/projects/{project_id}/model_access")
+        return {"project": {"id": project_id}, "model_access": model_access}
+
+    return await _page(request, api, "partials/models.html", load, partial=True)
+
+
+# Services ----------------------------------------------------------------------------------------
+
+
+@router.get("/projects/{project_id}/{kind}/{service_id}", response_class=HTMLResponse)
+async def service_page(
+    request: Request, project_id: str, kind: str, service_id: str, api: DashboardApi
+) -> Response:
+    async def load(api: Api) -> dict[str, Any]:
+        context = await _service_live(api, project_id, _kind(kind), service_id)
+        base = f"/api/projects/{project_id}/{kind}/{service_id}"
+        environment, metrics, cost = await asyncio.gather(
+            api.get(f"{base}/environment"),
+            api.get_part(f"{base}/metrics"),
+            api.get_part(f"{base}/cost"),
+        )
+        context.update(
+            environment=environment["environment"], metrics=metrics, cost=cost, sizes=SIZES
+        )
+        return context
+
+    return await _page(request, api, "service.html", load)
+
+
+@router.get("/projects/{project_id}/{kind}/{service_id}/live", response_class=HTMLResponse)
+async def service_live(
+    request: Request, project_id: str, kind: str, service_id: str, api: DashboardApi
+) -> Response:
+    async def load(api: Api) -> dict[str, Any]:
+        return await _service_live(api, project_id, _kind(kind), service_id)
+
+    return await _page(request, api, "partials/service_live.html", load, partial=True)
+
+
+async def _service_live(
+    api: Api, project_id: str, kind: dict[str, Any], service_id: str
+) -> dict[str, Any]:
+    base = f"/api/projects/{project_id}/{kind['path']}/{service_id}"
+    project = await api.get(f"/api/projects/{project_id}")
+    service, deployments, previews = await asyncio.gather(
+        api.get(base), api.get(f"{base}/deployments"), api.get(f"{base}/previews")
+    )
+    return {
+        "project": project,
+        "kind": kind,
+        "service": service,
+        "deployments": deployments["deployments"],
+        "previews": previews["previews"],
+    }
+
+
+@router.get("/projects/{project_id}/{kind}/{service_id}/logs", response_class=HTMLResponse)
+async def service_logs(
+    request: Request,
+    project_id: str,
+    kind: str,
+    service_id: str,
+    api: DashboardApi,
+    preview: str | None = None,
+) -> Response:
+    async def load(api: Api) -> dict[str, Any]:
+        base = f"/api/projects/{project_id}/{_kind(kind)['path']}/{service_id}"
+        if preview:
+            base = f"{base}/previews/{quote(preview, safe='')}"
+        logs = await api.get(f"{base}/logs", limit=200)
+        return {"lines": logs["lines"]}
+
+    return await _page(request, api, "partials/logs.html", load, partial=True)
+
+
+# Organization settings -----------------------------------------------------------------------
+
+
+@router.get("/settings", response_class=HTMLResponse)
+async def settings_page(request: Request, api: DashboardApi) -> Response:
+    async def load(api: Api) -> dict[str, Any]:
+        tokens, connection, installations = await asyncio.gather(
+            api.get("/api/api_tokens"),
+            api.get("/api/cloud_account"),
+            api.get("/api/git_host/installations"),
+        )
+        for installation in installations["installations"]:
+            listed = await api.get(
+                f"/api/git_host/installations/{installation['installation_id']}/repositories"
+            )
+            installation["repositories"] = listed["repositories"]
+        return {
+            "tokens": tokens["api_tokens"],
+            "connection": connection,
+            "installations": installations["installations"],
+        }
+
+    return await _page(request, api, "settings.html", load)

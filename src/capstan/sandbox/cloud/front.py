@@ -1,0 +1,246 @@
+"""What answers at a web server's URL in the sandbox: `http://<name>.<suffix>.<domain>:<port>/`.
+
+In AWS a browser resolves the service's hostname in the operator's zone, reaches the project's
+load balancer, whose host-header rule forwards to the target group of the ECS service running the
+deployment. The dev server has no such network, so it follows the same path through the sandbox
+cloud's state: the operator's DNS record → the load balancer it aliases (in whichever sandbox
+account owns it) → the listener rule for that host → the target group, answering only when one
+of its targets is healthy → the ECS service behind the group → the task definition its primary
+deployment runs, tagged with Capstan's deployment id. The page shows that deployment: the
+commit (the image's tag), when its task definition was registered, and the names of its
+environment variables — never their values.
+
+`ServiceFrontMiddleware` serves it for requests whose Host is under the service domain (mounted
+by `create_app` in sandbox mode only); every other request passes through untouched.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.responses import HTMLResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from capstan.cloud.aws import route53
+from capstan.cloud.aws.errors import aws_errors
+from capstan.cloud.aws.names import CONTAINER_NAME, DEPLOYMENT_TAG
+from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.cloud.errors import CloudError
+from capstan.sandbox.cloud.accounts import management_session, organization_access
+
+
+@dataclass(frozen=True)
+class Answering:
+    """The deployment a hostname's requests reach."""
+
+    hostname: str
+    account_id: str
+    service_name: str
+    deployment_id: str | None
+    commit_sha: str | None
+    registered_at: str | None
+    variable_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NoAnswer:
+    status_code: int
+    reason: str
+
+
+def answering(endpoint: Endpoint, operator: AwsSession, domain: str, hostname: str) -> Any:
+    """`Answering` for `hostname`, or `NoAnswer` saying where the path stops (blocking calls)."""
+    zone_id = route53.find_zone(operator, domain)
+    record = route53.find_record(operator, zone_id, hostname) if zone_id else None
+    if record is None or "AliasTarget" not in record:
+        return NoAnswer(404, f"No DNS record for {hostname}: no web server answers here.")
+    dns_name = str(record["AliasTarget"]["DNSName"]).rstrip(".").lower()
+    if ".elb." not in dns_name:
+        return NoAnswer(
+            502,
+            f"{hostname} is served by {dns_name}, not a load balancer; the sandbox front "
+            "shows web servers only.",
+        )
+    region = dns_name.split(".elb.")[0].rsplit(".", 1)[-1]
+    for account_id in _accounts(endpoint):
+        try:
+            with organization_access(endpoint, account_id) as admin, aws_errors():
+                found = _behind_load_balancer(admin, region, dns_name, hostname)
+        except CloudError:
+            continue  # an account the organization cannot enter (its management account)
+        if found is not None:
+            if isinstance(found, NoAnswer):
+                return found
+            return Answering(hostname=hostname, account_id=account_id, **found)
+    return NoAnswer(502, f"The load balancer {dns_name} that {hostname} points to is gone.")
+
+
+def _accounts(endpoint: Endpoint) -> list[str]:
+    with management_session(endpoint) as management, aws_errors():
+        organizations = management.client("organizations")
+        return [
+            account["Id"]
+            for page in organizations.get_paginator("list_accounts").paginate()
+            for account in page["Accounts"]
+        ]
+
+
+def _behind_load_balancer(
+    session: AwsSession, region: str, dns_name: str, hostname: str
+) -> dict[str, Any] | NoAnswer | None:
+    elbv2 = session.client("elbv2", region=region)
+    balancers = [
+        balancer
+        for page in elbv2.get_paginator("describe_load_balancers").paginate()
+        for balancer in page["LoadBalancers"]
+        if str(balancer["DNSName"]).rstrip(".").lower() == dns_name
+    ]
+    if not balancers:
+        return None
+    group_arn = None
+    for listener in elbv2.describe_listeners(LoadBalancerArn=balancers[0]["LoadBalancerArn"])[
+        "Listeners"
+    ]:
+        for rule in elbv2.describe_rules(ListenerArn=listener["ListenerArn"])["Rules"]:
+            if hostname in _hosts(rule):
+                group_arn = _forwarded_group(rule)
+        if group_arn:
+            break
+    if group_arn is None:
+        return NoAnswer(404, f"The load balancer has no rule for {hostname}.")
+    health = elbv2.describe_target_health(TargetGroupArn=group_arn)["TargetHealthDescriptions"]
+    if not any(t["TargetHealth"]["State"] == "healthy" for t in health):
+        return NoAnswer(503, f"No healthy target answers for {hostname} yet.")
+    return _running(session, region, group_arn) or NoAnswer(
+        503, f"No ECS service runs behind {hostname}'s target group."
+    )
+
+
+def _hosts(rule: dict[str, Any]) -> list[str]:
+    hosts: list[str] = []
+    for condition in rule.get("Conditions", []):
+        if condition.get("Field") == "host-header":
+            hosts += condition.get("HostHeaderConfig", {}).get("Values") or condition.get(
+                "Values", []
+            )
+    return hosts
+
+
+def _forwarded_group(rule: dict[str, Any]) -> str | None:
+    for action in rule.get("Actions", []):
+        if action.get("Type") == "forward" and action.get("TargetGroupArn"):
+            return str(action["TargetGroupArn"])
+    return None
+
+
+def _running(session: AwsSession, region: str, group_arn: str) -> dict[str, Any] | None:
+    ecs = session.client("ecs", region=region)
+    for cluster in ecs.list_clusters()["clusterArns"]:
+        arns = ecs.list_services(cluster=cluster)["serviceArns"]
+        for start in range(0, len(arns), 10):
+            described = ecs.describe_services(cluster=cluster, services=arns[start : start + 10])
+            for service in described["services"]:
+                groups = {lb.get("targetGroupArn") for lb in service.get("loadBalancers", [])}
+                if group_arn in groups and service.get("status") == "ACTIVE":
+                    return _deployment_of(ecs, service)
+    return None
+
+
+def _deployment_of(ecs: Any, service: dict[str, Any]) -> dict[str, Any]:
+    primary = next(
+        (d for d in service.get("deployments", []) if d.get("status") == "PRIMARY"), None
+    )
+    arn = (primary or {}).get("taskDefinition") or service["taskDefinition"]
+    described = ecs.describe_task_definition(taskDefinition=arn, include=["TAGS"])
+    definition = described["taskDefinition"]
+    tags = {tag["key"]: tag["value"] for tag in described.get("tags", [])}
+    container = next(
+        (c for c in definition["containerDefinitions"] if c["name"] == CONTAINER_NAME),
+        definition["containerDefinitions"][0],
+    )
+    names = {v["name"] for v in container.get("environment", [])}
+    names |= {s["name"] for s in container.get("secrets", [])}
+    image = str(container.get("image", ""))
+    registered = definition.get("registeredAt")
+    return {
+        "service_name": str(service["serviceName"]),
+        "deployment_id": tags.get(DEPLOYMENT_TAG),
+        "commit_sha": image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else None,
+        "registered_at": registered.isoformat() if hasattr(registered, "isoformat") else None,
+        "variable_names": tuple(sorted(names)),
+    }
+
+
+class ServiceFrontMiddleware:
+    """Answers requests for `<name>.<suffix>.<domain>` with the page of the deployment serving
+    that hostname; passes every other request on."""
+
+    def __init__(self, app: ASGIApp, *, domain: str) -> None:
+        self.app = app
+        self.suffix = "." + domain.strip(".").lower()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        hostname = _hostname(scope) if scope["type"] == "http" else ""
+        if not hostname.endswith(self.suffix):
+            await self.app(scope, receive, send)
+            return
+        cloud = scope["app"].state.cloud
+        try:
+            found = await cloud.run(
+                lambda: answering(cloud.endpoint, cloud.operator, self.suffix[1:], hostname)
+            )
+        except CloudError as error:
+            found = NoAnswer(502, f"The sandbox cloud could not be read: {error.code}.")
+        response = (
+            HTMLResponse(_page(found))
+            if isinstance(found, Answering)
+            else HTMLResponse(_refusal(hostname, found), status_code=found.status_code)
+        )
+        await response(scope, receive, send)
+
+
+def _hostname(scope: Scope) -> str:
+    raw: bytes = dict(scope.get("headers", [])).get(b"host", b"")
+    host = raw.decode("latin-1").lower()
+    return host.rsplit(":", 1)[0] if not host.endswith("]") else host
+
+
+def _page(found: Answering) -> str:
+    names = "".join(f"<li><code>{html.escape(name)}</code></li>" for name in found.variable_names)
+    rows = [
+        ("Service", found.service_name),
+        ("Deployment", found.deployment_id or "unknown"),
+        ("Commit", found.commit_sha or "unknown"),
+        ("Task definition registered", found.registered_at or "unknown"),
+        ("Account", found.account_id),
+    ]
+    table = "".join(
+        f'<tr><th scope="row">{html.escape(label)}</th><td data-field="{html.escape(label)}">'
+        f"{html.escape(value)}</td></tr>"
+        for label, value in rows
+    )
+    return _SHELL.format(
+        title=html.escape(found.hostname),
+        body=f"<p>This deployment answers at <strong>{html.escape(found.hostname)}</strong> in the "
+        f"sandbox cloud.</p><table>{table}</table><h2>Environment variables</h2>"
+        f"<ul>{names or '<li>none</li>'}</ul><p>Values are never shown.</p>",
+    )
+
+
+def _refusal(hostname: str, found: NoAnswer) -> str:
+    return _SHELL.format(
+        title=html.escape(hostname), body=f"<p role='alert'>{html.escape(found.reason)}</p>"
+    )
+
+
+_SHELL = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>{title}</title></head>
+<body style="font-family: system-ui, sans-serif; max-width: 44rem; margin: 2rem auto;
+ padding: 0 1rem">
+<h1>{title}</h1>
+{body}
+</body></html>
+"""

@@ -1,0 +1,358 @@
+"""The dashboard in headless Chromium against a live `capstan server --dev`: the acceptance tour.
+
+The tests run in file order on one signed-in page (the tour builds on itself: an account to
+connect before a project can deploy, a web server before its environment can change). Each test
+checks one step through what the page shows; where the step is a change, the API confirms it.
+Nothing reloads the page unless the test says so: live parts must update on their own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.dashboard.conftest import PHONE, DevServer, new_page, sign_in
+
+pytestmark = pytest.mark.browser
+
+WEB_REPO = "capstan-samples/hello-web"
+SLOW = 60_000  # a deployment in the dev sandbox settles in seconds; this is the ceiling
+
+
+@pytest.fixture(scope="module")
+def page(chromium: Any, dev_server: DevServer) -> Iterator[Any]:
+    page = new_page(chromium, dev_server)
+    yield page
+    page.context.close()
+
+
+@pytest.fixture(scope="module")
+def tour() -> dict[str, str]:
+    """What one step leaves for the next (ids, names)."""
+    return {}
+
+
+def expect_text(locator: Any, pattern: str, timeout: int = SLOW) -> None:
+    locator.filter(has_text=re.compile(pattern)).first.wait_for(timeout=timeout)
+
+
+def test_a_wrong_password_is_said_in_a_sentence(page: Any, dev_server: DevServer) -> None:
+    page.goto("/")
+    assert "/sign-in" in page.url  # not signed in: the dashboard sends you to sign in
+    page.get_by_label("Email").fill(dev_server.email)
+    page.get_by_label("Password").fill("not the password at all")
+    page.get_by_role("button", name="Sign in").click()
+    alert = page.locator("#alert")
+    expect_text(alert, r"\w+ \w+")
+    assert "/sign-in" in page.url
+
+
+def test_sign_in(page: Any, dev_server: DevServer) -> None:
+    sign_in(page, dev_server.email, dev_server.password)
+    assert page.get_by_role("heading", name="Projects").is_visible()
+    assert page.locator("header .who").inner_text().strip() != ""
+
+
+def test_a_token_is_shown_once(page: Any, dev_server: DevServer) -> None:
+    page.goto("/settings")
+    page.get_by_label("Token name").fill("laptop")
+    page.get_by_role("button", name="Create token").click()
+    revealed = page.locator("#new-token-value")
+    revealed.wait_for()
+    secret = revealed.input_value()
+    assert secret.startswith("capstan_")
+    with httpx.Client(base_url=dev_server.base_url) as client:
+        me = client.get("/api/session", headers={"Authorization": f"Bearer {secret}"})
+    assert me.status_code == 200
+    page.reload()
+    assert page.locator('[data-token="laptop"]').is_visible()
+    assert secret not in page.content()
+
+
+def test_connect_the_cloud_account(page: Any, tour: dict[str, str]) -> None:
+    page.goto("/settings")
+    assert page.locator('[data-cloud="none"]').is_visible()
+    with page.context.expect_page() as opened:
+        page.get_by_role("link", name="Launch the role's stack").click()
+    console = opened.value
+    console.get_by_role("button", name="Create stack").click()
+    console.wait_for_load_state()
+    stack = json.loads(console.locator("body").inner_text())
+    console.close()
+    page.get_by_label("Account ID").fill(stack["account_id"])
+    page.get_by_label("Role name").fill(stack["role_name"])
+    page.get_by_role("button", name="Verify and connect").click()
+    connected = page.locator('[data-cloud="connected"]')
+    connected.wait_for()
+    assert stack["account_id"] in connected.inner_text()
+
+
+def test_a_failed_verification_shows_its_message(page: Any) -> None:
+    page.goto("/settings")
+    page.get_by_label("Role name").fill("NoSuchRole")
+    page.get_by_role("button", name="Verify and connect").click()
+    error = page.locator("#cloud-account .form-error")
+    expect_text(error, "could not assume")
+    expect_text(page.locator("#alert"), "could not assume")  # announced, not only shown
+
+
+def test_install_the_git_host_app_through_its_redirect(page: Any) -> None:
+    page.goto("/settings")
+    page.get_by_role("button", name="Install the git host app").click()
+    page.wait_for_url(re.compile(r"/\?git_host=installed"))
+    banner = page.locator('[data-banner="success"]')
+    assert "installed" in banner.inner_text()
+    page.goto("/settings")
+    assert page.locator("#git-host").get_by_text(WEB_REPO).is_visible()
+
+
+def test_create_a_project_and_a_web_server_and_watch_it_run(
+    page: Any, dev_server: DevServer, tour: dict[str, str]
+) -> None:
+    page.goto("/")
+    page.get_by_label("Name", exact=True).fill("Shop")
+    page.get_by_label("Hostname suffix").fill("shop")
+    page.get_by_role("button", name="Create project").click()
+    page.wait_for_url(re.compile(r"/projects/[^/]+$"))
+    tour["project"] = page.url.rsplit("/", 1)[-1]
+    page.evaluate("window.notReloaded = true")
+
+    form = page.locator("details", has_text="Web server").locator("form")
+    form.get_by_label("Name", exact=True).fill("web")
+    form.get_by_label("Repository").select_option(WEB_REPO)
+    form.get_by_label("CPU and memory").select_option("256,512")
+    form.get_by_role("button", name="Create web server").click()
+    row = page.locator('[data-service="web"]')
+    row.wait_for()
+    row.locator('[data-status="running"]').wait_for(timeout=SLOW)
+    assert page.evaluate("window.notReloaded === true")  # it got there without a reload
+    link = row.get_by_role("link", name=re.compile("web.shop"))
+    tour["url"] = link.get_attribute("href") or ""
+    tour["service_page"] = (
+        row.get_by_role("link", name="web", exact=True).get_attribute("href") or ""
+    )
+    with dev_server.api() as api:
+        listed = api.get(f"/api/projects/{tour['project']}/web_servers").json()["web_servers"]
+    assert [(s["name"], s["status"]) for s in listed] == [("web", "running")]
+
+
+def test_open_its_url(page: Any, tour: dict[str, str]) -> None:
+    page.goto(tour["service_page"])
+    running = page.locator("#service-live tr[data-deployment]").first
+    commit = running.locator("code").inner_text()
+    with page.context.expect_page() as opened:
+        page.get_by_role("link", name=re.compile("^Open ")).click()
+    site = opened.value
+    site.wait_for_load_state()
+    assert "This deployment answers" in site.content()
+    assert site.locator('[data-field="Commit"]').inner_text().startswith(commit)
+    assert "PORT" in site.locator("ul").inner_text()
+    site.close()
+
+
+def test_edit_the_environment_and_see_the_redeploy(page: Any, tour: dict[str, str]) -> None:
+    page.goto(tour["service_page"])
+    page.evaluate("window.notReloaded = true")
+    deployments = page.locator("#service-live tr[data-deployment]")
+    before = deployments.count()
+    page.get_by_role("button", name="Add variable").click()
+    row = page.locator(".env-rows [data-env-row]").last
+    row.get_by_label("Name", exact=True).fill("GREETING")
+    row.get_by_label("Value").fill("hello from the dashboard")
+    assert row.get_by_label("Value").get_attribute("type") == "password"  # hidden until revealed
+    row.get_by_role("button", name="Show").click()
+    assert row.get_by_label("Value").get_attribute("type") == "text"
+    page.get_by_role("button", name="Save environment").click()
+    page.wait_for_function(
+        f"document.querySelectorAll('#service-live tr[data-deployment]').length > {before}"
+    )
+    newest = deployments.first
+    assert newest.locator("td").nth(1).inner_text() == "environment"
+    newest.locator('[data-status="running"]').wait_for(timeout=SLOW)
+    assert page.evaluate("window.notReloaded === true")
+
+    site = page.context.new_page()
+    site.goto(tour["url"])
+    assert "GREETING" in site.locator("ul").inner_text()
+    assert "hello from the dashboard" not in site.content()  # names only, never values
+    site.close()
+
+
+def test_saving_shows_what_it_removes_first(page: Any, dev_server: DevServer) -> None:
+    page.reload()
+    row = page.locator(".env-rows [data-env-row]", has=page.locator('input[value="GREETING"]'))
+    row.get_by_role("button", name="Remove").click()
+    page.get_by_role("button", name="Save environment").click()
+    note = page.locator("#main .removed")
+    expect_text(note, "removes GREETING")
+    project, service = _ids(page.url)
+    with dev_server.api() as api:
+        environment = api.get(f"/api/projects/{project}/web_servers/{service}/environment")
+    assert "GREETING" in [v["name"] for v in environment.json()["environment"]]  # not yet saved
+    page.get_by_role("button", name="Save environment").click()
+    expect_text(page.locator("#announce"), "Environment saved")
+    with dev_server.api() as api:
+        environment = api.get(f"/api/projects/{project}/web_servers/{service}/environment")
+    assert "GREETING" not in [v["name"] for v in environment.json()["environment"]]
+
+
+def test_follow_logs(page: Any, tour: dict[str, str]) -> None:
+    page.goto(tour["service_page"])
+    lines = page.locator("#logs .line")
+    lines.first.wait_for(timeout=SLOW)
+    seen = lines.count()
+    assert seen > 0
+    assert page.get_by_label("Follow").is_checked()
+    # New lines arrive without a reload: a redeploy writes build and start lines.
+    page.get_by_role("button", name="Redeploy").click()
+    page.wait_for_function(
+        f"document.querySelectorAll('#logs .line').length > {seen}", timeout=SLOW
+    )
+
+
+def test_make_a_preview(page: Any, dev_server: DevServer, tour: dict[str, str]) -> None:
+    pushed = httpx.post(
+        f"{dev_server.base_url}/sandbox/git_host/repos/{WEB_REPO}/push",
+        json={"branch": "topic"},
+        timeout=30,
+    )
+    assert pushed.status_code == 201, pushed.text
+    page.goto(tour["service_page"])
+    page.get_by_label("Branch", exact=True).first.wait_for()
+    page.locator("#preview-branch").fill("topic")
+    page.get_by_role("button", name="Create preview").click()
+    preview = page.locator('[data-preview="topic"]')
+    preview.wait_for()
+    preview.locator('[data-status="running"]').wait_for(timeout=SLOW)
+    assert "web-topic.shop" in preview.inner_text()
+    preview.get_by_role("button", name="Logs").click()
+    assert page.locator("#logs-source").input_value() != ""  # the panel now follows the preview
+    page.locator("#logs .line").first.wait_for(timeout=SLOW)
+
+
+def test_add_a_cache_and_a_bucket(page: Any, tour: dict[str, str]) -> None:
+    page.goto(f"/projects/{tour['project']}")
+    page.get_by_label("Cache memory limit (MB)").fill("512")
+    page.get_by_role("button", name="Add cache").click()
+    page.get_by_label("Bucket label").fill("uploads")
+    page.get_by_role("button", name="Add bucket").click()
+    page.locator("[data-cache]").locator('[data-status="available"]').wait_for(timeout=SLOW)
+    page.locator('[data-bucket="uploads"]').locator('[data-status="active"]').wait_for(timeout=SLOW)
+
+
+def test_resize_the_cache_and_relabel_the_bucket(page: Any, tour: dict[str, str]) -> None:
+    cache = page.locator("[data-cache]")
+    cache.get_by_label("New limit").fill("1024")
+    cache.get_by_role("button", name="Resize").click()
+    expect_text(page.locator("[data-cache]"), "1024 MB")
+    bucket = page.locator('[data-bucket="uploads"]')
+    bucket.get_by_label("Label").fill("user-uploads")
+    bucket.get_by_role("button", name="Rename").click()
+    page.locator('[data-bucket="user-uploads"]').wait_for()
+
+
+def test_a_cache_below_the_minimum_is_refused_next_to_the_field(
+    page: Any, tour: dict[str, str]
+) -> None:
+    page.goto(f"/projects/{tour['project']}")
+    page.get_by_label("Cache memory limit (MB)").fill("64")
+    page.get_by_role("button", name="Add cache").click()
+    error = page.locator('[data-error-for="storage_limit_mb"]')
+    expect_text(error, r"\w+")
+    assert page.get_by_label("Cache memory limit (MB)").get_attribute("aria-invalid") == "true"
+
+
+def test_enable_a_model(page: Any, tour: dict[str, str]) -> None:
+    page.goto(f"/projects/{tour['project']}")
+    first = page.locator('input[name="model_ids"]').first
+    model_id = first.get_attribute("value") or ""
+    first.check()
+    page.get_by_role("button", name="Save model access").click()
+    page.wait_for_function(
+        "id => (document.querySelector('[data-models]')?.dataset.models || '')"
+        ".split(' ').includes(id)",
+        arg=model_id,
+        timeout=SLOW,
+    )
+
+
+def test_provision_the_certificate(page: Any, tour: dict[str, str]) -> None:
+    page.goto(f"/projects/{tour['project']}")
+    page.get_by_role("button", name="Provision certificate").click()
+    page.locator('#project-live [data-status="issued"]').wait_for(timeout=SLOW)
+
+
+def test_deleting_a_project_that_has_resources_says_what_remains(
+    page: Any, dev_server: DevServer, tour: dict[str, str]
+) -> None:
+    page.goto(f"/projects/{tour['project']}")
+    delete = page.locator("form", has=page.get_by_role("button", name="Delete project"))
+    delete.get_by_role("button", name="Delete project").click()
+    expect_text(delete.locator(".form-error"), "Type Shop to confirm")
+    delete.get_by_label("Type the project's name to confirm").fill("Shop")
+    delete.get_by_role("button", name="Delete project").click()
+    expect_text(delete.locator(".form-error"), "still has resources")
+    assert "web servers and workers: 1" in delete.locator(".form-error").inner_text()
+    with dev_server.api() as api:
+        assert api.get(f"/api/projects/{tour['project']}").status_code == 200
+
+
+def test_another_organizations_ids_show_not_found(
+    chromium: Any, dev_server: DevServer, tour: dict[str, str]
+) -> None:
+    dev_server.create_user("other@example.test", "Tq8-second-team-passphrase-2026", "Other Org")
+    other = new_page(chromium, dev_server)
+    try:
+        sign_in(other, "other@example.test", "Tq8-second-team-passphrase-2026")
+        for path in (f"/projects/{tour['project']}", tour["service_page"]):
+            response = other.goto(path)
+            assert response.status == 404
+            assert other.get_by_role("heading", name="Not found").is_visible()
+            assert "Shop" not in other.content()
+    finally:
+        other.context.close()
+
+
+def test_a_change_without_the_csrf_token_is_refused(page: Any, dev_server: DevServer) -> None:
+    page.goto("/")
+    page.evaluate("document.querySelector('meta[name=csrf-token]').content = ''")
+    page.get_by_label("Name", exact=True).fill("Sneaky")
+    page.get_by_label("Hostname suffix").fill("sneaky")
+    page.get_by_role("button", name="Create project").click()
+    expect_text(page.locator("#alert"), "X-CSRF-Token")
+    with dev_server.api() as api:
+        names = [p["name"] for p in api.get("/api/projects").json()]
+    assert "Sneaky" not in names
+
+
+def test_the_project_page_fits_a_phone(
+    chromium: Any, dev_server: DevServer, tour: dict[str, str]
+) -> None:
+    phone = new_page(chromium, dev_server, PHONE)
+    try:
+        sign_in(phone, dev_server.email, dev_server.password)
+        for path in ("/", f"/projects/{tour['project']}", tour["service_page"], "/settings"):
+            phone.goto(path)
+            width = phone.evaluate("document.documentElement.scrollWidth")
+            assert width <= PHONE["width"], (path, width)
+    finally:
+        phone.context.close()
+
+
+def test_sign_out(page: Any) -> None:
+    page.goto("/")
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url(re.compile(r"/sign-in"))
+    page.goto("/settings")
+    assert "/sign-in" in page.url
+
+
+def _ids(url: str) -> tuple[str, str]:
+    match = re.search(r"/projects/([^/]+)/web_servers/([^/?#]+)", url)
+    assert match
+    return match[1], match[2]

@@ -1,0 +1,113 @@
+"""The dashboard's pages over HTTP (no browser): who sees what, the assets it serves, and the
+list routes it reads. The browser tests (test_browser.py, `make browser`) drive the same pages."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import capstan.dashboard
+from tests.apps.helpers import ready
+from tests.harness import Org, RunningServer
+
+STATIC = Path(capstan.dashboard.__file__).parent / "static"
+
+
+def test_pages_show_the_callers_own_things_and_not_found_for_anothers(
+    org: Org, server: RunningServer
+) -> None:
+    mine = org.api.post(
+        "/api/projects", json={"name": "Mine", "hostname_suffix": server.unique("m")}
+    )
+    assert mine.status_code == 201
+    other = server.new_org()
+    try:
+        theirs = other.api.post(
+            "/api/projects", json={"name": "Theirs", "hostname_suffix": server.unique("t")}
+        ).json()
+        browser = org.browser()
+        home = browser.get("/")
+        assert home.status_code == 200
+        assert "Mine" in home.text and "Theirs" not in home.text
+        assert re.search(r'<meta name="csrf-token" content="[^"]+">', home.text)
+        # No cloud account yet: the project page still shows, with the API's reason where the
+        # model catalog would be.
+        project = browser.get(f"/projects/{mine.json()['id']}")
+        assert project.status_code == 200
+        assert 'data-models=""' in project.text
+        for path in (
+            f"/projects/{theirs['id']}",
+            f"/projects/{theirs['id']}/live",
+            f"/projects/{theirs['id']}/web_servers/svc_x",
+        ):
+            page = browser.get(path)
+            assert page.status_code == 404, path
+            assert "Theirs" not in page.text
+            assert "Not found" in page.text
+    finally:
+        other.close()
+
+
+def test_the_git_host_callback_outcome_is_a_banner(org: Org) -> None:
+    browser = org.browser()
+    installed = browser.get("/", params={"git_host": "installed", "installation_id": "7"})
+    assert 'data-banner="success"' in installed.text
+    refused = browser.get("/", params={"git_host_error": "wrong_organization"})
+    assert 'data-banner="error"' in refused.text
+    assert "another organization" in refused.text
+    assert "data-banner" not in browser.get("/").text
+
+
+def test_sign_in_returns_only_to_a_path_of_this_site(server: RunningServer) -> None:
+    with server.client() as anonymous:
+        own = anonymous.get("/sign-in", params={"next": "/settings"}).text
+        assert 'data-then="goto:/settings"' in own
+        for elsewhere in (
+            "https://evil.example/",
+            "//evil.example/x",
+            "/\\evil.example/x",
+            "/\t/evil.example/x",
+            "javascript:alert(1)",
+        ):
+            page = anonymous.get("/sign-in", params={"next": elsewhere}).text
+            assert 'data-then="goto:/"' in page
+
+
+def test_assets_are_served_from_the_package_and_nothing_from_a_cdn(server: RunningServer) -> None:
+    with server.client() as anonymous:
+        docs = anonymous.get("/docs").text
+        for page in (docs, anonymous.get("/sign-in").text):
+            referenced = re.findall(r'(?:src|href)="([^"]+)"', page)
+            assert referenced
+            assert not [url for url in referenced if re.match(r"^([a-z]+:)?//", url)], referenced
+        for asset in re.findall(r'(?:src|href)="(/static/[^"]+)"', docs):
+            assert anonymous.get(asset).status_code == 200, asset
+        assert anonymous.get("/static/htmx-2.0.8.min.js").status_code == 200
+        assert anonymous.get("/static/../router.py").status_code == 404
+    # The vendored files carry their licences.
+    assert (STATIC / "htmx-2.0.8.LICENSE.txt").is_file()
+    assert (STATIC / "swagger-ui-5.32.0" / "LICENSE").is_file()
+
+
+def test_services_and_previews_are_listed(org: Org) -> None:
+    shop = ready(org)
+    web = shop.create_web_server()
+    listed = org.api.get(f"{shop.base}/web_servers")
+    assert listed.status_code == 200
+    assert [s["id"] for s in listed.json()["web_servers"]] == [web["id"]]
+    assert org.api.get(f"{shop.base}/workers").json() == {"workers": []}
+    path = f"{shop.base}/web_servers/{web['id']}/previews"
+    preview = org.api.post(path, json={"branch": "main"}).json()
+    previews = org.api.get(path).json()["previews"]
+    assert [(p["id"], p["branch"]) for p in previews] == [(preview["id"], "main")]
+
+
+def test_what_people_typed_is_shown_as_text(org: Org, server: RunningServer) -> None:
+    name = "<img src=x onerror=alert(1)>"
+    created = org.api.post(
+        "/api/projects", json={"name": name, "hostname_suffix": server.unique("x")}
+    )
+    assert created.status_code == 201
+    page = org.browser().get("/").text
+    assert name not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page

@@ -1,0 +1,110 @@
+"""Screenshots of the dashboard's main pages at desktop (1280 px) and phone (390 px) width.
+
+`make screenshots` writes them into docs/screenshots/ (CAPSTAN_SCREENSHOTS names the folder),
+where the README shows them; `make browser` takes them into a temporary folder, so the pages are
+at least rendered whole at both widths on every run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.dashboard.conftest import DESKTOP, PHONE, DevServer, new_page, sign_in
+
+pytestmark = pytest.mark.browser
+
+WEB_REPO = "capstan-samples/hello-web"
+
+
+def _ok(response: httpx.Response, *statuses: int) -> Any:
+    assert response.status_code in statuses, response.text
+    return response.json() if response.content else None
+
+
+def _set_up(dev_server: DevServer) -> dict[str, str]:
+    """A project with a running web server, a cache and a bucket, made through the API."""
+    with dev_server.api() as api:
+        connection = _ok(api.get("/api/cloud_account"), 200)
+        if not connection["active"]:
+            stack = _ok(httpx.post(connection["setup_url"], timeout=60), 200)
+            body = {
+                "account_id": stack["account_id"],
+                "role_name": stack["role_name"],
+                "external_id": connection["external_id"],
+            }
+            _ok(api.post("/api/cloud_account/verification", json=body), 200)
+        if not _ok(api.get("/api/git_host/installations"), 200)["installations"]:
+            redirect = _ok(api.post("/api/git_host/installation_setup"), 200)["redirect_url"]
+            approved = httpx.get(redirect, timeout=60)
+            assert approved.status_code == 302
+            assert httpx.get(approved.headers["location"], timeout=60).status_code == 303
+        project = _ok(
+            api.post("/api/projects", json={"name": "Storefront", "hostname_suffix": "storefront"}),
+            201,
+        )
+        base = f"/api/projects/{project['id']}"
+        web = _ok(
+            api.post(
+                f"{base}/web_servers",
+                json={
+                    "name": "web",
+                    "repo": WEB_REPO,
+                    "branch": "main",
+                    "cpu": 512,
+                    "memory": 1024,
+                },
+            ),
+            201,
+        )
+        _ok(
+            api.put(
+                f"{base}/web_servers/{web['id']}/environment",
+                json={"environment": [{"name": "DATABASE_URL", "value": "postgres://db/shop"}]},
+            ),
+            202,
+        )
+        _ok(api.post(f"{base}/cache", json={"storage_limit_mb": 512}), 201, 202)
+        _ok(api.post(f"{base}/storage", json={"name": "uploads"}), 201, 202)
+        deadline = time.monotonic() + 60
+        while api.get(f"{base}/web_servers/{web['id']}").json()["status"] != "running":
+            assert time.monotonic() < deadline, "the web server did not reach running"
+            time.sleep(0.5)
+    return {"project": project["id"], "web": web["id"]}
+
+
+def test_screenshots_of_the_main_pages(
+    chromium: Any, dev_server: DevServer, tmp_path: Path
+) -> None:
+    folder = Path(os.environ.get("CAPSTAN_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    ids = _set_up(dev_server)
+    pages = {
+        "projects": "/",
+        "project": f"/projects/{ids['project']}",
+        "service": f"/projects/{ids['project']}/web_servers/{ids['web']}",
+        "settings": "/settings",
+    }
+    taken = []
+    for width, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
+        page = new_page(chromium, dev_server, viewport)
+        try:
+            sign_in(page, dev_server.email, dev_server.password)
+            for name, path in pages.items():
+                page.goto(path)
+                page.wait_for_load_state("networkidle")
+                if name == "service":
+                    page.locator("#logs .line").first.wait_for()
+                target = folder / f"{name}-{width}.png"
+                page.screenshot(path=str(target), full_page=True)
+                assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+                taken.append(target)
+        finally:
+            page.context.close()
+    for target in taken:
+        assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", target
