@@ -34,6 +34,27 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _template_without_statements() -> Iterator[None]:
+    """`CAPSTAN_TEST_DROP_STATEMENTS=KeepBuckets,Caches`: the run launches the access role from
+    a template without those statements — how each statement is shown to be needed (some test
+    fails without it). Unset (always, in CI): the template as it is."""
+    dropped = {sid for sid in os.environ.get("CAPSTAN_TEST_DROP_STATEMENTS", "").split(",") if sid}
+    if not dropped:
+        yield
+        return
+    from capstan.cloud import access_role
+
+    whole = access_role.access_statements
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            access_role,
+            "access_statements",
+            lambda: [s for s in whole() if s["Sid"] not in dropped],
+        )
+        yield
+
+
 @pytest.fixture(scope="session")
 def github_app_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
