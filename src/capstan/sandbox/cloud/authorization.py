@@ -136,7 +136,9 @@ class Authorizer:
 
     def __init__(self, app: WsgiApp) -> None:
         self._app = app
+        # Development aids: every call's checks (audit: nothing is refused), or each refusal.
         self._audit = os.environ.get("CAPSTAN_SANDBOX_IAM_AUDIT")
+        self._denied_log = os.environ.get("CAPSTAN_SANDBOX_IAM_DENIED_LOG")
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -194,6 +196,8 @@ class Authorizer:
                     )
                 )
             if not verdict.allowed:
+                if self._denied_log:
+                    _append(self._denied_log, {"action": check.action, "resource": check.resource})
                 log.warning(
                     "sandbox IAM denied %s on %s to %s %s",
                     check.action,
@@ -220,6 +224,11 @@ def _read_body(environ: dict[str, Any]) -> bytes:
     return body
 
 
+def _append(path: str, line: dict[str, Any]) -> None:
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(line) + "\n")
+
+
 def _audit(path: str, call: Call, checks: list[policy.Request]) -> None:
     line = {
         "operation": f"{call.signing_name}:{call.operation}",
@@ -232,8 +241,7 @@ def _audit(path: str, call: Call, checks: list[policy.Request]) -> None:
             for c in checks
         ],
     }
-    with open(path, "a", encoding="utf-8") as out:
-        out.write(json.dumps(line) + "\n")
+    _append(path, line)
 
 
 # -- answers in each protocol's shape -----------------------------------------------------------
