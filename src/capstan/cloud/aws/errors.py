@@ -82,8 +82,9 @@ def translate(error: Exception) -> CloudError:
         status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
         if code in _RETRYABLE_CODES or status >= 500:
             return RetryableCloudError(snake_case(code), message)
-        if code in _ACCESS_DENIED_CODES:
-            return access_denied(message)
+        if code in _ACCESS_DENIED_CODES or (status == 403 and code in ("403", "Forbidden")):
+            # A HEAD request's refusal has no body: only the operation says what was refused.
+            return access_denied(message, operation=error.operation_name)
         return TerminalCloudError(snake_case(code), message)
     if isinstance(
         error,
@@ -101,11 +102,18 @@ def translate(error: Exception) -> CloudError:
     raise TypeError(f"not a cloud error: {error!r}") from error
 
 
-def access_denied(message: str) -> TerminalCloudError:
+def access_denied(message: str, *, operation: str | None = None) -> TerminalCloudError:
     """`access_denied`, in a sentence naming the permission the role lacks (read from AWS's
-    "… is not authorized to perform: <action> on resource: <arn> …"); AWS's own words otherwise.
-    """
+    "… is not authorized to perform: <action> on resource: <arn> …"), or the refused operation
+    when AWS said no more (a HEAD request); AWS's own words for a refused AssumeRole."""
     found = _NOT_AUTHORIZED.search(message)
+    if found is None and operation:
+        return TerminalCloudError(
+            "access_denied",
+            f"The role Capstan uses in your AWS account was refused {operation}: it is missing a "
+            f"permission that call needs. Update the {STACK_NAME} stack with the current "
+            "template (GET /api/cloud_account/template).",
+        )
     if found is None or found["action"] == "sts:AssumeRole":
         return TerminalCloudError("access_denied", message)
     resource = found["resource"]
