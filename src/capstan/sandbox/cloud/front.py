@@ -144,8 +144,29 @@ def _running(session: AwsSession, region: str, group_arn: str) -> dict[str, Any]
             for service in described["services"]:
                 groups = {lb.get("targetGroupArn") for lb in service.get("loadBalancers", [])}
                 if group_arn in groups and service.get("status") == "ACTIVE":
-                    return _deployment_of(ecs, service)
+                    found = _deployment_of(ecs, service)
+                    found["commit_sha"] = _commit_of(session, region, found.pop("image"))
+                    return found
     return None
+
+
+def _commit_of(session: AwsSession, region: str, image: str) -> str | None:
+    """The commit an image was built from: its tag (`<repo>:<commit>`), or for an image pinned
+    by digest (`<repo>@sha256:…`) the commit tag ECR keeps on that digest."""
+    location, at, digest = image.partition("@")
+    if not at:
+        name = image.rsplit("/", 1)[-1]
+        return name.rsplit(":", 1)[-1] if ":" in name else None
+    repository = location.split("/", 1)[-1]
+    try:
+        with aws_errors():
+            described = session.client("ecr", region=region).describe_images(
+                repositoryName=repository, imageIds=[{"imageDigest": digest}]
+            )
+    except CloudError:
+        return None
+    tags = [tag for image in described["imageDetails"] for tag in image.get("imageTags", [])]
+    return next((tag for tag in tags if len(tag) == 40), tags[0] if tags else None)
 
 
 def _deployment_of(ecs: Any, service: dict[str, Any]) -> dict[str, Any]:
@@ -162,12 +183,11 @@ def _deployment_of(ecs: Any, service: dict[str, Any]) -> dict[str, Any]:
     )
     names = {v["name"] for v in container.get("environment", [])}
     names |= {s["name"] for s in container.get("secrets", [])}
-    image = str(container.get("image", ""))
     registered = definition.get("registeredAt")
     return {
         "service_name": str(service["serviceName"]),
         "deployment_id": tags.get(DEPLOYMENT_TAG),
-        "commit_sha": image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else None,
+        "image": str(container.get("image", "")),
         "registered_at": registered.isoformat() if hasattr(registered, "isoformat") else None,
         "variable_names": tuple(sorted(names)),
     }
