@@ -20,7 +20,6 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
 from starlette.responses import HTMLResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -129,24 +128,6 @@ def _hosts(rule: dict[str, Any]) -> list[str]:
     return hosts
 
 
-def _commit_of(ecr: Any, image: str) -> str | None:
-    """The commit an image was built from: its tag (`repo:<sha>`), or for an image pinned by
-    digest (`repo@sha256:…`, as releases run) the tag the registry holds for that digest."""
-    reference = image.rsplit("/", 1)[-1]
-    if "@" in image:
-        repository_uri, digest = image.split("@", 1)
-        repository = repository_uri.split("/", 1)[1] if "/" in repository_uri else repository_uri
-        try:
-            found = ecr.describe_images(
-                repositoryName=repository, imageIds=[{"imageDigest": digest}]
-            )["imageDetails"]
-        except ClientError:
-            return None
-        tags = [tag for detail in found for tag in detail.get("imageTags", [])]
-        return str(tags[0]) if tags else None
-    return reference.rsplit(":", 1)[-1] if ":" in reference else None
-
-
 def _forwarded_group(rule: dict[str, Any]) -> str | None:
     for action in rule.get("Actions", []):
         if action.get("Type") == "forward" and action.get("TargetGroupArn"):
@@ -163,11 +144,32 @@ def _running(session: AwsSession, region: str, group_arn: str) -> dict[str, Any]
             for service in described["services"]:
                 groups = {lb.get("targetGroupArn") for lb in service.get("loadBalancers", [])}
                 if group_arn in groups and service.get("status") == "ACTIVE":
-                    return _deployment_of(ecs, service, session.client("ecr", region=region))
+                    found = _deployment_of(ecs, service)
+                    found["commit_sha"] = _commit_of(session, region, found.pop("image"))
+                    return found
     return None
 
 
-def _deployment_of(ecs: Any, service: dict[str, Any], ecr: Any) -> dict[str, Any]:
+def _commit_of(session: AwsSession, region: str, image: str) -> str | None:
+    """The commit an image was built from: its tag (`<repo>:<commit>`), or for an image pinned
+    by digest (`<repo>@sha256:…`) the commit tag ECR keeps on that digest."""
+    location, at, digest = image.partition("@")
+    if not at:
+        name = image.rsplit("/", 1)[-1]
+        return name.rsplit(":", 1)[-1] if ":" in name else None
+    repository = location.split("/", 1)[-1]
+    try:
+        with aws_errors():
+            described = session.client("ecr", region=region).describe_images(
+                repositoryName=repository, imageIds=[{"imageDigest": digest}]
+            )
+    except CloudError:
+        return None
+    tags = [tag for image in described["imageDetails"] for tag in image.get("imageTags", [])]
+    return next((tag for tag in tags if len(tag) == 40), tags[0] if tags else None)
+
+
+def _deployment_of(ecs: Any, service: dict[str, Any]) -> dict[str, Any]:
     primary = next(
         (d for d in service.get("deployments", []) if d.get("status") == "PRIMARY"), None
     )
@@ -181,12 +183,11 @@ def _deployment_of(ecs: Any, service: dict[str, Any], ecr: Any) -> dict[str, Any
     )
     names = {v["name"] for v in container.get("environment", [])}
     names |= {s["name"] for s in container.get("secrets", [])}
-    image = str(container.get("image", ""))
     registered = definition.get("registeredAt")
     return {
         "service_name": str(service["serviceName"]),
         "deployment_id": tags.get(DEPLOYMENT_TAG),
-        "commit_sha": _commit_of(ecr, image),
+        "image": str(container.get("image", "")),
         "registered_at": registered.isoformat() if hasattr(registered, "isoformat") else None,
         "variable_names": tuple(sorted(names)),
     }
