@@ -107,7 +107,7 @@ def access_denied(message: str, *, operation: str | None = None) -> TerminalClou
     "… is not authorized to perform: <action> on resource: <arn> …"), or the refused operation
     when AWS said no more (a HEAD request); AWS's own words for a refused AssumeRole."""
     found = _NOT_AUTHORIZED.search(message)
-    if found is None and operation:
+    if found is None and operation and operation != "AssumeRole":
         return TerminalCloudError(
             "access_denied",
             f"The role Capstan uses in your AWS account was refused {operation}: it is missing a "
