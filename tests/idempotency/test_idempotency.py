@@ -167,3 +167,32 @@ def test_a_delete_sent_twice_answers_204_twice(org: Org) -> None:
     assert again.headers["Idempotent-Replayed"] == "true"
     # Without the key, the second DELETE is a new request: the project is gone.
     assert org.api.delete(f"/api/projects/{made['id']}").status_code == 404
+
+
+def test_a_method_no_route_takes_is_405_whatever_the_key(org: Org) -> None:
+    """The key is the route's concern: PUT where only POST exists is the router's 405, even
+    with a key already used for the POST (the fuzzer's find: it answered 400 key reused)."""
+    key = str(uuid.uuid4())
+    assert (
+        org.api.post("/api/api_tokens", json={"name": "ci"}, headers=keyed(key)).status_code == 201
+    )
+    for method in ("PUT", "PATCH"):
+        answer = org.api.request(method, "/api/api_tokens", json={"name": "ci"}, headers=keyed(key))
+        assert answer.status_code == 405, answer.text
+
+
+def test_try_again_later_is_not_remembered(org: Org) -> None:
+    """A 429 under a key is not the request's answer: the key stays free for the retry (were it
+    remembered, a retry would be refused as another request under the key, or replay the 429)."""
+    wrong = {"email": org.email, "password": "not-the-password"}
+    for _ in range(10):
+        limited = org.api.post("/api/session", json=wrong, headers=keyed(str(uuid.uuid4())))
+        if limited.status_code == 429:
+            break
+    assert limited.status_code == 429, limited.text
+    key = str(uuid.uuid4())
+    first = org.api.post("/api/session", json=wrong, headers=keyed(key))
+    assert first.status_code == 429 and "Retry-After" in first.headers
+    other = org.api.post("/api/session", json={**wrong, "password": "another"}, headers=keyed(key))
+    assert other.status_code == 429, other.text  # ran again: not 400 idempotency_key_reused
+    assert "Idempotent-Replayed" not in other.headers

@@ -29,6 +29,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.datastructures import Headers
 from starlette.requests import Request
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from capstan.auth.principal import MUTATING_METHODS, Principal, authenticate
@@ -74,7 +75,9 @@ class IdempotencyMiddleware:
             await self.app(scope, receive, send)
             return
         key = Headers(scope=scope).get(HEADER.lower())
-        if key is None:
+        if key is None or not _routed(scope):
+            # No key, or no route takes this method at this path: the router answers (404, 405)
+            # as it would without a key.
             await self.app(scope, receive, send)
             return
         if not _KEY.match(key):
@@ -147,7 +150,9 @@ class IdempotencyMiddleware:
             nonlocal settled
             settled = True
             async with sessionmaker() as session:
-                if status >= 500:
+                # A server fault or "try again later" (429) is not the request's answer: a retry
+                # with the key runs it again.
+                if status >= 500 or status == 429:
                     await store.release(session, row_id)
                 else:
                     await store.answer(session, row_id, status, content_type, b"".join(chunks))
@@ -184,6 +189,15 @@ class IdempotencyMiddleware:
             removed = await store.remove_expired(session, now)
         if removed:
             log.info("removed %d expired idempotency keys", removed)
+
+
+def _routed(scope: Scope) -> bool:
+    """Whether a route of the app takes this method at this path (a mount takes any)."""
+    for route in scope["app"].router.routes:
+        match, _ = route.matches(scope)
+        if match is Match.FULL:
+            return True
+    return False
 
 
 async def _forget(sessionmaker: async_sessionmaker[AsyncSession], row_id: str) -> None:
