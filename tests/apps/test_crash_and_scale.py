@@ -156,6 +156,7 @@ def test_kill_9_mid_deployment_then_restart_converges_with_one_of_each(tmp_path:
             ("subnet", project_id): 2,
             ("security group", project_id): 2,
             ("internet gateway", project_id): 1,
+            ("route table", project_id): 1,
             ("load balancer", project_id): 1,
             ("ecs cluster", project_id): 1,
             ("iam role", project_id): 3,
