@@ -19,7 +19,8 @@ from typing import Any
 from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
 from parliament import analyze_policy_string  # type: ignore[import-untyped]
 
-from capstan.cloud.access_role import access_statements, boundary_statements, role_template
+from capstan.cloud.access_policy import access_statements
+from capstan.cloud.access_role import boundary_statements, role_template
 
 EXAMPLE = {
     "${AWS::Partition}": "aws",

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from capstan.cloud.access_role import access_statements, boundary_arn, boundary_statements
+from capstan.cloud.access_policy import access_statements
+from capstan.cloud.access_role import boundary_arn, boundary_statements
 from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
 from capstan.sandbox.cloud import iam_catalogue

@@ -144,7 +144,8 @@ def test_the_reviewers_page_names_every_statement() -> None:
     """docs/aws-role.md stays true: each statement of the role and the boundary is in its tables."""
     from pathlib import Path
 
-    from capstan.cloud.access_role import access_statements, boundary_statements
+    from capstan.cloud.access_policy import access_statements
+    from capstan.cloud.access_role import boundary_statements
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "aws-role.md").read_text()
     missing = [
