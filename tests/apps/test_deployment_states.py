@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm.exc import StaleDataError
 
 from capstan.apps.models import DEPLOYMENT_STATES, Deployment
-from capstan.apps.service import _supersede
+from capstan.apps.service import supersede
 from tests.state_rows import (
     Database,
     Sessions,
@@ -56,14 +56,14 @@ def test_moves_not_in_the_table_are_refused(database: Database) -> None:
     assert answers == [(s, e, "IllegalMove", s) for s, e in refused]
 
 
-def test_a_superseded_deployment_stays_superseded_and_the_pass_loses(database: Database) -> None:
+def test_asuperseded_deployment_stayssuperseded_and_the_pass_loses(database: Database) -> None:
     async def work(sessions: Sessions) -> tuple[bool, str, str | None]:
         deployment_id = await add_row(sessions, "deployment", "pending")
         async with sessions() as reconciler:
             deployment = await reconciler.get(Deployment, deployment_id)
             assert deployment is not None
             async with sessions() as request:  # a push: a newer deployment supersedes this one
-                await _supersede(request, deployment.service_id)
+                await supersede(request, deployment.service_id)
                 await request.commit()
             moved = await DEPLOYMENT_STATES.move(
                 reconciler, deployment, "build_started", build_id="build-1"
@@ -75,7 +75,7 @@ def test_a_superseded_deployment_stays_superseded_and_the_pass_loses(database: D
     assert database.run(work) == (False, "superseded", None)
 
 
-def test_a_pass_writing_a_superseded_deployment_loses_with_stale_data(
+def test_a_pass_writing_asuperseded_deployment_loses_with_stale_data(
     database: Database,
 ) -> None:
     async def work(sessions: Sessions) -> tuple[str, str | None]:
@@ -84,7 +84,7 @@ def test_a_pass_writing_a_superseded_deployment_loses_with_stale_data(
             deployment = await reconciler.get(Deployment, deployment_id)
             assert deployment is not None
             async with sessions() as request:
-                await _supersede(request, deployment.service_id)
+                await supersede(request, deployment.service_id)
                 await request.commit()
             deployment.invalidation_id = "I-1"  # a step's own write, not a move
             with pytest.raises(StaleDataError):
@@ -96,7 +96,7 @@ def test_a_pass_writing_a_superseded_deployment_loses_with_stale_data(
     assert database.run(work) == ("superseded", None)
 
 
-def test_supersede_moves_only_the_deployments_under_way(database: Database) -> None:
+def testsupersede_moves_only_the_deployments_under_way(database: Database) -> None:
     async def work(sessions: Sessions) -> list[str]:
         first = await add_row(sessions, "deployment", "running")
         async with sessions() as session:

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.apps import previews
 from capstan.apps import service as services
 from capstan.apps.models import Service
 from capstan.db import utcnow
@@ -144,7 +145,7 @@ async def _remove_previews(
                     project is not None and project.delete_previews_on_branch_delete
                 )
             if projects[service.project_id]:
-                await services.remove_preview(session, service, preview)
+                await previews.remove_preview(session, service, preview)
                 removed += 1
             else:
                 kept += 1

@@ -25,7 +25,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 
-from capstan.apps import releases
+from capstan.apps import previews, releases
 from capstan.apps import service as services
 from capstan.apps.deploying import deployer_for
 from capstan.apps.models import DEPLOYMENT_STATES, Deployment, Preview, Service
@@ -127,11 +127,11 @@ class TargetReconciler:
         preview = subject.preview
         if preview is None or preview.deleted_at is not None:
             return False
-        expires_at = services.preview_expires_at(subject.project, preview)
+        expires_at = previews.preview_expires_at(subject.project, preview)
         if expires_at is None or self._clock() < expires_at:
             return False
         log.info("preview %s expired at %s: removing it", preview.id, expires_at.isoformat())
-        await services.remove_preview(session, subject.service, preview)
+        await previews.remove_preview(session, subject.service, preview)
         await session.commit()
         return True
 

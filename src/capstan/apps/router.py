@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response, status
 from pydantic import BaseModel, create_model
 
-from capstan.apps import observe, releases, schemas
+from capstan.apps import observe, previews, releases, schemas
 from capstan.apps import service as services
 from capstan.apps.deploying import target_of
 from capstan.apps.models import Deployment, Preview, Service
@@ -327,10 +327,10 @@ def make_router(spec: Kind) -> APIRouter:
         target = target_of(service, preview, project, reader.settings.domain)
         return await observe.metrics(session, caller, reader.cloud, reader.settings, target)
 
-    previews = f"{item}/previews"
+    previews_path = f"{item}/previews"
 
     @router.get(
-        f"{previews}/{{preview_id}}/logs",
+        f"{previews_path}/{{preview_id}}/logs",
         response_model=schemas.Logs,
         summary="A preview's recent runtime log lines",
     )
@@ -344,13 +344,13 @@ def make_router(spec: Kind) -> APIRouter:
         since: schemas.Since | None = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> schemas.Logs:
-        service, preview = await services.get_preview(
+        service, preview = await previews.get_preview(
             session, caller, project_id, spec.kind, service_id, preview_id
         )
         return await _logs(session, caller, reader, service, preview, since, limit)
 
     @router.get(
-        f"{previews}/{{preview_id}}/metrics",
+        f"{previews_path}/{{preview_id}}/metrics",
         response_model=spec.metrics,
         summary="A preview's metrics over the last hour",
     )
@@ -362,7 +362,7 @@ def make_router(spec: Kind) -> APIRouter:
         session: DbSession,
         reader: Reader,
     ) -> Any:
-        service, preview = await services.get_preview(
+        service, preview = await previews.get_preview(
             session, caller, project_id, spec.kind, service_id, preview_id
         )
         return await _metrics(session, caller, reader, service, preview)
@@ -376,11 +376,11 @@ def make_router(spec: Kind) -> APIRouter:
             branch=preview.branch,
             url=services.url(preview.slug, project, domain, spec.kind) if spec.has_url else None,
             status=services.status_of(deployment),
-            expires_at=services.preview_expires_at(project, preview),
+            expires_at=previews.preview_expires_at(project, preview),
         )
 
     @router.get(
-        previews,
+        previews_path,
         response_model=schemas.PreviewList,
         response_model_exclude_none=True,
         summary="The previews, oldest first",
@@ -399,7 +399,7 @@ def make_router(spec: Kind) -> APIRouter:
         )
 
     @router.post(
-        previews,
+        previews_path,
         status_code=status.HTTP_201_CREATED,
         response_model=schemas.PreviewOut,
         response_model_exclude_none=True,
@@ -419,14 +419,14 @@ def make_router(spec: Kind) -> APIRouter:
         session: DbSession,
         settings: AppSettings,
     ) -> schemas.PreviewOut:
-        service, preview = await services.create_preview(
+        service, preview = await previews.create_preview(
             session, caller, project_id, spec.kind, service_id, body.branch, _box(settings)
         )
         project = await projects.get(session, caller, project_id)
         return await render_preview(session, service, preview, project, settings.domain)
 
     @router.get(
-        f"{previews}/{{preview_id}}",
+        f"{previews_path}/{{preview_id}}",
         response_model=schemas.PreviewOut,
         response_model_exclude_none=True,
         summary="A preview",
@@ -439,14 +439,14 @@ def make_router(spec: Kind) -> APIRouter:
         session: DbSession,
         settings: AppSettings,
     ) -> schemas.PreviewOut:
-        service, preview = await services.get_preview(
+        service, preview = await previews.get_preview(
             session, caller, project_id, spec.kind, service_id, preview_id
         )
         project = await projects.get(session, caller, project_id)
         return await render_preview(session, service, preview, project, settings.domain)
 
     @router.delete(
-        f"{previews}/{{preview_id}}",
+        f"{previews_path}/{{preview_id}}",
         status_code=status.HTTP_204_NO_CONTENT,
         response_class=Response,
         summary="Delete a preview and its cloud resources",
@@ -454,13 +454,13 @@ def make_router(spec: Kind) -> APIRouter:
     async def delete_preview(
         project_id: str, service_id: str, preview_id: str, caller: Caller, session: DbSession
     ) -> Response:
-        await services.delete_preview(
+        await previews.delete_preview(
             session, caller, project_id, spec.kind, service_id, preview_id
         )
         return Response(status_code=status.HTTP_204_NO_CONTENT)
 
     @router.get(
-        f"{previews}/{{preview_id}}/environment",
+        f"{previews_path}/{{preview_id}}/environment",
         response_model=schemas.Environment,
         summary="A preview's environment variables (a static website: those of its last build)",
     )
@@ -472,10 +472,10 @@ def make_router(spec: Kind) -> APIRouter:
         session: DbSession,
         settings: AppSettings,
     ) -> dict[str, Any]:
-        service, preview = await services.get_preview(
+        service, preview = await previews.get_preview(
             session, caller, project_id, spec.kind, service_id, preview_id
         )
-        variables = await services.preview_environment(session, _box(settings), service, preview)
+        variables = await previews.preview_environment(session, _box(settings), service, preview)
         return {"environment": variables}
 
     return router

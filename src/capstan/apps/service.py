@@ -8,13 +8,10 @@ the request's transaction.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import DEPLOYMENT_STATES, UNDER_WAY, Deployment, Preview, Service
@@ -277,7 +274,7 @@ async def delete(
     for preview in await live_previews(session, service.id):
         preview.deleted_at = now
         await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
-    await _supersede(session, service.id)
+    await supersede(session, service.id)
     await enqueue(session, QUEUE_KIND, service.id)
     await session.flush()
 
@@ -307,7 +304,7 @@ async def start_deployment(
     target = preview or service
     if bump:
         target.generation += 1
-    await _supersede(session, service.id, of_target(preview.id if preview else None))
+    await supersede(session, service.id, of_target(preview.id if preview else None))
     deployment = Deployment(
         service_id=service.id,
         preview_id=preview.id if preview else None,
@@ -335,7 +332,7 @@ async def start_deployment(
     return deployment
 
 
-async def _supersede(session: AsyncSession, service_id: str, *where: ColumnElement[bool]) -> None:
+async def supersede(session: AsyncSession, service_id: str, *where: ColumnElement[bool]) -> None:
     """The service's deployments under way (of every target, or those `where` names) stop."""
     await DEPLOYMENT_STATES.move_all(
         session, "superseded", Deployment.service_id == service_id, *where, finished_at=utcnow()
@@ -411,16 +408,6 @@ def url(name: str, project: Project, domain: str, kind: str = WEB_SERVER) -> str
     website always is (each has its own certificate on its distribution)."""
     https = kind == STATIC_WEBSITE or project.certificate_status == "issued"
     return f"{'https' if https else 'http'}://{hostname(name, project, domain)}"
-
-
-def preview_slug(service_name: str, branch: str) -> str:
-    """One DNS label for a preview: `<service>-<branch>`, shortened with a hash when too long."""
-    branch_part = re.sub(r"[^a-z0-9]+", "-", branch.lower()).strip("-") or "branch"
-    slug = f"{service_name}-{branch_part}"
-    if len(slug) > 63:
-        digest = hashlib.sha256(branch.encode()).hexdigest()[:8]
-        slug = f"{slug[: 63 - 9].rstrip('-')}-{digest}"
-    return slug
 
 
 async def live_previews(session: AsyncSession, service_id: str) -> list[Preview]:
@@ -499,125 +486,3 @@ def _check_reserved(kind: str, variables: list[dict[str, str]]) -> None:
             for name in reserved
         ],
     )
-
-
-async def preview_environment(
-    session: AsyncSession, box: SecretBox, service: Service, preview: Preview
-) -> list[dict[str, str]]:
-    """A preview's environment. A static website's variables exist only while it builds, so a
-    site preview answers those of its last build (the ones its next build will use before it
-    has built at all)."""
-    if service.kind != STATIC_WEBSITE:
-        return read_environment(box, preview)
-    built = await session.scalar(
-        select(Deployment)
-        .where(Deployment.preview_id == preview.id, Deployment.build_environment.is_not(None))
-        .order_by(Deployment.created_at.desc(), Deployment.id.desc())
-        .limit(1)
-    )
-    if built is None:
-        return read_environment(box, preview)
-    value = box.open_json(built.build_environment, owner=built.id)
-    return list(value) if isinstance(value, list) else []
-
-
-async def get_preview(
-    session: AsyncSession,
-    caller: Principal,
-    project_id: str,
-    kind: str,
-    service_id: str,
-    preview_id: str,
-) -> tuple[Service, Preview]:
-    service = await get(session, caller, project_id, kind, service_id)
-    preview = await session.scalar(
-        select(Preview).where(
-            Preview.id == preview_id,
-            Preview.service_id == service.id,
-            Preview.deleted_at.is_(None),
-        )
-    )
-    if preview is None:
-        raise NotFound("No such preview.")
-    return service, preview
-
-
-class PreviewLimitReached(Conflict):
-    code = "preview_limit_reached"
-
-
-def preview_expires_at(project: Project, preview: Preview) -> datetime | None:
-    """When the preview ends: the project's TTL after its last push (or its creation)."""
-    if project.preview_ttl_hours is None:
-        return None
-    return (preview.pushed_at or preview.created_at) + timedelta(hours=project.preview_ttl_hours)
-
-
-async def _require_room_for_a_preview(session: AsyncSession, project_id: str) -> None:
-    """At most the project's `max_previews` at once. The project's row is locked first, so two
-    creations at once cannot both take the last place."""
-    project = await session.scalar(
-        select(Project).where(Project.id == project_id).with_for_update()
-    )
-    assert project is not None
-    live = await session.scalar(
-        select(func.count())
-        .select_from(Preview)
-        .join(Service, Service.id == Preview.service_id)
-        .where(Service.project_id == project_id, Preview.deleted_at.is_(None))
-    )
-    if int(live or 0) >= project.max_previews:
-        raise PreviewLimitReached(
-            f"The project has {live} previews, its limit (max_previews = "
-            f"{project.max_previews}); delete one, or raise the limit with PATCH "
-            "/api/projects/{id}."
-        )
-
-
-async def create_preview(
-    session: AsyncSession,
-    caller: Principal,
-    project_id: str,
-    kind: str,
-    service_id: str,
-    branch: str,
-    box: SecretBox,
-) -> tuple[Service, Preview]:
-    service = await get(session, caller, project_id, kind, service_id)
-    await _require_room_for_a_preview(session, service.project_id)
-    preview = Preview(service_id=service.id, branch=branch, slug=preview_slug(service.name, branch))
-    session.add(preview)
-    await flush_unique(
-        session,
-        Conflict(
-            f"This {kind.replace('_', ' ')} already has a preview of {branch!r}.",
-            code="preview_exists",
-        ),
-    )
-    # A preview starts with a copy of the parent's environment; after that it is its own.
-    preview.environment = box.seal_json(read_environment(box, service), owner=preview.id)
-    await start_deployment(
-        session, service, preview, trigger="create", bump=False, new_environment=True
-    )
-    return service, preview
-
-
-async def delete_preview(
-    session: AsyncSession,
-    caller: Principal,
-    project_id: str,
-    kind: str,
-    service_id: str,
-    preview_id: str,
-) -> None:
-    service, preview = await get_preview(session, caller, project_id, kind, service_id, preview_id)
-    await remove_preview(session, service, preview)
-
-
-async def remove_preview(session: AsyncSession, service: Service, preview: Preview) -> None:
-    """Finalizer: the preview is gone from the API now, its cloud resources removed by the
-    reconciler. Shared by the API's DELETE and the git host's branch deletions."""
-    preview.deleted_at = utcnow()
-    await _supersede(session, service.id, of_target(preview.id))
-    await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
-    await session.flush()
