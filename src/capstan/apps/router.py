@@ -11,24 +11,22 @@ them from the signatures.
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Response, status
+from fastapi import APIRouter, Query, Response, status
 from pydantic import BaseModel, create_model
 
-from capstan.apps import observe, previews, releases, schemas
+from capstan.apps import observe, releases, route_parts, schemas
 from capstan.apps import service as services
 from capstan.apps.deploying import target_of
-from capstan.apps.models import Deployment, Preview, Service
+from capstan.apps.models import Deployment, Service
+from capstan.apps.preview_routes import add_preview_routes
+from capstan.apps.route_parts import Reader, box
 from capstan.auth.principal import Caller
-from capstan.cloud.driver import Cloud
 from capstan.config import Settings
-from capstan.crypto import SecretBox
 from capstan.db import DbSession
 from capstan.deps import AppCloud, AppGitHost, AppSettings
 from capstan.projects import service as projects
-from capstan.projects.models import Project
 
 
 @dataclass(frozen=True)
@@ -42,25 +40,6 @@ class Kind:
     has_url: bool
     describe: Callable[[Service, str, str | None], dict[str, Any]]
     metrics: type[BaseModel]
-
-
-@dataclass(frozen=True)
-class _Reader:
-    """What a live read of a target needs: the settings (its hostname) and the cloud."""
-
-    settings: Settings
-    cloud: Cloud
-
-
-def _reader(settings: AppSettings, cloud: AppCloud) -> _Reader:
-    return _Reader(settings, cloud)
-
-
-Reader = Annotated[_Reader, Depends(_reader)]
-
-
-def _box(settings: Settings) -> SecretBox:
-    return services.environment_box(settings.require_secret_key())
 
 
 def make_router(spec: Kind) -> APIRouter:
@@ -213,7 +192,7 @@ def make_router(spec: Kind) -> APIRouter:
             spec.kind,
             service_id,
             deployment_id,
-            box=_box(settings),
+            box=box(settings),
             cloud=cloud,
             settings=settings,
         )
@@ -228,7 +207,7 @@ def make_router(spec: Kind) -> APIRouter:
         project_id: str, service_id: str, caller: Caller, session: DbSession, settings: AppSettings
     ) -> dict[str, Any]:
         variables = await services.get_environment(
-            session, caller, project_id, spec.kind, service_id, _box(settings)
+            session, caller, project_id, spec.kind, service_id, box(settings)
         )
         return {"environment": variables}
 
@@ -248,7 +227,7 @@ def make_router(spec: Kind) -> APIRouter:
     ) -> schemas.Deploying:
         variables = [v.model_dump() for v in body.environment]
         await services.put_environment(
-            session, caller, project_id, spec.kind, service_id, _box(settings), variables
+            session, caller, project_id, spec.kind, service_id, box(settings), variables
         )
         return schemas.Deploying()
 
@@ -267,7 +246,7 @@ def make_router(spec: Kind) -> APIRouter:
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> schemas.Logs:
         service = await services.get(session, caller, project_id, spec.kind, service_id)
-        return await _logs(session, caller, reader, service, None, since, limit)
+        return await route_parts.logs_of(session, caller, reader, service, None, since, limit)
 
     @router.get(f"{item}/metrics", response_model=spec.metrics, summary="The last hour's metrics")
     async def metrics(
@@ -278,7 +257,7 @@ def make_router(spec: Kind) -> APIRouter:
         reader: Reader,
     ) -> Any:
         service = await services.get(session, caller, project_id, spec.kind, service_id)
-        return await _metrics(session, caller, reader, service, None)
+        return await route_parts.metrics_of(session, caller, reader, service, None)
 
     @router.get(f"{item}/cost", response_model=schemas.Cost, summary="Spend and run-rate")
     async def cost(
@@ -296,187 +275,7 @@ def make_router(spec: Kind) -> APIRouter:
             session, caller, reader.cloud, settings, service, target, project.region
         )
 
-    async def _logs(
-        session: DbSession,
-        caller: Caller,
-        reader: _Reader,
-        service: Service,
-        preview: Preview | None,
-        since: datetime | None,
-        limit: int,
-    ) -> schemas.Logs:
-        project = await projects.get(session, caller, service.project_id)
-        target = target_of(service, preview, project, reader.settings.domain)
-        lines = await observe.logs(
-            session, caller, reader.cloud, reader.settings, target, since=since, limit=limit
-        )
-        return schemas.Logs(
-            lines=[
-                schemas.LogLine(timestamp=line.timestamp, message=line.message) for line in lines
-            ]
-        )
-
-    async def _metrics(
-        session: DbSession,
-        caller: Caller,
-        reader: _Reader,
-        service: Service,
-        preview: Preview | None,
-    ) -> Any:
-        project = await projects.get(session, caller, service.project_id)
-        target = target_of(service, preview, project, reader.settings.domain)
-        return await observe.metrics(session, caller, reader.cloud, reader.settings, target)
-
-    previews_path = f"{item}/previews"
-
-    @router.get(
-        f"{previews_path}/{{preview_id}}/logs",
-        response_model=schemas.Logs,
-        summary="A preview's recent runtime log lines",
-    )
-    async def preview_logs(
-        project_id: str,
-        service_id: str,
-        preview_id: str,
-        caller: Caller,
-        session: DbSession,
-        reader: Reader,
-        since: schemas.Since | None = None,
-        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    ) -> schemas.Logs:
-        service, preview = await previews.get_preview(
-            session, caller, project_id, spec.kind, service_id, preview_id
-        )
-        return await _logs(session, caller, reader, service, preview, since, limit)
-
-    @router.get(
-        f"{previews_path}/{{preview_id}}/metrics",
-        response_model=spec.metrics,
-        summary="A preview's metrics over the last hour",
-    )
-    async def preview_metrics(
-        project_id: str,
-        service_id: str,
-        preview_id: str,
-        caller: Caller,
-        session: DbSession,
-        reader: Reader,
-    ) -> Any:
-        service, preview = await previews.get_preview(
-            session, caller, project_id, spec.kind, service_id, preview_id
-        )
-        return await _metrics(session, caller, reader, service, preview)
-
-    async def render_preview(
-        session: DbSession, service: Service, preview: Preview, project: Project, domain: str
-    ) -> schemas.PreviewOut:
-        deployment = await services.newest_deployment(session, service.id, preview.id)
-        return schemas.PreviewOut(
-            id=preview.id,
-            branch=preview.branch,
-            url=services.url(preview.slug, project, domain, spec.kind) if spec.has_url else None,
-            status=services.status_of(deployment),
-            expires_at=previews.preview_expires_at(project, preview),
-        )
-
-    @router.get(
-        previews_path,
-        response_model=schemas.PreviewList,
-        response_model_exclude_none=True,
-        summary="The previews, oldest first",
-    )
-    async def list_previews(
-        project_id: str, service_id: str, caller: Caller, session: DbSession, settings: AppSettings
-    ) -> schemas.PreviewList:
-        service = await services.get(session, caller, project_id, spec.kind, service_id)
-        project = await projects.get(session, caller, project_id)
-        rows = await services.live_previews(session, service.id)
-        return schemas.PreviewList(
-            previews=[
-                await render_preview(session, service, row, project, settings.domain)
-                for row in rows
-            ]
-        )
-
-    @router.post(
-        previews_path,
-        status_code=status.HTTP_201_CREATED,
-        response_model=schemas.PreviewOut,
-        response_model_exclude_none=True,
-        summary="Create a preview of a branch",
-        description=(
-            "409 `preview_exists` when the branch has a preview already; 409 "
-            "`preview_limit_reached` when the project has its `max_previews`. With the "
-            "project's `preview_ttl_hours` set, the preview shows `expires_at` and is removed "
-            "when that long passes without a push to its branch."
-        ),
-    )
-    async def create_preview(
-        project_id: str,
-        service_id: str,
-        body: schemas.PreviewCreate,
-        caller: Caller,
-        session: DbSession,
-        settings: AppSettings,
-    ) -> schemas.PreviewOut:
-        service, preview = await previews.create_preview(
-            session, caller, project_id, spec.kind, service_id, body.branch, _box(settings)
-        )
-        project = await projects.get(session, caller, project_id)
-        return await render_preview(session, service, preview, project, settings.domain)
-
-    @router.get(
-        f"{previews_path}/{{preview_id}}",
-        response_model=schemas.PreviewOut,
-        response_model_exclude_none=True,
-        summary="A preview",
-    )
-    async def get_preview(
-        project_id: str,
-        service_id: str,
-        preview_id: str,
-        caller: Caller,
-        session: DbSession,
-        settings: AppSettings,
-    ) -> schemas.PreviewOut:
-        service, preview = await previews.get_preview(
-            session, caller, project_id, spec.kind, service_id, preview_id
-        )
-        project = await projects.get(session, caller, project_id)
-        return await render_preview(session, service, preview, project, settings.domain)
-
-    @router.delete(
-        f"{previews_path}/{{preview_id}}",
-        status_code=status.HTTP_204_NO_CONTENT,
-        response_class=Response,
-        summary="Delete a preview and its cloud resources",
-    )
-    async def delete_preview(
-        project_id: str, service_id: str, preview_id: str, caller: Caller, session: DbSession
-    ) -> Response:
-        await previews.delete_preview(
-            session, caller, project_id, spec.kind, service_id, preview_id
-        )
-        return Response(status_code=status.HTTP_204_NO_CONTENT)
-
-    @router.get(
-        f"{previews_path}/{{preview_id}}/environment",
-        response_model=schemas.Environment,
-        summary="A preview's environment variables (a static website: those of its last build)",
-    )
-    async def get_preview_environment(
-        project_id: str,
-        service_id: str,
-        preview_id: str,
-        caller: Caller,
-        session: DbSession,
-        settings: AppSettings,
-    ) -> dict[str, Any]:
-        service, preview = await previews.get_preview(
-            session, caller, project_id, spec.kind, service_id, preview_id
-        )
-        variables = await previews.preview_environment(session, _box(settings), service, preview)
-        return {"environment": variables}
+    add_preview_routes(router, spec, item)
 
     return router
 
