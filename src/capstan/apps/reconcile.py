@@ -3,8 +3,9 @@
 One pass looks at the newest deployment of a target (a service, or one of its previews) and takes
 the next step, storing each handle before waiting on it, so a crash between passes only repeats
 an idempotent step. The state machine (its table: `models.DEPLOYMENT_STATES`) is driven once
-here; what differs between kinds is in their `Steps` (`services/steps.py`): `ContainerSteps`
-below for web servers and workers, `SiteSteps` (`services/sites.py`) for static websites.
+here; what differs between kinds is in their `Steps` (`apps/steps.py`): `ContainerSteps`
+(`apps/containers.py`) for web servers and workers, `SiteSteps` (`apps/sites.py`) for static
+websites.
 
     pending ──prepare, start build──► building ──build done──► deploying ──watch: completed──►
     running                                       (any step can end in failed)
@@ -27,16 +28,16 @@ from sqlalchemy.orm.exc import StaleDataError
 
 from capstan.apps import previews, releases
 from capstan.apps import service as services
+from capstan.apps.containers import ContainerSteps
 from capstan.apps.deploying import deployer_for
 from capstan.apps.models import DEPLOYMENT_STATES, Deployment, Preview, Service
 from capstan.apps.sites import SiteSteps
-from capstan.apps.steps import Progress, Steps, Subject
-from capstan.cloud.deploy import Build, BuildSpec, Deployer, ProjectCache, TaskSpec
+from capstan.apps.steps import Steps, Subject
+from capstan.cloud.deploy import Deployer, ProjectCache
 from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import CloudError, TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
 from capstan.config import Settings
-from capstan.crypto import SecretBox
 from capstan.db import utcnow
 from capstan.git_host.client import GitHostError, GitHubAppClient, TerminalGitHostError
 from capstan.network import service as network
@@ -50,8 +51,6 @@ log = logging.getLogger("capstan.apps")
 # Builds, rollouts, CloudFront publications and tear-downs take minutes in AWS and about a second
 # in the sandbox: look soon, then less and less often, at least once a minute.
 POLL = Poll(first=timedelta(seconds=0.5), factor=1.5, cap=timedelta(seconds=60))
-# Waiting for the project network: its reconciler wakes the targets when it is ready.
-NETWORK_POLL = Poll(first=timedelta(seconds=5), factor=1.5, cap=timedelta(seconds=60))
 ROLLOUT_DEADLINE = timedelta(minutes=15)
 
 
@@ -365,142 +364,6 @@ class TargetReconciler:
             )
             await session.delete(subject.service)
         await session.flush()
-
-
-class ContainerSteps:
-    """Web servers and workers: an image build, then a rolling ECS deployment (and, for a web
-    server, its load balancer rule, DNS record and auto-scaling). They run in the project's
-    network, which its own reconciler makes."""
-
-    def __init__(
-        self, cloud: Cloud, settings: Settings, box: SecretBox, rollout_deadline: timedelta
-    ) -> None:
-        self._cloud = cloud
-        self._settings = settings
-        self._box = box
-        self.deadline = rollout_deadline
-        self.watch_at_once = False  # `built` started the rollout: nothing to see yet
-
-    async def prepare(
-        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
-    ) -> Result | None:
-        if subject.project.network_ready_at is None:
-            # The project network reconciler creates it and wakes this target when it is ready.
-            await enqueue(session, network.QUEUE_KIND, subject.project.id)
-            return PollAgain(NETWORK_POLL)
-        return None
-
-    async def start_build(
-        self,
-        session: AsyncSession,
-        subject: Subject,
-        deployment: Deployment,
-        deployer: Deployer,
-        source_token: str,
-    ) -> str:
-        assert deployment.commit_sha is not None
-        spec = BuildSpec(
-            target=subject.target(self._settings.domain),
-            repo=subject.service.repo,
-            commit_sha=deployment.commit_sha,
-            git_api_url=self._settings.github_api_base,
-            source_token=source_token,
-            build_command=subject.service.build_command,
-            deployment_id=deployment.id,
-        )
-        return await self._cloud.run(lambda: deployer.start_build(spec))
-
-    async def built(
-        self, subject: Subject, deployment: Deployment, deployer: Deployer, build: Build
-    ) -> None:
-        assert build.image_uri is not None
-        target = subject.target(self._settings.domain)
-        built = build.image_uri
-        # The release keeps the image by digest: a tag can be pushed again, a digest cannot.
-        deployment.image_uri = await self._cloud.run(lambda: deployer.pin_image(target, built))
-        await self._roll_out(subject, deployment, deployer)
-
-    async def reuse(
-        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
-    ) -> None:
-        await self._roll_out(subject, deployment, deployer)
-
-    async def _roll_out(self, subject: Subject, deployment: Deployment, deployer: Deployer) -> None:
-        """The deployment's release, as it was recorded: its environment version (written once,
-        never over another's), its settings and its image."""
-        target = subject.target(self._settings.domain)
-        owner = deployment if deployment.environment is not None else subject.row
-        sealed = self._box.open_json(owner.environment, owner=owner.id)
-        variables = {v["name"]: v["value"] for v in (sealed if isinstance(sealed, list) else [])}
-        version = deployment.environment_version
-        stored = await self._cloud.run(lambda: deployer.put_environment(target, variables, version))
-        service = subject.service
-        ran = {**{name: getattr(service, name) for name in services.RELEASE_FIELDS}}
-        ran.update(releases.settings_of(deployment))
-        assert deployment.image_uri is not None
-        assert ran["cpu"] is not None and ran["memory"] is not None
-        spec = TaskSpec(
-            target=target,
-            deployment_id=deployment.id,
-            image_uri=deployment.image_uri,
-            cpu=ran["cpu"],
-            memory=ran["memory"],
-            environment=stored,
-            start_command=ran["start_command"],
-            health_path=ran["health_path"] if service.kind == services.WEB_SERVER else None,
-        )
-        old_hostname = subject.row.applied_hostname
-        deployment.task_definition_arn = await self._cloud.run(lambda: deployer.deploy(spec))
-        if old_hostname and target.hostname and old_hostname != target.hostname:
-            await self._cloud.run(lambda: deployer.move_hostname(target, old_hostname))
-        subject.row.applied_hostname = target.hostname
-
-    async def watch(
-        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
-    ) -> Progress:
-        target = subject.target(self._settings.domain)
-        assert deployment.task_definition_arn is not None
-        task_definition = deployment.task_definition_arn
-        rollout = await self._cloud.run(lambda: deployer.describe_rollout(target, task_definition))
-        if rollout.state == "completed":
-            return Progress("completed")
-        if rollout.state == "failed":
-            return Progress("failed", f"Rollout failed: {rollout.reason or 'tasks did not start'}")
-        return Progress(
-            "in_progress",
-            f"{rollout.running} of {rollout.desired} running"
-            + (f"; {rollout.reason}" if rollout.reason else ""),
-        )
-
-    def overdue(self, progress: Progress) -> str:
-        return (
-            f"Tasks were not healthy within {int(self.deadline.total_seconds())} seconds "
-            f"({progress.reason})."
-        )
-
-    async def check_running(
-        self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
-    ) -> Result:
-        """A periodic look at a running target: move its hostname, repair drift."""
-        target = subject.target(self._settings.domain)
-        old_hostname = subject.row.applied_hostname
-        if target.hostname and old_hostname and old_hostname != target.hostname:
-            await self._cloud.run(lambda: deployer.move_hostname(target, old_hostname))
-            subject.row.applied_hostname = target.hostname
-        assert deployment.task_definition_arn is not None
-        task_definition = deployment.task_definition_arn
-        rollout = await self._cloud.run(lambda: deployer.describe_rollout(target, task_definition))
-        if rollout.state != "completed":
-            log.warning("drift on %s: re-applying its running deployment", target.resource_id)
-            await self._roll_out(subject, deployment, deployer)
-        return Done()
-
-    async def tear_down(self, session: AsyncSession, subject: Subject, deployer: Deployer) -> bool:
-        target = subject.target(self._settings.domain)
-        return await self._cloud.run(lambda: deployer.delete(target))
-
-    async def forget(self, session: AsyncSession, subject: Subject) -> None:
-        return None
 
 
 def _message(error: Exception) -> str:
