@@ -40,6 +40,7 @@ from moto.sts.models import sts_backends
 from capstan.sandbox.cloud import iam_catalogue, policy
 from capstan.sandbox.cloud.requests import Call, read_call
 from capstan.sandbox.cloud.resources import ResourceGap, resources_for
+from capstan.sandbox.cloud.tags import find_role
 
 log = logging.getLogger(__name__)
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -70,7 +71,7 @@ class AuthorizationDecision:
 ALWAYS_ALLOWED = frozenset({"sts:GetCallerIdentity", "sts:AssumeRole"})
 _decisions_lock = threading.Lock()
 _decisions: deque[AuthorizationDecision] = deque(maxlen=20_000)
-_sessions: dict[str, Session] = {}
+_sessions: dict[str, Session | None] = {}
 _sessions_lock = threading.Lock()
 
 
@@ -84,9 +85,8 @@ def decisions(*, denied_only: bool = False) -> list[AuthorizationDecision]:
 def session_of(access_key: str) -> Session | None:
     """The assumed-role session an access key belongs to (None for users and unknown keys)."""
     with _sessions_lock:
-        known = _sessions.get(access_key)
-    if known is not None:
-        return known
+        if access_key in _sessions:  # a user's key is remembered as None: no scan per call
+            return _sessions[access_key]
     for account_backends in list(sts_backends.values()):
         for backend in list(account_backends.values()):
             for assumed in list(backend.assumed_roles):
@@ -101,6 +101,9 @@ def session_of(access_key: str) -> Session | None:
                     with _sessions_lock:
                         _sessions[access_key] = session
                     return session
+    # A key is issued before it is used, so one unknown now never becomes a session later.
+    with _sessions_lock:
+        _sessions[access_key] = None
     return None
 
 
@@ -109,8 +112,7 @@ def role_policies(
 ) -> tuple[list[str | Mapping[str, Any]], str | Mapping[str, Any] | None] | None:
     """The role's identity policies and its boundary's document; None if the role is gone."""
     iam = iam_backends[session.account][session.partition]
-    name = session.role_arn.rsplit("/", 1)[-1]
-    role = iam.roles.get(next((r.id for r in list(iam.roles.values()) if r.name == name), ""))
+    role = find_role(session.account, session.partition, session.role_arn.rsplit("/", 1)[-1])
     if role is None:
         return None
     # Stored as IAM keeps them: JSON text, or (from CloudFormation) the document itself.

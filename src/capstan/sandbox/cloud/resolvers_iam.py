@@ -8,20 +8,13 @@ from capstan.sandbox.cloud.resolving import (
     Target,
     resolves,
 )
-from capstan.sandbox.cloud.tags import role_arn
+from capstan.sandbox.cloud.tags import find_role, role_arn
 
 
 def _role_boundary(scope: Scope, name: str) -> list[str]:
-    from moto.iam.models import iam_backends
-
-    try:
-        iam = iam_backends[scope.account][scope.partition]
-    except KeyError:
-        return []
-    for role in list(iam.roles.values()):
-        if role.name == name and role.permissions_boundary_arn:
-            return [str(role.permissions_boundary_arn)]
-    return []
+    role = find_role(scope.account, scope.partition, name)
+    boundary = role.permissions_boundary_arn if role is not None else None
+    return [str(boundary)] if boundary else []
 
 
 @resolves("iam:CreateRole")

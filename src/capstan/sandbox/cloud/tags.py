@@ -33,19 +33,22 @@ def tags_of(arn: str) -> dict[str, str] | None:
         return None
 
 
-def role_arn(account: str, partition: str, name: str) -> str:
-    """A role's ARN: with its path when it exists, without one when it does not (IAM checks a
-    missing role against `role/<name>`)."""
+def find_role(account: str, partition: str, name: str) -> Any:
+    """moto's role called `name` in `account` (role names are unique in an account), or None."""
     from moto.iam.models import iam_backends
 
     try:
-        iam = iam_backends[account][partition]
-        for role in list(iam.roles.values()):
-            if role.name == name:
-                return str(role.arn)
+        roles = list(iam_backends[account][partition].roles.values())
     except KeyError:
-        pass
-    return f"arn:{partition}:iam::{account}:role/{name}"
+        return None
+    return next((role for role in roles if role.name == name), None)
+
+
+def role_arn(account: str, partition: str, name: str) -> str:
+    """A role's ARN: with its path when it exists, without one when it does not (IAM checks a
+    missing role against `role/<name>`)."""
+    role = find_role(account, partition, name)
+    return str(role.arn) if role is not None else f"arn:{partition}:iam::{account}:role/{name}"
 
 
 def _ec2(
