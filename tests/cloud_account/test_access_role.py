@@ -305,3 +305,27 @@ class _assumed:
 
     def __exit__(self, *exc: object) -> None:
         self._session.close()
+
+
+def test_what_the_driver_no_longer_does_is_refused(customer: Customer) -> None:
+    """Each driver change of issue 14 answers a refusal the sandbox now makes: a route in the
+    VPC's main route table (untagged, made by EC2) and a bucket without the capstan- prefix."""
+    ec2 = customer.admin.client("ec2")
+    vpc = ec2.create_vpc(
+        CidrBlock="10.8.0.0/16",
+        TagSpecifications=[{"ResourceType": "vpc", "Tags": PROJECT_TAGS}],
+    )["Vpc"]["VpcId"]
+    [main] = ec2.describe_route_tables(
+        Filters=[
+            {"Name": "vpc-id", "Values": [vpc]},
+            {"Name": "association.main", "Values": ["true"]},
+        ]
+    )["RouteTables"]
+    gateway = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    denied(
+        customer.client("ec2").create_route,
+        RouteTableId=main["RouteTableId"],
+        DestinationCidrBlock="0.0.0.0/0",
+        GatewayId=gateway,
+    )
+    denied(customer.client("s3").create_bucket, Bucket=unique("user-uploads"))
