@@ -11,6 +11,7 @@ from capstan.cloud import RetryableCloudError, TerminalCloudError
 from capstan.cloud.aws import sts
 from capstan.cloud.aws.errors import aws_errors, snake_case, translate
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
+from capstan.cloud.errors import QuotaExceededError
 
 
 def client_error(code: str, status: int, message: str = "It failed.") -> ClientError:
@@ -98,3 +99,30 @@ def test_an_unreachable_cloud_is_retryable() -> None:
 )
 def test_trust_principal_of_a_caller(caller: str, principal: str) -> None:
     assert sts.trust_principal(caller) == principal
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "names"),
+    [
+        ("VpcLimitExceeded", "The maximum number of VPCs has been reached.", "VPCs per region"),
+        ("TooManyRules", "The maximum number of rules has been reached", "rules per load"),
+        ("AccountLimitExceededException", "Cannot have more than 0 builds", "CodeBuild"),
+        ("NodeQuotaForCustomerExceeded", "Node quota reached.", "NodeQuotaForCustomerExceeded"),
+        ("LimitExceededException", "Error: exceeded maximum number of certificates", "quota"),
+    ],
+)
+def test_quotas_are_terminal_with_a_sentence(code: str, message: str, names: str) -> None:
+    """A reached quota fails now with what to do, never retried forever, and AWS's own text is
+    not repeated."""
+    error = translate(client_error(code, 400, message))
+    assert isinstance(error, QuotaExceededError)
+    assert error.code == "quota_exceeded"
+    assert names in error.message
+    assert "Service Quotas" in error.message
+    assert message not in error.message
+
+
+@pytest.mark.parametrize("code", ["LimitExceededException", "TooManyRequestsException"])
+def test_a_request_rate_is_no_quota(code: str) -> None:
+    error = translate(client_error(code, 400, "Rate exceeded"))
+    assert isinstance(error, RetryableCloudError)

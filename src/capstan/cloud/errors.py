@@ -3,6 +3,8 @@
     CloudError (code, message)
     ├── RetryableCloudError   throttling, timeouts, the provider's own faults: try again later
     └── TerminalCloudError    access denied, invalid input, missing resources: retrying won't help
+        └── QuotaExceededError    an account quota AWS sets is reached: retrying won't help until
+                                  something is deleted or the quota is raised
 
 `code` is a stable machine code in snake_case (`access_denied`, `throttling`,
 `cloud_unreachable`...); `message` is a sentence a person can act on.
@@ -29,4 +31,13 @@ class TerminalCloudError(CloudError):
     """The call will fail the same way until something outside Capstan changes."""
 
 
-__all__ = ["CloudError", "RetryableCloudError", "TerminalCloudError"]
+class QuotaExceededError(TerminalCloudError):
+    """A quota of the AWS account is reached (`quota_exceeded`). Terminal for the call that met
+    it, but not forever: it holds until a resource is deleted or the quota raised, so what failed
+    on one may try again later (a resync) where a permanent refusal would not."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("quota_exceeded", message)
+
+
+__all__ = ["CloudError", "QuotaExceededError", "RetryableCloudError", "TerminalCloudError"]

@@ -20,6 +20,7 @@ from botocore.exceptions import (
 )
 
 from capstan.cloud.access_role import STACK_NAME
+from capstan.cloud.aws.quotas import quota_error
 from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
 
 # AWS error codes that mean "try again later" (botocore's own list of throttling and transient
@@ -35,7 +36,6 @@ _RETRYABLE_CODES = frozenset(
         "TransactionInProgressException",
         "RequestLimitExceeded",
         "BandwidthLimitExceeded",
-        "LimitExceededException",
         "RequestThrottled",
         "SlowDown",
         "PriorRequestNotComplete",
@@ -82,6 +82,11 @@ def translate(error: Exception) -> CloudError:
         status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
         if code in _RETRYABLE_CODES or status >= 500:
             return RetryableCloudError(snake_case(code), message)
+        quota = quota_error(code, message)
+        if quota is not None:
+            return quota
+        if code == "LimitExceededException":  # a request rate (quota_error read the message)
+            return RetryableCloudError("throttling", message)
         if code in _ACCESS_DENIED_CODES or (status == 403 and code in ("403", "Forbidden")):
             # A HEAD request's refusal has no body: only the operation says what was refused.
             return access_denied(message, operation=error.operation_name)
