@@ -1,10 +1,11 @@
 """A project's shared resources in a customer's AWS account: the driver the network reconciler
 uses, and what every target's deployment stands on.
 
-What a project owns, all named after its id: a VPC with public subnets, an internet gateway and
-security groups, an application load balancer with an HTTP listener (and an HTTPS one serving
-the project's certificate once it is issued), an ECS cluster, and the build, execution and task
-roles (the task role's extra policy is the project's task grants).
+What a project owns, all named after its id: two security groups in the VPC and subnets every
+project of the account and region shares (`aws.shared_network`), an application load balancer
+with an HTTP listener (and an HTTPS one serving the project's certificate once it is issued), an
+ECS cluster, and the build, execution and task roles (the task role's extra policy is the
+project's task grants).
 
 `NetworkDriver` is coarse and idempotent like every driver: it finds what exists before it
 creates anything and raises only `RetryableCloudError` or `TerminalCloudError`. Its calls block;
@@ -88,8 +89,8 @@ class NetworkDriver:
         self._network_version = network_version or ""
 
     def ensure_project_network(self, project_id: str, certificate_arn: str | None = None) -> None:
-        """VPC, subnets, gateway, security groups, load balancer + listener, cluster, roles; with
-        the project's issued `certificate_arn`, an HTTPS listener serving it too."""
+        """Security groups (in the shared VPC, made first if missing), load balancer + listener,
+        cluster, roles; with the project's issued `certificate_arn`, an HTTPS listener too."""
         net = aws_network.ensure_network(self._customer, project_id)
         balancer = elbv2.ensure_load_balancer(self._customer, project_id, net)
         if certificate_arn is not None:

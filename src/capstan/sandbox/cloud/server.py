@@ -25,6 +25,7 @@ from capstan.sandbox.cloud import (
     acm,
     authorization,
     bedrock,
+    ec2_quotas,
     elasticache,
     limits,
     route53,
@@ -85,6 +86,7 @@ def install_extensions() -> None:
     s3_metrics.install()
     cloudfront_extension.install()
     limits.install()
+    ec2_quotas.install()
     authorization.install()
 
 
