@@ -1,0 +1,91 @@
+"""The driver's network, through the access role in a fresh account: one VPC per account and
+region that every project shares, each project with its own two security groups in it; the
+last project's removal takes the shared network with it; a project made with a VPC of its own
+(before the shared network) has it removed with the project."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from capstan.cloud.aws import names
+from capstan.cloud.aws import network as aws_network
+from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.db import new_id
+from capstan.sandbox.cloud.accounts import organization_access
+from capstan.sandbox.cloud.inventory import capstan_resources
+from tests.sandbox.aws import access_role, new_account
+
+
+@pytest.fixture
+def fresh(endpoint: Endpoint) -> Iterator[tuple[AwsSession, AwsSession]]:
+    account = new_account(endpoint, "shared")
+    with access_role(endpoint, account) as role, organization_access(endpoint, account) as admin:
+        yield role, admin
+
+
+def _vpcs(admin: AwsSession) -> list[dict[str, Any]]:
+    return list(admin.client("ec2").describe_vpcs()["Vpcs"])
+
+
+def test_projects_share_one_vpc_and_the_last_one_removes_it(
+    fresh: tuple[AwsSession, AwsSession],
+) -> None:
+    role, admin = fresh
+    first, second = new_id("prj"), new_id("prj")
+    one = aws_network.ensure_network(role, first)
+    two = aws_network.ensure_network(role, second)
+    assert aws_network.ensure_network(role, first) == one  # idempotent
+    assert aws_network.find_network(role, second) == two
+    assert (one.vpc_id, one.subnet_ids) == (two.vpc_id, two.subnet_ids)
+    assert len(_vpcs(admin)) == 2  # the default VPC and Capstan's, however many projects
+    [shared] = [vpc for vpc in _vpcs(admin) if not vpc["IsDefault"]]
+    tags = {tag["Key"]: tag["Value"] for tag in shared["Tags"]}
+    assert tags[names.SHARED_TAG] == "network"
+    assert names.PROJECT_TAG not in tags  # nobody's project
+    assert {one.load_balancer_group_id, one.services_group_id}.isdisjoint(
+        {two.load_balancer_group_id, two.services_group_id}
+    )
+
+    assert aws_network.delete_network(role, first) is True
+    assert aws_network.find_network(role, first) is None
+    assert aws_network.find_network(role, second) == two  # the other project keeps it
+    assert len(_vpcs(admin)) == 2
+
+    assert aws_network.delete_network(role, second) is True
+    assert [vpc["IsDefault"] for vpc in _vpcs(admin)] == [True]
+    assert capstan_resources(admin) == []
+
+
+def test_a_project_with_a_vpc_of_its_own_keeps_it_until_it_is_deleted(
+    fresh: tuple[AwsSession, AwsSession],
+) -> None:
+    role, admin = fresh
+    project_id = new_id("prj")
+    ec2 = role.client("ec2")
+    # The network the driver made before the shared one: everything tagged with the project.
+    spec = [{"ResourceType": "vpc", "Tags": names.tag_list(project_id, project_id)}]
+    vpc_id = ec2.create_vpc(CidrBlock="10.0.0.0/16", TagSpecifications=spec)["Vpc"]["VpcId"]
+    for index, cidr in enumerate(("10.0.0.0/20", "10.0.16.0/20")):
+        ec2.create_subnet(
+            VpcId=vpc_id,
+            CidrBlock=cidr,
+            AvailabilityZone=f"us-east-1{'ab'[index]}",
+            TagSpecifications=[{**spec[0], "ResourceType": "subnet"}],
+        )
+    for group in ("load-balancer", "services"):
+        ec2.create_security_group(
+            GroupName=f"capstan-{project_id}-{group}",
+            Description="Capstan",
+            VpcId=vpc_id,
+            TagSpecifications=[{**spec[0], "ResourceType": "security-group"}],
+        )
+    found = aws_network.ensure_network(role, project_id)
+    assert found.vpc_id == vpc_id
+    assert len(_vpcs(admin)) == 2  # no shared network made for it
+
+    assert aws_network.delete_network(role, project_id) is True
+    assert [vpc["IsDefault"] for vpc in _vpcs(admin)] == [True]
+    assert capstan_resources(admin) == []
