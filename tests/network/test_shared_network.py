@@ -1,7 +1,8 @@
 """The driver's network, through the access role in a fresh account: one VPC per account and
 region that every project shares, each project with its own two security groups in it; the
-last project's removal takes the shared network with it; a project made with a VPC of its own
-(before the shared network) has it removed with the project."""
+shared network is made and removed by its own pass (`ensure_shared_network`,
+`release_shared_network`: only once no project's group is left in it); a project made with a
+VPC of its own (before the shared network) has it removed with the project."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pytest
 from capstan.cloud.aws import names
 from capstan.cloud.aws import network as aws_network
 from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.cloud.errors import RetryableCloudError
+from capstan.cloud.network import SHARED_NOT_READY, NetworkDriver
 from capstan.db import new_id
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.inventory import capstan_resources
@@ -35,6 +38,13 @@ def test_projects_share_one_vpc_and_the_last_one_removes_it(
 ) -> None:
     role, admin = fresh
     first, second = new_id("prj"), new_id("prj")
+    driver = NetworkDriver(role)
+    # A project's network waits for the shared one, which its own reconciler makes.
+    with pytest.raises(RetryableCloudError) as waiting:
+        aws_network.ensure_network(role, first)
+    assert waiting.value.code == SHARED_NOT_READY
+    driver.ensure_shared_network()
+    driver.ensure_shared_network()  # idempotent
     one = aws_network.ensure_network(role, first)
     two = aws_network.ensure_network(role, second)
     assert aws_network.ensure_network(role, first) == one  # idempotent
@@ -51,10 +61,13 @@ def test_projects_share_one_vpc_and_the_last_one_removes_it(
 
     assert aws_network.delete_network(role, first) is True
     assert aws_network.find_network(role, first) is None
-    assert aws_network.find_network(role, second) == two  # the other project keeps it
+    assert driver.release_shared_network() is False  # the other project still uses it
+    assert aws_network.find_network(role, second) == two
     assert len(_vpcs(admin)) == 2
 
     assert aws_network.delete_network(role, second) is True
+    assert len(_vpcs(admin)) == 2  # a project's removal leaves the shared network to its pass
+    assert driver.release_shared_network() is True
     assert [vpc["IsDefault"] for vpc in _vpcs(admin)] == [True]
     assert capstan_resources(admin) == []
 

@@ -19,8 +19,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from capstan.cloud.aws import ecs, elbv2, iam, names
+from capstan.cloud.aws import ecs, elbv2, iam, names, shared_network
 from capstan.cloud.aws import network as aws_network
+from capstan.cloud.aws.errors import aws_errors
+from capstan.cloud.aws.network import SHARED_NOT_READY
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import RetryableCloudError
 
@@ -103,6 +105,21 @@ class NetworkDriver:
         self._projects[project_id] = ProjectResources(net, balancer, cluster)
         self._remember(project_id)
 
+    def ensure_shared_network(self) -> None:
+        """The VPC, subnets, gateway and route every project of the account and region shares."""
+        with aws_errors():
+            shared_network.ensure_shared(self._customer.client("ec2"))
+
+    def release_shared_network(self) -> bool:
+        """Remove the shared network if no project has a security group in it; True when gone."""
+        try:
+            with aws_errors():
+                return shared_network.release_shared(self._customer.client("ec2"))
+        except RetryableCloudError as error:
+            if error.code != "dependency_violation":
+                raise
+            return False
+
     def apply_task_grants(self, project_id: str, statements: list[dict[str, Any]]) -> None:
         """The project's task role may do exactly `statements` beyond running its tasks."""
         iam.put_task_grants(self._customer, project_id, statements)
@@ -174,4 +191,4 @@ class NetworkDriver:
             self._projects[project_id], self._roles[project_id] = known
 
 
-__all__ = ["NetworkDriver", "ProjectCache", "ProjectResources"]
+__all__ = ["SHARED_NOT_READY", "NetworkDriver", "ProjectCache", "ProjectResources"]

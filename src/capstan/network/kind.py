@@ -7,12 +7,13 @@ from collections.abc import Sequence
 
 from capstan.network.reconcile import ProjectNetworkReconciler
 from capstan.network.service import still_exists
+from capstan.network.shared import SharedNetworkReconciler
 from capstan.reconcile.worker import Reconciler
 from capstan.registry import ResourceKind, Runtime
 
 
 def _reconcilers(runtime: Runtime) -> Sequence[Reconciler]:
-    return [ProjectNetworkReconciler(runtime)]
+    return [ProjectNetworkReconciler(runtime), SharedNetworkReconciler(runtime)]
 
 
 KIND = ResourceKind(

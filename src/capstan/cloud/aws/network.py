@@ -21,12 +21,13 @@ from capstan.cloud.aws.shared_network import (
     SUBNET_CIDRS,
     delete_groups,
     delete_vpc,
-    ensure_shared,
     find_shared,
-    release_shared,
 )
 from capstan.cloud.errors import RetryableCloudError
 
+# The shared network is made by its own reconciler (one at a time per account and region), never
+# by a project's: two projects' first passes would each make one.
+SHARED_NOT_READY = "shared_network_not_ready"
 # Codes EC2 answers when the shared VPC was removed (by the last other project) between finding
 # it and using it: the next pass makes it again.
 _SHARED_GONE = ("InvalidVpcID.NotFound", "InvalidSubnetID.NotFound", "InvalidSubnetId.NotFound")
@@ -75,8 +76,9 @@ def find_network(session: AwsSession, project_id: str) -> ProjectNetwork | None:
 
 
 def ensure_network(session: AwsSession, project_id: str) -> ProjectNetwork:
-    """The project's groups in the shared network (made first where missing); a project that
-    still has a VPC of its own keeps it."""
+    """The project's groups in the shared network; a project that still has a VPC of its own
+    keeps it. RetryableCloudError `shared_network_not_ready` while the shared network is not
+    there (`shared_network.ensure_shared` makes it)."""
     ec2 = session.client("ec2")
     with aws_errors():
         legacy = _legacy_vpc(ec2, project_id) is not None
@@ -86,7 +88,11 @@ def ensure_network(session: AwsSession, project_id: str) -> ProjectNetwork:
             return found
     with aws_errors():
         try:
-            shared = ensure_shared(ec2)
+            shared = find_shared(ec2)
+            if shared is None:
+                raise RetryableCloudError(
+                    SHARED_NOT_READY, "The network this region's projects share is not made yet."
+                )
             alb_group = _ensure_group(
                 ec2, project_id, shared.vpc_id, _alb_group_name(project_id), "Capstan load balancer"
             )
@@ -130,8 +136,8 @@ def ensure_network(session: AwsSession, project_id: str) -> ProjectNetwork:
 
 def delete_network(session: AwsSession, project_id: str) -> bool:
     """Remove the project's groups (and its own VPC, if it has one from before the shared
-    network), then the shared network if no other project uses it; False while something still
-    depends on them (try later)."""
+    network); False while something still depends on them (try later). The shared network
+    stays for `shared_network.release_shared`."""
     ec2 = session.client("ec2")
     with aws_errors():
         legacy = _legacy_vpc(ec2, project_id)
@@ -146,7 +152,6 @@ def delete_network(session: AwsSession, project_id: str) -> bool:
             if error_code(error) == "DependencyViolation":
                 return False  # network interfaces of its load balancer and tasks linger
             raise
-        release_shared(ec2)
         left = ec2.describe_security_groups(Filters=_project_filters(project_id))
         return not left["SecurityGroups"] and _legacy_vpc(ec2, project_id) is None
 
