@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from capstan.cloud.aws import names
+from capstan.cloud.aws import elasticache, names
 from capstan.cloud.aws import network as aws_network
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.cloud.errors import RetryableCloudError
@@ -102,3 +102,65 @@ def test_a_project_with_a_vpc_of_its_own_keeps_it_until_it_is_deleted(
     assert aws_network.delete_network(role, project_id) is True
     assert [vpc["IsDefault"] for vpc in _vpcs(admin)] == [True]
     assert capstan_resources(admin) == []
+
+
+def _ingress(admin: AwsSession, group_id: str) -> list[tuple[int, list[str], list[str]]]:
+    """A group's ingress rules: (port, CIDRs, source groups)."""
+    [group] = admin.client("ec2").describe_security_groups(GroupIds=[group_id])["SecurityGroups"]
+    return sorted(
+        (
+            rule["FromPort"],
+            sorted(r["CidrIp"] for r in rule.get("IpRanges", [])),
+            sorted(p["GroupId"] for p in rule.get("UserIdGroupPairs", [])),
+        )
+        for rule in group["IpPermissions"]
+    )
+
+
+def test_a_projects_groups_admit_nothing_from_another_projects(
+    fresh: tuple[AwsSession, AwsSession],
+) -> None:
+    role, admin = fresh
+    NetworkDriver(role).ensure_shared_network()
+    networks = {}
+    cache_groups = {}
+    for project_id in (new_id("prj"), new_id("prj")):
+        net = networks[project_id] = aws_network.ensure_network(role, project_id)
+        cache_groups[project_id] = elasticache.ensure_security_group(
+            role,
+            project_id,
+            new_id("cch"),
+            vpc_id=net.vpc_id,
+            services_group_id=net.services_group_id,
+        )
+    [(a, net_a), (b, net_b)] = networks.items()
+    assert net_a.vpc_id == net_b.vpc_id  # one VPC: the groups are what keeps projects apart
+    for project_id, net in networks.items():
+        # The load balancer: web ports from anywhere. The services: the container port from
+        # their own load balancer only. The cache: Valkey from their own services only.
+        assert _ingress(admin, net.load_balancer_group_id) == [
+            (80, ["0.0.0.0/0"], []),
+            (443, ["0.0.0.0/0"], []),
+        ]
+        assert _ingress(admin, net.services_group_id) == [
+            (names.CONTAINER_PORT, [], [net.load_balancer_group_id])
+        ]
+        assert _ingress(admin, cache_groups[project_id]) == [
+            (elasticache.PORT, [], [net.services_group_id])
+        ]
+    others = {
+        a: {net_b.load_balancer_group_id, net_b.services_group_id, cache_groups[b]},
+        b: {net_a.load_balancer_group_id, net_a.services_group_id, cache_groups[a]},
+    }
+    for project_id, net in networks.items():
+        mine = [net.load_balancer_group_id, net.services_group_id, cache_groups[project_id]]
+        admitted = {
+            source
+            for group in mine
+            for _, _, sources in _ingress(admin, group)
+            for source in sources
+        }
+        assert admitted.isdisjoint(others[project_id])
+        # Nor does the shared VPC's range: no rule admits by an address inside it.
+        cidrs = {cidr for group in mine for _, found, _ in _ingress(admin, group) for cidr in found}
+        assert cidrs <= {"0.0.0.0/0"}
