@@ -63,6 +63,23 @@ _EC2_CREATES = [
     "ec2:CreateRouteTable",
     "ec2:CreateSecurityGroup",
 ]
+# Building and removing a VPC's pieces, inside a VPC that carries the statement's tag.
+_EC2_CHANGES = [
+    "ec2:CreateSubnet",
+    "ec2:CreateRouteTable",
+    "ec2:CreateSecurityGroup",
+    "ec2:ModifyVpcAttribute",
+    "ec2:DeleteVpc",
+    "ec2:ModifySubnetAttribute",
+    "ec2:DeleteSubnet",
+    "ec2:AttachInternetGateway",
+    "ec2:DetachInternetGateway",
+    "ec2:DeleteInternetGateway",
+    "ec2:CreateRoute",
+    "ec2:AssociateRouteTable",
+    "ec2:DisassociateRouteTable",
+    "ec2:DeleteRouteTable",
+]
 # What the shared network is made of (its security groups are the projects').
 _SHARED_CREATES = [action for action in _EC2_CREATES if action != "ec2:CreateSecurityGroup"]
 
@@ -160,42 +177,14 @@ def access_statements() -> list[dict[str, Any]]:
             # Projects' groups are made in the shared VPC; the shared pieces are changed and
             # removed by tag, as a project's are.
             "ChangeSharedNetwork",
-            [
-                "ec2:CreateSubnet",
-                "ec2:CreateRouteTable",
-                "ec2:CreateSecurityGroup",
-                "ec2:ModifyVpcAttribute",
-                "ec2:DeleteVpc",
-                "ec2:ModifySubnetAttribute",
-                "ec2:DeleteSubnet",
-                "ec2:AttachInternetGateway",
-                "ec2:DetachInternetGateway",
-                "ec2:DeleteInternetGateway",
-                "ec2:CreateRoute",
-                "ec2:AssociateRouteTable",
-                "ec2:DisassociateRouteTable",
-                "ec2:DeleteRouteTable",
-            ],
+            _EC2_CHANGES,
             ec2_any,
             _SHARED,
         ),
         _statement(
             "ChangeProjectNetworks",
             [
-                "ec2:CreateSubnet",
-                "ec2:CreateRouteTable",
-                "ec2:CreateSecurityGroup",
-                "ec2:ModifyVpcAttribute",
-                "ec2:DeleteVpc",
-                "ec2:ModifySubnetAttribute",
-                "ec2:DeleteSubnet",
-                "ec2:AttachInternetGateway",
-                "ec2:DetachInternetGateway",
-                "ec2:DeleteInternetGateway",
-                "ec2:CreateRoute",
-                "ec2:AssociateRouteTable",
-                "ec2:DisassociateRouteTable",
-                "ec2:DeleteRouteTable",
+                *_EC2_CHANGES,
                 "ec2:AuthorizeSecurityGroupIngress",
                 "ec2:RevokeSecurityGroupIngress",
                 "ec2:DeleteSecurityGroup",

@@ -93,37 +93,27 @@ def ensure_network(session: AwsSession, project_id: str) -> ProjectNetwork:
                 raise RetryableCloudError(
                     SHARED_NOT_READY, "The network this region's projects share is not made yet."
                 )
+            web = [
+                {
+                    "IpProtocol": "tcp",
+                    "FromPort": port,
+                    "ToPort": port,
+                    "IpRanges": [{"CidrIp": "0.0.0.0/0"}],
+                    "Ipv6Ranges": [{"CidrIpv6": "::/0"}],
+                }
+                for port in (80, 443)
+            ]
             alb_group = _ensure_group(
-                ec2, project_id, shared.vpc_id, _alb_group_name(project_id), "Capstan load balancer"
+                ec2, project_id, shared.vpc_id, _alb_group_name(project_id), web
             )
-            _allow(
-                ec2,
-                alb_group,
-                [
-                    {
-                        "IpProtocol": "tcp",
-                        "FromPort": port,
-                        "ToPort": port,
-                        "IpRanges": [{"CidrIp": "0.0.0.0/0"}],
-                        "Ipv6Ranges": [{"CidrIpv6": "::/0"}],
-                    }
-                    for port in (80, 443)
-                ],
-            )
+            from_balancer = {
+                "IpProtocol": "tcp",
+                "FromPort": names.CONTAINER_PORT,
+                "ToPort": names.CONTAINER_PORT,
+                "UserIdGroupPairs": [{"GroupId": alb_group}],
+            }
             services_group = _ensure_group(
-                ec2, project_id, shared.vpc_id, _services_group_name(project_id), "Capstan services"
-            )
-            _allow(
-                ec2,
-                services_group,
-                [
-                    {
-                        "IpProtocol": "tcp",
-                        "FromPort": names.CONTAINER_PORT,
-                        "ToPort": names.CONTAINER_PORT,
-                        "UserIdGroupPairs": [{"GroupId": alb_group}],
-                    }
-                ],
+                ec2, project_id, shared.vpc_id, _services_group_name(project_id), [from_balancer]
             )
         except ClientError as error:
             if error_code(error) in _SHARED_GONE:
@@ -176,7 +166,10 @@ def _services_group_name(project_id: str) -> str:
     return f"capstan-{project_id}-services"
 
 
-def _ensure_group(ec2: Any, project_id: str, vpc_id: str, name: str, description: str) -> str:
+def _ensure_group(
+    ec2: Any, project_id: str, vpc_id: str, name: str, permissions: list[dict[str, Any]]
+) -> str:
+    """The project's group `name` in the VPC, admitting exactly `permissions` (made if missing)."""
     found = ec2.describe_security_groups(
         Filters=[
             {"Name": "vpc-id", "Values": [vpc_id]},
@@ -184,19 +177,18 @@ def _ensure_group(ec2: Any, project_id: str, vpc_id: str, name: str, description
         ]
     )["SecurityGroups"]
     if found:
-        return str(found[0]["GroupId"])
-    tags = [*names.tag_list(project_id, project_id), {"Key": "Name", "Value": name}]
-    return str(
-        ec2.create_security_group(
-            GroupName=name,
-            Description=description,
-            VpcId=vpc_id,
-            TagSpecifications=[{"ResourceType": "security-group", "Tags": tags}],
-        )["GroupId"]
-    )
-
-
-def _allow(ec2: Any, group_id: str, permissions: list[dict[str, Any]]) -> None:
+        group_id = str(found[0]["GroupId"])
+    else:
+        tags = [*names.tag_list(project_id, project_id), {"Key": "Name", "Value": name}]
+        group_id = str(
+            ec2.create_security_group(
+                GroupName=name,
+                Description=name,
+                VpcId=vpc_id,
+                TagSpecifications=[{"ResourceType": "security-group", "Tags": tags}],
+            )["GroupId"]
+        )
     for permission in permissions:
         with ignoring("InvalidPermission.Duplicate"):
             ec2.authorize_security_group_ingress(GroupId=group_id, IpPermissions=[permission])
+    return group_id
