@@ -14,7 +14,7 @@ from capstan.cloud.deploy import BuildSpec, Deployer, Target, TaskSpec
 from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud.pricing import monthly_run_rate_usd
 from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.operator import bootstrap_control_plane
+from capstan.sandbox.cloud.operator import bootstrap_control_plane, ensure_service_zone
 from capstan.sandbox.cloud.simulator import simulator
 from tests.cloud.deploy_helpers import (
     GOOD_TOKEN,
@@ -62,6 +62,7 @@ def account(endpoint: Endpoint) -> str:
 @pytest.fixture(scope="module")
 def sessions(endpoint: Endpoint, account: str) -> Iterator[tuple[AwsSession, AwsSession]]:
     """The account as its administrator sees it (the tests' own checks), and the operator's."""
+    ensure_service_zone(endpoint, DOMAIN)  # the operator's, made before Capstan starts
     with (
         organization_access(endpoint, account) as customer,
         AwsSession(endpoint, bootstrap_control_plane(endpoint)) as operator,

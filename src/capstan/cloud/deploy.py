@@ -238,7 +238,7 @@ class Deployer(TargetDriver):
         return task_definition
 
     def _point_dns(self, hostname: str, balancer: elbv2.LoadBalancer) -> None:
-        zone = route53.ensure_zone(self._operator, self._domain)
+        zone = route53.service_zone(self._operator, self._domain)
         route53.upsert_alias(
             self._operator,
             zone,
