@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from capstan.cloud.aws import iam
 from capstan.cloud.aws.codebuild import BUILDSPEC, clone_base
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.deploy import Deployer
@@ -150,3 +151,19 @@ def test_an_image_without_curl_or_a_shell_runs_as_a_web_server(
     )
     assert rollout.state == "failed" and "circuit breaker" in (rollout.reason or "")
     wait_until(lambda: deployer.delete(target), timeout=10)
+
+
+def test_a_resync_writes_no_role_policy_again(access: AwsSession) -> None:
+    """IAM's writes are rate-limited account-wide: roles already right are only read."""
+    written: list[str] = []
+    access.client("iam").meta.events.register(
+        "before-call.iam.PutRolePolicy",
+        lambda **_: written.append("PutRolePolicy"),
+    )
+    project_id = new_id("prj")
+    iam.ensure_project_roles(access, project_id)
+    assert len(written) == 2  # the execution and build roles' policies
+    iam.ensure_project_roles(access, project_id)
+    iam.put_task_grants(access, project_id, [])
+    assert len(written) == 2
+    iam.delete_project_roles(access, project_id)
