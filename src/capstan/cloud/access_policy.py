@@ -129,7 +129,6 @@ def access_statements() -> list[dict[str, Any]]:
                 "acm:ListCertificates",
                 "cloudfront:ListDistributions",
                 "cloudfront:ListOriginAccessControls",
-                "route53:ListHostedZonesByName",
                 "bedrock:ListFoundationModels",
                 "ce:GetCostAndUsage",
             ],
@@ -147,7 +146,6 @@ def access_statements() -> list[dict[str, Any]]:
                 "application-autoscaling:DeleteScalingPolicy",
                 "cloudfront:CreateOriginAccessControl",
                 "cloudfront:CreateMonitoringSubscription",
-                "route53:CreateHostedZone",
             ],
             "*",
         ),
@@ -390,11 +388,6 @@ def access_statements() -> list[dict[str, Any]]:
             "SiteOriginAccess",
             ["cloudfront:GetOriginAccessControl", "cloudfront:DeleteOriginAccessControl"],
             arn("cloudfront", "origin-access-control/*", region=False),
-        ),
-        _statement(
-            "DnsRecords",
-            ["route53:ListResourceRecordSets", "route53:ChangeResourceRecordSets"],
-            {"Fn::Sub": "arn:${AWS::Partition}:route53:::hostedzone/*"},
         ),
         _statement(
             "Caches",

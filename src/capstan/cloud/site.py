@@ -163,7 +163,7 @@ class SiteDriver(TargetDriver):
             if info is None:  # ACM answers the new certificate a moment later
                 return SiteCertificate(arn, hostname, "pending", "ACM is creating the certificate.")
         if info.validation_records:
-            zone = route53.ensure_zone(self._operator, self._domain)
+            zone = route53.service_zone(self._operator, self._domain)
             for record in info.validation_records:
                 route53.upsert_record(self._operator, zone, record.name, record.type, record.value)
         if info.status == "ISSUED":
@@ -223,7 +223,7 @@ class SiteDriver(TargetDriver):
                 }
             ],
         )
-        zone = route53.ensure_zone(self._operator, self._domain)
+        zone = route53.service_zone(self._operator, self._domain)
         route53.upsert_alias(
             self._operator,
             zone,
@@ -341,6 +341,7 @@ class SiteDriver(TargetDriver):
                 return False
         s3.delete_bucket(self._customer, bucket_name(target.resource_id))
         ssm.delete_environment(self._customer, target.resource_id)
+        ssm.delete_build_token(self._customer, target.project_id, target.resource_id)
         codebuild.delete_project(self._customer, target.resource_id)
         logs.delete_group(self._customer, names.build_log_group(target.resource_id))
         iam.delete_site_build_role(self._customer, target.resource_id)
