@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import elasticache, names
 from capstan.cloud.aws import network as aws_network
@@ -164,3 +165,29 @@ def test_a_projects_groups_admit_nothing_from_another_projects(
         # Nor does the shared VPC's range: no rule admits by an address inside it.
         cidrs = {cidr for group in mine for _, found, _ in _ingress(admin, group) for cidr in found}
         assert cidrs <= {"0.0.0.0/0"}
+
+
+def test_the_role_makes_the_shared_network_only_tagged_and_adopts_no_vpc(
+    fresh: tuple[AwsSession, AwsSession],
+) -> None:
+    role, admin = fresh
+    ec2 = role.client("ec2")
+    [default] = _vpcs(admin)
+    shared_tag = [{"Key": names.SHARED_TAG, "Value": "network"}]
+    refusals = [
+        # A VPC tagged neither for a project nor as the shared network.
+        lambda: ec2.create_vpc(CidrBlock="10.1.0.0/16"),
+        # Tagging a VPC Capstan did not make would hand it to Capstan.
+        lambda: ec2.create_tags(Resources=[default["VpcId"]], Tags=shared_tag),
+        # A subnet in a VPC that is neither a project's nor the shared one.
+        lambda: ec2.create_subnet(
+            VpcId=default["VpcId"],
+            CidrBlock="172.31.200.0/24",
+            TagSpecifications=[{"ResourceType": "subnet", "Tags": shared_tag}],
+        ),
+    ]
+    for call in refusals:
+        with pytest.raises(ClientError) as refused:
+            call()
+        assert refused.value.response["Error"]["Code"] == "UnauthorizedOperation"
+    assert _vpcs(admin) == [default]

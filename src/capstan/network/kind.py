@@ -1,5 +1,6 @@
-"""The project network as a kind: its reconciler, and the network itself keeps a project from
-being deleted while it is still being removed from the cloud."""
+"""The project network as a kind: its reconcilers (the project's network, and the network an
+account's projects share in a region), and the network itself keeps a project from being
+deleted while it is still being removed from the cloud."""
 
 from __future__ import annotations
 
