@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from capstan.network.reconcile import ProjectNetworkReconciler
 from capstan.network.service import still_exists
-from capstan.network.shared import SharedNetworkReconciler
+from capstan.network.shared import SharedNetworkReconciler, being_removed
 from capstan.reconcile.worker import Reconciler
 from capstan.registry import ResourceKind, Runtime
 
@@ -20,7 +20,10 @@ def _reconcilers(runtime: Runtime) -> Sequence[Reconciler]:
 KIND = ResourceKind(
     name="project_network",
     reconcilers=_reconcilers,
-    dependents={"network still being removed": still_exists},
+    dependents={
+        "network still being removed": still_exists,
+        "shared network still being checked": being_removed,
+    },
     leftovers=(
         "vpc",
         "subnet",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan import registry
@@ -26,6 +26,8 @@ from capstan.cloud_account.models import CloudAccount
 from capstan.network.deploying import shared_deployer_for
 from capstan.network.service import enqueue as enqueue_project_network
 from capstan.projects.models import Project
+from capstan.reconcile.models import QueueItem
+from capstan.reconcile.queue import MAX_ATTEMPTS
 from capstan.reconcile.queue import enqueue as enqueue_pass
 from capstan.reconcile.timing import Poll
 from capstan.reconcile.worker import Done, PollAgain, Result
@@ -44,6 +46,31 @@ async def enqueue(session: AsyncSession, account_id: str, region: str) -> None:
     """Ask for a pass over the shared network of `account_id` in `region` (in the caller's
     transaction)."""
     await enqueue_pass(session, QUEUE_KIND, key(account_id, region))
+
+
+async def being_removed(session: AsyncSession, project_id: str) -> int:
+    """1 while a pass over the shared network of the project's account and region is to come
+    (the project network's removal asks for one, which removes the shared network if it was the
+    last): the project is deleted only once the cloud is clean. A dead row does not hold it."""
+    found = (
+        await session.execute(
+            select(CloudAccount.account_id, Project.region)
+            .join(Project, Project.organization_id == CloudAccount.organization_id)
+            .where(Project.id == project_id, CloudAccount.account_id.is_not(None))
+        )
+    ).first()
+    if found is None:
+        return 0
+    pending = await session.scalar(
+        select(func.count())
+        .select_from(QueueItem)
+        .where(
+            QueueItem.kind == QUEUE_KIND,
+            QueueItem.resource_id == key(str(found[0]), found[1]),
+            QueueItem.attempts < MAX_ATTEMPTS,
+        )
+    )
+    return 1 if pending else 0
 
 
 class SharedNetworkReconciler:
@@ -119,4 +146,4 @@ class SharedNetworkReconciler:
         return wanted, waiting
 
 
-__all__ = ["QUEUE_KIND", "SharedNetworkReconciler", "enqueue", "key"]
+__all__ = ["QUEUE_KIND", "SharedNetworkReconciler", "being_removed", "enqueue", "key"]
