@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -17,9 +18,11 @@ from capstan.cloud.aws import iam
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.inventory import capstan_resources
+from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
 from tests.harness import Org, RunningServer
 from tests.polling import wait_until
+from tests.spend import age_spend_answers, spend_cache
 
 HAIKU = "anthropic.claude-3-haiku-20240307-v1:0"
 TITAN_EMBED = "amazon.titan-embed-text-v2:0"
@@ -195,6 +198,61 @@ def test_cost_is_priced_and_links_to_the_bucket_in_cost_explorer(shop: Ready) ->
     url = spend["cost_explorer_url"]
     assert url.startswith("https://us-east-1.console.aws.amazon.com/costmanagement/home#")
     assert made.bucket["id"] in url and "capstan:resource" in url
+
+
+def test_cost_explorer_is_asked_once_per_period_and_unavailable_says_why(shop: Ready) -> None:
+    org = shop.org
+    made = active_bucket(org)
+    bucket_id = made.bucket["id"]
+    account_id = org.api.get("/api/cloud_account").json()["account_id"]
+    ledger = simulator().cost
+    cache = spend_cache(org.server)
+
+    def month_to_date() -> tuple[Any, Any]:
+        answer = org.api.get(f"{made.path}/cost")
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["estimated_monthly_usd"] >= 0  # the estimate needs no Cost Explorer
+        return body["month_to_date_usd"], body["month_to_date_unavailable"]
+
+    first = month_to_date()
+    assert first[0] is not None and first[1] is None
+    assert [month_to_date() for _ in range(3)] == [first] * 3
+    assert ledger.calls(account_id, bucket_id) == 1
+    age_spend_answers(org.server, cache.seconds - 60)
+    month_to_date()
+    assert ledger.calls(account_id, bucket_id) == 1
+    age_spend_answers(org.server, 120)  # the period is over: asked again, once
+    month_to_date()
+    month_to_date()
+    assert ledger.calls(account_id, bucket_id) == 2
+
+    ledger.switch_off(account_id)
+    try:
+        age_spend_answers(org.server, cache.seconds)
+        usd, why = month_to_date()
+        assert usd is None and "Cost Explorer is not enabled" in why
+        assert ledger.calls(account_id, bucket_id) == 2  # refused before it was counted
+    finally:
+        ledger.switch_on(account_id)
+    age_spend_answers(org.server, cache.unavailable_seconds)
+    assert month_to_date()[0] is not None
+
+    try:
+        ledger.set_tag_status(account_id, "capstan:resource", active=False)
+        age_spend_answers(org.server, cache.seconds)
+        usd, why = month_to_date()
+        assert usd is None and "not an active cost allocation tag" in why
+        ledger.set_tag_status(account_id, "capstan:resource", active=True)
+        age_spend_answers(org.server, cache.unavailable_seconds)
+        usd, why = month_to_date()  # activated just now: a day before the figures are whole
+        assert usd is None and "less than 24 hours ago" in why
+    finally:
+        ledger.set_tag_status(
+            account_id, "capstan:resource", active=True, at=datetime(2020, 1, 1, tzinfo=UTC)
+        )
+    age_spend_answers(org.server, cache.unavailable_seconds)
+    assert month_to_date()[0] is not None
 
 
 def test_deleting_a_bucket_that_holds_objects_leaves_nothing_tagged(shop: Ready) -> None:

@@ -10,9 +10,11 @@ import pytest
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.cloud.aws.ssm import StoredEnvironment
+from capstan.cloud.credentials import utcnow
 from capstan.cloud.deploy import BuildSpec, Deployer, Target, TaskSpec
 from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud.pricing import monthly_run_rate_usd
+from capstan.cloud.spend import SpendDriver
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.operator import bootstrap_control_plane
 from capstan.sandbox.cloud.simulator import simulator
@@ -123,7 +125,10 @@ def settle(deployer: Deployer, target: Target, arn: str) -> None:
 
 
 def test_web_server_end_to_end(
-    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+    deployer: Deployer,
+    sessions: tuple[AwsSession, AwsSession],
+    access: AwsSession,
+    source: GitHost,
 ) -> None:
     customer, operator = sessions
     project_id = new_id("prj")
@@ -228,7 +233,8 @@ def test_web_server_end_to_end(
         "error_rate_percent",
     }
     assert 0 < metrics["cpu_utilization_percent"] < 100
-    assert wait_until(lambda: deployer.spend_this_month(target) > 0)
+    spend = SpendDriver(access)  # as the endpoints read it, through the role
+    assert wait_until(lambda: (spend.month_to_date(target.resource_id, utcnow()).usd or 0) > 0)
 
     assert leftovers(customer, operator, target.resource_id, target.hostname)
     wait_until(lambda: deployer.delete(target), timeout=10)

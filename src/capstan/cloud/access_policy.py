@@ -109,6 +109,7 @@ def access_statements() -> list[dict[str, Any]]:
                 "route53:ListHostedZonesByName",
                 "bedrock:ListFoundationModels",
                 "ce:GetCostAndUsage",
+                "ce:ListCostAllocationTags",
             ],
             "*",
         ),

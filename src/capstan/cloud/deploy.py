@@ -30,7 +30,6 @@ from capstan.cloud.aws import (
     autoscaling,
     cloudwatch,
     codebuild,
-    cost,
     ecr,
     ecs,
     elbv2,
@@ -439,12 +438,6 @@ class Deployer(TargetDriver):
             result["request_count_1h"] = requests
             result["error_rate_percent"] = round(errors / requests * 100, 2) if requests else 0.0
         return result
-
-    def spend_this_month(self, target: Target) -> float:
-        """Cost Explorer, month to date, of everything tagged `capstan:resource` = the target."""
-        return cost.month_to_date_usd(
-            self._customer, target.resource_id, today=self._clock().date()
-        )
 
 
 __all__ = [
