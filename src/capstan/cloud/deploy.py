@@ -387,8 +387,9 @@ class Deployer(TargetDriver):
         events = logs.recent_events(
             self._customer,
             names.runtime_log_group(target.resource_id),
-            since=since if since is not None else self._clock() - timedelta(days=1),
+            since=since,
             limit=limit,
+            now=self._clock(),
         )
         return [LogLine(event.timestamp, event.message) for event in events]
 
