@@ -248,6 +248,11 @@ def access_statements() -> list[dict[str, Any]]:
                 "ecr:DescribeRepositories",
                 "ecr:DescribeImages",
                 "ecr:DeleteRepository",
+                # The lifecycle policy, and the `release-…` tags that keep releases' images.
+                "ecr:PutLifecyclePolicy",
+                "ecr:BatchGetImage",
+                "ecr:PutImage",
+                "ecr:BatchDeleteImage",
             ],
             any_region("ecr", "repository/capstan/*"),
         ),

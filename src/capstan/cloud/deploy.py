@@ -145,6 +145,11 @@ class Deployer(TargetDriver):
             self._customer, target.project_id, target.resource_id, variables, version
         )
 
+    def keep_images(self, target: Target, images: dict[str, str]) -> None:
+        """Protect exactly these images (digests by deployment id) from the repository's
+        lifecycle policy; older images expire (`ecr.lifecycle_policy`)."""
+        ecr.keep_images(self._customer, target.resource_id, images)
+
     def prune_environments(self, target: Target, keep: set[str | None]) -> list[str]:
         """Remove every version of the target's environment not in `keep` (no release needs
         it); the parameter names removed."""
