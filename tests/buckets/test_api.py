@@ -5,6 +5,7 @@ project deletion, and the task role's grants for buckets and models."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from capstan.cloud.aws import iam
+from capstan.cloud.aws import iam, names
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
+from capstan.sandbox.cloud.bedrock_profiles import invocation_refusal
 from capstan.sandbox.cloud.inventory import capstan_resources
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
@@ -26,6 +28,7 @@ from tests.spend import age_spend_answers, spend_cache
 
 HAIKU = "anthropic.claude-3-haiku-20240307-v1:0"
 TITAN_EMBED = "amazon.titan-embed-text-v2:0"
+US_SONNET_37 = "us.anthropic.claude-3-7-sonnet-20250219-v1:0"
 
 
 @pytest.fixture(scope="module")
@@ -358,6 +361,24 @@ def test_the_task_role_may_use_the_buckets_and_exactly_the_enabled_models(shop: 
             "bedrock:InvokeModel",
             "bedrock:InvokeModelWithResponseStream",
         }
+        # Haiku is sold through AWS Marketplace: its first invocation subscribes the account.
+        assert set(granted["CapstanModelSubscriptions"]["Action"]) == {
+            "aws-marketplace:ViewSubscriptions",
+            "aws-marketplace:Subscribe",
+        }
+
+        # An inference profile: the task role (under its boundary) may invoke through it, as
+        # the sandbox checks it the way AWS does; Haiku is no longer allowed.
+        put = org.api.put(f"{shop.base}/model_access", json={"model_ids": [US_SONNET_37]})
+        assert put.status_code == 200, put.text
+        account_id = org.api.get("/api/cloud_account").json()["account_id"]
+        role = names.task_role_name(project_id)
+        granted = grants(
+            lambda s: "inference-profile" in json.dumps(s.get("CapstanModels")), "the profile"
+        )
+        assert invocation_refusal(account_id, "aws", role, "us-east-1", US_SONNET_37) is None
+        refusal = invocation_refusal(account_id, "aws", role, "us-east-1", HAIKU)
+        assert refusal is not None and "not authorized to perform: bedrock:InvokeModel" in refusal
 
         assert org.api.put(f"{shop.base}/model_access", json={"model_ids": []}).status_code == 200
         granted = grants(lambda s: "CapstanModels" not in s, "the model grant to go")

@@ -108,6 +108,7 @@ def access_statements() -> list[dict[str, Any]]:
                 "cloudfront:ListOriginAccessControls",
                 "route53:ListHostedZonesByName",
                 "bedrock:ListFoundationModels",
+                "bedrock:ListInferenceProfiles",
                 "ce:GetCostAndUsage",
                 "ce:ListCostAllocationTags",
             ],

@@ -25,6 +25,7 @@ from capstan.sandbox.cloud import (
     acm,
     authorization,
     bedrock,
+    bedrock_profiles,
     elasticache,
     limits,
     log_pages,
@@ -83,6 +84,7 @@ def install_extensions() -> None:
     elasticache.install()
     acm.install()
     bedrock.install()
+    bedrock_profiles.install()
     s3_metrics.install()
     cloudfront_extension.install()
     limits.install()
