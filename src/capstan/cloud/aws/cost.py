@@ -49,8 +49,10 @@ def tag_unavailable(session: AwsSession, *, now: datetime) -> str | None:
         try:
             answer = client.list_cost_allocation_tags(TagKeys=[names.RESOURCE_TAG])
         except ClientError as error:
+            # Refused for the account rather than the role (a member account may not see the
+            # billing settings, or Cost Explorer is off): GetCostAndUsage tells which.
             if _not_enabled(error):
-                return NOT_ENABLED
+                return None
             raise
     found = [
         tag for tag in answer.get("CostAllocationTags", []) if tag.get("Type") != "AWSGenerated"
