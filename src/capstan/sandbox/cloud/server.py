@@ -25,8 +25,10 @@ from capstan.sandbox.cloud import (
     acm,
     authorization,
     bedrock,
+    bedrock_profiles,
     elasticache,
     limits,
+    log_pages,
     route53,
     s3_metrics,
     sts,
@@ -82,9 +84,11 @@ def install_extensions() -> None:
     elasticache.install()
     acm.install()
     bedrock.install()
+    bedrock_profiles.install()
     s3_metrics.install()
     cloudfront_extension.install()
     limits.install()
+    log_pages.install()
     authorization.install()
 
 
