@@ -15,10 +15,13 @@ from urllib.parse import parse_qs, urlsplit
 from capstan.cloud.aws import names
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.aws.ssm import StoredEnvironment
+from capstan.cloud.builds import RegistryLogin
 from capstan.cloud.deploy import BuildSpec, Deployer, Target, TaskSpec
 from tests.polling import wait_until
 
 GOOD_TOKEN = "ghs_" + "a" * 36
+# Docker Hub, signed in as an operator should configure it (anonymous pulls are limited).
+REGISTRY_LOGIN = RegistryLogin("capstan-tests", "dckr_pat_" + "b" * 27)
 # The driver tests' service domain, repository and commits (one builds, one fails).
 DOMAIN = "apps.sandbox.test"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -204,7 +207,15 @@ def worker_target(project_id: str) -> Target:
 
 
 def build(deployer: Deployer, target: Target, source: GitHost, commit: str = COMMIT) -> str:
-    spec = BuildSpec(target, REPO, commit, source.api_url, GOOD_TOKEN, "npm run build")
+    spec = BuildSpec(
+        target,
+        REPO,
+        commit,
+        source.api_url,
+        GOOD_TOKEN,
+        "npm run build",
+        registry_login=REGISTRY_LOGIN,
+    )
     build_id = deployer.start_build(spec)
     done = wait_until(lambda: (b := deployer.describe_build(build_id)).state != "in_progress" and b)
     assert done

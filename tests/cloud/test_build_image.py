@@ -15,10 +15,12 @@ from capstan.cloud.aws import iam
 from capstan.cloud.aws.codebuild import BUILDSPEC, clone_base
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.deploy import Deployer
+from capstan.sandbox.cloud import quotas
 from capstan.sandbox.cloud.simulator import build_shell, images
 from capstan.sandbox.git_host.samples import DISTROLESS_FILES
 from tests.cloud.deploy_helpers import (
     GOOD_TOKEN,
+    REGISTRY_LOGIN,
     REPO,
     GitHost,
     build,
@@ -42,7 +44,7 @@ LEAKING_CLONE = """\
 
 def _secrets() -> list[bytes]:
     basic = base64.b64encode(f"x-access-token:{GOOD_TOKEN}".encode())
-    return [GOOD_TOKEN.encode(), basic]
+    return [GOOD_TOKEN.encode(), basic, REGISTRY_LOGIN.token.encode()]
 
 
 def _variables(source: GitHost, commit: str) -> dict[str, str]:
@@ -53,6 +55,8 @@ def _variables(source: GitHost, commit: str) -> dict[str, str]:
         "GIT_API_URL": source.api_url,
         "GIT_CLONE_BASE": clone_base(source.api_url),
         "IMAGE_URI": f"123456789012.dkr.ecr.us-east-1.amazonaws.com/capstan/x:{commit}",
+        "DOCKERHUB_USERNAME": REGISTRY_LOGIN.username,
+        "DOCKERHUB_TOKEN": REGISTRY_LOGIN.token,
     }
 
 
@@ -81,6 +85,8 @@ def test_the_git_token_is_in_no_image_layer_and_no_build_record(
     variables = {item["name"]: item for item in record["environment"]["environmentVariables"]}
     assert variables["GIT_TOKEN"]["type"] == "PARAMETER_STORE"
     assert variables["GIT_TOKEN"]["value"].startswith("/capstan/build-tokens/")
+    assert variables["DOCKERHUB_TOKEN"]["type"] == "PARAMETER_STORE"
+    assert variables["DOCKERHUB_USERNAME"]["value"] == REGISTRY_LOGIN.username
     log = [line.message for line in deployer.build_log(build_id)]
     assert not any(secret.decode() in line for line in log for secret in _secrets())
     wait_until(lambda: deployer.delete(target), timeout=10)
@@ -167,3 +173,26 @@ def test_a_resync_writes_no_role_policy_again(access: AwsSession) -> None:
     iam.put_task_grants(access, project_id, [])
     assert len(written) == 2
     iam.delete_project_roles(access, project_id)
+
+
+def test_anonymous_docker_hub_pulls_meet_their_limit_and_signed_in_ones_do_not(
+    source: GitHost,
+) -> None:
+    commit = "d0c4e2d0c4e2d0c4e2d0c4e2d0c4e2d0c4e2d0c4"
+    source.files[(REPO, commit)] = {"build": "succeed"}
+    anonymous = {
+        name: value for name, value in _variables(source, commit).items() if "DOCKERHUB" not in name
+    }
+    before = quotas.configure(dockerhub_anonymous_pulls_per_hour=0)
+    try:
+        limited = build_shell.run(BUILDSPEC, anonymous)
+        assert limited.failed_phase == "BUILD"
+        assert limited.error is not None and "toomanyrequests" in limited.error
+        assert "python:3.12-slim" in limited.error
+        signed_in = build_shell.run(BUILDSPEC, _variables(source, commit))
+        assert signed_in.failed_phase is None, signed_in.lines
+        assert not any(REGISTRY_LOGIN.token in line for line in signed_in.lines)
+    finally:
+        quotas.configure(
+            dockerhub_anonymous_pulls_per_hour=before.dockerhub_anonymous_pulls_per_hour
+        )

@@ -9,9 +9,11 @@ import pytest
 
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.aws.ssm import StoredEnvironment
+from capstan.cloud.credentials import utcnow
 from capstan.cloud.deploy import BuildSpec, Deployer
 from capstan.cloud.errors import TerminalCloudError
-from capstan.cloud.pricing import monthly_run_rate_usd
+from capstan.cloud.pricing import bucket_monthly_usd, monthly_run_rate_usd
+from capstan.cloud.spend import SpendDriver
 from capstan.sandbox.cloud.simulator import simulator
 from tests.cloud.deploy_helpers import (
     BROKEN,
@@ -34,7 +36,10 @@ pytestmark = pytest.mark.usefixtures("fast_simulator")
 
 
 def test_web_server_end_to_end(
-    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+    deployer: Deployer,
+    sessions: tuple[AwsSession, AwsSession],
+    access: AwsSession,
+    source: GitHost,
 ) -> None:
     customer, operator = sessions
     project_id = new_id("prj")
@@ -140,7 +145,8 @@ def test_web_server_end_to_end(
         "error_rate_percent",
     }
     assert 0 < metrics["cpu_utilization_percent"] < 100
-    assert wait_until(lambda: deployer.spend_this_month(target) > 0)
+    spend = SpendDriver(access)  # as the endpoints read it, through the role
+    assert wait_until(lambda: (spend.month_to_date(target.resource_id, utcnow()).usd or 0) > 0)
 
     assert leftovers(customer, operator, target.resource_id, target.hostname)
     wait_until(lambda: deployer.delete(target), timeout=10)
@@ -432,16 +438,27 @@ def test_delete_project_network(
 
 def test_monthly_run_rate() -> None:
     worker = monthly_run_rate_usd(1024, 2048, "us-east-1", "worker")
-    # 1 vCPU and 2 GB for 730 hours at us-east-1 prices.
-    assert worker == pytest.approx((0.04048 + 2 * 0.004445) * 730, abs=0.01)
+    # 1 vCPU and 2 GB and the task's public IPv4 address for 730 hours at us-east-1 prices.
+    assert worker == pytest.approx((0.04048 + 2 * 0.004445 + 0.005) * 730, abs=0.01)
     web = monthly_run_rate_usd(1024, 2048, "us-east-1", "web_server")
-    assert web > worker
+    # ... and the load balancer's hour, its two public addresses, and one LCU.
+    assert web == pytest.approx(worker + (0.0225 + 2 * 0.005 + 0.008) * 730, abs=0.01)
+    shared = monthly_run_rate_usd(1024, 2048, "us-east-1", "web_server", alb_shared_by=2)
+    assert shared == pytest.approx(worker + ((0.0225 + 2 * 0.005) / 2 + 0.008) * 730, abs=0.01)
     assert monthly_run_rate_usd(256, 512, "xx-nowhere-1", "worker") == monthly_run_rate_usd(
         256, 512, "us-east-1", "worker"
     )
     assert monthly_run_rate_usd(4096, 8192, "eu-central-1", "worker") > monthly_run_rate_usd(
         4096, 8192, "us-east-1", "worker"
     )
+
+
+def test_a_bucket_estimate_prices_storage_requests_and_request_metrics_while_in_use() -> None:
+    # 1 GB stored, nothing asked: storage only (request metrics receive no data, so cost none).
+    assert bucket_monthly_usd(1024**3, 0, 0, "us-east-1") == pytest.approx(0.023)
+    # 100 PUTs and 1000 GETs an hour, and the 16 request metrics at $0.30 a month each.
+    busy = bucket_monthly_usd(1024**3, 100, 1000, "us-east-1")
+    assert busy == pytest.approx(0.023 + (0.1 * 0.005 + 1 * 0.0004) * 730 + 16 * 0.30)
 
 
 def test_environment_versions_live_side_by_side_and_unneeded_ones_are_pruned(

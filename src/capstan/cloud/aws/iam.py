@@ -54,7 +54,7 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
     """
     iam = session.client("iam")
     parameters = "arn:*:ssm:*:*:parameter/capstan/*"
-    tokens = names.build_token_parameter(project_id, "*")
+    tokens = names.build_token_parameter(project_id, "*", "*")
     roles = {
         "task": (names.task_role_name(project_id), "ecs-tasks.amazonaws.com", None),
         "execution": (
@@ -244,7 +244,7 @@ def ensure_site_build_role(
     iam = session.client("iam")
     role_name = site_build_role_name(resource_id)
     parameters = f"arn:*:ssm:*:*:parameter{names.parameter_path(resource_id)}*"
-    token = names.build_token_parameter(project_id, resource_id)
+    token = names.build_token_parameter(project_id, resource_id, "*")
     policy = _policy(
         {
             "Effect": "Allow",

@@ -25,9 +25,11 @@ from capstan.sandbox.cloud import (
     acm,
     authorization,
     bedrock,
+    bedrock_profiles,
     ec2_quotas,
     elasticache,
     limits,
+    log_pages,
     route53,
     s3_metrics,
     sts,
@@ -83,10 +85,12 @@ def install_extensions() -> None:
     elasticache.install()
     acm.install()
     bedrock.install()
+    bedrock_profiles.install()
     s3_metrics.install()
     cloudfront_extension.install()
     limits.install()
     ec2_quotas.install()
+    log_pages.install()
     authorization.install()
 
 
