@@ -147,16 +147,13 @@ def test_kill_9_mid_deployment_then_restart_converges_with_one_of_each(tmp_path:
 
         with account_sessions(sandbox_url, account_id) as (customer, operator):
             found = capstan_resources(customer, project["id"])
+            shared = capstan_resources(customer)
             records = dns_records(operator, "capstan.localhost", under="crash")
             rules = _host_rules(customer, hostname)
         project_id, web_id = project["id"], web["id"]
         assert per_resource(found) == {
-            # The project's network, load balancer, cluster and roles: one of each.
-            ("vpc", project_id): 1,
-            ("subnet", project_id): 2,
+            # The project's network (its groups), load balancer, cluster and roles: one of each.
             ("security group", project_id): 2,
-            ("internet gateway", project_id): 1,
-            ("route table", project_id): 1,
             ("load balancer", project_id): 1,
             ("ecs cluster", project_id): 1,
             ("iam role", project_id): 3,
@@ -171,6 +168,13 @@ def test_kill_9_mid_deployment_then_restart_converges_with_one_of_each(tmp_path:
             ("scalable target", web_id): 1,
             ("scaling policy", web_id): 1,
         }, procs.output()
+        # The network the account's projects share (nobody's project): one of each.
+        assert per_resource([item for item in shared if item.project is None]) == {
+            ("vpc", None): 1,
+            ("subnet", None): 2,
+            ("internet gateway", None): 1,
+            ("route table", None): 1,
+        }
         task_definitions = [item for item in found if item.kind.startswith("task definition")]
         assert [item.tags[names.DEPLOYMENT_TAG] for item in task_definitions] == [
             deployments[0]["id"]

@@ -1,6 +1,7 @@
 """Deletion leaves nothing behind: after a web server, a worker and a preview are deleted through
 the API and their rows are gone, the organization's sandbox account holds nothing tagged with
-the project — not the targets' resources, not the project's shared network — and no DNS record
+the project — not the targets' resources, not the project's network, not the network the
+account's projects share (the last project network took it) — and no DNS record
 of the project is left in the operator's zone; then the project itself can be deleted.
 
 And with every kind at once — web server, worker, static website, their previews, a cache, a
@@ -42,15 +43,9 @@ WEB_KINDS = {
     "scaling policy",
 }
 WORKER_KINDS = WEB_KINDS - {"target group", "listener rule", "scalable target", "scaling policy"}
-PROJECT_KINDS = {
-    "vpc",
-    "subnet",
-    "security group",
-    "internet gateway",
-    "load balancer",
-    "ecs cluster",
-    "iam role",
-}
+PROJECT_KINDS = {"security group", "load balancer", "ecs cluster", "iam role"}
+# The network the account's projects share in the region: nobody's project.
+SHARED_KINDS = {"vpc", "subnet", "internet gateway", "route table"}
 
 
 def test_deleting_every_target_leaves_nothing_in_the_account(org: Org) -> None:
@@ -89,6 +84,8 @@ def test_deleting_every_target_leaves_nothing_in_the_account(org: Org) -> None:
         assert kinds[preview["id"]] >= WEB_KINDS, kinds[preview["id"]]
         assert kinds[worker["id"]] >= WORKER_KINDS, kinds[worker["id"]]
         assert kinds[project_id] >= PROJECT_KINDS, kinds[project_id]
+        shared = {item.kind for item in capstan_resources(customer) if item.project is None}
+        assert shared == SHARED_KINDS
         assert any(kind.startswith("tagging:") for kind in kinds[web["id"]])
         assert sorted(dns_records(operator, domain, under=suffix)) == sorted(
             f"{hostname}." for hostname in hostnames.values() if hostname
@@ -101,6 +98,8 @@ def test_deleting_every_target_leaves_nothing_in_the_account(org: Org) -> None:
 
         # No polling from here on: once the rows are gone, the cloud must already be clean.
         assert capstan_resources(customer, project_id) == []
+        # The account's last project network took the shared one with it.
+        assert capstan_resources(customer) == []
         assert dns_records(operator, domain, under=suffix) == []
         for resource_id, hostname in hostnames.items():
             assert leftovers(customer, operator, resource_id, hostname) == {}, resource_id

@@ -39,7 +39,7 @@ def drop_statement(server: RunningServer, account_id: str, sid: str) -> None:
     ("sid", "action"),
     [
         ("KeepImages", "ecr:DescribeRepositories"),  # the deployment's own step
-        ("CreateProjectNetworks", "ec2:CreateVpc"),  # the network it waits for
+        ("CreateSharedNetwork", "ec2:CreateVpc"),  # the network it waits for
     ],
 )
 def test_the_deployment_fails_naming_the_missing_permission(

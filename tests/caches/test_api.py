@@ -174,7 +174,8 @@ def test_deleting_a_cache_removes_it_while_the_others_and_the_network_stay(
         "tagging:elasticache",
         "tagging:ec2",
     }
-    assert any(item.kind == "vpc" for item in left)
+    project_groups = [i for i in left if i.kind == "security group" and i.resource == i.project]
+    assert len(project_groups) == 2  # the project's network: its load balancer's and services'
     assert org.api.get(f"{shop.base}/cache").json()["caches"] == [org.api.get(second_path).json()]
     assert "caches: 1" in org.api.delete(shop.base).json()["message"]
 

@@ -68,4 +68,7 @@ def access(endpoint: Endpoint, account: str) -> Iterator[AwsSession]:
 @pytest.fixture
 def deployer(access: AwsSession, sessions: tuple[AwsSession, AwsSession]) -> Deployer:
     _customer, operator = sessions
-    return Deployer(access, operator, domain=DOMAIN)
+    deployer = Deployer(access, operator, domain=DOMAIN)
+    # The account's shared network: its own pass makes it before any project's network.
+    deployer.network.ensure_shared_network()
+    return deployer

@@ -285,11 +285,15 @@ def test_an_unhealthy_first_rollout_reports_its_targets_until_the_breaker_trips(
 def _inventory(customer: AwsSession, project_id: str) -> dict[str, int]:
     ec2 = customer.client("ec2")
     project = [{"Name": "tag:capstan:project", "Values": [project_id]}]
+    shared = [{"Name": "tag:capstan:shared", "Values": ["network"]}]
     return {
         "vpcs": len(ec2.describe_vpcs(Filters=project)["Vpcs"]),
         "subnets": len(ec2.describe_subnets(Filters=project)["Subnets"]),
         "groups": len(ec2.describe_security_groups(Filters=project)["SecurityGroups"]),
         "gateways": len(ec2.describe_internet_gateways(Filters=project)["InternetGateways"]),
+        "shared vpcs": len(ec2.describe_vpcs(Filters=shared)["Vpcs"]),
+        "shared subnets": len(ec2.describe_subnets(Filters=shared)["Subnets"]),
+        "shared gateways": len(ec2.describe_internet_gateways(Filters=shared)["InternetGateways"]),
         "balancers": sum(
             1
             for b in customer.client("elbv2").describe_load_balancers()["LoadBalancers"]
@@ -322,11 +326,15 @@ def test_network_and_deploy_are_idempotent(
     project_id = new_id("prj")
     deployer.network.ensure_project_network(project_id)
     first = _inventory(customer, project_id)
+    # The project's own pieces are its two groups; the VPC is the region's shared one.
     assert first == {
-        "vpcs": 1,
-        "subnets": 2,
+        "vpcs": 0,
+        "subnets": 0,
         "groups": 2,
-        "gateways": 1,
+        "gateways": 0,
+        "shared vpcs": 1,
+        "shared subnets": 2,
+        "shared gateways": 1,
         "balancers": 1,
         "clusters": 1,
         "roles": 3,
@@ -417,11 +425,14 @@ def test_delete_project_network(
     assert finished.image_uri
     settle(deployer, target, deployer.deploy(task_spec(target, finished.image_uri)))
     assert deployer.network.delete_project_network(project_id) is False
-    assert _inventory(customer, project_id)["vpcs"] == 1
+    assert _inventory(customer, project_id)["groups"] == 2
 
     wait_until(lambda: deployer.delete(target), timeout=10)
     assert wait_until(lambda: deployer.network.delete_project_network(project_id), timeout=10)
-    assert set(_inventory(customer, project_id).values()) == {0}
+    # Nothing of the project's is left (the shared network stays while other tests' projects of
+    # this account use it).
+    left = _inventory(customer, project_id)
+    assert {value for key, value in left.items() if not key.startswith("shared")} == {0}
     assert deployer.network.delete_project_network(project_id) is True
 
 

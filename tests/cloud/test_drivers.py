@@ -91,6 +91,7 @@ def test_a_project_network_known_to_one_driver_is_known_to_the_next_of_the_same_
     project_id = new_id("prj")
     cache = ProjectCache()
     first = NetworkDriver(customer, cache=cache, network_version="v1")
+    first.ensure_shared_network()  # its own pass makes it before any project's
     first.ensure_project_network(project_id)
     made = first.resources(project_id)
     try:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 PROJECT_TAG = "capstan:project"
+# The network every project of an account and region shares: nobody's project, its own tag.
+SHARED_TAG = "capstan:shared"
 CAPSTAN_ROLE_PATH = "/capstan/"
 # The boundary's name is derived from the access role's, so the driver can name it too.
 BOUNDARY_SUFFIX = "-boundary"
@@ -40,6 +42,8 @@ _ROLES = [
 ]
 _TAGGED_ON_CREATE = {"Null": {f"aws:RequestTag/{PROJECT_TAG}": "false"}}
 _TAGGED = {"Null": {f"aws:ResourceTag/{PROJECT_TAG}": "false"}}
+_SHARED_ON_CREATE = {"Null": {f"aws:RequestTag/{SHARED_TAG}": "false"}}
+_SHARED = {"Null": {f"aws:ResourceTag/{SHARED_TAG}": "false"}}
 _LOAD_BALANCING = [
     any_region("elasticloadbalancing", "loadbalancer/app/cp-*/*"),
     any_region("elasticloadbalancing", "listener/app/cp-*/*/*"),
@@ -59,6 +63,25 @@ _EC2_CREATES = [
     "ec2:CreateRouteTable",
     "ec2:CreateSecurityGroup",
 ]
+# Building and removing a VPC's pieces, inside a VPC that carries the statement's tag.
+_EC2_CHANGES = [
+    "ec2:CreateSubnet",
+    "ec2:CreateRouteTable",
+    "ec2:CreateSecurityGroup",
+    "ec2:ModifyVpcAttribute",
+    "ec2:DeleteVpc",
+    "ec2:ModifySubnetAttribute",
+    "ec2:DeleteSubnet",
+    "ec2:AttachInternetGateway",
+    "ec2:DetachInternetGateway",
+    "ec2:DeleteInternetGateway",
+    "ec2:CreateRoute",
+    "ec2:AssociateRouteTable",
+    "ec2:DisassociateRouteTable",
+    "ec2:DeleteRouteTable",
+]
+# What the shared network is made of (its security groups are the projects').
+_SHARED_CREATES = [action for action in _EC2_CREATES if action != "ec2:CreateSecurityGroup"]
 
 
 def _statement(
@@ -128,7 +151,7 @@ def access_statements() -> list[dict[str, Any]]:
             ],
             "*",
         ),
-        # -- networks: one VPC per project, tagged from birth -----------------------------------
+        # -- networks: a project's, and the one shared per region, tagged from birth -----------
         _statement("CreateProjectNetworks", _EC2_CREATES, ec2_any, _TAGGED_ON_CREATE),
         _statement(
             # Tags only as a resource is made: tagging an existing VPC would adopt it.
@@ -140,23 +163,28 @@ def access_statements() -> list[dict[str, Any]]:
                 **_TAGGED_ON_CREATE,
             },
         ),
+        _statement("CreateSharedNetwork", _SHARED_CREATES, ec2_any, _SHARED_ON_CREATE),
+        _statement(
+            "TagSharedNetworkOnCreate",
+            ["ec2:CreateTags"],
+            ec2_any,
+            {
+                "StringEquals": {"ec2:CreateAction": [a.split(":")[1] for a in _SHARED_CREATES]},
+                **_SHARED_ON_CREATE,
+            },
+        ),
+        _statement(
+            # Projects' groups are made in the shared VPC; the shared pieces are changed and
+            # removed by tag, as a project's are.
+            "ChangeSharedNetwork",
+            _EC2_CHANGES,
+            ec2_any,
+            _SHARED,
+        ),
         _statement(
             "ChangeProjectNetworks",
             [
-                "ec2:CreateSubnet",
-                "ec2:CreateRouteTable",
-                "ec2:CreateSecurityGroup",
-                "ec2:ModifyVpcAttribute",
-                "ec2:DeleteVpc",
-                "ec2:ModifySubnetAttribute",
-                "ec2:DeleteSubnet",
-                "ec2:AttachInternetGateway",
-                "ec2:DetachInternetGateway",
-                "ec2:DeleteInternetGateway",
-                "ec2:CreateRoute",
-                "ec2:AssociateRouteTable",
-                "ec2:DisassociateRouteTable",
-                "ec2:DeleteRouteTable",
+                *_EC2_CHANGES,
                 "ec2:AuthorizeSecurityGroupIngress",
                 "ec2:RevokeSecurityGroupIngress",
                 "ec2:DeleteSecurityGroup",

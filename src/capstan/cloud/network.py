@@ -1,10 +1,11 @@
 """A project's shared resources in a customer's AWS account: the driver the network reconciler
 uses, and what every target's deployment stands on.
 
-What a project owns, all named after its id: a VPC with public subnets, an internet gateway and
-security groups, an application load balancer with an HTTP listener (and an HTTPS one serving
-the project's certificate once it is issued), an ECS cluster, and the build, execution and task
-roles (the task role's extra policy is the project's task grants).
+What a project owns, all named after its id: two security groups in the VPC and subnets every
+project of the account and region shares (`aws.shared_network`), an application load balancer
+with an HTTP listener (and an HTTPS one serving the project's certificate once it is issued), an
+ECS cluster, and the build, execution and task roles (the task role's extra policy is the
+project's task grants).
 
 `NetworkDriver` is coarse and idempotent like every driver: it finds what exists before it
 creates anything and raises only `RetryableCloudError` or `TerminalCloudError`. Its calls block;
@@ -18,8 +19,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from capstan.cloud.aws import ecs, elbv2, iam, names
+from capstan.cloud.aws import ecs, elbv2, iam, names, shared_network
 from capstan.cloud.aws import network as aws_network
+from capstan.cloud.aws.errors import aws_errors
+from capstan.cloud.aws.network import SHARED_NOT_READY
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import RetryableCloudError
 
@@ -88,8 +91,8 @@ class NetworkDriver:
         self._network_version = network_version or ""
 
     def ensure_project_network(self, project_id: str, certificate_arn: str | None = None) -> None:
-        """VPC, subnets, gateway, security groups, load balancer + listener, cluster, roles; with
-        the project's issued `certificate_arn`, an HTTPS listener serving it too."""
+        """Security groups (in the shared VPC, made first if missing), load balancer + listener,
+        cluster, roles; with the project's issued `certificate_arn`, an HTTPS listener too."""
         net = aws_network.ensure_network(self._customer, project_id)
         balancer = elbv2.ensure_load_balancer(self._customer, project_id, net)
         if certificate_arn is not None:
@@ -101,6 +104,21 @@ class NetworkDriver:
         self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
         self._projects[project_id] = ProjectResources(net, balancer, cluster)
         self._remember(project_id)
+
+    def ensure_shared_network(self) -> None:
+        """The VPC, subnets, gateway and route every project of the account and region shares."""
+        with aws_errors():
+            shared_network.ensure_shared(self._customer.client("ec2"))
+
+    def release_shared_network(self) -> bool:
+        """Remove the shared network if no project has a security group in it; True when gone."""
+        try:
+            with aws_errors():
+                return shared_network.release_shared(self._customer.client("ec2"))
+        except RetryableCloudError as error:
+            if error.code != "dependency_violation":
+                raise
+            return False
 
     def apply_task_grants(self, project_id: str, statements: list[dict[str, Any]]) -> None:
         """The project's task role may do exactly `statements` beyond running its tasks."""
@@ -173,4 +191,4 @@ class NetworkDriver:
             self._projects[project_id], self._roles[project_id] = known
 
 
-__all__ = ["NetworkDriver", "ProjectCache", "ProjectResources"]
+__all__ = ["SHARED_NOT_READY", "NetworkDriver", "ProjectCache", "ProjectResources"]

@@ -1,6 +1,6 @@
-"""The network's driver (`NetworkDriver`), opened for a project: the organization's role, the
+"""The network's driver (`NetworkDriver`), opened for a project — the organization's role, the
 project's region, and what this process already knows of the project's network (keyed by when
-it was made)."""
+it was made) — or for the network an account's projects share in a region."""
 
 from __future__ import annotations
 
@@ -27,4 +27,13 @@ async def deployer_for(
         return NetworkDriver(customer, cache=runtime.project_cache, network_version=version)
 
     async with customer_driver(cloud, account, project.region, make) as deployer:
+        yield deployer
+
+
+@asynccontextmanager
+async def shared_deployer_for(
+    runtime: Runtime, account: CloudAccount, region: str
+) -> AsyncIterator[NetworkDriver]:
+    """The network driver for what an account's projects share in `region` (no project)."""
+    async with customer_driver(runtime.cloud, account, region, NetworkDriver) as deployer:
         yield deployer

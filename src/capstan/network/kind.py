@@ -1,5 +1,6 @@
-"""The project network as a kind: its reconciler, and the network itself keeps a project from
-being deleted while it is still being removed from the cloud."""
+"""The project network as a kind: its reconcilers (the project's network, and the network an
+account's projects share in a region), and the network itself keeps a project from being
+deleted while it is still being removed from the cloud."""
 
 from __future__ import annotations
 
@@ -7,18 +8,22 @@ from collections.abc import Sequence
 
 from capstan.network.reconcile import ProjectNetworkReconciler
 from capstan.network.service import still_exists
+from capstan.network.shared import SharedNetworkReconciler, being_removed
 from capstan.reconcile.worker import Reconciler
 from capstan.registry import ResourceKind, Runtime
 
 
 def _reconcilers(runtime: Runtime) -> Sequence[Reconciler]:
-    return [ProjectNetworkReconciler(runtime)]
+    return [ProjectNetworkReconciler(runtime), SharedNetworkReconciler(runtime)]
 
 
 KIND = ResourceKind(
     name="project_network",
     reconcilers=_reconcilers,
-    dependents={"network still being removed": still_exists},
+    dependents={
+        "network still being removed": still_exists,
+        "shared network still being checked": being_removed,
+    },
     leftovers=(
         "vpc",
         "subnet",

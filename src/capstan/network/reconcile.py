@@ -1,11 +1,13 @@
 """The project's shared network, reconciled as a resource of its own (queue kind
 `project_network`, keyed by project id).
 
-Every web server, worker, cache and their previews of a project run in one VPC behind one load
-balancer (static websites need neither). Creating or removing that network from each user's own
-pass would race (two targets of a new project would both create it); as its own queue row, the
-lease lets exactly one worker work on it at a time. It exists while any kind's `network_users`
-counts rows in the project (live or still being removed), and is removed after the last is gone.
+Every web server, worker, cache and their previews of a project run behind one load balancer,
+in the project's security groups inside the VPC its account shares in the region (`shared`,
+which this pass asks for and waits on when it is missing; static websites need neither).
+Creating or removing the project's network from each user's own pass would race (two targets
+of a new project would both create it); as its own queue row, the lease lets exactly one worker
+work on it at a time. It exists while any kind's `network_users` counts rows in the project
+(live or still being removed), and is removed after the last is gone.
 
 Each pass puts the task role's grants policy: the statements every kind's `task_grants` gives
 (its buckets, its enabled models), read from the kinds this process runs, so a kind that changes
@@ -23,9 +25,11 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan import registry
-from capstan.cloud.errors import TerminalCloudError
+from capstan.cloud.errors import RetryableCloudError, TerminalCloudError
+from capstan.cloud.network import SHARED_NOT_READY
 from capstan.cloud_account.models import CloudAccount
 from capstan.db import utcnow
+from capstan.network import shared
 from capstan.network.deploying import deployer_for
 from capstan.network.service import QUEUE_KIND
 from capstan.projects.models import Project
@@ -69,6 +73,8 @@ class ProjectNetworkReconciler:
             # A network made after the certificate was issued serves it at once.
             issued = project.certificate_status == "issued"
             certificate = project.certificate_arn if issued else None
+            # Read before the cloud calls: a rollback below expires the rows.
+            account_id, region = account.account_id, project.region
             # A network about to be made is keyed by the time it will be recorded as made.
             project.network_ready_at = project.network_ready_at or utcnow()
             async with deployer_for(self._runtime, account, project) as deployer:
@@ -80,6 +86,14 @@ class ProjectNetworkReconciler:
                         await self._cloud.run(
                             lambda: deployer.apply_task_grants(project_id, grants)
                         )
+                    except RetryableCloudError as error:
+                        if error.code != SHARED_NOT_READY:
+                            raise
+                        # The shared network's own pass makes it, then wakes this one.
+                        await session.rollback()
+                        await shared.enqueue(session, account_id, region)
+                        await session.commit()
+                        return Done()
                     except TerminalCloudError as error:
                         # Retrying will not help (a permission the role lacks, a quota): what
                         # waits for the network fails now, with the reason, instead of waiting.
@@ -91,6 +105,8 @@ class ProjectNetworkReconciler:
                     result: Result = Done()
                 elif await self._cloud.run(lambda: deployer.delete_project_network(project_id)):
                     project.network_ready_at = None
+                    # The shared network goes with the account's last project network.
+                    await shared.enqueue(session, account_id, region)
                     result = Done()
                 else:
                     result = PollAgain(self._poll)

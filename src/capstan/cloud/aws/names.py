@@ -15,6 +15,8 @@ from typing import Any
 
 PROJECT_TAG = "capstan:project"
 RESOURCE_TAG = "capstan:resource"
+# What no project owns (the network every project of an account and region shares).
+SHARED_TAG = "capstan:shared"
 DEPLOYMENT_TAG = "capstan:deployment"
 # Path of every IAM role Capstan makes, and of every SSM parameter (`/capstan/<resource>/<NAME>`).
 ROLE_PATH = "/capstan/"

@@ -1,4 +1,5 @@
-"""What Capstan made in an account, found by its tags: every resource tagged `capstan:project`,
+"""What Capstan made in an account, found by its tags: every resource tagged `capstan:project`
+(and the network the projects of a region share, tagged `capstan:shared`; it has no project),
 service by service, as an operator auditing an account would list them.
 
 The Resource Groups Tagging API is asked first (kind `tagging:<service>`), and then each service
@@ -110,7 +111,6 @@ def _tagging_api(customer: AwsSession) -> Iterator[Found]:
 
 def _ec2(customer: AwsSession) -> Iterator[Found]:
     ec2 = customer.client("ec2")
-    capstan = [{"Name": "tag-key", "Values": [names.PROJECT_TAG]}]
     listings: list[tuple[str, str, str, str]] = [
         ("vpc", "describe_vpcs", "Vpcs", "VpcId"),
         ("subnet", "describe_subnets", "Subnets", "SubnetId"),
@@ -124,10 +124,13 @@ def _ec2(customer: AwsSession) -> Iterator[Found]:
             "NetworkInterfaceId",
         ),
     ]
-    for kind, call, key, id_key in listings:
-        for item in getattr(ec2, call)(Filters=capstan)[key]:
-            tags = _pairs(item.get("Tags") or item.get("TagSet"))
-            yield Found(kind, item[id_key], tags)
+    # A project's pieces, and the network its account and region share (no project owns it).
+    for tag_key in (names.PROJECT_TAG, names.SHARED_TAG):
+        capstan = [{"Name": "tag-key", "Values": [tag_key]}]
+        for kind, call, key, id_key in listings:
+            for item in getattr(ec2, call)(Filters=capstan)[key]:
+                tags = _pairs(item.get("Tags") or item.get("TagSet"))
+                yield Found(kind, item[id_key], tags)
 
 
 def _elbv2(customer: AwsSession) -> Iterator[Found]:

@@ -26,6 +26,7 @@ from capstan.sandbox.cloud import (
     authorization,
     bedrock,
     bedrock_profiles,
+    ec2_quotas,
     elasticache,
     limits,
     log_pages,
@@ -88,6 +89,7 @@ def install_extensions() -> None:
     s3_metrics.install()
     cloudfront_extension.install()
     limits.install()
+    ec2_quotas.install()
     log_pages.install()
     authorization.install()
 
