@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from botocore.exceptions import ClientError
 
+from capstan.cloud.aws.codebuild import BUILDSPEC, clone_base
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.simulator import simulator
@@ -42,7 +43,7 @@ def _project(admin: AwsSession, name: str) -> None:
     admin.client("ecr").create_repository(repositoryName=name)
     admin.client("codebuild").create_project(
         name=name,
-        source={"type": "NO_SOURCE", "buildspec": "version: 0.2"},
+        source={"type": "NO_SOURCE", "buildspec": BUILDSPEC},
         artifacts={"type": "NO_ARTIFACTS"},
         environment={
             "type": "LINUX_CONTAINER",
@@ -70,9 +71,11 @@ def test_a_build_stays_in_progress_until_build_seconds_pass(
             for name, value in {
                 "GIT_TOKEN": GOOD_TOKEN,
                 "GIT_API_URL": source.api_url,
+                "GIT_CLONE_BASE": clone_base(source.api_url),
                 "SOURCE_REPO": "acme/app",
                 "SOURCE_COMMIT": "c1",
                 "IMAGE_URI": image,
+                "DOCKERHUB_USERNAME": "capstan-tests",
             }.items()
         ],
     )["build"]["id"]
@@ -94,7 +97,10 @@ def test_a_build_stays_in_progress_until_build_seconds_pass(
     events = admin.client("logs").get_log_events(
         logGroupName="/app", logStreamName=build["logs"]["streamName"], startFromHead=True
     )["events"]
-    assert any(event["message"] == f"pushing {image}" for event in events)
+    # The buildspec's own commands ran: the image was built and pushed by them.
+    messages = [event["message"] for event in events]
+    assert f'[Container] Running command docker build -t "$IMAGE_URI" .' in messages
+    assert any(message.startswith("c1: digest: sha256:") for message in messages)
 
 
 def test_update_service_starts_a_new_deployment_that_completes(admin: AwsSession) -> None:
