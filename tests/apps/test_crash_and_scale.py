@@ -167,6 +167,8 @@ def test_kill_9_mid_deployment_then_restart_converges_with_one_of_each(tmp_path:
             ("listener rule", web_id): 1,
             ("scalable target", web_id): 1,
             ("scaling policy", web_id): 1,
+            # The build's tokens (git, Docker Hub), overwritten by each build, never doubled.
+            ("ssm parameter", web_id): 2,
         }, procs.output()
         # The network the account's projects share (nobody's project): one of each.
         assert per_resource([item for item in shared if item.project is None]) == {
