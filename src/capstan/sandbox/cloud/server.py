@@ -27,6 +27,7 @@ from capstan.sandbox.cloud import (
     bedrock,
     elasticache,
     limits,
+    load_balancer_limits,
     route53,
     s3_metrics,
     sts,
@@ -85,6 +86,7 @@ def install_extensions() -> None:
     s3_metrics.install()
     cloudfront_extension.install()
     limits.install()
+    load_balancer_limits.install()
     authorization.install()
 
 
