@@ -1,0 +1,95 @@
+# ruff: noqa: F811  (the driver tests' fixtures, imported by name, are parameters here)
+"""CodeBuild's concurrency quota in the sandbox, as AWS applies it: builds past the quota wait in
+phase QUEUED (the driver reads them as in progress) until one ends; with a quota of 0 StartBuild
+is refused, and the driver says which quota."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from botocore.exceptions import ClientError
+
+from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.deploy import BuildSpec, Deployer
+from capstan.cloud.errors import QuotaExceededError
+from capstan.sandbox.cloud import quotas
+from capstan.sandbox.cloud.simulator import simulator
+from tests.cloud.deploy_helpers import GOOD_TOKEN, GitHost, new_id
+from tests.cloud.test_deploy import (  # noqa: F401  (fixtures)
+    COMMIT,
+    REPO,
+    access,
+    account,
+    deployer,
+    fast_simulator,
+    sessions,
+    source,
+    web_target,
+)
+from tests.polling import wait_until
+
+
+@pytest.fixture
+def one_build_at_a_time() -> Iterator[None]:
+    before = quotas.configure(codebuild_concurrent_builds=1)
+    knobs = simulator().configure(build_seconds=1.0)
+    yield
+    simulator().configure(build_seconds=knobs.build_seconds)
+    quotas.configure(codebuild_concurrent_builds=before.codebuild_concurrent_builds)
+
+
+def phases(customer: AwsSession, build_id: str) -> dict[str, dict[str, str]]:
+    (build,) = customer.client("codebuild").batch_get_builds(ids=[build_id])["builds"]
+    return {phase["phaseType"]: phase for phase in build["phases"]} | {
+        "current": {"phaseType": build["currentPhase"]}
+    }
+
+
+def test_a_build_past_the_concurrency_waits_queued_and_then_runs(
+    deployer: Deployer,
+    sessions: tuple[AwsSession, AwsSession],
+    source: GitHost,
+    one_build_at_a_time: None,
+) -> None:
+    customer, _operator = sessions
+    project_id = new_id("prj")
+    first, second = web_target(project_id), web_target(project_id)
+    started = [
+        deployer.start_build(BuildSpec(t, REPO, COMMIT, source.api_url, GOOD_TOKEN, None))
+        for t in (first, second)
+    ]
+    wait_until(lambda: phases(customer, started[0])["current"]["phaseType"] != "QUEUED")
+    assert phases(customer, started[1])["current"]["phaseType"] == "QUEUED"
+    assert deployer.describe_build(started[1]).state == "in_progress"  # queued is no failure
+
+    done = [
+        wait_until(lambda b=b: (d := deployer.describe_build(b)).state != "in_progress" and d)
+        for b in started
+    ]
+    assert [build.state for build in done] == ["succeeded", "succeeded"]
+    # The second left the queue only when the first had ended.
+    (first_build,) = customer.client("codebuild").batch_get_builds(ids=[started[0]])["builds"]
+    assert phases(customer, started[1])["QUEUED"]["endTime"] >= first_build["endTime"]
+
+
+def test_no_concurrency_refuses_the_build_with_the_quota_named(
+    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+) -> None:
+    customer, _operator = sessions
+    target = web_target(new_id("prj"))
+    spec = BuildSpec(target, REPO, COMMIT, source.api_url, GOOD_TOKEN, None)
+    before = quotas.configure(codebuild_concurrent_builds=0)
+    try:
+        with pytest.raises(QuotaExceededError) as reached:
+            deployer.start_build(spec)
+        assert "concurrent CodeBuild builds" in reached.value.message
+        with pytest.raises(ClientError) as refused:  # AWS's own answer, as the driver met it
+            customer.client("codebuild").start_build(projectName=f"capstan-{target.resource_id}")
+        assert refused.value.response["Error"]["Code"] == "AccountLimitExceededException"
+        assert refused.value.response["Error"]["Message"] == (
+            "Cannot have more than 0 builds in queue for the account"
+        )
+    finally:
+        quotas.configure(codebuild_concurrent_builds=before.codebuild_concurrent_builds)
+    assert deployer.start_build(spec)  # raised: it starts
