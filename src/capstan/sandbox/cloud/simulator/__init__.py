@@ -5,7 +5,8 @@ times a second and moves things along, in AWS's terms:
 
 - `codebuild`: builds that are IN_PROGRESS finish `build_seconds` after they leave the queue
   (`build_queue`: at most `codebuild_concurrent_builds` of an account run at once, as in AWS).
-  Like a real build, the runner first fetches the source from the git host with the build's own `GIT_TOKEN`
+  Like a real build, the runner first fetches the source from the git host with the build's
+  own `GIT_TOKEN`
   (`GET {GIT_API_URL}/repos/{owner}/{repo}/contents/capstan-sandbox.json?ref={SOURCE_COMMIT}`);
   the file says whether the build succeeds (`{"build": "succeed"}`) or fails
   (`{"build": "fail", "error": "..."}`). Success pushes an image (tag = commit) to ECR; both write
