@@ -1,15 +1,22 @@
 """Deploying static websites into a customer's AWS account: the site part of the app driver.
 
 What a site (or a site preview) owns, all named after its resource id: a private S3 bucket
-`capstan-site-<id>` (public access blocked; its policy lets only the site's distribution read,
-through the origin access control `capstan-<id>`), a build role `capstan-site-build-<id>` that
-may write only that bucket and read only the site's parameters, a CodeBuild project
-`capstan-<id>` with the site buildspec, the build log group, SSM SecureString parameters under
-`/capstan/<id>/` (its build-time environment), a DNS-validated ACM certificate in us-east-1 for
-its hostname (CloudFront serves an alternate domain name only with one; the validation CNAMEs go
-into the operator's zone), a CloudFront distribution with the hostname as alias and the viewer-
-request function `capstan-<id>` (directory indexes), and an ALIAS record `<hostname>` -> the
-distribution in the operator's zone.
+`capstan-site-<id>` (public access blocked; its policy lets only the site's distribution read),
+a build role `capstan-site-build-<id>` that may write only that bucket and read only the site's
+parameters, a CodeBuild project `capstan-<id>` with the site buildspec, the build log group, SSM
+SecureString parameters under `/capstan/<id>/` (its build-time environment), a CloudFront
+distribution with the hostname as alias, and an ALIAS record `<hostname>` -> the distribution in
+the operator's zone.
+
+What it shares, so that a fresh account's quotas (100 OACs, 100 functions, certificates) do not
+bound the number of sites: the project's DNS-validated wildcard certificate in us-east-1,
+`*.<suffix>.<domain>` (CloudFront serves an alternate domain name only with one; a site's full
+hostname can be over ACM's 64 characters where the wildcard is not), tagged with the project and
+`capstan:sites`, deleted by the last site to leave; and the account's origin access control
+`capstan-sites` and viewer-request function `capstan-site-index` (directory indexes), tagged as
+shared (`capstan:project` = `shared`), deleted by the last site of the account to leave. Sites
+made before this had their own certificate, OAC and function: a resync moves them over, and their
+deletion removes what was their own.
 
 `SiteDriver` is what `Deployer.site` is: every deployer has one, on the same sessions, so the
 caller never asks which kind of deployer it holds. Like `Deployer`, every method finds what
@@ -39,11 +46,14 @@ from capstan.cloud.aws import (
     ssm,
 )
 from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
-from capstan.cloud.errors import CloudError, RetryableCloudError
+from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
 from capstan.cloud.target import Target, TargetDriver
 
 # CloudFront, the certificates it serves and its metrics all live in us-east-1.
 CLOUDFRONT_REGION = cloudfront.REGION
+# On the project's certificate for its sites (beside its `capstan:project`), apart from the
+# project's HTTPS certificate of the same name in its own region.
+SITES_TAG = "capstan:sites"
 
 
 def bucket_name(resource_id: str) -> str:
@@ -95,6 +105,12 @@ def _token(*parts: str) -> str:
 _LIVE = ("ISSUED", "PENDING_VALIDATION")
 
 
+def _shared_in_use(info: acm.CertificateInfo) -> bool:
+    """The project's certificate for its sites, still served by another of them (a site's own
+    certificate, from before they shared one, is never a wildcard)."""
+    return info.domain_name.startswith("*.") and bool(info.in_use_by)
+
+
 def _in_use(error: CloudError) -> bool:
     return "in_use" in error.code
 
@@ -110,9 +126,7 @@ class SiteDriver(TargetDriver):
         bucket = s3.ensure_private_bucket(
             self._customer, name, target.project_id, target.resource_id
         )
-        control = cloudfront.ensure_origin_access_control(
-            self._customer, target.project_id, target.resource_id
-        )
+        control = cloudfront.ensure_origin_access_control(self._customer)
         return SiteStorage(
             bucket=bucket.name,
             origin_domain=self.origin_domain(bucket.name),
@@ -133,33 +147,42 @@ class SiteDriver(TargetDriver):
         suffix = "amazonaws.com.cn" if self._customer.partition() == "aws-cn" else "amazonaws.com"
         return f"{bucket}.s3.{self._region}.{suffix}"
 
+    def certificate_domain(self, hostname: str) -> str:
+        """`*.<suffix>.<domain>`: the project's certificate for its sites and previews (whose
+        hostnames differ in their first label only). `certificate_domain_too_long` when ACM
+        would refuse it, in a sentence that says how long a suffix may be."""
+        domain = "*." + hostname.split(".", 1)[1]
+        if len(domain) > acm.DOMAIN_NAME_CHARS:
+            longest = acm.DOMAIN_NAME_CHARS - len("*.") - len(f".{self._domain}")
+            raise TerminalCloudError(
+                "certificate_domain_too_long",
+                f"The project's static websites need a certificate for {domain}, which is "
+                f"{len(domain)} characters long; AWS Certificate Manager allows at most "
+                f"{acm.DOMAIN_NAME_CHARS}. Choose a hostname suffix of at most {longest} "
+                "characters for this project, then redeploy.",
+            )
+        return domain
+
     def ensure_certificate(
         self, target: Target, known_arn: str | None, *, replace_failed: bool = False
     ) -> SiteCertificate:
-        """The us-east-1 certificate of the target's hostname: `known_arn` when it still exists
-        (and, with `replace_failed`, has not failed or expired), else a new request. Its DNS
-        validation records are (re)written into the operator's zone every time: ACM validates
-        through them and renews through them later."""
+        """The project's us-east-1 wildcard certificate for its sites (`certificate_domain`):
+        `known_arn` when it is that certificate and still exists (and, with `replace_failed`,
+        has not failed or expired), else the project's own found by its tags, else a new
+        request. Its DNS validation records are (re)written into the operator's zone every
+        time: ACM validates through them and renews through them later."""
         hostname = target.hostname
         if not hostname:
             raise ValueError("a static website needs a hostname")
+        domain = self.certificate_domain(hostname)
         info = (
             acm.describe_certificate(self._customer, known_arn, region=CLOUDFRONT_REGION)
             if known_arn
             else None
         )
         unusable = replace_failed and info is not None and info.status not in _LIVE
-        if info is None or unusable or info.domain_name.rstrip(".") != hostname:
-            arn = acm.request_certificate(
-                self._customer,
-                hostname,
-                # The same request (after a crash) answers the same certificate; a certificate
-                # that vanished is replaced by a new one.
-                idempotency_token=_token(target.resource_id, hostname, known_arn or ""),
-                tags=names.tag_map(target.project_id, target.resource_id),
-                region=CLOUDFRONT_REGION,
-            )
-            info = acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
+        if info is None or unusable or info.domain_name.rstrip(".") != domain:
+            arn, info = self._project_certificate(target.project_id, domain, replace_failed)
             if info is None:  # ACM answers the new certificate a moment later
                 return SiteCertificate(arn, hostname, "pending", "ACM is creating the certificate.")
         if info.validation_records:
@@ -170,12 +193,39 @@ class SiteDriver(TargetDriver):
             return SiteCertificate(info.arn, hostname, "issued", None)
         if info.status == "PENDING_VALIDATION":
             return SiteCertificate(
-                info.arn, hostname, "pending", f"Waiting for DNS validation of {hostname}."
+                info.arn, hostname, "pending", f"Waiting for DNS validation of {domain}."
             )
         reason = info.failure_reason or info.status.lower().replace("_", " ")
         return SiteCertificate(
-            info.arn, hostname, "failed", f"The certificate for {hostname} failed: {reason}."
+            info.arn, hostname, "failed", f"The certificate for {domain} failed: {reason}."
         )
+
+    def _project_certificate(
+        self, project_id: str, domain: str, replace_failed: bool
+    ) -> tuple[str, acm.CertificateInfo | None]:
+        """The project's site certificate for `domain` (issued first, then pending), found by
+        its tags; requested when it has none that may serve (None until ACM describes it)."""
+        tags = names.tag_map(project_id, project_id, **{SITES_TAG: "true"})
+        found = [
+            info
+            for arn in acm.find_certificates(self._customer, tags, region=CLOUDFRONT_REGION)
+            if (info := acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION))
+            and info.domain_name.rstrip(".") == domain
+        ]
+        for status in (*_LIVE, *(() if replace_failed else ("FAILED",))):
+            for info in found:
+                if info.status == status:
+                    return info.arn, info
+        arn = acm.request_certificate(
+            self._customer,
+            domain,
+            # Sites of the project asking at once get the same certificate; one that failed or
+            # expired is replaced by a new one (its ARN changes the token).
+            idempotency_token=_token(project_id, domain, *sorted(info.arn for info in found)),
+            tags=tags,
+            region=CLOUDFRONT_REGION,
+        )
+        return arn, acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
 
     # -- publishing -------------------------------------------------------------------------
 
@@ -191,9 +241,7 @@ class SiteDriver(TargetDriver):
         hostname through the site's request function, the bucket readable by it alone, and the
         hostname's ALIAS record pointing at it."""
         assert target.hostname is not None
-        function_arn = cloudfront_functions.ensure_request_function(
-            self._customer, target.project_id, target.resource_id
-        )
+        function_arn = cloudfront_functions.ensure_request_function(self._customer)
         distribution = cloudfront.ensure_distribution(
             self._customer,
             cloudfront.DistributionSpec(
@@ -259,20 +307,30 @@ class SiteDriver(TargetDriver):
         alias = (record or {}).get("AliasTarget") or {}
         return str(alias.get("DNSName", "")).rstrip(".").lower() == distribution_domain.lower()
 
-    def retire_certificate(self, arn: str) -> bool:
-        """Delete a certificate no longer served, and its validation records; False while
-        CloudFront still serves it (the distribution's update is still deploying)."""
+    def retire_certificate(self, arn: str, *, leaving: bool = False) -> bool:
+        """Delete a certificate no longer served, and its validation records unless another
+        certificate of the domain needs them; False while CloudFront still serves it (the
+        distribution's update is still deploying). `leaving`: the site is being deleted and its
+        distribution is gone, so another site serving the project's certificate keeps it
+        (True: this site is done with it); the last one to leave deletes it."""
         info = acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
         if info is None:
             return True
         if info.in_use_by:
-            return False
+            return leaving and _shared_in_use(info)
         try:
             acm.delete_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
         except CloudError as error:
             if _in_use(error):
                 return False
             raise
+        domain = info.domain_name.rstrip(".")
+        if any(
+            other != arn
+            for region in dict.fromkeys((CLOUDFRONT_REGION, self._region))
+            for other in acm.certificates_for(self._customer, domain, region=region)
+        ):
+            return True  # the project's HTTPS certificate (or a newer one) validates by them
         for record in info.validation_records:
             route53.delete_record(self._operator, self._domain, record.name)
         return True
@@ -326,9 +384,8 @@ class SiteDriver(TargetDriver):
             if error.code != "function_in_use":
                 raise
             return False
-        control = handles.origin_access_control_id or cloudfront.find_origin_access_control(
-            self._customer, target.resource_id
-        )
+        # The site's own OAC, if it has one from before sites shared the account's.
+        control = cloudfront.find_origin_access_control(self._customer, target.resource_id)
         if control is not None:
             try:
                 cloudfront.delete_origin_access_control(self._customer, control)
@@ -336,8 +393,9 @@ class SiteDriver(TargetDriver):
                 if error.code != "origin_access_control_in_use":
                     raise
                 return False
+        self._release_shared()
         for arn in handles.certificate_arns:
-            if not self.retire_certificate(arn):
+            if not self.retire_certificate(arn, leaving=True):
                 return False
         s3.delete_bucket(self._customer, bucket_name(target.resource_id))
         ssm.delete_environment(self._customer, target.resource_id)
@@ -345,6 +403,23 @@ class SiteDriver(TargetDriver):
         logs.delete_group(self._customer, names.build_log_group(target.resource_id))
         iam.delete_site_build_role(self._customer, target.resource_id)
         return not self.remaining_site(target, handles)
+
+    def _release_shared(self) -> None:
+        """The account's shared function and OAC go with the last site to leave: CloudFront
+        refuses while another distribution still names them, and then they stay for it (each
+        site asks once its own distribution is gone, so the last one's ask succeeds)."""
+        try:
+            cloudfront_functions.delete_request_function(self._customer)
+        except RetryableCloudError as error:
+            if error.code != "function_in_use":
+                raise
+        control = cloudfront.find_shared_origin_access_control(self._customer)
+        if control is not None:
+            try:
+                cloudfront.delete_origin_access_control(self._customer, control)
+            except RetryableCloudError as error:
+                if error.code != "origin_access_control_in_use":
+                    raise
 
     def remaining_site(self, target: Target, handles: SiteHandles) -> list[str]:
         """What of the site still exists, by kind of resource ([] when it is all gone)."""
@@ -359,7 +434,8 @@ class SiteDriver(TargetDriver):
         if cloudfront.find_origin_access_control(self._customer, target.resource_id):
             left.append("origin access control")
         for arn in handles.certificate_arns:
-            if acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION):
+            info = acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
+            if info is not None and not _shared_in_use(info):
                 left.append(f"certificate {arn}")
         if s3.bucket_exists(self._customer, bucket_name(target.resource_id)):
             left.append("s3 bucket")

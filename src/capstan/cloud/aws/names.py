@@ -16,6 +16,9 @@ from typing import Any
 PROJECT_TAG = "capstan:project"
 RESOURCE_TAG = "capstan:resource"
 DEPLOYMENT_TAG = "capstan:deployment"
+# The `capstan:project` of what all projects of an account share (the sites' origin access
+# control and viewer function): no project's deletion removes it.
+SHARED = "shared"
 # Path of every IAM role Capstan makes, and of every SSM parameter (`/capstan/<resource>/<NAME>`).
 ROLE_PATH = "/capstan/"
 SSM_PREFIX = "/capstan"

@@ -25,6 +25,7 @@ from capstan.sandbox.cloud import (
     acm,
     authorization,
     bedrock,
+    edge_limits,
     elasticache,
     limits,
     load_balancer_limits,
@@ -85,6 +86,7 @@ def install_extensions() -> None:
     bedrock.install()
     s3_metrics.install()
     cloudfront_extension.install()
+    edge_limits.install()
     limits.install()
     load_balancer_limits.install()
     authorization.install()
