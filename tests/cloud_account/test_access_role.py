@@ -166,6 +166,32 @@ def test_a_bucket_capstan_did_not_make(customer: Customer) -> None:
     assert customer.admin.client("s3").head_bucket(Bucket=bucket)
 
 
+def test_the_customers_dns_is_out_of_reach(customer: Customer) -> None:
+    """Capstan's records live in the operator's zone: the role has no Route 53 action at all, so
+    a customer's own zones cannot be read, changed or added to."""
+    route53 = customer.admin.client("route53")
+    zone = route53.create_hosted_zone(
+        Name=f"{unique('shop')}.example.", CallerReference=unique("r")
+    )
+    zone_id = zone["HostedZone"]["Id"].split("/")[-1]
+    mine = customer.client("route53")
+    denied(mine.list_hosted_zones_by_name, DNSName="example.")
+    denied(mine.list_resource_record_sets, HostedZoneId=zone_id)
+    change = {
+        "Action": "UPSERT",
+        "ResourceRecordSet": {
+            "Name": f"www.{zone['HostedZone']['Name']}",
+            "Type": "A",
+            "TTL": 60,
+            "ResourceRecords": [{"Value": "192.0.2.1"}],
+        },
+    }
+    denied(
+        mine.change_resource_record_sets, HostedZoneId=zone_id, ChangeBatch={"Changes": [change]}
+    )
+    denied(mine.create_hosted_zone, Name=f"{unique('new')}.example.", CallerReference=unique("r"))
+
+
 def test_a_parameter_capstan_did_not_make(customer: Customer) -> None:
     name = f"/prod/{unique('db')}/password"
     customer.admin.client("ssm").put_parameter(Name=name, Value="s3cret", Type="SecureString")

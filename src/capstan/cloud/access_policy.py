@@ -107,7 +107,6 @@ def access_statements() -> list[dict[str, Any]]:
                 "acm:ListCertificates",
                 "cloudfront:ListDistributions",
                 "cloudfront:ListOriginAccessControls",
-                "route53:ListHostedZonesByName",
                 "bedrock:ListFoundationModels",
                 "ce:GetCostAndUsage",
             ],
@@ -125,7 +124,6 @@ def access_statements() -> list[dict[str, Any]]:
                 "application-autoscaling:DeleteScalingPolicy",
                 "cloudfront:CreateOriginAccessControl",
                 "cloudfront:CreateMonitoringSubscription",
-                "route53:CreateHostedZone",
             ],
             "*",
         ),
@@ -367,11 +365,6 @@ def access_statements() -> list[dict[str, Any]]:
             "SiteOriginAccess",
             ["cloudfront:GetOriginAccessControl", "cloudfront:DeleteOriginAccessControl"],
             arn("cloudfront", "origin-access-control/*", region=False),
-        ),
-        _statement(
-            "DnsRecords",
-            ["route53:ListResourceRecordSets", "route53:ChangeResourceRecordSets"],
-            {"Fn::Sub": "arn:${AWS::Partition}:route53:::hostedzone/*"},
         ),
         _statement(
             "Caches",

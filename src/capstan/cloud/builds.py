@@ -64,14 +64,21 @@ class SiteBuildSpec:
 
 
 def _source(spec: BuildSpec | SiteBuildSpec) -> dict[str, str]:
-    """What every build is told of its source: the commit, where to fetch it and the token."""
+    """What every build is told of its source: the commit and where to fetch it (the token is a
+    parameter: `_token`)."""
     return {
-        "GIT_TOKEN": spec.source_token,
         "SOURCE_COMMIT": spec.commit_sha,
         "SOURCE_REPO": spec.repo,
         "GIT_API_URL": spec.git_api_url,
         "GIT_CLONE_BASE": codebuild.clone_base(spec.git_api_url),
     }
+
+
+def _token(customer: AwsSession, spec: BuildSpec | SiteBuildSpec) -> dict[str, str]:
+    """The build's `GIT_TOKEN`, as the name of the parameter that holds it."""
+    target = spec.target
+    name = ssm.put_build_token(customer, target.project_id, target.resource_id, spec.source_token)
+    return {"GIT_TOKEN": name}
 
 
 class BuildDriver:
@@ -97,7 +104,11 @@ class BuildDriver:
         if spec.build_command:
             environment["BUILD_COMMAND"] = spec.build_command
         return codebuild.start_build(
-            self._customer, project, environment=environment, idempotency_token=spec.deployment_id
+            self._customer,
+            project,
+            environment=environment,
+            parameters=_token(self._customer, spec),
+            idempotency_token=spec.deployment_id,
         )
 
     def describe(self, build_id: str) -> Build:
@@ -180,7 +191,10 @@ class BuildDriver:
             self._customer,
             project,
             environment=environment,
-            parameters={variable: prefix + variable for variable in stored.parameters},
+            parameters={
+                **{variable: prefix + variable for variable in stored.parameters},
+                **_token(self._customer, spec),
+            },
             idempotency_token=spec.deployment_id,
         )
 

@@ -70,7 +70,7 @@ class CertificateDriver:
         """Write the validation records into the operator's zone (UPSERT: idempotent)."""
         if not records:
             return
-        zone = route53.ensure_zone(self._operator, self._domain)
+        zone = route53.service_zone(self._operator, self._domain)
         for record in records:
             route53.upsert_record(self._operator, zone, record.name, record.type, record.value)
 

@@ -238,7 +238,7 @@ class Deployer(TargetDriver):
         return task_definition
 
     def _point_dns(self, hostname: str, balancer: elbv2.LoadBalancer) -> None:
-        zone = route53.ensure_zone(self._operator, self._domain)
+        zone = route53.service_zone(self._operator, self._domain)
         route53.upsert_alias(
             self._operator,
             zone,
@@ -337,6 +337,7 @@ class Deployer(TargetDriver):
         if target.hostname:
             route53.delete_record(self._operator, self._domain, target.hostname)
         ssm.delete_environment(self._customer, target.resource_id)
+        ssm.delete_build_token(self._customer, target.project_id, target.resource_id)
         codebuild.delete_project(self._customer, target.resource_id)
         ecr.delete_repository(self._customer, target.resource_id)
         for group_name in (

@@ -8,6 +8,7 @@ knows the sandbox) — and everything after that is the same code for both.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import replace
@@ -17,13 +18,14 @@ from typing import TypeVar
 import anyio
 import anyio.to_thread
 
-from capstan.cloud.aws import sts
+from capstan.cloud.aws import route53, sts
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
 from capstan.cloud.credentials import AssumedRoleCache, RoleRef, utcnow
 from capstan.cloud.errors import CloudError
 from capstan.config import ConfigurationError, Settings
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 # boto3 calls block; at most this many run at once per process, in worker threads.
 CLOUD_THREADS = 32
 
@@ -127,11 +129,25 @@ async def open_cloud(
         operator = await anyio.to_thread.run_sync(lambda: AwsSession(endpoint, credentials))
         stack.callback(operator.close)
         principal_arn = settings.aws_principal_arn or await _own_principal(operator)
+        await _require_service_zone(operator, settings.domain)
         yield Cloud(
             operator=operator,
             principal_arn=principal_arn,
             limiter=anyio.CapacityLimiter(CLOUD_THREADS),
         )
+
+
+async def _require_service_zone(operator: AwsSession, domain: str) -> None:
+    """Refuse to start when the service domain's hosted zone is known to be missing (the operator
+    makes it). When it cannot be looked up (no credentials yet, AWS unreachable) the server starts
+    and says so: what needs the zone fails later with the same sentence."""
+    try:
+        zone = await anyio.to_thread.run_sync(lambda: route53.find_zone(operator, domain))
+    except CloudError as error:
+        log.warning("the hosted zone of %s could not be looked up: %s", domain, error.code)
+        return
+    if zone is None:
+        raise ConfigurationError(route53.missing_zone_message(domain))
 
 
 async def _own_principal(operator: AwsSession) -> str:

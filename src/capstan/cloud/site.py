@@ -10,9 +10,9 @@ the operator's zone.
 
 What it shares, so that a fresh account's quotas (100 OACs, 100 functions, certificates) do not
 bound the number of sites: the project's DNS-validated wildcard certificate in us-east-1,
-`*.<suffix>.<domain>` (CloudFront serves an alternate domain name only with one; a site's full
-hostname can be over ACM's 64 characters where the wildcard is not), tagged with the project and
-`capstan:sites`, deleted by the last site to leave; and the account's origin access control
+`*.<suffix>.<domain>` (`cloud/site_certificates.py`: CloudFront serves an alternate domain name
+only with one; a site's full hostname can be over ACM's 64 characters where the wildcard is
+not), deleted by the last site of the project to leave; and the account's origin access control
 `capstan-sites` and viewer-request function `capstan-site-index` (directory indexes), tagged as
 shared (`capstan:project` = `shared`), deleted by the last site of the account to leave. Sites
 made before this had their own certificate, OAC and function: a resync moves them over, and their
@@ -27,10 +27,9 @@ deployments, invalidations) without waiting for it, and raises only `RetryableCl
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any
 
 from capstan.cloud.aws import (
     acm,
@@ -46,14 +45,14 @@ from capstan.cloud.aws import (
     ssm,
 )
 from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
-from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
-from capstan.cloud.target import Target, TargetDriver
-
-# CloudFront, the certificates it serves and its metrics all live in us-east-1.
-CLOUDFRONT_REGION = cloudfront.REGION
-# On the project's certificate for its sites (beside its `capstan:project`), apart from the
-# project's HTTPS certificate of the same name in its own region.
-SITES_TAG = "capstan:sites"
+from capstan.cloud.errors import RetryableCloudError
+from capstan.cloud.site_certificates import (
+    CLOUDFRONT_REGION,
+    SiteCertificate,
+    SiteCertificates,
+    shared_in_use,
+)
+from capstan.cloud.target import Target
 
 
 def bucket_name(resource_id: str) -> str:
@@ -66,14 +65,6 @@ class SiteStorage:
     bucket: str
     origin_domain: str  # the bucket's regional REST endpoint, CloudFront's origin
     origin_access_control_id: str
-
-
-@dataclass(frozen=True)
-class SiteCertificate:
-    arn: str
-    hostname: str
-    state: Literal["pending", "issued", "failed"]
-    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -96,26 +87,7 @@ class SiteHandles:
     hostnames: tuple[str, ...] = ()  # hostnames whose records may point at the distribution
 
 
-def _token(*parts: str) -> str:
-    """An ACM idempotency token (at most 32 word characters) for these parts."""
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
-
-
-# Certificate states that may still serve (or come to serve) the hostname.
-_LIVE = ("ISSUED", "PENDING_VALIDATION")
-
-
-def _shared_in_use(info: acm.CertificateInfo) -> bool:
-    """The project's certificate for its sites, still served by another of them (a site's own
-    certificate, from before they shared one, is never a wildcard)."""
-    return info.domain_name.startswith("*.") and bool(info.in_use_by)
-
-
-def _in_use(error: CloudError) -> bool:
-    return "in_use" in error.code
-
-
-class SiteDriver(TargetDriver):
+class SiteDriver(SiteCertificates):
     """A static website's own steps: storage, certificate, publication, removal, metrics."""
 
     # -- storage and certificate (before the build) --------------------------------------
@@ -146,86 +118,6 @@ class SiteDriver(TargetDriver):
         """The bucket's regional REST endpoint (CloudFront's origin for an OAC)."""
         suffix = "amazonaws.com.cn" if self._customer.partition() == "aws-cn" else "amazonaws.com"
         return f"{bucket}.s3.{self._region}.{suffix}"
-
-    def certificate_domain(self, hostname: str) -> str:
-        """`*.<suffix>.<domain>`: the project's certificate for its sites and previews (whose
-        hostnames differ in their first label only). `certificate_domain_too_long` when ACM
-        would refuse it, in a sentence that says how long a suffix may be."""
-        domain = "*." + hostname.split(".", 1)[1]
-        if len(domain) > acm.DOMAIN_NAME_CHARS:
-            longest = acm.DOMAIN_NAME_CHARS - len("*.") - len(f".{self._domain}")
-            raise TerminalCloudError(
-                "certificate_domain_too_long",
-                f"The project's static websites need a certificate for {domain}, which is "
-                f"{len(domain)} characters long; AWS Certificate Manager allows at most "
-                f"{acm.DOMAIN_NAME_CHARS}. Choose a hostname suffix of at most {longest} "
-                "characters for this project, then redeploy.",
-            )
-        return domain
-
-    def ensure_certificate(
-        self, target: Target, known_arn: str | None, *, replace_failed: bool = False
-    ) -> SiteCertificate:
-        """The project's us-east-1 wildcard certificate for its sites (`certificate_domain`):
-        `known_arn` when it is that certificate and still exists (and, with `replace_failed`,
-        has not failed or expired), else the project's own found by its tags, else a new
-        request. Its DNS validation records are (re)written into the operator's zone every
-        time: ACM validates through them and renews through them later."""
-        hostname = target.hostname
-        if not hostname:
-            raise ValueError("a static website needs a hostname")
-        domain = self.certificate_domain(hostname)
-        info = (
-            acm.describe_certificate(self._customer, known_arn, region=CLOUDFRONT_REGION)
-            if known_arn
-            else None
-        )
-        unusable = replace_failed and info is not None and info.status not in _LIVE
-        if info is None or unusable or info.domain_name.rstrip(".") != domain:
-            arn, info = self._project_certificate(target.project_id, domain, replace_failed)
-            if info is None:  # ACM answers the new certificate a moment later
-                return SiteCertificate(arn, hostname, "pending", "ACM is creating the certificate.")
-        if info.validation_records:
-            zone = route53.ensure_zone(self._operator, self._domain)
-            for record in info.validation_records:
-                route53.upsert_record(self._operator, zone, record.name, record.type, record.value)
-        if info.status == "ISSUED":
-            return SiteCertificate(info.arn, hostname, "issued", None)
-        if info.status == "PENDING_VALIDATION":
-            return SiteCertificate(
-                info.arn, hostname, "pending", f"Waiting for DNS validation of {domain}."
-            )
-        reason = info.failure_reason or info.status.lower().replace("_", " ")
-        return SiteCertificate(
-            info.arn, hostname, "failed", f"The certificate for {domain} failed: {reason}."
-        )
-
-    def _project_certificate(
-        self, project_id: str, domain: str, replace_failed: bool
-    ) -> tuple[str, acm.CertificateInfo | None]:
-        """The project's site certificate for `domain` (issued first, then pending), found by
-        its tags; requested when it has none that may serve (None until ACM describes it)."""
-        tags = names.tag_map(project_id, project_id, **{SITES_TAG: "true"})
-        found = [
-            info
-            for arn in acm.find_certificates(self._customer, tags, region=CLOUDFRONT_REGION)
-            if (info := acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION))
-            and info.domain_name.rstrip(".") == domain
-        ]
-        for status in (*_LIVE, *(() if replace_failed else ("FAILED",))):
-            for info in found:
-                if info.status == status:
-                    return info.arn, info
-        arn = acm.request_certificate(
-            self._customer,
-            domain,
-            # Sites of the project asking at once get the same certificate; one that failed or
-            # expired is replaced by a new one (its ARN changes the token).
-            idempotency_token=_token(project_id, domain, *sorted(info.arn for info in found)),
-            tags=tags,
-            region=CLOUDFRONT_REGION,
-        )
-        return arn, acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
 
     # -- publishing -------------------------------------------------------------------------
 
@@ -271,7 +163,7 @@ class SiteDriver(TargetDriver):
                 }
             ],
         )
-        zone = route53.ensure_zone(self._operator, self._domain)
+        zone = route53.service_zone(self._operator, self._domain)
         route53.upsert_alias(
             self._operator,
             zone,
@@ -306,34 +198,6 @@ class SiteDriver(TargetDriver):
         record = route53.find_record(self._operator, zone, hostname) if zone else None
         alias = (record or {}).get("AliasTarget") or {}
         return str(alias.get("DNSName", "")).rstrip(".").lower() == distribution_domain.lower()
-
-    def retire_certificate(self, arn: str, *, leaving: bool = False) -> bool:
-        """Delete a certificate no longer served, and its validation records unless another
-        certificate of the domain needs them; False while CloudFront still serves it (the
-        distribution's update is still deploying). `leaving`: the site is being deleted and its
-        distribution is gone, so another site serving the project's certificate keeps it
-        (True: this site is done with it); the last one to leave deletes it."""
-        info = acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
-        if info is None:
-            return True
-        if info.in_use_by:
-            return leaving and _shared_in_use(info)
-        try:
-            acm.delete_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
-        except CloudError as error:
-            if _in_use(error):
-                return False
-            raise
-        domain = info.domain_name.rstrip(".")
-        if any(
-            other != arn
-            for region in dict.fromkeys((CLOUDFRONT_REGION, self._region))
-            for other in acm.certificates_for(self._customer, domain, region=region)
-        ):
-            return True  # the project's HTTPS certificate (or a newer one) validates by them
-        for record in info.validation_records:
-            route53.delete_record(self._operator, self._domain, record.name)
-        return True
 
     # -- deletion -------------------------------------------------------------------------
 
@@ -399,6 +263,7 @@ class SiteDriver(TargetDriver):
                 return False
         s3.delete_bucket(self._customer, bucket_name(target.resource_id))
         ssm.delete_environment(self._customer, target.resource_id)
+        ssm.delete_build_token(self._customer, target.project_id, target.resource_id)
         codebuild.delete_project(self._customer, target.resource_id)
         logs.delete_group(self._customer, names.build_log_group(target.resource_id))
         iam.delete_site_build_role(self._customer, target.resource_id)
@@ -435,7 +300,7 @@ class SiteDriver(TargetDriver):
             left.append("origin access control")
         for arn in handles.certificate_arns:
             info = acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
-            if info is not None and not _shared_in_use(info):
+            if info is not None and not shared_in_use(info):
                 left.append(f"certificate {arn}")
         if s3.bucket_exists(self._customer, bucket_name(target.resource_id)):
             left.append("s3 bucket")

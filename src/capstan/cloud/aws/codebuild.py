@@ -1,6 +1,12 @@
 """CodeBuild: one project per target that clones the repository at a commit with a short-lived
 token, runs the build command, builds the container image and pushes it to the target's ECR
-repository. The token comes as a per-build environment override and is never stored here.
+repository.
+
+The git token never reaches the image or the build's record: it is a SecureString parameter the
+build names (CodeBuild resolves it as the build starts; `BatchGetBuilds` shows the parameter's
+name), the clone sends it as an HTTP header given to that one git command (`git -c` is not
+written to `.git/config`, unlike credentials in the clone URL), the shell forgets it at once, and
+`.git` is left out of the Docker build context.
 
 Static websites build with `SITE_BUILDSPEC` instead: the same source fetch, the build command,
 then `aws s3 sync` of the publish directory into the site's bucket. Their environment reaches
@@ -29,27 +35,39 @@ from capstan.cloud.errors import RetryableCloudError
 
 BUILD_IMAGE = "aws/codebuild/standard:7.0"
 BUILD_STREAM_PREFIX = "build"
+# How every build fetches its source (the pre_build commands of both buildspecs): see the module
+# docstring for where the token goes.
+FETCH_SOURCE = """\
+      - echo "Cloning $SOURCE_REPO at $SOURCE_COMMIT"
+      - AUTH="$(printf 'x-access-token:%s' "$GIT_TOKEN" | base64 -w0)" && unset GIT_TOKEN
+      - >-
+        git -c http.extraHeader="Authorization: Basic $AUTH"
+        clone --quiet "$GIT_CLONE_BASE/$SOURCE_REPO.git" source && unset AUTH
+      - cd source && git checkout --quiet "$SOURCE_COMMIT"
+"""
 # Inline buildspec (v0.2: the commands of a build share one shell, so `cd` carries over).
-BUILDSPEC = """\
+BUILDSPEC = (
+    """\
 version: 0.2
 env:
   shell: bash
 phases:
   pre_build:
     commands:
-      - echo "Cloning $SOURCE_REPO at $SOURCE_COMMIT"
-      - ORIGIN="${GIT_CLONE_BASE%%://*}://x-access-token:${GIT_TOKEN}@${GIT_CLONE_BASE#*://}"
-      - git clone --quiet "$ORIGIN/$SOURCE_REPO.git" source && unset ORIGIN
-      - cd source && git checkout --quiet "$SOURCE_COMMIT"
+"""
+    + FETCH_SOURCE
+    + """\
       - aws ecr get-login-password | docker login --username AWS --password-stdin "${IMAGE_URI%%/*}"
   build:
     commands:
       - if [ -n "$BUILD_COMMAND" ]; then bash -c "$BUILD_COMMAND"; fi
+      - printf '\\n.git\\n' >> .dockerignore
       - docker build -t "$IMAGE_URI" .
   post_build:
     commands:
       - test "$CODEBUILD_BUILD_SUCCEEDING" = 1 && docker push "$IMAGE_URI"
 """
+)
 
 
 # What a static website's build sets itself; a site's environment may not name these (nor
@@ -72,17 +90,17 @@ SITE_BUILD_VARIABLES = frozenset(
 # A static website: the build command must leave `PUBLISH_DIR`; its files are synced to the
 # site's bucket (`--delete`: files the new build no longer has are removed). Build-time variables
 # are in the environment of the build command only; nothing is injected into the files.
-SITE_BUILDSPEC = """\
+SITE_BUILDSPEC = (
+    """\
 version: 0.2
 env:
   shell: bash
 phases:
   pre_build:
     commands:
-      - echo "Cloning $SOURCE_REPO at $SOURCE_COMMIT"
-      - ORIGIN="${GIT_CLONE_BASE%%://*}://x-access-token:${GIT_TOKEN}@${GIT_CLONE_BASE#*://}"
-      - git clone --quiet "$ORIGIN/$SOURCE_REPO.git" source && unset ORIGIN GIT_TOKEN
-      - cd source && git checkout --quiet "$SOURCE_COMMIT"
+"""
+    + FETCH_SOURCE
+    + """\
   build:
     commands:
       - bash -c "$BUILD_COMMAND"
@@ -95,6 +113,7 @@ phases:
         test "$CODEBUILD_BUILD_SUCCEEDING" = 1 &&
         aws s3 sync "$PUBLISH_DIR" "s3://$SITE_BUCKET/$SITE_PREFIX/" --delete --no-progress
 """
+)
 
 
 @dataclass(frozen=True)

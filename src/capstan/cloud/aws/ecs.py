@@ -4,6 +4,7 @@ rolling service per target (minimum healthy 100 %, maximum 200 %, circuit breake
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,21 +138,25 @@ def _container(spec: ContainerSpec) -> dict[str, Any]:
         container["environment"] = [
             {"name": name, "value": value} for name, value in sorted(plain.items())
         ]
-    if spec.health_path is not None and spec.port is not None:
-        container["healthCheck"] = {
-            "command": [
-                "CMD-SHELL",
-                f"curl -fsS http://localhost:{spec.port}{spec.health_path} > /dev/null || exit 1",
-            ],
-            "interval": 30,
-            "timeout": 5,
-            "retries": 3,
-            "startPeriod": 60,
-        }
     if spec.command is not None:
-        container["entryPoint"] = ["sh", "-c"]
-        container["command"] = [spec.command]
+        container["entryPoint"], container["command"] = start_command(spec.command)
     return container
+
+
+# What only a shell understands; a command without any of it runs without one.
+_SHELL_SYNTAX = re.compile(r"""[|&;<>()$`\\"'*?\[\]#~{}\n]""")
+
+
+def start_command(command: str) -> tuple[list[str], list[str]]:
+    """The container's entry point and command for a service's start command. No tool inside the
+    image is assumed: a plain command (`python -m worker`) runs as its own program, replacing the
+    image's entry point; only one that needs a shell (pipes, `&&`, variables, quotes…) runs under
+    `sh -c`, which the image must then have."""
+    if _SHELL_SYNTAX.search(command) is None:
+        words = command.split()
+        if words and "=" not in words[0]:  # `NAME=value command` sets a variable: a shell's job
+            return words[:1], words[1:]
+    return ["sh", "-c"], [command]
 
 
 def ensure_task_definition(

@@ -184,8 +184,9 @@ def ensure_target_group(
         "HealthCheckTimeoutSeconds": 5,
         "HealthyThresholdCount": 2,
         "UnhealthyThresholdCount": 3,
-        # Healthy is a 2xx or a 3xx (an app whose / redirects to its sign-in page is up), as
-        # the container's own `curl -f` check counts it.
+        # Healthy is a 2xx or a 3xx (an app whose / redirects to its sign-in page is up). This
+        # check alone decides a web server's health: the container has none, since no tool
+        # inside the image (curl, a shell) can be assumed.
         "Matcher": {"HttpCode": "200-399"},
     }
     existing = find_target_group(session, resource_id)

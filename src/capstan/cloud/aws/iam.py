@@ -32,6 +32,15 @@ def _trust(service: str) -> str:
     )
 
 
+# SecureString parameters are decrypted with the account's SSM key, only on SSM's behalf.
+_DECRYPT_THROUGH_SSM = {
+    "Effect": "Allow",
+    "Action": ["kms:Decrypt"],
+    "Resource": "*",
+    "Condition": {"StringLike": {"kms:ViaService": "ssm.*.amazonaws.com"}},
+}
+
+
 def _policy(*statements: dict[str, Any]) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
 
@@ -45,6 +54,7 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
     """
     iam = session.client("iam")
     parameters = "arn:*:ssm:*:*:parameter/capstan/*"
+    tokens = names.build_token_parameter(project_id, "*")
     roles = {
         "task": (names.task_role_name(project_id), "ecs-tasks.amazonaws.com", None),
         "execution": (
@@ -87,7 +97,14 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
                         "logs:PutLogEvents",
                     ],
                     "Resource": "*",
-                }
+                },
+                # The git tokens of the project's builds (resolved by CodeBuild at start).
+                {
+                    "Effect": "Allow",
+                    "Action": ["ssm:GetParameters"],
+                    "Resource": f"arn:*:ssm:*:*:parameter{tokens}",
+                },
+                _DECRYPT_THROUGH_SSM,
             ),
         ),
     }
@@ -214,6 +231,7 @@ def ensure_site_build_role(
     iam = session.client("iam")
     role_name = site_build_role_name(resource_id)
     parameters = f"arn:*:ssm:*:*:parameter{names.parameter_path(resource_id)}*"
+    token = names.build_token_parameter(project_id, resource_id)
     policy = _policy(
         {
             "Effect": "Allow",
@@ -229,13 +247,12 @@ def ensure_site_build_role(
             "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
             "Resource": f"{bucket_arn}/*",
         },
-        {"Effect": "Allow", "Action": ["ssm:GetParameters"], "Resource": parameters},
         {
             "Effect": "Allow",
-            "Action": ["kms:Decrypt"],
-            "Resource": "*",
-            "Condition": {"StringLike": {"kms:ViaService": "ssm.*.amazonaws.com"}},
+            "Action": ["ssm:GetParameters"],
+            "Resource": [parameters, f"arn:*:ssm:*:*:parameter{token}"],
         },
+        _DECRYPT_THROUGH_SSM,
     )
     boundary = _boundary(session)
     with aws_errors():

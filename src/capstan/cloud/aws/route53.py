@@ -8,6 +8,7 @@ from typing import Any
 from capstan.cloud.aws.calls import ignoring
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.errors import TerminalCloudError
 
 
 def _fqdn(name: str) -> str:
@@ -27,24 +28,24 @@ def find_zone(session: AwsSession, domain: str) -> str | None:
     return None
 
 
-def ensure_zone(session: AwsSession, domain: str) -> str:
-    """The public hosted zone of `domain`, created if the account has none (e.g. a sandbox).
-
-    The caller reference is fixed per domain, so two callers racing make one zone.
-    """
+def service_zone(session: AwsSession, domain: str) -> str:
+    """The public hosted zone of the service domain, which the operator makes and delegates
+    before the server starts (`open_cloud` refuses to start without it). Capstan never creates
+    it: a zone nobody delegated to would take records no resolver asks for, and certificates
+    validated through it would never issue."""
     zone_id = find_zone(session, domain)
-    if zone_id is not None:
-        return zone_id
-    with aws_errors(), ignoring("HostedZoneAlreadyExists"):
-        created = _client(session).create_hosted_zone(
-            Name=_fqdn(domain),
-            CallerReference=f"capstan-{domain}",
-            HostedZoneConfig={"Comment": "Capstan service domain", "PrivateZone": False},
-        )
-        return str(created["HostedZone"]["Id"]).split("/")[-1]
-    found = find_zone(session, domain)
-    assert found is not None
-    return found
+    if zone_id is None:
+        raise TerminalCloudError("service_zone_missing", missing_zone_message(domain))
+    return zone_id
+
+
+def missing_zone_message(domain: str) -> str:
+    return (
+        f"The service domain {domain} has no public hosted zone in the control plane's AWS "
+        "account. Create it (aws route53 create-hosted-zone --name "
+        f"{domain} --caller-reference capstan-{domain}) and point the domain's NS records at "
+        "the zone's name servers; see the README's \"Running it for real\"."
+    )
 
 
 def upsert_alias(

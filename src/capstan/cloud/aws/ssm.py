@@ -143,3 +143,24 @@ def delete_environment(session: AwsSession, resource_id: str) -> None:
         for start in range(0, len(stale), 10):
             with ignoring("ParameterNotFound"):
                 ssm.delete_parameters(Names=stale[start : start + 10])
+
+
+def put_build_token(session: AwsSession, project_id: str, resource_id: str, token: str) -> str:
+    """Store the git token of the target's next build (a SecureString, overwritten by each
+    build: the installation token lives an hour) and answer the parameter's name, which the build
+    names instead of the value, so the token is in no build record."""
+    ssm = _client(session)
+    name = names.build_token_parameter(project_id, resource_id)
+    with aws_errors():
+        ssm.put_parameter(Name=name, Value=token, Type="SecureString", Overwrite=True)
+        # Tags cannot go with Overwrite in one call.
+        ssm.add_tags_to_resource(
+            ResourceType="Parameter", ResourceId=name, Tags=names.tag_list(project_id, resource_id)
+        )
+    return name
+
+
+def delete_build_token(session: AwsSession, project_id: str, resource_id: str) -> None:
+    name = names.build_token_parameter(project_id, resource_id)
+    with aws_errors():  # DeleteParameters answers a missing name as invalid, without failing
+        _client(session).delete_parameters(Names=[name])

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
 
+from capstan.cloud.aws import route53 as route53_zone
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import Credentials, Endpoint
 from capstan.cloud.errors import TerminalCloudError
@@ -75,6 +76,28 @@ def bootstrap_control_plane(
     raise TerminalCloudError(
         "bootstrap_failed", "The sandbox control-plane access key could not be settled."
     )
+
+
+def ensure_service_zone(
+    endpoint: Endpoint, domain: str, identity: OperatorIdentity = CONTROL_PLANE
+) -> None:
+    """Make the service domain's public hosted zone in the operator account, as an operator does
+    before the first start in AWS (Capstan itself only looks it up). The caller reference is
+    fixed per domain, so processes bootstrapping at once make one zone."""
+    account_id = operator_account_id(endpoint, identity)
+    with organization_access(endpoint, account_id) as admin, aws_errors():
+        route53 = admin.client("route53")
+        if route53_zone.find_zone(admin, domain) is not None:
+            return
+        try:
+            route53.create_hosted_zone(
+                Name=f"{domain.rstrip('.')}.",
+                CallerReference=f"capstan-{domain}",
+                HostedZoneConfig={"Comment": "Capstan service domain", "PrivateZone": False},
+            )
+        except ClientError as error:
+            if _code(error) != "HostedZoneAlreadyExists":
+                raise
 
 
 def _ensure_user(iam: IAMClient, identity: OperatorIdentity) -> None:

@@ -38,7 +38,7 @@ from moto.s3.models import s3_backends
 from moto.ssm.models import ssm_backends
 
 from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
-from capstan.sandbox.cloud.simulator import build_queue
+from capstan.sandbox.cloud.simulator import build_queue, build_shell, images
 from capstan.sandbox.cloud.simulator import logs as sim_logs
 from capstan.sandbox.cloud.simulator.backends import each
 
@@ -181,45 +181,47 @@ def run_build(account_id: str, region: str, build: dict[str, Any]) -> None:
     if any(item.get("name") == "SITE_BUCKET" for item in items):
         run_site_build(account_id, region, build, items)
         return
-    variables = {
-        item["name"]: str(item.get("value", ""))
-        for item in build.get("environment", {}).get("environmentVariables", [])
-    }
-    repo = variables.get("SOURCE_REPO", "")
-    commit = variables.get("SOURCE_COMMIT", "")
-    image_uri = variables.get("IMAGE_URI", "")
-    lines = [
-        "[Container] Entering phase DOWNLOAD_SOURCE",
-        f"[Container] Running command git clone {variables.get('GIT_CLONE_BASE', '')}/{repo}.git",
-        f"Cloning {repo} at {commit}",
-    ]
-    failed_phase: str | None = None
-    error: str | None = None
+    plain, stored = _variables(items)
+    lines = ["[Container] Entering phase PROVISIONING"]
     try:
-        outcome = fetch_outcome(variables)
-    except SourceUnavailable as problem:
-        failed_phase, error = "DOWNLOAD_SOURCE", f"could not fetch source: {problem}"
-    else:
-        if outcome.get("build") == "fail":
-            failed_phase = "BUILD"
-            error = str(outcome.get("error") or "the build command exited with status 1")
+        resolved = _parameters(account_id, region, stored)
+    except BuildFailed as failed:
+        lines += [failed.error]
+        _write_log(account_id, region, build, lines)
+        _complete(build, failed.phase, failed.error)
+        return
+    source = build.get("source") or {}
+    outcome = build_shell.run(str(source.get("buildspec") or ""), plain | resolved)
+    lines += outcome.lines
+    failed_phase, error = outcome.failed_phase, outcome.error
     if failed_phase is None:
-        command = variables.get("BUILD_COMMAND")
-        lines += ["[Container] Entering phase BUILD"]
-        if command:
-            lines += [f"[Container] Running command {command}"]
-        lines += [f"docker build -t {image_uri} .", "Successfully built the image"]
-        lines += ["[Container] Entering phase POST_BUILD", f"pushing {image_uri}"]
-        try:
-            _push_image(account_id, region, image_uri, repo, commit)
-        except Exception as problem:  # e.g. the repository was deleted meanwhile
-            failed_phase, error = "POST_BUILD", f"push failed: {problem}"
-        else:
-            lines += [f"{commit[:12]}: digest pushed", "[Container] Phase complete: POST_BUILD"]
-    if failed_phase is not None and error is not None:
-        if failed_phase == "BUILD":
-            lines += ["[Container] Entering phase BUILD"]
-        lines += [error, f"[Container] Phase complete: {failed_phase} State: FAILED"]
+        for pushed in outcome.pushed:
+            try:
+                _push_image(account_id, region, pushed.tag, pushed.layer)
+            except Exception as problem:  # e.g. the repository was deleted meanwhile
+                failed_phase, error = "POST_BUILD", f"push failed: {problem}"
+                break
+            images.remember(account_id, region, pushed.tag, pushed.dockerfile, pushed.layer)
+    _write_log(account_id, region, build, lines)
+    _complete(build, failed_phase, error)
+
+
+def _variables(items: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
+    """The build's plain-text variables, and its PARAMETER_STORE ones (variable -> name)."""
+    plain = {
+        str(item["name"]): str(item.get("value", ""))
+        for item in items
+        if item.get("type", "PLAINTEXT") == "PLAINTEXT"
+    }
+    stored = {
+        str(item["name"]): str(item.get("value", ""))
+        for item in items
+        if item.get("type") == "PARAMETER_STORE"
+    }
+    return plain, stored
+
+
+def _write_log(account_id: str, region: str, build: dict[str, Any], lines: list[str]) -> None:
     logs_info = build.get("logs", {})
     if logs_info.get("groupName") and logs_info.get("streamName"):
         sim_logs.write(
@@ -230,7 +232,6 @@ def run_build(account_id: str, region: str, build: dict[str, Any]) -> None:
             lines,
             create_group=True,
         )
-    _complete(build, failed_phase, error)
 
 
 class SourceUnavailable(Exception):
@@ -247,16 +248,7 @@ class BuildFailed(Exception):
 def run_site_build(
     account_id: str, region: str, build: dict[str, Any], items: list[dict[str, Any]]
 ) -> None:
-    plain = {
-        str(item["name"]): str(item.get("value", ""))
-        for item in items
-        if item.get("type", "PLAINTEXT") == "PLAINTEXT"
-    }
-    stored = {
-        str(item["name"]): str(item.get("value", ""))
-        for item in items
-        if item.get("type") == "PARAMETER_STORE"
-    }
+    plain, stored = _variables(items)
     repo, commit = plain.get("SOURCE_REPO", ""), plain.get("SOURCE_COMMIT", "")
     publish_dir = _directory(plain.get("PUBLISH_DIR", ""))
     bucket = plain.get("SITE_BUCKET", "")
@@ -264,13 +256,14 @@ def run_site_build(
     failure: BuildFailed | None = None
     try:
         resolved = _parameters(account_id, region, stored)
+        token = resolved.pop("GIT_TOKEN", "")
         own = {name for name in plain if name not in SITE_BUILD_VARIABLES}
         lines += [
             "[Container] Entering phase DOWNLOAD_SOURCE",
             f"Cloning {repo} at {commit}",
         ]
         try:
-            outcome = fetch_outcome(plain)
+            outcome = fetch_outcome(plain | {"GIT_TOKEN": token})
         except SourceUnavailable as problem:
             raise BuildFailed("DOWNLOAD_SOURCE", f"could not fetch source: {problem}") from None
         lines += [
@@ -287,7 +280,7 @@ def run_site_build(
             raise BuildFailed(
                 "BUILD", f"error: the build did not produce publish_dir {plain.get('PUBLISH_DIR')}"
             )
-        variables = {k: v for k, v in plain.items() if k != "GIT_TOKEN"} | resolved
+        variables = plain | resolved
         files = {
             str(key).lstrip("/"): Template(str(content)).safe_substitute(variables).encode()
             for key, content in dict(outcome.get("files") or {}).items()
@@ -302,16 +295,7 @@ def run_site_build(
     except BuildFailed as failed:
         failure = failed
         lines += [failed.error, f"[Container] Phase complete: {failed.phase} State: FAILED"]
-    logs_info = build.get("logs", {})
-    if logs_info.get("groupName") and logs_info.get("streamName"):
-        sim_logs.write(
-            account_id,
-            region,
-            logs_info["groupName"],
-            logs_info["streamName"],
-            lines,
-            create_group=True,
-        )
+    _write_log(account_id, region, build, lines)
     if build.get("buildStatus") == "IN_PROGRESS":
         _complete(build, failure.phase if failure else None, failure.error if failure else None)
 
@@ -335,7 +319,7 @@ def _parameters(account_id: str, region: str, stored: dict[str, str]) -> dict[st
                 f"CLIENT_ERROR: Parameter {name} for the environment variable {variable} "
                 "does not exist",
             )
-        values[variable] = str(parameter.value)
+        values[variable] = str(parameter.decrypt(parameter.value))
     return values
 
 
@@ -397,9 +381,9 @@ def fetch_outcome(variables: dict[str, str]) -> dict[str, Any]:
     return decoded
 
 
-def _push_image(account_id: str, region: str, image_uri: str, repo: str, commit: str) -> None:
+def _push_image(account_id: str, region: str, image_uri: str, content: bytes) -> None:
     path, _, tag = image_uri.partition("/")[2].rpartition(":")
-    layer = hashlib.sha256(f"{repo}@{commit}".encode()).hexdigest()
+    layer = hashlib.sha256(content).hexdigest()
     manifest = {
         "schemaVersion": 2,
         "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
@@ -411,7 +395,7 @@ def _push_image(account_id: str, region: str, image_uri: str, repo: str, commit:
         "layers": [
             {
                 "mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
-                "size": 2811478,
+                "size": len(content),
                 "digest": f"sha256:{layer}",
             }
         ],

@@ -18,6 +18,7 @@ from moto.ecs.models import EC2ContainerServiceBackend, ecs_backends
 from moto.elbv2.models import FakeHealthStatus, FakeTargetGroup, elbv2_backends
 from moto.moto_api._internal import mock_random
 
+from capstan.sandbox.cloud.simulator import images
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
@@ -115,6 +116,24 @@ class ServiceSim:
     last_cost: float | None = None
 
 
+def _cannot_run(
+    account_id: str, region: str, backend: Any, deployment: dict[str, Any]
+) -> list[str]:
+    """Why the deployment's containers cannot run or stay healthy on their images (a shell or
+    curl the image lacks: `images.missing_tool`); images the sandbox did not build are not
+    judged."""
+    arn = str(deployment.get("taskDefinition") or "")
+    family, _, revision = arn.rsplit("/", 1)[-1].partition(":")
+    definition = backend.task_definitions.get(family, {}).get(int(revision or 0))
+    reasons = []
+    for container in getattr(definition, "container_definitions", None) or []:
+        found = images.image(account_id, region, str(container.get("image") or ""))
+        reason = images.missing_tool(found, container) if found is not None else None
+        if reason is not None:
+            reasons.append(reason)
+    return reasons
+
+
 def _tags(service: Any) -> dict[str, str]:
     return {str(tag.get("key")): str(tag.get("value")) for tag in service.tags or []}
 
@@ -154,7 +173,7 @@ class Scheduler:
                 return
             failing = self._simulator.is_failing(
                 service.name, _tags(service).get("capstan:resource")
-            )
+            ) or bool(_cannot_run(account_id, region, backend, primary))
             new = [task for task in sim.tasks if task.deployment_id == primary["id"]]
             if not new:
                 new = [
