@@ -40,6 +40,14 @@ def long_hostname_target(project_id: str) -> Target:
     return Target(resource_id, project_id, "web_server", hostname)
 
 
+def running(deployer: Deployer, source: GitHost, target: Target) -> str:
+    """Build the target and roll it out; its image."""
+    finished = deployer.describe_build(build(deployer, target, source))
+    assert finished.image_uri
+    settle(deployer, target, deployer.deploy(task_spec(target, finished.image_uri)))
+    return finished.image_uri
+
+
 def host_values(customer: AwsSession, project_id: str) -> list[str]:
     client = customer.client("elbv2")
     name = names.load_balancer_name(project_id)
@@ -62,9 +70,7 @@ def test_a_hostname_over_128_characters_is_routed_by_a_pattern(
     project_id = new_id("prj")
     target = long_hostname_target(project_id)
     assert target.hostname
-    finished = deployer.describe_build(build(deployer, target, source))
-    assert finished.image_uri
-    settle(deployer, target, deployer.deploy(task_spec(target, finished.image_uri)))
+    running(deployer, source, target)
     (value,) = host_values(customer, project_id)
     assert len(value) == elbv2.HOST_HEADER_CHARS
     assert fnmatch.fnmatchcase(target.hostname, value)
@@ -98,9 +104,7 @@ def test_target_groups_leave_in_30_seconds_and_their_names_fit(
     customer, _operator = sessions
     project_id = new_id("prj")
     target = long_hostname_target(project_id)
-    finished = deployer.describe_build(build(deployer, target, source))
-    assert finished.image_uri
-    settle(deployer, target, deployer.deploy(task_spec(target, finished.image_uri)))
+    running(deployer, source, target)
     client = customer.client("elbv2")
     group = elbv2.find_target_group(customer, target.resource_id)
     assert group
@@ -134,11 +138,9 @@ def test_the_rule_past_the_quota_is_too_many_rules(
     project_id = new_id("prj")
     first = long_hostname_target(project_id)
     second = long_hostname_target(project_id)
-    finished = deployer.describe_build(build(deployer, first, source))
-    assert finished.image_uri
-    settle(deployer, first, deployer.deploy(task_spec(first, finished.image_uri)))
+    image_uri = running(deployer, source, first)
     with pytest.raises(QuotaExceededError) as reached:
-        deployer.deploy(task_spec(second, finished.image_uri))
+        deployer.deploy(task_spec(second, image_uri))
     assert "rules per load balancer" in reached.value.message
     wait_until(lambda: deployer.delete(first), timeout=10)
     wait_until(lambda: deployer.delete(second), timeout=10)

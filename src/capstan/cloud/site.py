@@ -242,22 +242,18 @@ class SiteDriver(SiteCertificates):
                 cloudfront.delete_distribution(self._customer, info)
             except RetryableCloudError:
                 return False
-        try:
-            cloudfront_functions.delete_request_function(self._customer, target.resource_id)
-        except RetryableCloudError as error:
-            if error.code != "function_in_use":
-                raise
+        # The site's own function and OAC, if it has them from before sites shared the account's.
+        if not self._delete_function(target.resource_id):
             return False
-        # The site's own OAC, if it has one from before sites shared the account's.
         control = cloudfront.find_origin_access_control(self._customer, target.resource_id)
-        if control is not None:
-            try:
-                cloudfront.delete_origin_access_control(self._customer, control)
-            except RetryableCloudError as error:
-                if error.code != "origin_access_control_in_use":
-                    raise
-                return False
-        self._release_shared()
+        if control is not None and not self._delete_control(control):
+            return False
+        # The account's: refused while another site's distribution uses them, which then keeps
+        # them (each site asks once its own distribution is gone: the last one's ask succeeds).
+        self._delete_function(None)
+        shared = cloudfront.find_shared_origin_access_control(self._customer)
+        if shared is not None:
+            self._delete_control(shared)
         for arn in handles.certificate_arns:
             if not self.retire_certificate(arn, leaving=True):
                 return False
@@ -269,22 +265,26 @@ class SiteDriver(SiteCertificates):
         iam.delete_site_build_role(self._customer, target.resource_id)
         return not self.remaining_site(target, handles)
 
-    def _release_shared(self) -> None:
-        """The account's shared function and OAC go with the last site to leave: CloudFront
-        refuses while another distribution still names them, and then they stay for it (each
-        site asks once its own distribution is gone, so the last one's ask succeeds)."""
+    def _delete_function(self, resource_id: str | None) -> bool:
+        """Delete a site's own function (or the shared one: None); False while a distribution
+        still runs it."""
         try:
-            cloudfront_functions.delete_request_function(self._customer)
+            cloudfront_functions.delete_request_function(self._customer, resource_id)
         except RetryableCloudError as error:
             if error.code != "function_in_use":
                 raise
-        control = cloudfront.find_shared_origin_access_control(self._customer)
-        if control is not None:
-            try:
-                cloudfront.delete_origin_access_control(self._customer, control)
-            except RetryableCloudError as error:
-                if error.code != "origin_access_control_in_use":
-                    raise
+            return False
+        return True
+
+    def _delete_control(self, control_id: str) -> bool:
+        """Delete an origin access control; False while a distribution still signs with it."""
+        try:
+            cloudfront.delete_origin_access_control(self._customer, control_id)
+        except RetryableCloudError as error:
+            if error.code != "origin_access_control_in_use":
+                raise
+            return False
+        return True
 
     def remaining_site(self, target: Target, handles: SiteHandles) -> list[str]:
         """What of the site still exists, by kind of resource ([] when it is all gone)."""
