@@ -57,6 +57,9 @@ class Knobs:
     # How long a CloudFront distribution's change takes to deploy, and an invalidation to finish.
     distribution_seconds: float = 0.5
     invalidation_seconds: float = 0.5
+    # How long a new IAM role stays unusable by CodeBuild (IAM is eventually consistent): a
+    # build whose service role is younger fails in PROVISIONING, as in AWS. 0 = at once.
+    iam_propagation_seconds: float = 0.0
 
 
 class Simulator:

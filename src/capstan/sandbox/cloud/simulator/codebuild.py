@@ -160,6 +160,18 @@ class BuildRunner:
                 if build.get("currentPhase") == build_queue.QUEUED:
                     continue
                 build_id = build["id"]
+                if build_id not in self._seen and (
+                    role := build_queue.unpropagated_role(
+                        account_id, build, self._simulator.knobs.iam_propagation_seconds
+                    )
+                ):
+                    _complete(
+                        build,
+                        "PROVISIONING",
+                        f"CLIENT_ERROR: CodeBuild is not authorized to perform: sts:AssumeRole "
+                        f"on {role}",
+                    )
+                    continue
                 seen = self._seen.setdefault(build_id, now)
                 with self._lock:
                     if now - seen < delay or build_id in self._running:
