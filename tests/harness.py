@@ -154,6 +154,9 @@ def test_settings(
         "github_webhook_secret": secrets.token_urlsafe(16),
         "github_client_id": "Iv1.capstan-test",
         "github_client_secret": secrets.token_urlsafe(32),
+        # Builds pull base images signed in, as production should (anonymous pulls are limited).
+        "dockerhub_username": "capstan-tests",
+        "dockerhub_token": secrets.token_urlsafe(24),
         # The tests play many clients from one loopback address through X-Forwarded-For.
         "forwarded_allow_ips": "127.0.0.1",
     }

@@ -60,6 +60,10 @@ class Settings(BaseSettings):
     github_client_secret: SecretStr | None = None
     github_api_url: str | None = None
     github_web_url: str | None = None
+    # Docker Hub credentials for image builds (a read-only access token): base images are pulled
+    # signed in. Without them pulls are anonymous, which Docker Hub limits per address.
+    dockerhub_username: str | None = None
+    dockerhub_token: SecretStr | None = None
 
     # Reconcile workers run inside `capstan server` unless this is 0 (then run `capstan worker`).
     worker_concurrency: int = 8
@@ -184,6 +188,13 @@ class Settings(BaseSettings):
         if settings.github_client_secret is None:
             changes["github_client_secret"] = SecretStr(
                 _read_or_create_secret(data_dir / "git_host_client_secret")
+            )
+        if settings.dockerhub_username is None and settings.dockerhub_token is None:
+            # The sandbox's Docker Hub takes any account; builds pull signed in, as an operator
+            # should configure them in AWS (anonymous pulls are limited per address).
+            changes["dockerhub_username"] = "capstan-dev"
+            changes["dockerhub_token"] = SecretStr(
+                _read_or_create_secret(data_dir / "dockerhub_token")
             )
         if settings.github_app_id is None:
             changes["github_app_id"] = "1"

@@ -31,6 +31,14 @@ class Response(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
 
+# A month-to-date figure Cost Explorer cannot give (the cost allocation tag not active yet,
+# Cost Explorer off in the account) is null, with the reason beside it.
+SPEND_UNAVAILABLE = (
+    "Null while the month-to-date figure is available; otherwise why Cost Explorer cannot give "
+    "it (then the figure is null)."
+)
+
+
 class ErrorBody(BaseModel):
     error: str
     message: str

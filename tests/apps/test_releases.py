@@ -32,6 +32,12 @@ def test_the_live_deployment_is_the_only_running_one_and_one_reads_by_id(shop: R
         ("patch", "running"),
         ("create", "replaced"),
     ]
+    # Both releases' images carry the tag that the repository's lifecycle policy keeps.
+    expected: dict[str, set[str]] = {}
+    for deployment in deployments:  # a rebuild of the same commit may give the same digest
+        digest = deployment["image"].partition("@")[2]
+        expected.setdefault(digest, set()).add(f"release-{deployment['id']}")
+    assert _release_tags(shop, created["id"]) == expected
     one = shop.org.api.get(f"{path}/deployments/{first['id']}")
     assert one.status_code == 200, one.text
     assert one.json()["id"] == first["id"] and one.json()["status"] == "replaced"
@@ -72,6 +78,24 @@ def _live_task(shop: Ready, service_id: str) -> dict[str, Any]:
         "environment": values,
         "builds": len(builds),
     }
+
+
+def _release_tags(shop: Ready, service_id: str) -> dict[str, set[str]]:
+    """The `release-…` tags of the service's images, by digest."""
+    account_id = shop.org.api.get("/api/cloud_account").json()["account_id"]
+    sandbox_url = shop.org.server.settings.sandbox_cloud_url
+    assert sandbox_url
+    with account_sessions(sandbox_url, account_id) as (customer, _operator):
+        details = customer.client("ecr").describe_images(
+            repositoryName=names.repository_name(service_id)
+        )["imageDetails"]
+    tags = {
+        detail["imageDigest"]: {
+            tag for tag in detail.get("imageTags", []) if tag.startswith("release-")
+        }
+        for detail in details
+    }
+    return {digest: found for digest, found in tags.items() if found}
 
 
 def _newest(shop: Ready, path: str) -> dict[str, Any]:

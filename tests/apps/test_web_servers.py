@@ -49,6 +49,19 @@ def test_a_web_server_deploys_and_runs(org: Org) -> None:
         assert customer.client("ecs", region="us-east-1").list_clusters()["clusterArns"] == []
 
 
+def test_an_image_without_a_shell_or_curl_runs(shop: Ready) -> None:
+    """The distroless sample (no shell, no curl): its health is the load balancer's to judge,
+    and a plain start command runs without a shell."""
+    repo = "capstan-samples/hello-distroless"
+    web = shop.create_web_server(repo=repo, health_path="/")
+    path = f"{shop.base}/web_servers/{web['id']}"
+    running = shop.wait_for(path, "running", "failed")
+    assert running["status"] == "running", shop.org.api.get(f"{path}/deployments").json()
+    worker = shop.create_worker(repo=repo, start_command="/server --queue jobs")
+    worker_path = f"{shop.base}/workers/{worker['id']}"
+    assert shop.wait_for(worker_path, "running", "failed")["status"] == "running"
+
+
 def test_a_worker_deploys_without_a_url(shop: Ready) -> None:
     created = shop.create_worker()
     assert "url" not in created

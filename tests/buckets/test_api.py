@@ -5,24 +5,30 @@ project deletion, and the task role's grants for buckets and models."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from capstan.cloud.aws import iam
+from capstan.cloud.aws import iam, names
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
+from capstan.sandbox.cloud.bedrock_profiles import invocation_refusal
 from capstan.sandbox.cloud.inventory import capstan_resources
+from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
 from tests.harness import Org, RunningServer
 from tests.polling import wait_until
+from tests.spend import age_spend_answers, spend_cache
 
 HAIKU = "anthropic.claude-3-haiku-20240307-v1:0"
 TITAN_EMBED = "amazon.titan-embed-text-v2:0"
+US_SONNET_37 = "us.anthropic.claude-3-7-sonnet-20250219-v1:0"
 
 
 @pytest.fixture(scope="module")
@@ -197,6 +203,61 @@ def test_cost_is_priced_and_links_to_the_bucket_in_cost_explorer(shop: Ready) ->
     assert made.bucket["id"] in url and "capstan:resource" in url
 
 
+def test_cost_explorer_is_asked_once_per_period_and_unavailable_says_why(shop: Ready) -> None:
+    org = shop.org
+    made = active_bucket(org)
+    bucket_id = made.bucket["id"]
+    account_id = org.api.get("/api/cloud_account").json()["account_id"]
+    ledger = simulator().cost
+    cache = spend_cache(org.server)
+
+    def month_to_date() -> tuple[Any, Any]:
+        answer = org.api.get(f"{made.path}/cost")
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["estimated_monthly_usd"] >= 0  # the estimate needs no Cost Explorer
+        return body["month_to_date_usd"], body["month_to_date_unavailable"]
+
+    first = month_to_date()
+    assert first[0] is not None and first[1] is None
+    assert [month_to_date() for _ in range(3)] == [first] * 3
+    assert ledger.calls(account_id, bucket_id) == 1
+    age_spend_answers(org.server, cache.seconds - 60)
+    month_to_date()
+    assert ledger.calls(account_id, bucket_id) == 1
+    age_spend_answers(org.server, 120)  # the period is over: asked again, once
+    month_to_date()
+    month_to_date()
+    assert ledger.calls(account_id, bucket_id) == 2
+
+    ledger.switch_off(account_id)
+    try:
+        age_spend_answers(org.server, cache.seconds)
+        usd, why = month_to_date()
+        assert usd is None and "Cost Explorer is not enabled" in why
+        assert ledger.calls(account_id, bucket_id) == 2  # refused before it was counted
+    finally:
+        ledger.switch_on(account_id)
+    age_spend_answers(org.server, cache.unavailable_seconds)
+    assert month_to_date()[0] is not None
+
+    try:
+        ledger.set_tag_status(account_id, "capstan:resource", active=False)
+        age_spend_answers(org.server, cache.seconds)
+        usd, why = month_to_date()
+        assert usd is None and "not an active cost allocation tag" in why
+        ledger.set_tag_status(account_id, "capstan:resource", active=True)
+        age_spend_answers(org.server, cache.unavailable_seconds)
+        usd, why = month_to_date()  # activated just now: a day before the figures are whole
+        assert usd is None and "less than 24 hours ago" in why
+    finally:
+        ledger.set_tag_status(
+            account_id, "capstan:resource", active=True, at=datetime(2020, 1, 1, tzinfo=UTC)
+        )
+    age_spend_answers(org.server, cache.unavailable_seconds)
+    assert month_to_date()[0] is not None
+
+
 def test_deleting_a_bucket_that_holds_objects_leaves_nothing_tagged(shop: Ready) -> None:
     org = shop.org
     made = active_bucket(org)
@@ -300,6 +361,24 @@ def test_the_task_role_may_use_the_buckets_and_exactly_the_enabled_models(shop: 
             "bedrock:InvokeModel",
             "bedrock:InvokeModelWithResponseStream",
         }
+        # Haiku is sold through AWS Marketplace: its first invocation subscribes the account.
+        assert set(granted["CapstanModelSubscriptions"]["Action"]) == {
+            "aws-marketplace:ViewSubscriptions",
+            "aws-marketplace:Subscribe",
+        }
+
+        # An inference profile: the task role (under its boundary) may invoke through it, as
+        # the sandbox checks it the way AWS does; Haiku is no longer allowed.
+        put = org.api.put(f"{shop.base}/model_access", json={"model_ids": [US_SONNET_37]})
+        assert put.status_code == 200, put.text
+        account_id = org.api.get("/api/cloud_account").json()["account_id"]
+        role = names.task_role_name(project_id)
+        granted = grants(
+            lambda s: "inference-profile" in json.dumps(s.get("CapstanModels")), "the profile"
+        )
+        assert invocation_refusal(account_id, "aws", role, "us-east-1", US_SONNET_37) is None
+        refusal = invocation_refusal(account_id, "aws", role, "us-east-1", HAIKU)
+        assert refusal is not None and "not authorized to perform: bedrock:InvokeModel" in refusal
 
         assert org.api.put(f"{shop.base}/model_access", json={"model_ids": []}).status_code == 200
         granted = grants(lambda s: "CapstanModels" not in s, "the model grant to go")

@@ -14,8 +14,19 @@ from urllib.parse import parse_qs, urlsplit
 
 from capstan.cloud.aws import names
 from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.aws.ssm import StoredEnvironment
+from capstan.cloud.builds import RegistryLogin
+from capstan.cloud.deploy import BuildSpec, Deployer, Target, TaskSpec
+from tests.polling import wait_until
 
 GOOD_TOKEN = "ghs_" + "a" * 36
+# Docker Hub, signed in as an operator should configure it (anonymous pulls are limited).
+REGISTRY_LOGIN = RegistryLogin("capstan-tests", "dckr_pat_" + "b" * 27)
+# The driver tests' service domain, repository and commits (one builds, one fails).
+DOMAIN = "apps.sandbox.test"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+BROKEN = "fedcba9876543210fedcba9876543210fedcba98"
+REPO = "acme/shop"
 
 
 def new_id(prefix: str) -> str:
@@ -184,3 +195,51 @@ def leftovers(
                     records.append(record["Name"])
     found["route53"] = records
     return {kind: items for kind, items in found.items() if items}
+
+
+def web_target(project_id: str) -> Target:
+    resource_id = new_id("svc")
+    return Target(resource_id, project_id, "web_server", f"web-{resource_id[-6:]}.acme.{DOMAIN}")
+
+
+def worker_target(project_id: str) -> Target:
+    return Target(new_id("svc"), project_id, "worker", None)
+
+
+def build(deployer: Deployer, target: Target, source: GitHost, commit: str = COMMIT) -> str:
+    spec = BuildSpec(
+        target,
+        REPO,
+        commit,
+        source.api_url,
+        GOOD_TOKEN,
+        "npm run build",
+        registry_login=REGISTRY_LOGIN,
+    )
+    build_id = deployer.start_build(spec)
+    done = wait_until(lambda: (b := deployer.describe_build(build_id)).state != "in_progress" and b)
+    assert done
+    return build_id
+
+
+def task_spec(
+    target: Target, image_uri: str, environment: StoredEnvironment | None = None
+) -> TaskSpec:
+    web = target.kind == "web_server"
+    return TaskSpec(
+        target=target,
+        deployment_id=new_id("dep"),
+        image_uri=image_uri,
+        cpu=256,
+        memory=512,
+        environment=environment or StoredEnvironment(parameters={}, plain={}),
+        start_command=None if web else "python -m worker",
+        health_path="/healthz" if web else None,
+    )
+
+
+def settle(deployer: Deployer, target: Target, arn: str) -> None:
+    rollout = wait_until(
+        lambda: (r := deployer.describe_rollout(target, arn)).state != "in_progress" and r
+    )
+    assert rollout.state == "completed", rollout

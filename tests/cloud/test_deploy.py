@@ -3,128 +3,43 @@ sandbox simulator doing what AWS does after a call (builds, rollouts, logs, metr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
 
-from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.aws.ssm import StoredEnvironment
-from capstan.cloud.deploy import BuildSpec, Deployer, Target, TaskSpec
+from capstan.cloud.credentials import utcnow
+from capstan.cloud.deploy import BuildSpec, Deployer
 from capstan.cloud.errors import TerminalCloudError
-from capstan.cloud.pricing import monthly_run_rate_usd
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.operator import bootstrap_control_plane, ensure_service_zone
+from capstan.cloud.pricing import bucket_monthly_usd, monthly_run_rate_usd
+from capstan.cloud.spend import SpendDriver
 from capstan.sandbox.cloud.simulator import simulator
 from tests.cloud.deploy_helpers import (
+    BROKEN,
+    COMMIT,
+    DOMAIN,
     GOOD_TOKEN,
+    REPO,
     GitHost,
-    git_host,
+    build,
     leftovers,
     new_id,
+    settle,
+    task_spec,
+    web_target,
+    worker_target,
 )
 from tests.polling import wait_until
-from tests.sandbox.aws import access_role, new_account
 
-DOMAIN = "apps.sandbox.test"
-COMMIT = "0123456789abcdef0123456789abcdef01234567"
-BROKEN = "fedcba9876543210fedcba9876543210fedcba98"
-REPO = "acme/shop"
-
-
-@pytest.fixture(autouse=True)
-def fast_simulator() -> Iterator[None]:
-    before = simulator().configure(
-        build_seconds=0.2,
-        task_start_seconds=0.2,
-        circuit_breaker_seconds=1.0,
-        log_interval_seconds=0.2,
-        metrics_interval_seconds=0.2,
-    )
-    yield
-    simulator().configure(**{k: getattr(before, k) for k in before.__dataclass_fields__})
-    simulator().heal_rollouts()
-
-
-@pytest.fixture(scope="module")
-def source() -> Iterator[GitHost]:
-    with git_host() as host:
-        host.files[(REPO, COMMIT)] = {"build": "succeed"}
-        host.files[(REPO, BROKEN)] = {"build": "fail", "error": "npm ERR! Missing script: build"}
-        yield host
-
-
-@pytest.fixture(scope="module")
-def account(endpoint: Endpoint) -> str:
-    return new_account(endpoint, "deploy")
-
-
-@pytest.fixture(scope="module")
-def sessions(endpoint: Endpoint, account: str) -> Iterator[tuple[AwsSession, AwsSession]]:
-    """The account as its administrator sees it (the tests' own checks), and the operator's."""
-    ensure_service_zone(endpoint, DOMAIN)  # the operator's, made before Capstan starts
-    with (
-        organization_access(endpoint, account) as customer,
-        AwsSession(endpoint, bootstrap_control_plane(endpoint)) as operator,
-    ):
-        yield customer, operator
-
-
-@pytest.fixture(scope="module")
-def access(endpoint: Endpoint, account: str) -> Iterator[AwsSession]:
-    """The access role from Capstan's template: what the driver acts through."""
-    with access_role(endpoint, account) as role:
-        yield role
-
-
-@pytest.fixture
-def deployer(access: AwsSession, sessions: tuple[AwsSession, AwsSession]) -> Deployer:
-    _customer, operator = sessions
-    return Deployer(access, operator, domain=DOMAIN)
-
-
-def web_target(project_id: str) -> Target:
-    resource_id = new_id("svc")
-    return Target(resource_id, project_id, "web_server", f"web-{resource_id[-6:]}.acme.{DOMAIN}")
-
-
-def worker_target(project_id: str) -> Target:
-    return Target(new_id("svc"), project_id, "worker", None)
-
-
-def build(deployer: Deployer, target: Target, source: GitHost, commit: str = COMMIT) -> str:
-    spec = BuildSpec(target, REPO, commit, source.api_url, GOOD_TOKEN, "npm run build")
-    build_id = deployer.start_build(spec)
-    done = wait_until(lambda: (b := deployer.describe_build(build_id)).state != "in_progress" and b)
-    assert done
-    return build_id
-
-
-def task_spec(
-    target: Target, image_uri: str, environment: StoredEnvironment | None = None
-) -> TaskSpec:
-    web = target.kind == "web_server"
-    return TaskSpec(
-        target=target,
-        deployment_id=new_id("dep"),
-        image_uri=image_uri,
-        cpu=256,
-        memory=512,
-        environment=environment or StoredEnvironment(parameters={}, plain={}),
-        start_command=None if web else "python -m worker",
-        health_path="/healthz" if web else None,
-    )
-
-
-def settle(deployer: Deployer, target: Target, arn: str) -> None:
-    rollout = wait_until(
-        lambda: (r := deployer.describe_rollout(target, arn)).state != "in_progress" and r
-    )
-    assert rollout.state == "completed", rollout
+pytestmark = pytest.mark.usefixtures("fast_simulator")
 
 
 def test_web_server_end_to_end(
-    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+    deployer: Deployer,
+    sessions: tuple[AwsSession, AwsSession],
+    access: AwsSession,
+    source: GitHost,
 ) -> None:
     customer, operator = sessions
     project_id = new_id("prj")
@@ -230,7 +145,8 @@ def test_web_server_end_to_end(
         "error_rate_percent",
     }
     assert 0 < metrics["cpu_utilization_percent"] < 100
-    assert wait_until(lambda: deployer.spend_this_month(target) > 0)
+    spend = SpendDriver(access)  # as the endpoints read it, through the role
+    assert wait_until(lambda: (spend.month_to_date(target.resource_id, utcnow()).usd or 0) > 0)
 
     assert leftovers(customer, operator, target.resource_id, target.hostname)
     wait_until(lambda: deployer.delete(target), timeout=10)
@@ -511,16 +427,27 @@ def test_delete_project_network(
 
 def test_monthly_run_rate() -> None:
     worker = monthly_run_rate_usd(1024, 2048, "us-east-1", "worker")
-    # 1 vCPU and 2 GB for 730 hours at us-east-1 prices.
-    assert worker == pytest.approx((0.04048 + 2 * 0.004445) * 730, abs=0.01)
+    # 1 vCPU and 2 GB and the task's public IPv4 address for 730 hours at us-east-1 prices.
+    assert worker == pytest.approx((0.04048 + 2 * 0.004445 + 0.005) * 730, abs=0.01)
     web = monthly_run_rate_usd(1024, 2048, "us-east-1", "web_server")
-    assert web > worker
+    # ... and the load balancer's hour, its two public addresses, and one LCU.
+    assert web == pytest.approx(worker + (0.0225 + 2 * 0.005 + 0.008) * 730, abs=0.01)
+    shared = monthly_run_rate_usd(1024, 2048, "us-east-1", "web_server", alb_shared_by=2)
+    assert shared == pytest.approx(worker + ((0.0225 + 2 * 0.005) / 2 + 0.008) * 730, abs=0.01)
     assert monthly_run_rate_usd(256, 512, "xx-nowhere-1", "worker") == monthly_run_rate_usd(
         256, 512, "us-east-1", "worker"
     )
     assert monthly_run_rate_usd(4096, 8192, "eu-central-1", "worker") > monthly_run_rate_usd(
         4096, 8192, "us-east-1", "worker"
     )
+
+
+def test_a_bucket_estimate_prices_storage_requests_and_request_metrics_while_in_use() -> None:
+    # 1 GB stored, nothing asked: storage only (request metrics receive no data, so cost none).
+    assert bucket_monthly_usd(1024**3, 0, 0, "us-east-1") == pytest.approx(0.023)
+    # 100 PUTs and 1000 GETs an hour, and the 16 request metrics at $0.30 a month each.
+    busy = bucket_monthly_usd(1024**3, 100, 1000, "us-east-1")
+    assert busy == pytest.approx(0.023 + (0.1 * 0.005 + 1 * 0.0004) * 730 + 16 * 0.30)
 
 
 def test_environment_versions_live_side_by_side_and_unneeded_ones_are_pruned(

@@ -61,12 +61,28 @@ def test_the_model_catalog_is_read_from_the_organizations_account(customer: AwsS
 
 def test_model_grants_name_exactly_the_allowed_models() -> None:
     assert "us-east-1" in regions()
-    (statement,) = invoke_statements("us-east-1", ["a.model-v1", "b.model-v2"])
+    (statement,) = invoke_statements("us-east-1", "123456789012", ["amazon.a-v1", "amazon.b-v2"])
     assert statement["Resource"] == [
-        "arn:aws:bedrock:us-east-1::foundation-model/a.model-v1",
-        "arn:aws:bedrock:us-east-1::foundation-model/b.model-v2",
+        "arn:aws:bedrock:us-east-1::foundation-model/amazon.a-v1",
+        "arn:aws:bedrock:us-east-1::foundation-model/amazon.b-v2",
     ]
-    assert invoke_statements("us-east-1", []) == []
+    assert invoke_statements("us-east-1", "123456789012", []) == []
+
+
+def test_a_profile_is_granted_with_its_model_wherever_it_routes_and_marketplace_rights() -> None:
+    models, subscriptions = invoke_statements(
+        "eu-west-1", "123456789012", ["eu.anthropic.c-v1", "amazon.a-v1"]
+    )
+    assert models["Resource"] == [
+        "arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.c-v1",
+        "arn:aws:bedrock:eu-west-1::foundation-model/amazon.a-v1",
+        "arn:aws:bedrock:*::foundation-model/anthropic.c-v1",
+    ]
+    assert subscriptions["Action"] == [
+        "aws-marketplace:ViewSubscriptions",
+        "aws-marketplace:Subscribe",
+    ]
+    assert subscriptions["Resource"] == "*"
 
 
 def test_a_project_network_known_to_one_driver_is_known_to_the_next_of_the_same_version(

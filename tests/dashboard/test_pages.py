@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import capstan.dashboard
+from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import ready
 from tests.harness import Org, RunningServer
 
@@ -111,3 +112,18 @@ def test_what_people_typed_is_shown_as_text(org: Org, server: RunningServer) -> 
     page = org.browser().get("/").text
     assert name not in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+def test_a_service_page_says_why_its_spend_is_unavailable(org: Org) -> None:
+    shop = ready(org)
+    web = shop.create_web_server()
+    account_id = org.api.get("/api/cloud_account").json()["account_id"]
+    ledger = simulator().cost
+    ledger.switch_off(account_id)
+    try:
+        page = org.browser().get(f"/projects/{shop.project['id']}/web_servers/{web['id']}")
+    finally:
+        ledger.switch_on(account_id)
+    assert page.status_code == 200
+    assert "unavailable: Cost Explorer is not enabled in this AWS account" in page.text
+    assert "run-rate" in page.text

@@ -119,9 +119,10 @@ def test_list_repositories_follows_pagination(server: RunningServer) -> None:
             "capstan-samples/hello-web",
             "capstan-samples/hello-worker",
             "capstan-samples/hello-static",
+            "capstan-samples/hello-distroless",
         ]
         assert all(r.default_branch == "main" for r in repositories)
-        assert [r.private for r in repositories] == [True, True, False]
+        assert [r.private for r in repositories] == [True, True, False, False]
 
 
 def test_pagination_links_must_stay_in_the_api(server: RunningServer) -> None:

@@ -33,6 +33,7 @@ SAMPLES = {
     "capstan-samples/hello-web",
     "capstan-samples/hello-worker",
     "capstan-samples/hello-static",
+    "capstan-samples/hello-distroless",
 }
 
 

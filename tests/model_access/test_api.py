@@ -11,16 +11,21 @@ from typing import Any
 import pytest
 
 from capstan.sandbox.cloud.bedrock import catalog
+from capstan.sandbox.cloud.bedrock_profiles import profiles
 from tests.apps.helpers import connected_org, new_shop
 from tests.harness import Org, RunningServer
 
 HAIKU = "anthropic.claude-3-haiku-20240307-v1:0"
 TITAN_EMBED = "amazon.titan-embed-text-v2:0"
 LLAMA = "meta.llama3-1-70b-instruct-v1:0"  # us-west-2 only
+SONNET_37 = "anthropic.claude-3-7-sonnet-20250219-v1:0"  # only through inference profiles
+US_SONNET_37 = f"us.{SONNET_37}"
 
 
 def names(region: str) -> dict[str, str]:
-    return {model.model_id: model.name for model in catalog(region)}
+    """What a task role may invoke in `region`: models on demand, and inference profiles."""
+    served = {m.model_id: m.name for m in catalog(region) if "ON_DEMAND" in m.inference_types}
+    return served | {profile.profile_id: profile.name for profile in profiles(region)}
 
 
 def enabled(body: dict[str, Any]) -> set[str]:
@@ -78,6 +83,20 @@ def test_shape_a_moves_region_and_replaces_the_whole_set(connected: Org) -> None
         [HAIKU],
         {HAIKU},
     )
+
+
+def test_inference_profiles_are_listed_and_enabled_by_their_id(connected: Org) -> None:
+    path = new_project_path(connected)
+    listed = {m["model_id"]: m for m in connected.api.get(path).json()["models"]}
+    assert listed[US_SONNET_37]["name"] == "US Anthropic Claude 3.7 Sonnet"
+    assert SONNET_37 not in listed  # a profile-only model cannot be invoked by its own id
+    body = put_ok(connected, path, {"model_ids": [US_SONNET_37, HAIKU]})
+    assert enabled(body) == {US_SONNET_37, HAIKU}
+    refused = connected.api.put(path, json={"model_ids": [SONNET_37]})
+    assert refused.status_code == 400 and refused.json()["error"] == "unknown_model"
+    # Another geography's profile is not offered here.
+    refused = connected.api.put(path, json={"model_ids": [f"eu.{SONNET_37}"]})
+    assert refused.status_code == 400 and refused.json()["error"] == "unknown_model"
 
 
 def test_disabled_keeps_the_list_but_enables_nothing(connected: Org) -> None:

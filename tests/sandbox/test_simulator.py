@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
@@ -160,6 +161,50 @@ def test_cost_explorer_answers_by_tag_from_run_time(admin: AwsSession) -> None:
     assert spend("svc_other") == 0.0
     # About 0.5 s of a 1 vCPU / 2 GB task at ~0.049 USD an hour: tiny, but accrued.
     assert spend("svc_priced") < 0.001
+
+
+def test_cost_explorer_counts_calls_can_be_off_and_reports_only_by_active_tags(
+    admin: AwsSession,
+) -> None:
+    account_id = admin.client("sts").get_caller_identity()["Account"]
+    ledger = simulator().cost
+    ledger.add(account_id, {"capstan:resource": "svc_spent"}, 1.25)
+    ce = admin.client("ce")
+
+    def spend() -> float:
+        answer = ce.get_cost_and_usage(
+            TimePeriod={"Start": "2020-01-01", "End": "2100-01-01"},
+            Granularity="MONTHLY",
+            Metrics=["UnblendedCost"],
+            Filter={"Tags": {"Key": "capstan:resource", "Values": ["svc_spent"]}},
+        )
+        return sum(float(p["Total"]["UnblendedCost"]["Amount"]) for p in answer["ResultsByTime"])
+
+    assert spend() == 1.25
+    [tag] = ce.list_cost_allocation_tags(TagKeys=["capstan:resource"])["CostAllocationTags"]
+    assert tag["Status"] == "Active" and tag["Type"] == "UserDefined"
+
+    # Inactive: AWS answers $0 without complaint; activating it is what brings the figure back.
+    ce.update_cost_allocation_tags_status(
+        CostAllocationTagsStatus=[{"TagKey": "capstan:resource", "Status": "Inactive"}]
+    )
+    assert ce.list_cost_allocation_tags(Status="Active")["CostAllocationTags"] == []
+    assert spend() == 0.0
+    ce.update_cost_allocation_tags_status(
+        CostAllocationTagsStatus=[{"TagKey": "capstan:resource", "Status": "Active"}]
+    )
+    assert spend() == 1.25
+    assert ledger.calls(account_id, "svc_spent") == 3
+
+    ledger.switch_off(account_id)
+    try:
+        with pytest.raises(ClientError) as refused:
+            spend()
+    finally:
+        ledger.switch_on(account_id)
+    assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
+    assert "not enabled for cost explorer" in refused.value.response["Error"]["Message"]
+    assert ledger.calls(account_id, "svc_spent") == 3
 
 
 def test_unknown_knobs_are_refused() -> None:

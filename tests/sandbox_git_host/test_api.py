@@ -30,6 +30,7 @@ SAMPLE_NAMES = [
     "capstan-samples/hello-web",
     "capstan-samples/hello-worker",
     "capstan-samples/hello-static",
+    "capstan-samples/hello-distroless",
 ]
 
 
@@ -265,7 +266,7 @@ def test_repositories_pagination(server: RunningServer) -> None:
     token = token_for(server, sandbox_install(server))
     first = repositories(server, token, per_page=2)
     assert first.status_code == 200, first.text
-    assert first.json()["total_count"] == 3
+    assert first.json()["total_count"] == 4
     assert [r["full_name"] for r in first.json()["repositories"]] == SAMPLE_NAMES[:2]
     assert set(first.links) == {"next", "last"}
     assert query_of(first.links["next"]["url"]) == {"per_page": "2", "page": "2"}
@@ -278,10 +279,10 @@ def test_repositories_pagination(server: RunningServer) -> None:
     assert "next" not in second.links
 
     beyond = repositories(server, token, per_page=2, page=5)
-    assert beyond.json()["repositories"] == [] and beyond.json()["total_count"] == 3
+    assert beyond.json()["repositories"] == [] and beyond.json()["total_count"] == 4
     whole = repositories(server, token)
     assert "link" not in whole.headers
-    assert len(whole.json()["repositories"]) == 3
+    assert len(whole.json()["repositories"]) == 4
 
 
 def test_sample_repositories_and_branches(server: RunningServer) -> None:
@@ -290,8 +291,8 @@ def test_sample_repositories_and_branches(server: RunningServer) -> None:
     assert [(r["full_name"], r["default_branch"]) for r in listing] == [
         (name, "main") for name in SAMPLE_NAMES
     ]
-    assert [r["private"] for r in listing] == [True, True, False]
-    assert len({r["id"] for r in listing}) == 3
+    assert [r["private"] for r in listing] == [True, True, False, False]
+    assert len({r["id"] for r in listing}) == 4
     headers = {"Authorization": f"token {token}"}
     with api(server) as client:
         branches = client.get("repos/capstan-samples/hello-web/branches", headers=headers)

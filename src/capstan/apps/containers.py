@@ -12,6 +12,7 @@ from capstan.apps import releases
 from capstan.apps import service as services
 from capstan.apps.models import Deployment
 from capstan.apps.steps import Progress, Subject
+from capstan.cloud.builds import RegistryLogin
 from capstan.cloud.deploy import Build, BuildSpec, Deployer, TaskSpec
 from capstan.cloud.driver import Cloud
 from capstan.config import Settings
@@ -25,6 +26,15 @@ log = logging.getLogger("capstan.apps")
 
 # Waiting for the project network: its reconciler wakes the targets when it is ready.
 NETWORK_POLL = Poll(first=timedelta(seconds=5), factor=1.5, cap=timedelta(seconds=60))
+
+
+def registry_login(settings: Settings) -> RegistryLogin | None:
+    """The operator's Docker Hub credentials for builds, when both are set."""
+    if settings.dockerhub_username and settings.dockerhub_token is not None:
+        return RegistryLogin(
+            settings.dockerhub_username, settings.dockerhub_token.get_secret_value()
+        )
+    return None
 
 
 class ContainerSteps:
@@ -67,6 +77,7 @@ class ContainerSteps:
             source_token=source_token,
             build_command=subject.service.build_command,
             deployment_id=deployment.id,
+            registry_login=registry_login(self._settings),
         )
         return await self._cloud.run(lambda: deployer.start_build(spec))
 

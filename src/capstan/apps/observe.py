@@ -18,9 +18,10 @@ from capstan.apps import service as services
 from capstan.apps.deploying import deployer_for
 from capstan.apps.models import Deployment, Service, SiteResources
 from capstan.auth.principal import Principal
-from capstan.cloud.deploy import Deployer, LogLine, Target
+from capstan.cloud.deploy import LogLine, Target
 from capstan.cloud.driver import Cloud
 from capstan.cloud.pricing import monthly_run_rate_usd, site_monthly_run_rate_usd
+from capstan.cloud_account import spend as spend_reader
 from capstan.cloud_account.session import cloud_answers
 from capstan.config import Settings
 from capstan.network import service as network
@@ -131,25 +132,28 @@ async def cost(
     target: Target,
     region: str,
 ) -> dict[str, Any]:
-    """Month-to-date spend (Cost Explorer, by the target's tag) and a monthly run-rate: from the
-    size for containers, from the last hour's traffic and the bucket's size for a site."""
+    """Month-to-date spend (Cost Explorer by the target's tag, remembered for hours; a reason
+    instead when Cost Explorer cannot report) and a monthly run-rate: from the size for
+    containers, from the last hour's traffic and the bucket's size for a site."""
     if service.kind == services.STATIC_WEBSITE:
         distribution_id = await _distribution_id(session, target)
-
-        def read_site(deployer: Deployer) -> tuple[float, float]:
-            usage = deployer.site.site_usage(target, distribution_id)
-            spend = deployer.spend_this_month(target)
-            return spend, site_monthly_run_rate_usd(**usage, region=region)
-
-        spend, run_rate = await _read(session, caller, cloud, settings, target, read_site)
+        usage = await _read(
+            session,
+            caller,
+            cloud,
+            settings,
+            target,
+            lambda deployer: deployer.site.site_usage(target, distribution_id),
+        )
+        run_rate = site_monthly_run_rate_usd(**usage, region=region)
     else:
         assert service.cpu is not None and service.memory is not None
-        spend = await _read(
-            session, caller, cloud, settings, target, lambda d: d.spend_this_month(target)
-        )
         run_rate = monthly_run_rate_usd(service.cpu, service.memory, region, service.kind)
+    account = await network.require_cloud_account(session, caller)
+    spend = await spend_reader.month_to_date(cloud, account, target.resource_id)
     return {
-        "spend_this_month_usd": round(spend, 2),
+        "spend_this_month_usd": None if spend.usd is None else round(spend.usd, 2),
+        "spend_this_month_unavailable": spend.unavailable,
         "monthly_run_rate_usd": round(run_rate, 2),
         "currency": "USD",
     }

@@ -289,19 +289,24 @@ class TargetReconciler:
         self, session: AsyncSession, subject: Subject, deployer: Deployer
     ) -> None:
         """Remove the environment versions (and a static site's build outputs) no release of the
-        target needs any more. A failure is only logged: the next rollout prunes again."""
+        target needs any more, and mark the images releases need so that the repository's
+        lifecycle policy keeps them. A failure is only logged: the next rollout prunes again."""
         keep = await releases.needed_versions(
             session, subject.service.id, subject.preview.id if subject.preview else None
         )
         outputs: set[str] | None = None
+        images: dict[str, str] | None = None
+        preview_id = subject.preview.id if subject.preview else None
         if subject.service.kind == services.STATIC_WEBSITE:
-            outputs = await releases.needed_outputs(
-                session, subject.service.id, subject.preview.id if subject.preview else None
-            )
+            outputs = await releases.needed_outputs(session, subject.service.id, preview_id)
+        else:
+            images = await releases.needed_images(session, subject.service.id, preview_id)
         target = subject.target(self._settings.domain)
 
         def prune() -> tuple[int, int]:
             removed = len(deployer.prune_environments(target, keep))
+            if images is not None:
+                deployer.keep_images(target, images)
             if outputs is None:
                 return removed, 0
             return removed, deployer.site.prune_outputs(target, outputs)

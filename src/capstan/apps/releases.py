@@ -78,6 +78,26 @@ async def needed_versions(
     return {*under_way, *(release.environment_version for release in kept)}
 
 
+async def needed_images(
+    session: AsyncSession, service_id: str, preview_id: str | None
+) -> dict[str, str]:
+    """The images (digests, by deployment id) a release of the target or a deployment under way
+    still needs in the registry: what the repository's lifecycle policy must never expire."""
+    under_way = await session.scalars(
+        select(Deployment).where(
+            Deployment.service_id == service_id,
+            services.of_target(preview_id),
+            Deployment.status.in_(UNDER_WAY),
+        )
+    )
+    kept = await kept_releases(session, service_id, preview_id)
+    return {
+        deployment.id: deployment.image_uri.rpartition("@")[2]
+        for deployment in (*under_way, *kept)
+        if deployment.image_uri is not None and "@sha256:" in deployment.image_uri
+    }
+
+
 async def needed_outputs(
     session: AsyncSession, service_id: str, preview_id: str | None
 ) -> set[str] | None:

@@ -19,7 +19,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from capstan.cloud.deploy import MAX_VALUE_BYTES
 from capstan.cloud.fargate import CPU_VALUES
-from capstan.schemas import Request, Response
+from capstan.schemas import SPEND_UNAVAILABLE, Request, Response
 
 DNS_LABEL = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 # Git forbids spaces, "~^:?*[\" and control characters in ref names (the rest in `_branch_rules`).
@@ -379,6 +379,7 @@ class StaticWebsiteMetrics(Response):
 
 
 class Cost(Response):
-    spend_this_month_usd: float
+    spend_this_month_usd: float | None
+    spend_this_month_unavailable: str | None = Field(description=SPEND_UNAVAILABLE)
     monthly_run_rate_usd: float
     currency: Literal["USD"] = "USD"

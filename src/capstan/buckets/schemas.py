@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from capstan.schemas import Request, Response
+from capstan.schemas import SPEND_UNAVAILABLE, Request, Response
 
 LABEL_MAX = 100
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -86,5 +86,6 @@ class BucketMetrics(Response):
 class BucketCost(Response):
     cost_explorer_url: str
     estimated_monthly_usd: float
-    month_to_date_usd: float
+    month_to_date_usd: float | None
+    month_to_date_unavailable: str | None = Field(description=SPEND_UNAVAILABLE)
     currency: Literal["USD"] = "USD"

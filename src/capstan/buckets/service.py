@@ -28,6 +28,7 @@ from capstan.buckets.models import Bucket
 from capstan.cloud import buckets as bucket_cloud
 from capstan.cloud.buckets import BucketDriver
 from capstan.cloud.driver import Cloud
+from capstan.cloud_account import spend
 from capstan.cloud_account.models import CloudAccount
 from capstan.cloud_account.session import cloud_answers, customer_driver
 from capstan.db import new_id, utcnow
@@ -210,13 +211,19 @@ async def metrics(
 
 async def cost(
     session: AsyncSession, caller: Principal, cloud: Cloud, project_id: str, bucket_id: str
-) -> dict[str, float | str]:
+) -> dict[str, Any]:
     bucket = await get(session, caller, project_id, bucket_id)
     now = utcnow()
-    return await _read(
+    figures: dict[str, Any] = await _read(
         session,
         caller,
         cloud,
         bucket,
         lambda driver: driver.costs(bucket.id, bucket.bucket_name, now=now),
     )
+    account = await network.require_cloud_account(session, caller)
+    spent = await spend.month_to_date(cloud, account, bucket.id)
+    # A new bucket accrues fractions of a cent: keep them visible.
+    figures["month_to_date_usd"] = None if spent.usd is None else round(spent.usd, 6)
+    figures["month_to_date_unavailable"] = spent.unavailable
+    return figures

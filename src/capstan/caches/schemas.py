@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from capstan.cloud.caches import MAX_STORAGE_LIMIT_MB, MIN_STORAGE_LIMIT_MB
-from capstan.schemas import Request, Response
+from capstan.schemas import SPEND_UNAVAILABLE, Request, Response
 
 StorageLimit = Annotated[
     int,
@@ -70,5 +70,6 @@ class CacheCost(Response):
     estimated_monthly_usd: float = Field(
         description="A month of data storage at the cache's limit (traffic is not included)."
     )
-    month_to_date_usd: float
+    month_to_date_usd: float | None
+    month_to_date_unavailable: str | None = Field(description=SPEND_UNAVAILABLE)
     currency: Literal["USD"] = "USD"

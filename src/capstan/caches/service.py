@@ -26,6 +26,7 @@ from capstan.caches.models import Cache
 from capstan.cloud.caches import CacheDriver, CacheMetrics, cache_name, console_url
 from capstan.cloud.driver import Cloud
 from capstan.cloud.pricing import cache_monthly_usd
+from capstan.cloud_account import spend
 from capstan.cloud_account.models import CloudAccount
 from capstan.cloud_account.session import cloud_answers, customer_driver
 from capstan.db import new_id, utcnow
@@ -212,13 +213,13 @@ async def cost(
 ) -> dict[str, Any]:
     cache = await get(session, caller, project_id, cache_id)
     project = await projects.get(session, caller, project_id)
-    spent = await _read(
-        session, caller, cloud, cache, lambda driver: driver.month_to_date_usd(cache.id)
-    )
+    account = await require_cloud_account(session, caller)
+    spent = await spend.month_to_date(cloud, account, cache.id)
     return {
         "cost_explorer_url": console_url(cache.id, today=utcnow().date()),
         "estimated_monthly_usd": cache_monthly_usd(cache.storage_limit_mb, project.region),
         # A new cache accrues fractions of a cent: keep them visible.
-        "month_to_date_usd": round(spent, 6),
+        "month_to_date_usd": None if spent.usd is None else round(spent.usd, 6),
+        "month_to_date_unavailable": spent.unavailable,
         "currency": "USD",
     }

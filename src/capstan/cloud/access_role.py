@@ -109,7 +109,22 @@ def boundary_statements() -> list[dict[str, Any]]:
             "Sid": "InvokeModels",
             "Effect": "Allow",
             "Action": ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
-            "Resource": {"Fn::Sub": "arn:${AWS::Partition}:bedrock:*::foundation-model/*"},
+            "Resource": [
+                {"Fn::Sub": "arn:${AWS::Partition}:bedrock:*::foundation-model/*"},
+                {
+                    "Fn::Sub": (
+                        "arn:${AWS::Partition}:bedrock:*:${AWS::AccountId}:inference-profile/*"
+                    )
+                },
+            ],
+        },
+        {
+            # A Marketplace model's first invocation subscribes the account to it; the product
+            # ids are Marketplace's own, so no narrower resource or condition is known.
+            "Sid": "SubscribeToModels",
+            "Effect": "Allow",
+            "Action": ["aws-marketplace:ViewSubscriptions", "aws-marketplace:Subscribe"],
+            "Resource": "*",
         },
     ]
 

@@ -109,20 +109,18 @@ def _metrics(aws: AwsSession, bucket_name: str, *, now: datetime) -> dict[str, i
 def _costs(
     aws: AwsSession, bucket_id: str, bucket_name: str, region: str, *, now: datetime
 ) -> dict[str, float | str]:
-    """Month to date from Cost Explorer (by the `capstan:resource` tag), and an estimate of a
-    month: the bytes stored at S3 Standard's price per GB-month, plus the last hour's requests
-    (PUT, POST and LIST at one price, GET and HEAD at the other; DELETE is free) for 730 hours.
-    Rounded to millionths of a dollar: a quiet bucket costs fractions of a cent."""
+    """An estimate of a month: the bytes stored at S3 Standard's price per GB-month, plus the last
+    hour's requests (PUT, POST and LIST at one price, GET and HEAD at the other; DELETE is free)
+    for 730 hours, rounded to millionths of a dollar (a quiet bucket costs fractions of a cent);
+    and the Cost Explorer link. Month to date is the cost endpoint's (`cloud.spend`)."""
     counts = _requests_last_hour(aws, bucket_name, now=now)
     tier1 = counts["put"] + counts["post"] + counts["list"]
     tier2 = counts["get"] + counts["head"]
     estimate = bucket_monthly_usd(_size_bytes(aws, bucket_name, now=now), tier1, tier2, region)
-    spent = cost.month_to_date_usd(aws, bucket_id, today=now.date())
     return {
         "cost_explorer_url": cost.console_url(
             bucket_id, today=now.date(), partition=iam.partition_of(region)
         ),
         "estimated_monthly_usd": round(estimate, 6),
-        "month_to_date_usd": round(spent, 6),
         "currency": "USD",
     }

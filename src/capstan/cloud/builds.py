@@ -39,6 +39,16 @@ class BuildSpec:
     # The deployment the build is for: CodeBuild's idempotency token, so starting it again after
     # a crash does not start a second build.
     deployment_id: str | None = None
+    registry_login: RegistryLogin | None = None
+
+
+@dataclass(frozen=True)
+class RegistryLogin:
+    """Docker Hub credentials the operator supplies, so builds pull base images signed in (an
+    anonymous pull is rate-limited per address, and CodeBuild's addresses are shared)."""
+
+    username: str
+    token: str = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -83,8 +93,11 @@ def _source(spec: BuildSpec | SiteBuildSpec) -> dict[str, str]:
 def _token(customer: AwsSession, spec: BuildSpec | SiteBuildSpec) -> dict[str, str]:
     """The build's `GIT_TOKEN`, as the name of the parameter that holds it."""
     target = spec.target
-    name = ssm.put_build_token(customer, target.project_id, target.resource_id, spec.source_token)
-    return {"GIT_TOKEN": name}
+    return {
+        "GIT_TOKEN": ssm.put_build_token(
+            customer, target.project_id, target.resource_id, "git", spec.source_token
+        )
+    }
 
 
 class BuildDriver:
@@ -110,11 +123,21 @@ class BuildDriver:
         environment = {**_source(spec), "IMAGE_URI": f"{repository}:{spec.commit_sha}"}
         if spec.build_command:
             environment["BUILD_COMMAND"] = spec.build_command
+        parameters = _token(self._customer, spec)
+        if spec.registry_login is not None:
+            environment["DOCKERHUB_USERNAME"] = spec.registry_login.username
+            parameters["DOCKERHUB_TOKEN"] = ssm.put_build_token(
+                self._customer,
+                target.project_id,
+                target.resource_id,
+                "dockerhub",
+                spec.registry_login.token,
+            )
         return codebuild.start_build(
             self._customer,
             project,
             environment=environment,
-            parameters=_token(self._customer, spec),
+            parameters=parameters,
             idempotency_token=spec.deployment_id,
         )
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from capstan.cloud.aws import cloudwatch, cost, network
+from capstan.cloud.aws import cloudwatch, network
 from capstan.cloud.aws import elasticache as aws
 from capstan.cloud.aws.cost import console_url
 from capstan.cloud.aws.elasticache import cache_name
@@ -168,10 +168,6 @@ class CacheDriver:
             curr_connections=int(max(values["connections"], default=0)),
             period_seconds=METRICS_PERIOD_SECONDS,
         )
-
-    def month_to_date_usd(self, cache_id: str) -> float:
-        """Cost Explorer, month to date, of everything tagged `capstan:resource` = the cache."""
-        return cost.month_to_date_usd(self._customer, cache_id, today=self._clock().date())
 
 
 __all__ = [

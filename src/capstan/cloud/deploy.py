@@ -30,7 +30,6 @@ from capstan.cloud.aws import (
     autoscaling,
     cloudwatch,
     codebuild,
-    cost,
     ecr,
     ecs,
     elbv2,
@@ -145,6 +144,11 @@ class Deployer(TargetDriver):
         return ssm.put_environment(
             self._customer, target.project_id, target.resource_id, variables, version
         )
+
+    def keep_images(self, target: Target, images: dict[str, str]) -> None:
+        """Protect exactly these images (digests by deployment id) from the repository's
+        lifecycle policy; older images expire (`ecr.lifecycle_policy`)."""
+        ecr.keep_images(self._customer, target.resource_id, images)
 
     def prune_environments(self, target: Target, keep: set[str | None]) -> list[str]:
         """Remove every version of the target's environment not in `keep` (no release needs
@@ -337,7 +341,7 @@ class Deployer(TargetDriver):
         if target.hostname:
             route53.delete_record(self._operator, self._domain, target.hostname)
         ssm.delete_environment(self._customer, target.resource_id)
-        ssm.delete_build_token(self._customer, target.project_id, target.resource_id)
+        ssm.delete_build_tokens(self._customer, target.project_id, target.resource_id)
         codebuild.delete_project(self._customer, target.resource_id)
         ecr.delete_repository(self._customer, target.resource_id)
         for group_name in (
@@ -389,8 +393,9 @@ class Deployer(TargetDriver):
         events = logs.recent_events(
             self._customer,
             names.runtime_log_group(target.resource_id),
-            since=since if since is not None else self._clock() - timedelta(days=1),
+            since=since,
             limit=limit,
+            now=self._clock(),
         )
         return [LogLine(event.timestamp, event.message) for event in events]
 
@@ -440,12 +445,6 @@ class Deployer(TargetDriver):
             result["request_count_1h"] = requests
             result["error_rate_percent"] = round(errors / requests * 100, 2) if requests else 0.0
         return result
-
-    def spend_this_month(self, target: Target) -> float:
-        """Cost Explorer, month to date, of everything tagged `capstan:resource` = the target."""
-        return cost.month_to_date_usd(
-            self._customer, target.resource_id, today=self._clock().date()
-        )
 
 
 __all__ = [

@@ -22,6 +22,7 @@ from capstan.cloud.aws import route53, sts
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
 from capstan.cloud.credentials import AssumedRoleCache, RoleRef, utcnow
 from capstan.cloud.errors import CloudError
+from capstan.cloud.spend import SpendCache
 from capstan.config import ConfigurationError, Settings
 
 T = TypeVar("T")
@@ -53,6 +54,8 @@ class Cloud:
         self._operator = operator
         self._limiter = limiter
         self._roles = AssumedRoleCache(self._assume, clock=clock)
+        # Cost Explorer's answers, kept for hours (each request costs $0.01).
+        self.spend = SpendCache(clock=clock)
         # How many AssumeRole calls this process made (observability; tests read it too).
         self.assume_role_calls = 0
 

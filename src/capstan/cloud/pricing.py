@@ -7,8 +7,12 @@ https://aws.amazon.com/elasticloadbalancing/pricing/ (read 2024-06; unchanged si
 A month is 730 hours, as AWS's own calculator counts it.
 
 A web server is charged, besides its task, its share of the project's load balancer: the ALB hour
-split among the web servers sharing it (`alb_shared_by`), plus one LCU for its own traffic.
-Figures are estimates of the steady state at one task; Cost Explorer has the real spend.
+and its public IPv4 addresses split among the web servers sharing it (`alb_shared_by`), plus one
+LCU for its own traffic. Every task also holds a public IPv4 address (the tasks run in public
+subnets without NAT), which AWS bills $0.005 an hour since February 2024
+(https://aws.amazon.com/vpc/pricing/, "Public IPv4 address"; the same in every commercial
+region). Figures are estimates of the steady state at one task; Cost Explorer has the real
+spend.
 """
 
 from __future__ import annotations
@@ -18,6 +22,12 @@ from typing import Literal
 
 HOURS_PER_MONTH = 730
 FALLBACK_REGION = "us-east-1"
+PUBLIC_IPV4_USD_PER_HOUR = 0.005
+# An internet-facing ALB holds one public IPv4 address per zone it spans: the project's two.
+ALB_PUBLIC_ADDRESSES = 2
+# A CloudWatch custom metric, per month (the first tier; https://aws.amazon.com/cloudwatch/pricing/):
+# the price of CloudFront's additional metrics and of S3's request metrics.
+CLOUDWATCH_METRIC_USD_PER_MONTH = 0.30
 
 
 @dataclass(frozen=True)
@@ -61,10 +71,11 @@ def monthly_run_rate_usd(
     *,
     alb_shared_by: int = 1,
 ) -> float:
-    hourly = task_hourly_usd(cpu, memory, region)
+    hourly = task_hourly_usd(cpu, memory, region) + PUBLIC_IPV4_USD_PER_HOUR
     if kind == "web_server":
         price = price_for(region)
-        hourly += price.alb_hour / max(alb_shared_by, 1) + price.lcu_hour
+        alb_hour = price.alb_hour + ALB_PUBLIC_ADDRESSES * PUBLIC_IPV4_USD_PER_HOUR
+        hourly += alb_hour / max(alb_shared_by, 1) + price.lcu_hour
     return round(hourly * HOURS_PER_MONTH, 2)
 
 
@@ -102,7 +113,7 @@ def cache_monthly_usd(storage_limit_mb: int, region: str) -> float:
 CLOUDFRONT_USD_PER_GB = 0.085
 CLOUDFRONT_USD_PER_10K_HTTPS_REQUESTS = 0.0100
 CLOUDFRONT_FUNCTION_USD_PER_MILLION_INVOCATIONS = 0.10
-CLOUDFRONT_ADDITIONAL_METRICS_USD_PER_MONTH = 8 * 0.30
+CLOUDFRONT_ADDITIONAL_METRICS_USD_PER_MONTH = 8 * CLOUDWATCH_METRIC_USD_PER_MONTH
 
 
 def cloudfront_usd(requests: float, bytes_out: float) -> float:
@@ -149,6 +160,11 @@ S3_PRICES: dict[str, S3Price] = {
     "ap-northeast-1": S3Price(0.025, 0.0047, 0.00037),
 }
 GB = 1024**3
+# A bucket's request metrics are billed as CloudWatch custom metrics for the hours they get data:
+# the 16 metrics of a request metrics configuration (AllRequests, Get/Put/Delete/Head/Post/List/
+# SelectRequests, Select bytes scanned and returned, BytesDownloaded/Uploaded, 4xx/5xxErrors,
+# FirstByteLatency, TotalRequestLatency) while the bucket is answering requests.
+S3_REQUEST_METRICS = 16
 
 
 def s3_price_for(region: str) -> S3Price:
@@ -159,11 +175,17 @@ def bucket_monthly_usd(
     size_bytes: float, tier1_per_hour: float, tier2_per_hour: float, region: str
 ) -> float:
     """A month of a bucket holding `size_bytes` in S3 Standard and answering the given requests
-    per hour (tier 1: PUT, COPY, POST, LIST; tier 2: GET, HEAD) for 730 hours. Data transfer is
-    not included (free within the region, which is where the project's services run)."""
+    per hour (tier 1: PUT, COPY, POST, LIST; tier 2: GET, HEAD) for 730 hours, with its request
+    metrics while it answers requests. Data transfer is not included (free within the region,
+    which is where the project's services run)."""
     price = s3_price_for(region)
     storage = size_bytes / GB * price.storage_gb_month
     requests = (
         tier1_per_hour * price.tier1_per_1000 + tier2_per_hour * price.tier2_per_1000
     ) / 1000
-    return storage + requests * HOURS_PER_MONTH
+    metrics = (
+        S3_REQUEST_METRICS * CLOUDWATCH_METRIC_USD_PER_MONTH
+        if tier1_per_hour + tier2_per_hour
+        else 0.0
+    )
+    return storage + requests * HOURS_PER_MONTH + metrics

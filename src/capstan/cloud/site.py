@@ -259,7 +259,7 @@ class SiteDriver(SiteCertificates):
                 return False
         s3.delete_bucket(self._customer, bucket_name(target.resource_id))
         ssm.delete_environment(self._customer, target.resource_id)
-        ssm.delete_build_token(self._customer, target.project_id, target.resource_id)
+        ssm.delete_build_tokens(self._customer, target.project_id, target.resource_id)
         codebuild.delete_project(self._customer, target.resource_id)
         logs.delete_group(self._customer, names.build_log_group(target.resource_id))
         iam.delete_site_build_role(self._customer, target.resource_id)

@@ -1,10 +1,11 @@
 """Model access: which Bedrock foundation models a project's services may invoke.
 
 Reading and replacing the configuration both need the region's model catalog, a live read of
-`bedrock:ListFoundationModels` in the organization's account (kept per process for a few
-minutes per account and region), so both need a connected cloud account. A PUT replaces the
-whole set and enqueues the project network, whose pass puts the task role's policy: invoke on
-exactly the enabled models, nothing when none are (`task_grants`).
+`bedrock:ListFoundationModels` and `bedrock:ListInferenceProfiles` in the organization's account
+(kept per process for a few minutes per account and region), so both need a connected cloud
+account. A PUT replaces the whole set and enqueues the project network, whose pass puts the task
+role's policy: invoke on exactly the enabled models and inference profiles, nothing when none
+are (`task_grants`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
@@ -119,7 +121,8 @@ async def replace(
     unknown = [model_id for model_id in model_ids if model_id not in known]
     if unknown:
         raise UnknownModel(
-            f"Bedrock does not serve {', '.join(unknown)} on demand in {region}; GET "
+            f"Bedrock does not serve {', '.join(unknown)} on demand or through an inference "
+            f"profile in {region}; GET "
             "model_access lists the models it does.",
             details=[
                 {"field": "model_ids", "type": "unknown_model", "message": model_id}
@@ -139,8 +142,16 @@ async def replace(
 
 
 async def task_grants(session: AsyncSession, project: Project) -> list[dict[str, Any]]:
-    """Invoke on exactly the enabled models, in the configured region; nothing otherwise."""
+    """Invoke on exactly the enabled models and inference profiles, in the configured region;
+    nothing otherwise."""
     row = await session.get(ModelAccess, project.id)
     if row is None or not row.enabled:
         return []
-    return driver.invoke_statements(row.region, row.model_ids)
+    account_id = await session.scalar(
+        select(CloudAccount.account_id).where(
+            CloudAccount.organization_id == project.organization_id
+        )
+    )
+    if account_id is None:  # no connected account: nothing to invoke yet
+        return []
+    return driver.invoke_statements(row.region, account_id, row.model_ids)

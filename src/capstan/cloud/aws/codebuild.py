@@ -8,6 +8,10 @@ name), the clone sends it as an HTTP header given to that one git command (`git 
 written to `.git/config`, unlike credentials in the clone URL), the shell forgets it at once, and
 `.git` is left out of the Docker build context.
 
+Base images come from Docker Hub signed in with the operator's credentials when it supplies them
+(`DOCKERHUB_USERNAME`, and `DOCKERHUB_TOKEN` as a parameter like the git token): anonymous pulls
+are limited per address, and CodeBuild's addresses are shared.
+
 Static websites build with `SITE_BUILDSPEC` instead: the same source fetch, the build command,
 then `aws s3 sync` of the publish directory into the site's bucket. Their environment reaches
 the build as `PARAMETER_STORE` variables (SSM parameter names, resolved by CodeBuild when the
@@ -58,6 +62,11 @@ phases:
     + FETCH_SOURCE
     + """\
       - aws ecr get-login-password | docker login --username AWS --password-stdin "${IMAGE_URI%%/*}"
+      - >-
+        if [ -n "$DOCKERHUB_USERNAME" ]; then
+        printf %s "$DOCKERHUB_TOKEN" |
+        docker login --username "$DOCKERHUB_USERNAME" --password-stdin;
+        fi; unset DOCKERHUB_TOKEN
   build:
     commands:
       - if [ -n "$BUILD_COMMAND" ]; then bash -c "$BUILD_COMMAND"; fi

@@ -1,7 +1,16 @@
-"""ECR: one image repository per target, images tagged with the commit they were built from."""
+"""ECR: one image repository per target, images tagged with the commit they were built from.
+
+Each repository carries a lifecycle policy (`lifecycle_policy`): images that a release may roll
+back to, or a deployment under way runs, carry a tag `release-<deployment id>` (`keep_images`,
+after each rollout) and never expire; any other image expires `UNKEPT_DAYS` after its push. A
+release's image is pinned by digest, and a rebuild of the same commit moves the commit's tag
+away from it, so neither "the newest N" nor "untagged" could tell a kept image from one no
+release needs.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -16,8 +25,59 @@ def _client(session: AwsSession) -> Any:
     return session.client("ecr")
 
 
+KEEP_PREFIX = "release-"
+UNKEPT_DAYS = 7
+# Rule 1 claims every image tagged `release-…` and expires none of them in practice (far more
+# than a target keeps); ECR never lets a lower-priority rule expire an image a higher one
+# matched. Rule 2 expires the rest a week after their push, which covers a build under way.
+_KEEP_AT_MOST = 1000
+
+
+def lifecycle_policy() -> str:
+    return json.dumps(
+        {
+            "rules": [
+                {
+                    "rulePriority": 1,
+                    "description": "Images a kept release or a deployment under way uses",
+                    "selection": {
+                        "tagStatus": "tagged",
+                        "tagPrefixList": [KEEP_PREFIX],
+                        "countType": "imageCountMoreThan",
+                        "countNumber": _KEEP_AT_MOST,
+                    },
+                    "action": {"type": "expire"},
+                },
+                {
+                    "rulePriority": 2,
+                    "description": "Any other image, a week after its push",
+                    "selection": {
+                        "tagStatus": "any",
+                        "countType": "sinceImagePushed",
+                        "countUnit": "days",
+                        "countNumber": UNKEPT_DAYS,
+                    },
+                    "action": {"type": "expire"},
+                },
+            ]
+        },
+        separators=(",", ":"),
+    )
+
+
 def ensure_repository(session: AwsSession, project_id: str, resource_id: str) -> str:
-    """The repository's URI (`<account>.dkr.ecr.<region>.amazonaws.com/capstan/<id>`)."""
+    """The repository's URI (`<account>.dkr.ecr.<region>.amazonaws.com/capstan/<id>`), with its
+    lifecycle policy put again (repairing drift, and repositories made before it)."""
+    uri = _ensure_repository(session, project_id, resource_id)
+    with aws_errors():
+        _client(session).put_lifecycle_policy(
+            repositoryName=names.repository_name(resource_id),
+            lifecyclePolicyText=lifecycle_policy(),
+        )
+    return uri
+
+
+def _ensure_repository(session: AwsSession, project_id: str, resource_id: str) -> str:
     ecr = _client(session)
     name = names.repository_name(resource_id)
     with aws_errors():
@@ -82,3 +142,66 @@ def _digest(session: AwsSession, resource_id: str, image_id: dict[str, str]) -> 
                 return None
             raise
     return str(found[0]["imageDigest"]) if found else None
+
+
+def keep_images(session: AwsSession, resource_id: str, images: dict[str, str]) -> None:
+    """Tag each digest of `images` (deployment id -> `sha256:…`) `release-<deployment id>`, and
+    untag the `release-…` tags of deployments not in `images` (an image left without tags is
+    deleted, as ECR does; it would expire anyway). Digests no longer in the repository are
+    skipped."""
+    ecr = _client(session)
+    name = names.repository_name(resource_id)
+    wanted = {f"{KEEP_PREFIX}{deployment_id}": digest for deployment_id, digest in images.items()}
+    with aws_errors():
+        try:
+            tagged = _tags_by_digest(ecr, name)
+        except ClientError as error:
+            if error_code(error) == "RepositoryNotFoundException":
+                return
+            raise
+        present = {tag for tags in tagged.values() for tag in tags}
+        for tag, digest in wanted.items():
+            if tag not in tagged.get(digest, set()):
+                _tag(ecr, name, digest, tag)
+        stale = sorted(tag for tag in present if tag.startswith(KEEP_PREFIX) and tag not in wanted)
+        for first in range(0, len(stale), 100):
+            ecr.batch_delete_image(
+                repositoryName=name,
+                imageIds=[{"imageTag": tag} for tag in stale[first : first + 100]],
+            )
+
+
+def _tags_by_digest(ecr: Any, name: str) -> dict[str, set[str]]:
+    tagged: dict[str, set[str]] = {}
+    for page in ecr.get_paginator("describe_images").paginate(
+        repositoryName=name, filter={"tagStatus": "TAGGED"}
+    ):
+        for detail in page["imageDetails"]:
+            tagged[str(detail["imageDigest"])] = set(detail.get("imageTags", []))
+    return tagged
+
+
+def _tag(ecr: Any, name: str, digest: str, tag: str) -> None:
+    """Add `tag` to the image `digest` (ECR tags an image by putting its manifest again)."""
+    found = ecr.batch_get_image(
+        repositoryName=name,
+        imageIds=[{"imageDigest": digest}],
+        acceptedMediaTypes=[
+            "application/vnd.docker.distribution.manifest.v2+json",
+            "application/vnd.oci.image.manifest.v1+json",
+            "application/vnd.docker.distribution.manifest.list.v2+json",
+            "application/vnd.oci.image.index.v1+json",
+        ],
+    )["images"]
+    if not found:
+        return
+    arguments: dict[str, Any] = {
+        "repositoryName": name,
+        "imageManifest": found[0]["imageManifest"],
+        "imageTag": tag,
+        "imageDigest": digest,
+    }
+    if found[0].get("imageManifestMediaType"):
+        arguments["imageManifestMediaType"] = found[0]["imageManifestMediaType"]
+    with ignoring("ImageAlreadyExistsException"):
+        ecr.put_image(**arguments)

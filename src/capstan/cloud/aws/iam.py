@@ -55,7 +55,7 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
     """
     iam = session.client("iam")
     parameters = "arn:*:ssm:*:*:parameter/capstan/*"
-    tokens = names.build_token_parameter(project_id, "*")
+    tokens = names.build_token_parameter(project_id, "*", "*")
     roles = {
         "task": (names.task_role_name(project_id), "ecs-tasks.amazonaws.com", None),
         "execution": (
@@ -115,8 +115,23 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
         for purpose, (role_name, service, policy) in roles.items():
             arns[purpose] = _ensure_role(iam, project_id, role_name, service, boundary, project_id)
             if policy is not None:
-                iam.put_role_policy(RoleName=role_name, PolicyName="capstan", PolicyDocument=policy)
+                _put_policy(iam, role_name, "capstan", policy)
     return arns
+
+
+def _put_policy(iam: Any, role_name: str, policy_name: str, document: str) -> None:
+    """Put an inline policy unless the role already has exactly it: a resync writes nothing to
+    IAM (whose writes are rate-limited account-wide and propagate slowly)."""
+    try:
+        current = iam.get_role_policy(RoleName=role_name, PolicyName=policy_name)["PolicyDocument"]
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
+            raise
+        current = None
+    if isinstance(current, str):
+        current = json.loads(urllib.parse.unquote(current))
+    if current != json.loads(document):
+        iam.put_role_policy(RoleName=role_name, PolicyName=policy_name, PolicyDocument=document)
 
 
 def _boundary(session: AwsSession) -> str:
@@ -183,9 +198,7 @@ def put_task_grants(session: AwsSession, project_id: str, statements: list[dict[
     role_name = names.task_role_name(project_id)
     with aws_errors():
         if statements:
-            iam.put_role_policy(
-                RoleName=role_name, PolicyName=GRANTS_POLICY, PolicyDocument=_policy(*statements)
-            )
+            _put_policy(iam, role_name, GRANTS_POLICY, _policy(*statements))
             return
         try:
             iam.delete_role_policy(RoleName=role_name, PolicyName=GRANTS_POLICY)
@@ -232,7 +245,7 @@ def ensure_site_build_role(
     iam = session.client("iam")
     role_name = site_build_role_name(resource_id)
     parameters = f"arn:*:ssm:*:*:parameter{names.parameter_path(resource_id)}*"
-    token = names.build_token_parameter(project_id, resource_id)
+    token = names.build_token_parameter(project_id, resource_id, "*")
     policy = _policy(
         {
             "Effect": "Allow",
@@ -260,7 +273,7 @@ def ensure_site_build_role(
         arn = _ensure_role(
             iam, project_id, role_name, "codebuild.amazonaws.com", boundary, resource_id
         )
-        iam.put_role_policy(RoleName=role_name, PolicyName="capstan", PolicyDocument=policy)
+        _put_policy(iam, role_name, "capstan", policy)
     return arn
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -16,6 +15,8 @@ from capstan.cloud.aws.session import AwsSession
 
 RETENTION_DAYS = 30
 _MAX_PAGES = 20
+# The newest window `recent_events` reads first; each next one is four times as long.
+FIRST_WINDOW = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -85,27 +86,59 @@ def stream_events(session: AwsSession, group: str, stream: str) -> list[Event]:
 
 
 def recent_events(
-    session: AwsSession, group: str, *, since: datetime | None, limit: int
+    session: AwsSession, group: str, *, since: datetime | None, limit: int, now: datetime
 ) -> list[Event]:
-    """The newest `limit` events of the group (all streams) at or after `since`, oldest first."""
-    logs = _client(session)
-    newest: deque[Event] = deque(maxlen=max(limit, 0))
-    token: str | None = None
+    """The newest `limit` events of the group (all streams) at or after `since` (else within the
+    retention), oldest first.
+
+    Read newest first: windows of time ending at `now`, each further back and four times as long
+    as the last (`FIRST_WINDOW`, ...), until `limit` events are found or the window reaches
+    `since`. A busy service's newest lines are in the first window, however much it logged over
+    the day; a window too full to read in `_MAX_PAGES` pages is narrowed, so what is read stays
+    bounded. (FilterLogEvents reads a window forward, oldest first, and a page holds at most
+    10,000 events or 1 MB.)"""
+    if limit <= 0:
+        return []
+    floor = _ms(since) if since is not None else _ms(now - timedelta(days=RETENTION_DAYS))
+    end = _ms(now) + 1  # exclusive
+    width = int(FIRST_WINDOW.total_seconds() * 1000)
+    found: list[Event] = []
     with aws_errors():
-        for _ in range(_MAX_PAGES):
-            arguments: dict[str, Any] = {"logGroupName": group, "interleaved": True}
-            if since is not None:
-                arguments["startTime"] = int(since.timestamp() * 1000)
-            if token is not None:
-                arguments["nextToken"] = token
+        while len(found) < limit and end > floor:
+            start = max(end - width, floor)
             try:
-                page = logs.filter_log_events(**arguments)
+                events, whole = _window(session, group, start, end)
             except ClientError as error:
                 if error_code(error) == "ResourceNotFoundException":
                     return []
                 raise
-            newest.extend(_event(raw) for raw in page["events"])
-            token = page.get("nextToken")
-            if not token:
-                break
-    return sorted(newest, key=lambda event: event.timestamp)
+            if not whole and width > 1000:  # too full to read: a narrower window, the same end
+                width = max(width // 8, 1000)
+                continue
+            found = events + found
+            end, width = start, width * 4
+    newest = sorted(found, key=lambda event: event.timestamp)
+    return newest[-limit:]
+
+
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def _window(session: AwsSession, group: str, start: int, end: int) -> tuple[list[Event], bool]:
+    """The events of the group in [start, end) milliseconds, and whether that is all of them
+    (False: the window holds more than `_MAX_PAGES` pages; these are its oldest)."""
+    logs = _client(session)
+    events: list[Event] = []
+    token: str | None = None
+    for _ in range(_MAX_PAGES):
+        # FilterLogEvents' endTime is inclusive.
+        arguments: dict[str, Any] = {"logGroupName": group, "startTime": start, "endTime": end - 1}
+        if token is not None:
+            arguments["nextToken"] = token
+        page = logs.filter_log_events(**arguments)
+        events += [_event(raw) for raw in page["events"]]
+        token = page.get("nextToken")
+        if not token:
+            return events, True
+    return events, False

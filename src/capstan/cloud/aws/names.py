@@ -85,10 +85,11 @@ def parameter_path(resource_id: str) -> str:
     return f"{SSM_PREFIX}/{resource_id}/"
 
 
-def build_token_parameter(project_id: str, resource_id: str) -> str:
-    """Where a target's builds read the git token from (a SecureString the build resolves as it
-    starts): under the project, so a project's build role reads its own targets' tokens only."""
-    return f"{SSM_PREFIX}/build-tokens/{project_id}/{resource_id}"
+def build_token_parameter(project_id: str, resource_id: str, name: str) -> str:
+    """Where a target's builds read a token from (`git`, `dockerhub`: a SecureString the build
+    resolves as it starts): under the project, so a project's build role reads its own targets'
+    tokens only."""
+    return f"{SSM_PREFIX}/build-tokens/{project_id}/{resource_id}/{name}"
 
 
 def task_role_name(project_id: str) -> str:

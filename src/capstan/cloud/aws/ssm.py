@@ -145,22 +145,32 @@ def delete_environment(session: AwsSession, resource_id: str) -> None:
                 ssm.delete_parameters(Names=stale[start : start + 10])
 
 
-def put_build_token(session: AwsSession, project_id: str, resource_id: str, token: str) -> str:
-    """Store the git token of the target's next build (a SecureString, overwritten by each
-    build: the installation token lives an hour) and answer the parameter's name, which the build
-    names instead of the value, so the token is in no build record."""
+# The tokens a build may be given (`put_build_token`'s names).
+BUILD_TOKENS = ("git", "dockerhub")
+
+
+def put_build_token(
+    session: AwsSession, project_id: str, resource_id: str, name: str, token: str
+) -> str:
+    """Store a token of the target's next build (`git`: the repository's installation token;
+    `dockerhub`: the operator's registry token) as a SecureString, overwritten by each build, and
+    answer the parameter's name, which the build names instead of the value: the token is in no
+    build record."""
+    assert name in BUILD_TOKENS
     ssm = _client(session)
-    name = names.build_token_parameter(project_id, resource_id)
+    parameter = names.build_token_parameter(project_id, resource_id, name)
     with aws_errors():
-        ssm.put_parameter(Name=name, Value=token, Type="SecureString", Overwrite=True)
+        ssm.put_parameter(Name=parameter, Value=token, Type="SecureString", Overwrite=True)
         # Tags cannot go with Overwrite in one call.
         ssm.add_tags_to_resource(
-            ResourceType="Parameter", ResourceId=name, Tags=names.tag_list(project_id, resource_id)
+            ResourceType="Parameter",
+            ResourceId=parameter,
+            Tags=names.tag_list(project_id, resource_id),
         )
-    return name
+    return parameter
 
 
-def delete_build_token(session: AwsSession, project_id: str, resource_id: str) -> None:
-    name = names.build_token_parameter(project_id, resource_id)
+def delete_build_tokens(session: AwsSession, project_id: str, resource_id: str) -> None:
+    parameters = [names.build_token_parameter(project_id, resource_id, n) for n in BUILD_TOKENS]
     with aws_errors():  # DeleteParameters answers a missing name as invalid, without failing
-        _client(session).delete_parameters(Names=[name])
+        _client(session).delete_parameters(Names=parameters)

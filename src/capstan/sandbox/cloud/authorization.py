@@ -111,8 +111,15 @@ def role_policies(
     session: Session,
 ) -> tuple[list[str | Mapping[str, Any]], str | Mapping[str, Any] | None] | None:
     """The role's identity policies and its boundary's document; None if the role is gone."""
-    iam = iam_backends[session.account][session.partition]
-    role = find_role(session.account, session.partition, session.role_arn.rsplit("/", 1)[-1])
+    return policies_of_role(session.account, session.partition, session.role_arn.rsplit("/", 1)[-1])
+
+
+def policies_of_role(
+    account: str, partition: str, role_name: str
+) -> tuple[list[str | Mapping[str, Any]], str | Mapping[str, Any] | None] | None:
+    """A role's identity policies and its boundary's document; None if there is no such role."""
+    iam = iam_backends[account][partition]
+    role = find_role(account, partition, role_name)
     if role is None:
         return None
     # Stored as IAM keeps them: JSON text, or (from CloudFormation) the document itself.

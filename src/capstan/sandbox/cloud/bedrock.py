@@ -1,5 +1,9 @@
 """Extension: Bedrock's foundation-model catalog (`ListFoundationModels`, `GetFoundationModel`).
 
+Newer models are served only through inference profiles (`inferenceTypesSupported:
+["INFERENCE_PROFILE"]`; left out by `byInferenceType=ON_DEMAND`); the profiles themselves are
+`bedrock_profiles`.
+
 moto's Bedrock knows custom models and customization jobs but has no catalog of foundation
 models. `install()` (idempotent; `install_extensions` does it) teaches moto's Bedrock responses the
 two catalog operations, in AWS's REST-JSON shapes: `GET /foundation-models` (filters
@@ -38,6 +42,8 @@ class Model:
     outputs: tuple[str, ...]
     streaming: bool
     customizations: tuple[str, ...] = ()
+    # "ON_DEMAND": invoked by its id; "INFERENCE_PROFILE": only through an inference profile.
+    inference_types: tuple[str, ...] = ("ON_DEMAND",)
 
     def summary(self, partition: str, region: str) -> dict[str, Any]:
         return {
@@ -49,12 +55,13 @@ class Model:
             "outputModalities": list(self.outputs),
             "responseStreamingSupported": self.streaming,
             "customizationsSupported": list(self.customizations),
-            "inferenceTypesSupported": ["ON_DEMAND"],
+            "inferenceTypesSupported": list(self.inference_types),
             "modelLifecycle": {"status": "ACTIVE"},
         }
 
 
 _TEXT, _IMAGE, _EMBEDDING = "TEXT", "IMAGE", "EMBEDDING"
+_PROFILE = "INFERENCE_PROFILE"
 MODELS = {
     model.model_id: model
     for model in (
@@ -159,10 +166,26 @@ MODELS = {
             (_EMBEDDING,),
             False,
         ),
+        # Newer models are served only through inference profiles (`bedrock_profiles`).
+        *(
+            Model(model_id, name, provider, (_TEXT, _IMAGE), (_TEXT,), True, (), (_PROFILE,))
+            for model_id, name, provider in (
+                ("anthropic.claude-3-5-sonnet-20241022-v2:0", "Claude 3.5 Sonnet v2", "Anthropic"),
+                ("anthropic.claude-3-7-sonnet-20250219-v1:0", "Claude 3.7 Sonnet", "Anthropic"),
+                ("meta.llama3-2-11b-instruct-v1:0", "Llama 3.2 11B Instruct", "Meta"),
+            )
+        ),
     )
 }
 _EVERYTHING = tuple(MODELS)
 _LLAMA = ("meta.llama3-1-70b-instruct-v1:0", "meta.llama3-1-8b-instruct-v1:0")
+_US_EAST_2 = (
+    "anthropic.claude-3-5-sonnet-20241022-v2:0",
+    "anthropic.claude-3-7-sonnet-20250219-v1:0",
+    "anthropic.claude-3-haiku-20240307-v1:0",
+    "amazon.titan-text-express-v1",
+    "amazon.titan-embed-text-v2:0",
+)
 BASE_REGION_MODELS = (
     "anthropic.claude-3-haiku-20240307-v1:0",
     "amazon.titan-text-express-v1",
@@ -171,8 +194,10 @@ BASE_REGION_MODELS = (
 # Model ids each region serves (regions Bedrock has that are not named: BASE_REGION_MODELS).
 REGION_MODELS: dict[str, tuple[str, ...]] = {
     "us-west-2": _EVERYTHING,
+    "us-east-2": _US_EAST_2,
     "us-east-1": tuple(model for model in _EVERYTHING if model not in _LLAMA),
     "eu-central-1": (
+        "anthropic.claude-3-7-sonnet-20250219-v1:0",
         "anthropic.claude-3-5-sonnet-20240620-v1:0",
         "anthropic.claude-3-sonnet-20240229-v1:0",
         "anthropic.claude-3-haiku-20240307-v1:0",
@@ -181,12 +206,14 @@ REGION_MODELS: dict[str, tuple[str, ...]] = {
         "amazon.titan-embed-text-v2:0",
     ),
     "eu-west-1": (
+        "anthropic.claude-3-7-sonnet-20250219-v1:0",
         "anthropic.claude-3-haiku-20240307-v1:0",
         "amazon.titan-text-express-v1",
         "amazon.titan-embed-text-v2:0",
         "mistral.mistral-7b-instruct-v0:2",
     ),
     "eu-west-3": (
+        "anthropic.claude-3-7-sonnet-20250219-v1:0",
         "anthropic.claude-3-sonnet-20240229-v1:0",
         "anthropic.claude-3-haiku-20240307-v1:0",
         "mistral.mistral-large-2402-v1:0",
@@ -236,7 +263,7 @@ def list_foundation_models(self: BedrockResponse) -> str:
         for model in catalog(self.region)
         if (provider is None or model.provider.lower() == provider.lower())
         and (output is None or output in model.outputs)
-        and (inference is None or inference == "ON_DEMAND")
+        and (inference is None or inference in model.inference_types)
         and (customization is None or customization in model.customizations)
     ]
     return json.dumps(

@@ -36,6 +36,10 @@ class Quotas:
     cloudfront_origin_access_controls: int = 100
     cloudfront_functions: int = 100
     acm_certificates: int = 2500
+    # Docker Hub, not AWS: anonymous pulls per hour from one address (CodeBuild's are shared).
+    dockerhub_anonymous_pulls_per_hour: int = 10
+    # One page of FilterLogEvents: at most 10,000 events (and 1 MB, always enforced).
+    log_events_per_page: int = 10000
 
 
 _lock = threading.Lock()

@@ -84,6 +84,8 @@ def _ecs_tagged(scope: Scope) -> list[Target]:
     "ecr:BatchDeleteImage",
     "ecr:ListImages",
     "ecr:PutLifecyclePolicy",
+    "ecr:BatchGetImage",
+    "ecr:PutImage",
 )
 def _ecr_repository(scope: Scope) -> list[Target]:
     name = scope.call.get("repositoryName") or ""

@@ -25,10 +25,12 @@ from capstan.sandbox.cloud import (
     acm,
     authorization,
     bedrock,
+    bedrock_profiles,
     edge_limits,
     elasticache,
     limits,
     load_balancer_limits,
+    log_pages,
     route53,
     s3_metrics,
     sts,
@@ -84,11 +86,13 @@ def install_extensions() -> None:
     elasticache.install()
     acm.install()
     bedrock.install()
+    bedrock_profiles.install()
     s3_metrics.install()
     cloudfront_extension.install()
     edge_limits.install()
     limits.install()
     load_balancer_limits.install()
+    log_pages.install()
     authorization.install()
 
 

@@ -19,12 +19,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from capstan.sandbox.cloud import quotas
 from capstan.sandbox.cloud.simulator import build_tools
 
 PHASES = ("install", "pre_build", "build", "post_build")
@@ -46,6 +50,31 @@ class ShellOutcome:
     failed_phase: str | None = None
     error: str | None = None
     pushed: list[BuiltImage] = field(default_factory=list)
+
+
+class AnonymousPulls:
+    """Docker Hub's anonymous pulls in the last hour, from the one address every sandbox build
+    shares (`quotas.dockerhub_anonymous_pulls_per_hour`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._at: deque[float] = deque()
+
+    def left(self) -> int:
+        with self._lock:
+            self._forget(time.monotonic())
+            return max(0, quotas.quotas().dockerhub_anonymous_pulls_per_hour - len(self._at))
+
+    def record(self, count: int) -> None:
+        with self._lock:
+            self._at.extend([time.monotonic()] * count)
+
+    def _forget(self, now: float) -> None:
+        while self._at and now - self._at[0] >= 3600:
+            self._at.popleft()
+
+
+ANONYMOUS_PULLS = AnonymousPulls()
 
 
 def _quoted(text: str) -> str:
@@ -125,6 +154,7 @@ def run(buildspec_text: str, variables: dict[str, str]) -> ShellOutcome:
             "PATH": str(tools),
             "HOME": str(work),
             "CAPSTAN_SANDBOX_BUILD_STATE": str(state),
+            "CAPSTAN_SANDBOX_DOCKERHUB_PULLS_LEFT": str(ANONYMOUS_PULLS.left()),
         }
         try:
             finished = subprocess.run(  # noqa: S603 - the buildspec, with the sandbox's tools
@@ -141,6 +171,9 @@ def run(buildspec_text: str, variables: dict[str, str]) -> ShellOutcome:
             outcome.failed_phase, outcome.error = "BUILD", "the build timed out"
             return outcome
         outcome.lines = finished.stdout.splitlines()
+        pulls = state / "anonymous_pulls"
+        if pulls.exists():
+            ANONYMOUS_PULLS.record(int(pulls.read_text() or 0))
         failed_file = state / "failed"
         failed = failed_file.read_text().strip() if failed_file.exists() else "BUILD"
         if failed:
@@ -155,4 +188,4 @@ def run(buildspec_text: str, variables: dict[str, str]) -> ShellOutcome:
     return outcome
 
 
-__all__ = ["BuiltImage", "ShellOutcome", "run"]
+__all__ = ["ANONYMOUS_PULLS", "BuiltImage", "ShellOutcome", "run"]

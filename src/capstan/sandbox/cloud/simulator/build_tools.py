@@ -11,8 +11,11 @@ does to the files a build can see, and nothing more:
   persists those, not the ones before it). `git checkout [--quiet] REF` inside the clone fetches
   and writes the repository's files at REF: its `capstan-sandbox.json` and the files it declares
   under `image_files` (a small Python app on `python:3.12-slim` by default).
-- `docker login` reads the password; `docker build -t TAG CONTEXT` packs the context as a tar layer,
-  leaving out what `.dockerignore` names; `docker push TAG` marks a built image pushed.
+- `docker login` reads the password (signed in to Docker Hub without a server name);
+  `docker build -t TAG CONTEXT` packs the context as a tar layer, leaving out what
+  `.dockerignore` names, and pulls its Docker Hub base images anonymously unless signed in —
+  refused past `$CAPSTAN_SANDBOX_DOCKERHUB_PULLS_LEFT`, as Docker Hub answers 429;
+  `docker push TAG` marks a built image pushed.
 - `aws ecr get-login-password` prints a password; nothing else of the CLI is simulated.
 - `bash -c COMMAND` is the build command: the sandbox runs no command a repository asks for; it
   does what the checked-out `capstan-sandbox.json` says (`{"build": "fail", "error": …}` fails).
@@ -216,9 +219,51 @@ def _layer(context: Path) -> bytes:
     return buffer.getvalue()
 
 
+_DOCKER_HUB = (
+    "docker.io",
+    "index.docker.io",
+    "registry-1.docker.io",
+    "https://index.docker.io/v1/",
+)
+_LIMITED = (
+    "ERROR: failed to solve: {image}: failed to resolve source metadata for {image}: 429 Too Many "
+    "Requests - Server message: toomanyrequests: You have reached your unauthenticated pull rate "
+    "limit. https://www.docker.com/increase-rate-limit"
+)
+
+
+def _docker_hub_images(dockerfile: str) -> list[str]:
+    """The base images of a Dockerfile that come from Docker Hub (no registry host in the name),
+    leaving out earlier stages named with `AS`."""
+    stages: set[str] = set()
+    found: list[str] = []
+    for line in dockerfile.splitlines():
+        words = line.split()
+        if not words or words[0].upper() != "FROM":
+            continue
+        words = [word for word in words[1:] if not word.startswith("--")]
+        if not words:
+            continue
+        image = words[0]
+        if len(words) >= 3 and words[1].upper() == "AS":
+            stages.add(words[2].lower())
+        first = image.split("/", 1)[0]
+        registry = "/" in image and ("." in first or ":" in first or first == "localhost")
+        if image.lower() in stages or image == "scratch" or (registry and first != "docker.io"):
+            continue
+        if image not in found:
+            found.append(image)
+    return found
+
+
 def docker(args: list[str]) -> int:
     if args[:1] == ["login"]:
         sys.stdin.read()
+        servers = [arg for arg in args[1:] if not arg.startswith("-")]
+        username = args[args.index("--username") + 1] if "--username" in args else ""
+        servers = [server for server in servers if server != username]
+        if not servers or servers[-1] in _DOCKER_HUB:
+            (_state() / "dockerhub_login").write_text(username)
         print("Login Succeeded")
         return 0
     images = _state() / "images.json"
@@ -228,11 +273,17 @@ def docker(args: list[str]) -> int:
         context = Path(args[-1])
         if tag is None or not (context / "Dockerfile").exists():
             return _fail("ERROR: failed to solve: failed to read dockerfile: no such file", 1)
+        dockerfile = (context / "Dockerfile").read_text()
+        if not (_state() / "dockerhub_login").exists():
+            pulls = _docker_hub_images(dockerfile)
+            left = int(os.environ.get("CAPSTAN_SANDBOX_DOCKERHUB_PULLS_LEFT", "1000000"))
+            if len(pulls) > left:
+                return _fail(_LIMITED.format(image=pulls[left]), 1)
+            (_state() / "anonymous_pulls").write_text(str(len(pulls)))
         layer = _layer(context)
         digest = hashlib.sha256(layer).hexdigest()
         (_state() / "layers").mkdir(exist_ok=True)
         (_state() / "layers" / digest).write_bytes(layer)
-        dockerfile = (context / "Dockerfile").read_text()
         built[tag] = {"layer": digest, "dockerfile": dockerfile, "pushed": False}
         images.write_text(json.dumps(built))
         print(f"Successfully built {digest[:12]}\nSuccessfully tagged {tag}")

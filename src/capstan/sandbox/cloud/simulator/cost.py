@@ -3,6 +3,17 @@
 moto's GetCostAndUsage answers from a queue of canned results. `install(ledger)` makes requests
 filtered by a tag (`Filter: {"Tags": {"Key": ..., "Values": [...]}}`) answer from the ledger the
 ECS scheduler fills (Fargate prices of `capstan.cloud.pricing`); anything else goes to moto.
+
+What AWS does besides, kept per account on the ledger:
+- **Calls are counted** per tag value (`ledger.calls(account, value)`): each costs $0.01 in AWS.
+- **Cost Explorer can be off** (`ledger.switch_off(account)`): GetCostAndUsage then refuses as
+  AWS refuses an account that never enabled it (`AccessDeniedException`, "User not enabled for
+  cost explorer access").
+- **Cost allocation tags** (`ListCostAllocationTags`, `UpdateCostAllocationTagsStatus`, which
+  moto lacks): a tag key Cost Explorer may filter by only while it is active; filtered by an
+  inactive key, GetCostAndUsage answers $0 without complaint, as AWS does. A sandbox account
+  starts with `capstan:resource` active since long ago (as the setup documents ask of an
+  operator); `ledger.set_tag_status(account, key, active, at)` changes that.
 """
 
 from __future__ import annotations
@@ -14,8 +25,14 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from moto.ce.models import CostExplorerBackend
+from moto.ce.responses import CostExplorerResponse
+from moto.core.exceptions import JsonRESTError
 
 from capstan.cloud.pricing import task_hourly_usd
+
+# The tag Capstan reports cost by; active in a sandbox account unless a test says otherwise.
+RESOURCE_TAG = "capstan:resource"
+_LONG_AGO = datetime(2020, 1, 1, tzinfo=UTC)
 
 _MARK = "_capstan_simulated"
 _install_lock = threading.Lock()
@@ -27,6 +44,47 @@ class Ledger:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._usd: dict[tuple[str, str, str, str], float] = defaultdict(float)
+        self._calls: dict[tuple[str, str], int] = defaultdict(int)
+        self._off: set[str] = set()
+        # (account, tag key) -> (active, when it was last activated or deactivated)
+        self._tags: dict[tuple[str, str], tuple[bool, datetime]] = {}
+
+    def calls(self, account_id: str, tag_value: str) -> int:
+        """How many GetCostAndUsage requests filtered by a tag `tag_value` the account made."""
+        with self._lock:
+            return self._calls[(account_id, tag_value)]
+
+    def switch_off(self, account_id: str) -> None:
+        """Cost Explorer as in an account that never enabled it."""
+        with self._lock:
+            self._off.add(account_id)
+
+    def switch_on(self, account_id: str) -> None:
+        with self._lock:
+            self._off.discard(account_id)
+
+    def is_off(self, account_id: str) -> bool:
+        with self._lock:
+            return account_id in self._off
+
+    def set_tag_status(
+        self, account_id: str, key: str, *, active: bool, at: datetime | None = None
+    ) -> None:
+        with self._lock:
+            self._tags[(account_id, key)] = (active, at or datetime.now(UTC))
+
+    def tag_status(self, account_id: str, key: str) -> tuple[bool, datetime] | None:
+        """(active, last updated) of a cost allocation tag key, or None when it is unknown."""
+        with self._lock:
+            found = self._tags.get((account_id, key))
+        if found is None and key == RESOURCE_TAG:
+            return True, _LONG_AGO
+        return found
+
+    def count_call(self, account_id: str, values: list[str]) -> None:
+        with self._lock:
+            for value in values:
+                self._calls[(account_id, value)] += 1
 
     def accrue(
         self,
@@ -88,12 +146,22 @@ def install(ledger: Ledger) -> None:
                 tags = (request.get("Filter") or {}).get("Tags")
             except (ValueError, AttributeError):
                 tags = None
+            ledger: Ledger = self._capstan_ledger  # type: ignore[attr-defined]
+            if ledger.is_off(self.account_id):
+                raise JsonRESTError(
+                    "AccessDeniedException", "User not enabled for cost explorer access"
+                )
             if not tags or not tags.get("Key"):
                 return dict(original(self, body))
             period = request.get("TimePeriod") or {}
             start, end = str(period.get("Start", "")), str(period.get("End", ""))
-            amount = self._capstan_ledger.total(  # type: ignore[attr-defined]
-                self.account_id, _months(start, end), tags["Key"], list(tags.get("Values", []))
+            values = [str(value) for value in tags.get("Values", [])]
+            ledger.count_call(self.account_id, values)
+            status = ledger.tag_status(self.account_id, tags["Key"])
+            amount = (
+                ledger.total(self.account_id, _months(start, end), tags["Key"], values)
+                if status is not None and status[0]
+                else 0.0
             )
             metrics = request.get("Metrics") or ["UnblendedCost"]
             return {
@@ -113,3 +181,44 @@ def install(ledger: Ledger) -> None:
 
         setattr(get_cost_and_usage, _MARK, True)
         CostExplorerBackend.get_cost_and_usage = get_cost_and_usage  # type: ignore[method-assign]
+        CostExplorerResponse.list_cost_allocation_tags = _list_cost_allocation_tags  # type: ignore[attr-defined]
+        CostExplorerResponse.update_cost_allocation_tags_status = _update_tags_status  # type: ignore[attr-defined]
+
+
+def _ledger() -> Ledger:
+    ledger: Ledger = CostExplorerBackend._capstan_ledger  # type: ignore[attr-defined]
+    return ledger
+
+
+def _list_cost_allocation_tags(self: CostExplorerResponse) -> str:
+    """The user-defined tag keys the account knows, filtered by `TagKeys` and `Status`."""
+    request = json.loads(self.body or "{}")
+    ledger, account = _ledger(), self.current_account
+    wanted = request.get("TagKeys") or [RESOURCE_TAG]
+    answer = []
+    for key in wanted:
+        status = ledger.tag_status(account, key)
+        if status is None:
+            continue
+        active, updated = status
+        state = "Active" if active else "Inactive"
+        if request.get("Status") not in (None, state):
+            continue
+        answer.append(
+            {
+                "TagKey": key,
+                "Type": "UserDefined",
+                "Status": state,
+                "LastUpdatedDate": updated.isoformat(),
+            }
+        )
+    return json.dumps({"CostAllocationTags": answer})
+
+
+def _update_tags_status(self: CostExplorerResponse) -> str:
+    request = json.loads(self.body or "{}")
+    for entry in request.get("CostAllocationTagsStatus", []):
+        _ledger().set_tag_status(
+            self.current_account, entry["TagKey"], active=entry.get("Status") == "Active"
+        )
+    return json.dumps({"Errors": []})

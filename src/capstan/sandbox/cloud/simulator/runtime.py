@@ -147,7 +147,9 @@ def _awslogs(backend: Any, task_definition: str) -> tuple[str, str, str, bool, s
     group = options.get("awslogs-group")
     if not group:
         return None
-    command = " ".join(container.get("command") or []) or None
+    entry = list(container.get("entryPoint") or [])
+    words = list(container.get("command") or [])
+    command = " ".join(words if entry[-1:] == ["-c"] else entry + words) or None
     return (
         str(group),
         str(options.get("awslogs-stream-prefix") or "ecs"),
