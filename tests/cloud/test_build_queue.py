@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the driver tests' fixtures, imported by name, are parameters here)
 """CodeBuild's concurrency quota in the sandbox, as AWS applies it: builds past the quota wait in
 phase QUEUED (the driver reads them as in progress) until one ends; with a quota of 0 StartBuild
 is refused, and the driver says which quota. And IAM's propagation: a build CodeBuild refused for
@@ -16,24 +15,23 @@ from botocore.exceptions import ClientError
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.builds import ROLE_PROPAGATION, Build
 from capstan.cloud.credentials import utcnow
-from capstan.cloud.deploy import BuildSpec, Deployer
+from capstan.cloud.deploy import BuildSpec, Deployer, Target
 from capstan.cloud.errors import QuotaExceededError
 from capstan.sandbox.cloud import quotas
 from capstan.sandbox.cloud.simulator import simulator
-from tests.cloud.deploy_helpers import GOOD_TOKEN, GitHost, new_id
-from tests.cloud.test_deploy import (  # noqa: F401  (fixtures)
+from tests.cloud.deploy_helpers import (
     COMMIT,
     DOMAIN,
+    GOOD_TOKEN,
     REPO,
-    access,
-    account,
-    deployer,
-    fast_simulator,
-    sessions,
-    source,
+    GitHost,
+    new_id,
     web_target,
 )
+from tests.cloud.deploy_helpers import REGISTRY_LOGIN as LOGIN
 from tests.polling import wait_until
+
+pytestmark = pytest.mark.usefixtures("fast_simulator")
 
 
 @pytest.fixture
@@ -43,6 +41,10 @@ def one_build_at_a_time() -> Iterator[None]:
     yield
     simulator().configure(build_seconds=knobs.build_seconds)
     quotas.configure(codebuild_concurrent_builds=before.codebuild_concurrent_builds)
+
+
+def spec_of(target: Target, source: GitHost) -> BuildSpec:
+    return BuildSpec(target, REPO, COMMIT, source.api_url, GOOD_TOKEN, None, registry_login=LOGIN)
 
 
 def phases(customer: AwsSession, build_id: str) -> dict[str, dict[str, str]]:
@@ -61,10 +63,7 @@ def test_a_build_past_the_concurrency_waits_queued_and_then_runs(
     customer, _operator = sessions
     project_id = new_id("prj")
     first, second = web_target(project_id), web_target(project_id)
-    started = [
-        deployer.start_build(BuildSpec(t, REPO, COMMIT, source.api_url, GOOD_TOKEN, None))
-        for t in (first, second)
-    ]
+    started = [deployer.start_build(spec_of(t, source)) for t in (first, second)]
     wait_until(lambda: phases(customer, started[0])["current"]["phaseType"] != "QUEUED")
     assert phases(customer, started[1])["current"]["phaseType"] == "QUEUED"
     assert deployer.describe_build(started[1]).state == "in_progress"  # queued is no failure
@@ -84,7 +83,7 @@ def test_no_concurrency_refuses_the_build_with_the_quota_named(
 ) -> None:
     customer, _operator = sessions
     target = web_target(new_id("prj"))
-    spec = BuildSpec(target, REPO, COMMIT, source.api_url, GOOD_TOKEN, None)
+    spec = spec_of(target, source)
     before = quotas.configure(codebuild_concurrent_builds=0)
     try:
         with pytest.raises(QuotaExceededError) as reached:
@@ -122,7 +121,7 @@ def test_a_build_refused_for_a_role_too_new_is_started_again_until_it_runs(
 ) -> None:
     customer, _operator = sessions
     target = web_target(new_id("prj"))  # a new project: its build role is made now
-    first = deployer.start_build(BuildSpec(target, REPO, COMMIT, source.api_url, GOOD_TOKEN, None))
+    first = deployer.start_build(spec_of(target, source))
     refused = wait_until(
         lambda: (b := raw_build(customer, first))["buildStatus"] != "IN_PROGRESS" and b
     )
@@ -157,7 +156,7 @@ def test_a_role_still_refused_minutes_after_it_was_made_fails_the_build(
         access, operator, domain=DOMAIN, clock=lambda: utcnow() + ROLE_PROPAGATION + timedelta(1)
     )
     target = web_target(new_id("prj"))
-    first = later.start_build(BuildSpec(target, REPO, COMMIT, source.api_url, GOOD_TOKEN, None))
+    first = later.start_build(spec_of(target, source))
     wait_until(lambda: raw_build(customer, first)["buildStatus"] == "FAILED")
     failed = later.describe_build(first)
     assert failed.state == "failed" and failed.id == first

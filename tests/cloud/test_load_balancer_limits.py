@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the driver tests' fixtures, imported by name, are parameters here)
 """Elastic Load Balancing's limits: the sandbox refuses what AWS refuses (a host-header value over
 128 characters, a target group name over 32, a rule past the quota), and the driver stays
 within them (a pattern for a long hostname, names that fit, a short deregistration delay)."""
@@ -16,20 +15,10 @@ from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.deploy import Deployer, Target
 from capstan.cloud.errors import QuotaExceededError
 from capstan.sandbox.cloud import quotas
-from tests.cloud.deploy_helpers import GitHost, new_id
-from tests.cloud.test_deploy import (  # noqa: F401  (fixtures)
-    DOMAIN,
-    access,
-    account,
-    build,
-    deployer,
-    fast_simulator,
-    sessions,
-    settle,
-    source,
-    task_spec,
-)
+from tests.cloud.deploy_helpers import DOMAIN, GitHost, build, new_id, settle, task_spec
 from tests.polling import wait_until
+
+pytestmark = pytest.mark.usefixtures("fast_simulator")
 
 
 def long_hostname_target(project_id: str) -> Target:
