@@ -18,7 +18,8 @@ does to the files a build can see, and nothing more:
   `docker push TAG` marks a built image pushed.
 - `aws ecr get-login-password` prints a password; nothing else of the CLI is simulated.
 - `bash -c COMMAND` is the build command: the sandbox runs no command a repository asks for; it
-  does what the checked-out `capstan-sandbox.json` says (`{"build": "fail", "error": …}` fails).
+  does what the checked-out `capstan-sandbox.json` says (`{"build": "fail", "error": …}` fails;
+  without a build command, `docker build` fails so, as the Dockerfile's own build step would).
 
 What the tools leave for the runner (built and pushed images, their layers, the remotes' access)
 goes to `$CAPSTAN_SANDBOX_BUILD_STATE`, outside the build's directory.
@@ -274,6 +275,11 @@ def docker(args: list[str]) -> int:
         if tag is None or not (context / "Dockerfile").exists():
             return _fail("ERROR: failed to solve: failed to read dockerfile: no such file", 1)
         dockerfile = (context / "Dockerfile").read_text()
+        broken = _declared_failure(context / SANDBOX_FILE)
+        if broken is not None:  # the Dockerfile's own build step (a RUN) fails
+            return _fail(
+                f"{broken}\nERROR: failed to solve: process did not complete successfully", 1
+            )
         if not (_state() / "dockerhub_login").exists():
             pulls = _docker_hub_images(dockerfile)
             left = int(os.environ.get("CAPSTAN_SANDBOX_DOCKERHUB_PULLS_LEFT", "1000000"))
@@ -308,13 +314,18 @@ def aws(args: list[str]) -> int:
     return _fail(f"aws: '{' '.join(args[:2])}' is not simulated in the sandbox", 255)
 
 
-def bash(args: list[str]) -> int:
-    """The build command (`bash -c COMMAND`): the outcome the checked-out source declares."""
-    declared = Path(SANDBOX_FILE)
+def _declared_failure(declared: Path) -> str | None:
+    """The error of a build the checked-out source declares broken, else None."""
     document = json.loads(declared.read_text()) if declared.exists() else {}
     if document.get("build") == "fail":
-        return _fail(str(document.get("error") or "the build command exited with status 1"), 1)
-    return 0
+        return str(document.get("error") or "the build command exited with status 1")
+    return None
+
+
+def bash(args: list[str]) -> int:
+    """The build command (`bash -c COMMAND`): the outcome the checked-out source declares."""
+    broken = _declared_failure(Path(SANDBOX_FILE))
+    return 0 if broken is None else _fail(broken, 1)
 
 
 TOOLS = {"git": git, "docker": docker, "aws": aws, "bash": bash}
