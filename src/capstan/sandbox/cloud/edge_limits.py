@@ -36,7 +36,10 @@ def check_domain_name(domain_name: str) -> None:
         )
 
 
-def check_origin_access_controls(backend: CloudFrontBackend) -> None:
+def check_origin_access_controls(backend: CloudFrontBackend, name: str | None) -> None:
+    """The quota, for a new name (a taken one is `OriginAccessControlAlreadyExists` first)."""
+    if any(item.name == name for item in list(backend.origin_access_controls.values())):
+        return
     if len(backend.origin_access_controls) >= quotas().cloudfront_origin_access_controls:
         raise cloudfront_error(
             "TooManyOriginAccessControls",
@@ -45,7 +48,10 @@ def check_origin_access_controls(backend: CloudFrontBackend) -> None:
         )
 
 
-def check_functions(backend: CloudFrontBackend) -> None:
+def check_functions(backend: CloudFrontBackend, name: str) -> None:
+    """The quota, for a new name (a taken one is `FunctionAlreadyExists` first)."""
+    if name in backend.functions:
+        return
     if len(backend.functions) >= quotas().cloudfront_functions:
         raise cloudfront_error(
             "TooManyFunctions",
@@ -69,13 +75,13 @@ def install() -> None:
             return request_certificate(self, domain_name, *args, **kwargs)
 
         def checked_create_control(self: CloudFrontBackend, config_dict: dict[str, str]) -> Any:
-            check_origin_access_controls(self)
+            check_origin_access_controls(self, config_dict.get("Name"))
             return create_control(self, config_dict)
 
         def checked_create_function(
             self: CloudFrontBackend, name: str, *args: Any, **kwargs: Any
         ) -> Any:
-            check_functions(self)
+            check_functions(self, name)
             return create_function(self, name, *args, **kwargs)
 
         setattr(checked_request_certificate, _MARK, True)
