@@ -111,7 +111,6 @@ def test_deleting_every_target_leaves_nothing_in_the_account(org: Org) -> None:
 SITE_KINDS = {
     "s3 bucket",
     "cloudfront distribution",
-    "cloudfront function",
     "acm certificate",
     "codebuild project",
 }

@@ -183,17 +183,19 @@ def test_cloudfront_serves_the_bucket_at_the_site_s_hostname(published: Site) ->
         assert certificate.split(":")[3] == "us-east-1"
         acm = customer.client("acm", region="us-east-1")
         described = acm.describe_certificate(CertificateArn=certificate)["Certificate"]
-        assert (described["DomainName"], described["Status"]) == (hostname, "ISSUED")
+        # The project's wildcard certificate for its sites, not one per hostname.
+        wildcard = "*." + hostname.split(".", 1)[1]
+        assert (described["DomainName"], described["Status"]) == (wildcard, "ISSUED")
 
 
 def test_viewer_requests_go_through_the_site_s_function(published: Site) -> None:
     site = published.site
     with account(published.shop) as (customer, _operator):
         config = distribution_of(customer, site["id"])["DistributionConfig"]
-        # Directory indexes: the site's published function.
+        # Directory indexes: the account's published function, shared by every site.
         (association,) = config["DefaultCacheBehavior"]["FunctionAssociations"]["Items"]
         assert association["EventType"] == "viewer-request"
-        function_name = f"capstan-{site['id']}"
+        function_name = "capstan-site-index"
         assert association["FunctionARN"].endswith(f":function/{function_name}")
         cloudfront = customer.client("cloudfront", region="us-east-1")
         live = cloudfront.get_function(Name=function_name, Stage="LIVE")
@@ -445,19 +447,15 @@ def test_a_preview_has_its_own_distribution_and_record(previewed: Previewed) -> 
         records = dns_records(operator, domain, under=suffix)
     served = sorted(record for record in records if not record.startswith("_"))
     assert served == sorted([f"blog.{suffix}.{domain}.", f"{preview_hostname}."])
-    # ... and the certificates' validation records.
-    assert len(records) == 4, records
+    # ... and the validation record of the project's one certificate for its sites.
+    assert len(records) == 3, records
 
 
 def test_sites_need_no_project_network(previewed: Previewed) -> None:
     with account(previewed.shop) as (customer, _operator):
         kinds = {item.kind for item in capstan_resources(customer, previewed.shop.project["id"])}
-    assert {
-        "s3 bucket",
-        "cloudfront distribution",
-        "cloudfront function",
-        "origin access control",
-    } <= kinds
+    # The viewer function and origin access control are the account's, shared by all sites.
+    assert {"s3 bucket", "cloudfront distribution", "acm certificate"} <= kinds
     # No VPC, no load balancer.
     assert not kinds & {"vpc", "load balancer", "ecs cluster"}, kinds
 

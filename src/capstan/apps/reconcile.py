@@ -240,6 +240,8 @@ class TargetReconciler:
         assert deployment.build_id is not None
         build_id = deployment.build_id
         build = await self._cloud.run(lambda: deployer.describe_build(build_id))
+        if build.id != build_id:  # started again (its role was not usable yet): follow it
+            deployment.build_id = build.id
         if build.state == "in_progress":
             return PollAgain(self._poll)
         if build.state == "failed":

@@ -405,7 +405,7 @@ def hostname(name: str, project: Project, domain: str) -> str:
 
 def url(name: str, project: Project, domain: str, kind: str = WEB_SERVER) -> str:
     """Web servers are served over HTTPS once the project's certificate is issued; a static
-    website always is (each has its own certificate on its distribution)."""
+    website always is (the project's certificate for its sites, on its distribution)."""
     https = kind == STATIC_WEBSITE or project.certificate_status == "issued"
     return f"{'https' if https else 'http'}://{hostname(name, project, domain)}"
 

@@ -97,10 +97,10 @@ class SiteSteps:
     async def _certificate(
         self, site: SiteDriver, target: Target, row: SiteResources, *, renew: bool = False
     ) -> SiteCertificate:
-        """The certificate of the target's current hostname (requested if it has none; with
-        `renew`, also when it failed or expired); a replaced one is retired once nothing serves
-        it."""
-        known = row.certificate_arn if row.certificate_hostname == target.hostname else None
+        """The certificate of the target's current hostname (the project's for its sites: the
+        driver checks the known one still is; with `renew`, a failed or expired one is
+        replaced); a replaced one is retired once nothing serves it."""
+        known = row.certificate_arn
         certificate = await self._cloud.run(
             lambda: site.ensure_certificate(target, known, replace_failed=renew)
         )

@@ -117,6 +117,7 @@ def access_statements() -> list[dict[str, Any]]:
                 "elasticloadbalancing:DescribeListeners",
                 "elasticloadbalancing:DescribeRules",
                 "elasticloadbalancing:DescribeTargetGroups",
+                "elasticloadbalancing:DescribeTargetGroupAttributes",
                 "elasticloadbalancing:DescribeTargetHealth",
                 "elasticloadbalancing:DescribeTags",
                 "ecs:DescribeTaskDefinition",
@@ -239,7 +240,11 @@ def access_statements() -> list[dict[str, Any]]:
         ),
         _statement(
             "ChangeTargetGroups",
-            ["elasticloadbalancing:ModifyTargetGroup", "elasticloadbalancing:DeleteTargetGroup"],
+            [
+                "elasticloadbalancing:ModifyTargetGroup",
+                "elasticloadbalancing:ModifyTargetGroupAttributes",
+                "elasticloadbalancing:DeleteTargetGroup",
+            ],
             any_region("elasticloadbalancing", "targetgroup/cp-*/*"),
         ),
         # -- containers, images and builds ------------------------------------------------------

@@ -10,13 +10,19 @@ a build's state and its log. Its calls block (run them through
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Literal
 
 from capstan.cloud.aws import codebuild, ecr, iam, logs, names, s3, ssm
 from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.credentials import utcnow
 from capstan.cloud.target import LogLine, Target
 
+# How long a new build role may stay unusable by CodeBuild before a build refused for it is a
+# failure: IAM makes a new role usable within seconds; minutes mean something else is wrong.
+ROLE_PROPAGATION = timedelta(minutes=2)
 _ERROR_LINE = re.compile(r"\b(err(or)?|fatal|failed|exception|could not)\b|ERR!", re.IGNORECASE)
 
 
@@ -97,8 +103,9 @@ def _token(customer: AwsSession, spec: BuildSpec | SiteBuildSpec) -> dict[str, s
 class BuildDriver:
     """Synchronous boto3 work in the organization's account (`customer`: the assumed role)."""
 
-    def __init__(self, customer: AwsSession) -> None:
+    def __init__(self, customer: AwsSession, *, clock: Callable[[], datetime] = utcnow) -> None:
         self._customer = customer
+        self._clock = clock
 
     def start(self, spec: BuildSpec, *, build_role_arn: str) -> str:
         """Start a build of `spec.commit_sha` into the target's repository; the build's id."""
@@ -142,7 +149,27 @@ class BuildDriver:
             return Build(build_id, "in_progress", None, None)
         if info.status == "SUCCEEDED":
             return Build(build_id, "succeeded", info.image_uri, None)
+        if _role_refused(info):
+            return self._role_not_ready(info)
         return Build(build_id, "failed", None, self._failure_reason(info))
+
+    def _role_not_ready(self, info: codebuild.BuildInfo) -> Build:
+        """A build CodeBuild could not start because it could not assume the build role: a role
+        made moments ago (IAM is eventually consistent) gets the same build started again, as
+        long as the role is younger than `ROLE_PROPAGATION` (the caller then follows the new
+        build's id); after that it is a failure with what to check."""
+        created = iam.role_created_at(self._customer, info.service_role or "")
+        if created is not None and self._clock() - created < ROLE_PROPAGATION:
+            return Build(codebuild.start_again(self._customer, info), "in_progress", None, None)
+        minutes = int(ROLE_PROPAGATION.total_seconds() // 60)
+        return Build(
+            info.id,
+            "failed",
+            None,
+            f"CodeBuild could not assume the build role {info.service_role} more than {minutes} "
+            "minutes after it was made. Check that the role exists and trusts "
+            "codebuild.amazonaws.com, then redeploy.",
+        )
 
     def _failure_reason(self, info: codebuild.BuildInfo) -> str:
         """The build's own error line: the last output line that reads like an error (CodeBuild's
@@ -231,3 +258,10 @@ class BuildDriver:
                 codebuild.stop_build(self._customer, build_id)
                 settled = False
         return settled
+
+
+def _role_refused(info: codebuild.BuildInfo) -> bool:
+    """Whether the build failed because CodeBuild could not assume its service role."""
+    return info.status == "FAILED" and any(
+        "sts:AssumeRole" in message for message in info.failed_phase_messages
+    )

@@ -86,7 +86,7 @@ class Deployer(TargetDriver):
     ) -> None:
         super().__init__(customer, operator, domain=domain, clock=clock)
         self.network = NetworkDriver(customer, cache=cache, network_version=network_version)
-        self.builds = BuildDriver(customer)
+        self.builds = BuildDriver(customer, clock=clock)
         # A static website's own steps (storage, certificate, publication), on the same sessions.
         self.site = SiteDriver(customer, operator, domain=self._domain, clock=clock)
 

@@ -1,15 +1,22 @@
 """Deploying static websites into a customer's AWS account: the site part of the app driver.
 
 What a site (or a site preview) owns, all named after its resource id: a private S3 bucket
-`capstan-site-<id>` (public access blocked; its policy lets only the site's distribution read,
-through the origin access control `capstan-<id>`), a build role `capstan-site-build-<id>` that
-may write only that bucket and read only the site's parameters, a CodeBuild project
-`capstan-<id>` with the site buildspec, the build log group, SSM SecureString parameters under
-`/capstan/<id>/` (its build-time environment), a DNS-validated ACM certificate in us-east-1 for
-its hostname (CloudFront serves an alternate domain name only with one; the validation CNAMEs go
-into the operator's zone), a CloudFront distribution with the hostname as alias and the viewer-
-request function `capstan-<id>` (directory indexes), and an ALIAS record `<hostname>` -> the
-distribution in the operator's zone.
+`capstan-site-<id>` (public access blocked; its policy lets only the site's distribution read),
+a build role `capstan-site-build-<id>` that may write only that bucket and read only the site's
+parameters, a CodeBuild project `capstan-<id>` with the site buildspec, the build log group, SSM
+SecureString parameters under `/capstan/<id>/` (its build-time environment), a CloudFront
+distribution with the hostname as alias, and an ALIAS record `<hostname>` -> the distribution in
+the operator's zone.
+
+What it shares, so that a fresh account's quotas (100 OACs, 100 functions, certificates) do not
+bound the number of sites: the project's DNS-validated wildcard certificate in us-east-1,
+`*.<suffix>.<domain>` (`cloud/site_certificates.py`: CloudFront serves an alternate domain name
+only with one; a site's full hostname can be over ACM's 64 characters where the wildcard is
+not), deleted by the last site of the project to leave; and the account's origin access control
+`capstan-sites` and viewer-request function `capstan-site-index` (directory indexes), tagged as
+shared (`capstan:project` = `shared`), deleted by the last site of the account to leave. Sites
+made before this had their own certificate, OAC and function: a resync moves them over, and their
+deletion removes what was their own.
 
 `SiteDriver` is what `Deployer.site` is: every deployer has one, on the same sessions, so the
 caller never asks which kind of deployer it holds. Like `Deployer`, every method finds what
@@ -20,10 +27,9 @@ deployments, invalidations) without waiting for it, and raises only `RetryableCl
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any
 
 from capstan.cloud.aws import (
     acm,
@@ -39,11 +45,14 @@ from capstan.cloud.aws import (
     ssm,
 )
 from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
-from capstan.cloud.errors import CloudError, RetryableCloudError
-from capstan.cloud.target import Target, TargetDriver
-
-# CloudFront, the certificates it serves and its metrics all live in us-east-1.
-CLOUDFRONT_REGION = cloudfront.REGION
+from capstan.cloud.errors import RetryableCloudError
+from capstan.cloud.site_certificates import (
+    CLOUDFRONT_REGION,
+    SiteCertificate,
+    SiteCertificates,
+    shared_in_use,
+)
+from capstan.cloud.target import Target
 
 
 def bucket_name(resource_id: str) -> str:
@@ -56,14 +65,6 @@ class SiteStorage:
     bucket: str
     origin_domain: str  # the bucket's regional REST endpoint, CloudFront's origin
     origin_access_control_id: str
-
-
-@dataclass(frozen=True)
-class SiteCertificate:
-    arn: str
-    hostname: str
-    state: Literal["pending", "issued", "failed"]
-    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -86,20 +87,7 @@ class SiteHandles:
     hostnames: tuple[str, ...] = ()  # hostnames whose records may point at the distribution
 
 
-def _token(*parts: str) -> str:
-    """An ACM idempotency token (at most 32 word characters) for these parts."""
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
-
-
-# Certificate states that may still serve (or come to serve) the hostname.
-_LIVE = ("ISSUED", "PENDING_VALIDATION")
-
-
-def _in_use(error: CloudError) -> bool:
-    return "in_use" in error.code
-
-
-class SiteDriver(TargetDriver):
+class SiteDriver(SiteCertificates):
     """A static website's own steps: storage, certificate, publication, removal, metrics."""
 
     # -- storage and certificate (before the build) --------------------------------------
@@ -110,9 +98,7 @@ class SiteDriver(TargetDriver):
         bucket = s3.ensure_private_bucket(
             self._customer, name, target.project_id, target.resource_id
         )
-        control = cloudfront.ensure_origin_access_control(
-            self._customer, target.project_id, target.resource_id
-        )
+        control = cloudfront.ensure_origin_access_control(self._customer)
         return SiteStorage(
             bucket=bucket.name,
             origin_domain=self.origin_domain(bucket.name),
@@ -133,50 +119,6 @@ class SiteDriver(TargetDriver):
         suffix = "amazonaws.com.cn" if self._customer.partition() == "aws-cn" else "amazonaws.com"
         return f"{bucket}.s3.{self._region}.{suffix}"
 
-    def ensure_certificate(
-        self, target: Target, known_arn: str | None, *, replace_failed: bool = False
-    ) -> SiteCertificate:
-        """The us-east-1 certificate of the target's hostname: `known_arn` when it still exists
-        (and, with `replace_failed`, has not failed or expired), else a new request. Its DNS
-        validation records are (re)written into the operator's zone every time: ACM validates
-        through them and renews through them later."""
-        hostname = target.hostname
-        if not hostname:
-            raise ValueError("a static website needs a hostname")
-        info = (
-            acm.describe_certificate(self._customer, known_arn, region=CLOUDFRONT_REGION)
-            if known_arn
-            else None
-        )
-        unusable = replace_failed and info is not None and info.status not in _LIVE
-        if info is None or unusable or info.domain_name.rstrip(".") != hostname:
-            arn = acm.request_certificate(
-                self._customer,
-                hostname,
-                # The same request (after a crash) answers the same certificate; a certificate
-                # that vanished is replaced by a new one.
-                idempotency_token=_token(target.resource_id, hostname, known_arn or ""),
-                tags=names.tag_map(target.project_id, target.resource_id),
-                region=CLOUDFRONT_REGION,
-            )
-            info = acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
-            if info is None:  # ACM answers the new certificate a moment later
-                return SiteCertificate(arn, hostname, "pending", "ACM is creating the certificate.")
-        if info.validation_records:
-            zone = route53.service_zone(self._operator, self._domain)
-            for record in info.validation_records:
-                route53.upsert_record(self._operator, zone, record.name, record.type, record.value)
-        if info.status == "ISSUED":
-            return SiteCertificate(info.arn, hostname, "issued", None)
-        if info.status == "PENDING_VALIDATION":
-            return SiteCertificate(
-                info.arn, hostname, "pending", f"Waiting for DNS validation of {hostname}."
-            )
-        reason = info.failure_reason or info.status.lower().replace("_", " ")
-        return SiteCertificate(
-            info.arn, hostname, "failed", f"The certificate for {hostname} failed: {reason}."
-        )
-
     # -- publishing -------------------------------------------------------------------------
 
     def publish(
@@ -191,9 +133,7 @@ class SiteDriver(TargetDriver):
         hostname through the site's request function, the bucket readable by it alone, and the
         hostname's ALIAS record pointing at it."""
         assert target.hostname is not None
-        function_arn = cloudfront_functions.ensure_request_function(
-            self._customer, target.project_id, target.resource_id
-        )
+        function_arn = cloudfront_functions.ensure_request_function(self._customer)
         distribution = cloudfront.ensure_distribution(
             self._customer,
             cloudfront.DistributionSpec(
@@ -259,24 +199,6 @@ class SiteDriver(TargetDriver):
         alias = (record or {}).get("AliasTarget") or {}
         return str(alias.get("DNSName", "")).rstrip(".").lower() == distribution_domain.lower()
 
-    def retire_certificate(self, arn: str) -> bool:
-        """Delete a certificate no longer served, and its validation records; False while
-        CloudFront still serves it (the distribution's update is still deploying)."""
-        info = acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
-        if info is None:
-            return True
-        if info.in_use_by:
-            return False
-        try:
-            acm.delete_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
-        except CloudError as error:
-            if _in_use(error):
-                return False
-            raise
-        for record in info.validation_records:
-            route53.delete_record(self._operator, self._domain, record.name)
-        return True
-
     # -- deletion -------------------------------------------------------------------------
 
     def delete_site(self, target: Target, handles: SiteHandles) -> bool:
@@ -320,24 +242,20 @@ class SiteDriver(TargetDriver):
                 cloudfront.delete_distribution(self._customer, info)
             except RetryableCloudError:
                 return False
-        try:
-            cloudfront_functions.delete_request_function(self._customer, target.resource_id)
-        except RetryableCloudError as error:
-            if error.code != "function_in_use":
-                raise
+        # The site's own function and OAC, if it has them from before sites shared the account's.
+        if not self._delete_function(target.resource_id):
             return False
-        control = handles.origin_access_control_id or cloudfront.find_origin_access_control(
-            self._customer, target.resource_id
-        )
-        if control is not None:
-            try:
-                cloudfront.delete_origin_access_control(self._customer, control)
-            except RetryableCloudError as error:
-                if error.code != "origin_access_control_in_use":
-                    raise
-                return False
+        control = cloudfront.find_origin_access_control(self._customer, target.resource_id)
+        if control is not None and not self._delete_control(control):
+            return False
+        # The account's: refused while another site's distribution uses them, which then keeps
+        # them (each site asks once its own distribution is gone: the last one's ask succeeds).
+        self._delete_function(None)
+        shared = cloudfront.find_shared_origin_access_control(self._customer)
+        if shared is not None:
+            self._delete_control(shared)
         for arn in handles.certificate_arns:
-            if not self.retire_certificate(arn):
+            if not self.retire_certificate(arn, leaving=True):
                 return False
         s3.delete_bucket(self._customer, bucket_name(target.resource_id))
         ssm.delete_environment(self._customer, target.resource_id)
@@ -346,6 +264,27 @@ class SiteDriver(TargetDriver):
         logs.delete_group(self._customer, names.build_log_group(target.resource_id))
         iam.delete_site_build_role(self._customer, target.resource_id)
         return not self.remaining_site(target, handles)
+
+    def _delete_function(self, resource_id: str | None) -> bool:
+        """Delete a site's own function (or the shared one: None); False while a distribution
+        still runs it."""
+        try:
+            cloudfront_functions.delete_request_function(self._customer, resource_id)
+        except RetryableCloudError as error:
+            if error.code != "function_in_use":
+                raise
+            return False
+        return True
+
+    def _delete_control(self, control_id: str) -> bool:
+        """Delete an origin access control; False while a distribution still signs with it."""
+        try:
+            cloudfront.delete_origin_access_control(self._customer, control_id)
+        except RetryableCloudError as error:
+            if error.code != "origin_access_control_in_use":
+                raise
+            return False
+        return True
 
     def remaining_site(self, target: Target, handles: SiteHandles) -> list[str]:
         """What of the site still exists, by kind of resource ([] when it is all gone)."""
@@ -360,7 +299,8 @@ class SiteDriver(TargetDriver):
         if cloudfront.find_origin_access_control(self._customer, target.resource_id):
             left.append("origin access control")
         for arn in handles.certificate_arns:
-            if acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION):
+            info = acm.describe_certificate(self._customer, arn, region=CLOUDFRONT_REGION)
+            if info is not None and not shared_in_use(info):
                 left.append(f"certificate {arn}")
         if s3.bucket_exists(self._customer, bucket_name(target.resource_id)):
             left.append("s3 bucket")

@@ -17,6 +17,9 @@ from capstan.cloud.aws.calls import error_code, ignoring
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
 
+# A certificate's domain name (its Common Name) holds at most 64 characters (RFC 5280).
+DOMAIN_NAME_CHARS = 64
+
 
 @dataclass(frozen=True)
 class ValidationRecord:
@@ -120,4 +123,20 @@ def find_certificates(
                 have = {tag["Key"]: tag.get("Value", "") for tag in listed}
                 if all(have.get(key) == value for key, value in tags.items()):
                     found.append(arn)
+    return found
+
+
+def certificates_for(
+    session: AwsSession, domain_name: str, *, region: str | None = None
+) -> list[str]:
+    """ARNs of the certificates whose domain name is `domain_name` (any status): whether another
+    certificate still needs the validation record they share (ACM gives one account the same
+    record for the same domain every time)."""
+    client = _client(session, region)
+    found: list[str] = []
+    with aws_errors():
+        for page in client.get_paginator("list_certificates").paginate():
+            for summary in page["CertificateSummaryList"]:
+                if str(summary.get("DomainName", "")).rstrip(".") == domain_name:
+                    found.append(str(summary["CertificateArn"]))
     return found

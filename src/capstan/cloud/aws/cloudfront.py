@@ -3,17 +3,18 @@ origin access control (OAC), cache invalidations, and the distribution's additio
 
 CloudFront is global: its API lives in us-east-1, and so do the certificates it serves and the
 CloudWatch metrics it writes. Everything is found again by what Capstan derives from its ids:
-an OAC is named `capstan-<resource id>`, a distribution's `CallerReference` is the resource id
+the account's one OAC is named `capstan-sites` (a site's own was `capstan-<resource id>`, as
+sites had before they shared one), a distribution's `CallerReference` is the resource id
 and its `Comment` names it (`ListDistributions` shows comments, not caller references), and an
 invalidation's `CallerReference` is the deployment it belongs to — so a step repeated after a
 crash finds what the first attempt made instead of making a second one.
 
-Each distribution runs one CloudFront Function on viewer requests (`cloudfront_functions`); a
-distribution may only name a published one.
+Each distribution runs the account's one CloudFront Function on viewer requests
+(`cloudfront_functions`); a distribution may only name a published one.
 
 A distribution is removed in two moves, as CloudFront requires: disabled (which also drops its
 alias and its function, so the hostname is free at once), then deleted once the disabled
-configuration is `Deployed`; the function after it.
+configuration is `Deployed`; a site's own function (from before sites shared one) after it.
 """
 
 from __future__ import annotations
@@ -92,7 +93,13 @@ def client(session: AwsSession) -> Any:
 
 
 def origin_access_control_name(resource_id: str) -> str:
+    """The name of a site's own OAC, as sites had before they shared one (found to delete)."""
     return f"capstan-{resource_id}"
+
+
+# The one OAC of the account every site's distribution signs its bucket requests through (an
+# account holds 100 OACs by default; each site's own would run out at the 101st site).
+SHARED_ORIGIN_ACCESS_CONTROL = "capstan-sites"
 
 
 def comment(resource_id: str) -> str:
@@ -102,8 +109,7 @@ def comment(resource_id: str) -> str:
 # -- origin access control ------------------------------------------------------------------
 
 
-def find_origin_access_control(session: AwsSession, resource_id: str) -> str | None:
-    wanted = origin_access_control_name(resource_id)
+def _find_control(session: AwsSession, wanted: str) -> str | None:
     cloudfront = client(session)
     marker: str | None = None
     with aws_errors():
@@ -118,20 +124,29 @@ def find_origin_access_control(session: AwsSession, resource_id: str) -> str | N
                 return None
 
 
-def ensure_origin_access_control(session: AwsSession, project_id: str, resource_id: str) -> str:
-    """The OAC through which the site's distribution signs its requests to the bucket (SigV4,
-    always); made if missing. OACs carry no tags: the description names the project and
-    resource in the tags' terms."""
-    found = find_origin_access_control(session, resource_id)
+def find_shared_origin_access_control(session: AwsSession) -> str | None:
+    return _find_control(session, SHARED_ORIGIN_ACCESS_CONTROL)
+
+
+def find_origin_access_control(session: AwsSession, resource_id: str) -> str | None:
+    """A site's own OAC (made before sites shared one), if it still exists."""
+    return _find_control(session, origin_access_control_name(resource_id))
+
+
+def ensure_origin_access_control(session: AwsSession) -> str:
+    """The account's shared OAC through which sites' distributions sign their requests to their
+    buckets (SigV4, always); made if missing. OACs carry no tags: the description says, in the
+    tags' terms, that it is shared. It grants nothing by itself: each bucket's policy names the
+    one distribution that may read it."""
+    found = find_shared_origin_access_control(session)
     if found is not None:
         return found
-    tags = " ".join(f"{k}={v}" for k, v in names.tag_map(project_id, resource_id).items())
     with aws_errors():
         try:
             created = client(session).create_origin_access_control(
                 OriginAccessControlConfig={
-                    "Name": origin_access_control_name(resource_id),
-                    "Description": tags,
+                    "Name": SHARED_ORIGIN_ACCESS_CONTROL,
+                    "Description": f"{names.PROJECT_TAG}={names.SHARED}",
                     "SigningProtocol": "sigv4",
                     "SigningBehavior": "always",
                     "OriginAccessControlOriginType": "s3",
@@ -140,7 +155,7 @@ def ensure_origin_access_control(session: AwsSession, project_id: str, resource_
         except ClientError as error:
             if error_code(error) != "OriginAccessControlAlreadyExists":
                 raise
-            found = find_origin_access_control(session, resource_id)
+            found = find_shared_origin_access_control(session)
             if found is None:
                 raise
             return found

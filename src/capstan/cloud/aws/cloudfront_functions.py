@@ -1,10 +1,12 @@
 """CloudFront Functions: the viewer-request function every static website's distribution runs.
 
-The function, `capstan-<resource id>`, serves a directory's `index.html` (`/guide/` and `/guide`
-both answer `/guide/index.html`), as static site generators lay pages out and as S3 behind an OAC
+The function, `capstan-site-index`, one per account shared by every site and preview (an account
+holds 100 functions by default), serves a directory's `index.html` (`/guide/` and `/guide` both
+answer `/guide/index.html`), as static site generators lay pages out and as S3 behind an OAC
 does not do by itself (only the root has `DefaultRootObject`). A function is made in the
 DEVELOPMENT stage and serves once published to LIVE; a distribution may only name a published
-one, and it is deleted after the distribution that ran it (`cloudfront`).
+one. A site's own function `capstan-<resource id>` (sites had one each before) is deleted after
+the distribution that ran it (`cloudfront`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import names
 from capstan.cloud.aws.calls import error_code, ignoring
-from capstan.cloud.aws.cloudfront import client, comment
+from capstan.cloud.aws.cloudfront import client
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import RetryableCloudError
@@ -38,7 +40,11 @@ function handler(event) {
 """
 
 
+SHARED_FUNCTION_NAME = "capstan-site-index"
+
+
 def request_function_name(resource_id: str) -> str:
+    """A site's own function, as sites had before they shared one (found to delete)."""
     return f"capstan-{resource_id}"
 
 
@@ -58,14 +64,17 @@ def _function_changed(name: str) -> RetryableCloudError:
     return RetryableCloudError("function_changed", f"CloudFront function {name} changed meanwhile.")
 
 
-def ensure_request_function(session: AwsSession, project_id: str, resource_id: str) -> str:
-    """The ARN of the resource's viewer-request function, published with today's code: made,
-    updated and published as far as needed (a step repeated after a crash finds the last one's
-    work)."""
+def ensure_request_function(session: AwsSession) -> str:
+    """The ARN of the account's shared viewer-request function, published with today's code:
+    made, updated and published as far as needed (a step repeated after a crash finds the last
+    one's work). Tagged as shared (`capstan:project` = `shared`): no project owns it."""
     cloudfront = client(session)
-    name = request_function_name(resource_id)
+    name = SHARED_FUNCTION_NAME
     code = REQUEST_FUNCTION_CODE.encode()
-    config = {"Comment": comment(resource_id), "Runtime": FUNCTION_RUNTIME}
+    config = {
+        "Comment": "Capstan: directory indexes of static websites",
+        "Runtime": FUNCTION_RUNTIME,
+    }
     with aws_errors():
         development = _function_code(cloudfront, name, "DEVELOPMENT")
         if development is None:
@@ -74,7 +83,7 @@ def ensure_request_function(session: AwsSession, project_id: str, resource_id: s
                     Name=name,
                     FunctionConfig=config,
                     FunctionCode=code,
-                    Tags={"Items": names.tag_list(project_id, resource_id)},
+                    Tags={"Items": names.tag_list(names.SHARED, SHARED_FUNCTION_NAME)},
                 )
                 development = code, str(created["ETag"])
             except ClientError as error:
@@ -108,11 +117,12 @@ def request_function_exists(session: AwsSession, resource_id: str) -> bool:
         )
 
 
-def delete_request_function(session: AwsSession, resource_id: str) -> None:
-    """Delete the function, both stages (nothing happens when it is gone). CloudFront refuses
-    while a distribution names it: `function_in_use`, raised as retryable."""
+def delete_request_function(session: AwsSession, resource_id: str | None = None) -> None:
+    """Delete a site's own function (`resource_id`) or the shared one (None), both stages;
+    nothing happens when it is gone. CloudFront refuses while a distribution names it:
+    `function_in_use`, raised as retryable."""
     cloudfront = client(session)
-    name = request_function_name(resource_id)
+    name = SHARED_FUNCTION_NAME if resource_id is None else request_function_name(resource_id)
     with aws_errors(), ignoring("NoSuchFunctionExists"):
         etag = cloudfront.describe_function(Name=name)["ETag"]
         try:

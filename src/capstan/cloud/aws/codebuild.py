@@ -133,6 +133,11 @@ class BuildInfo:
     failed_phase_messages: tuple[str, ...]
     log_group: str | None
     log_stream: str | None
+    project: str = ""
+    service_role: str | None = None
+    # The build's environment variables as CodeBuild describes them (name, value, type): what
+    # the same build started again is given.
+    variables: tuple[dict[str, str], ...] = ()
 
 
 def clone_base(git_api_url: str) -> str:
@@ -267,7 +272,29 @@ def describe_build(session: AwsSession, build_id: str) -> BuildInfo | None:
         failed_phase_messages=messages,
         log_group=logs.get("groupName"),
         log_stream=logs.get("streamName"),
+        project=str(build.get("projectName") or ""),
+        service_role=build.get("serviceRole"),
+        variables=tuple(
+            {
+                "name": str(item["name"]),
+                "value": str(item.get("value", "")),
+                "type": str(item.get("type", "PLAINTEXT")),
+            }
+            for item in build.get("environment", {}).get("environmentVariables", [])
+        ),
     )
+
+
+def start_again(session: AwsSession, info: BuildInfo) -> str:
+    """Start the build `info` describes once more, with the same variables; the new build's id
+    (the same one if asked again within five minutes: the old id is the idempotency token)."""
+    with aws_errors():
+        started = _client(session).start_build(
+            projectName=info.project,
+            environmentVariablesOverride=list(info.variables),
+            idempotencyToken="again-" + info.id.rsplit(":", 1)[-1],
+        )
+    return str(started["build"]["id"])
 
 
 def stop_build(session: AwsSession, build_id: str) -> None:

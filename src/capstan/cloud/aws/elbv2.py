@@ -21,6 +21,12 @@ from capstan.cloud.aws.network import ProjectNetwork
 from capstan.cloud.aws.session import AwsSession
 
 _MAX_PRIORITY = 50_000
+# A host-header condition value holds at most 128 characters (a DNS name up to 253).
+HOST_HEADER_CHARS = 128
+# How long a target that is leaving keeps its in-flight requests: long enough for a web request,
+# short enough that a rollout does not hold every old task for AWS's default of 300 s (see
+# docs/decisions.md, "Deregistration delay").
+DEREGISTRATION_DELAY_SECONDS = 30
 HTTP_PORT = 80
 HTTPS_PORT = 443
 # TLS 1.3 and 1.2 with forward-secret ciphers only: AWS's recommended policy for ALBs.
@@ -189,6 +195,7 @@ def ensure_target_group(
             current = elbv2.describe_target_groups(TargetGroupArns=[existing])["TargetGroups"][0]
             if any(current.get(key) != settings[key] for key in ("HealthCheckPath", "Matcher")):
                 elbv2.modify_target_group(TargetGroupArn=existing, **settings)
+            _ensure_deregistration_delay(elbv2, existing)
             return existing
         # CreateTargetGroup is idempotent by name with the same settings.
         created = elbv2.create_target_group(
@@ -200,7 +207,21 @@ def ensure_target_group(
             Tags=names.tag_list(project_id, resource_id),
             **settings,
         )
-    return str(created["TargetGroups"][0]["TargetGroupArn"])
+        arn = str(created["TargetGroups"][0]["TargetGroupArn"])
+        _ensure_deregistration_delay(elbv2, arn)
+    return arn
+
+
+def _ensure_deregistration_delay(elbv2: Any, target_group_arn: str) -> None:
+    """A group made before the delay was set (or with AWS's default) gets it now."""
+    attributes = elbv2.describe_target_group_attributes(TargetGroupArn=target_group_arn)
+    current = {item["Key"]: item["Value"] for item in attributes["Attributes"]}
+    wanted = str(DEREGISTRATION_DELAY_SECONDS)
+    if current.get("deregistration_delay.timeout_seconds") != wanted:
+        elbv2.modify_target_group_attributes(
+            TargetGroupArn=target_group_arn,
+            Attributes=[{"Key": "deregistration_delay.timeout_seconds", "Value": wanted}],
+        )
 
 
 def delete_target_group(session: AwsSession, resource_id: str) -> None:
@@ -235,8 +256,20 @@ def _rule_for(elbv2: Any, listener_arn: str, target_group_arn: str) -> dict[str,
     return None
 
 
+def host_pattern(hostname: str) -> str:
+    """The host-header value matching `hostname`: the name itself when it fits 128 characters,
+    else its head (the first label and its dot: what tells the project's hostnames apart, since
+    they share the rest) and its tail around a `*`. Only this project's listener holds it, so it
+    matches no other of its hostnames."""
+    if len(hostname) <= HOST_HEADER_CHARS:
+        return hostname
+    head = 64  # a DNS label is at most 63 characters, and its dot
+    tail = HOST_HEADER_CHARS - head - 1
+    return f"{hostname[:head]}*{hostname[-tail:]}"
+
+
 def _host_condition(hostname: str) -> list[dict[str, Any]]:
-    return [{"Field": "host-header", "HostHeaderConfig": {"Values": [hostname]}}]
+    return [{"Field": "host-header", "HostHeaderConfig": {"Values": [host_pattern(hostname)]}}]
 
 
 def _hosts(rule: dict[str, Any]) -> list[str]:
@@ -266,7 +299,7 @@ def ensure_host_rule(
     with aws_errors():
         rule = _rule_for(elbv2, listener_arn, target_group_arn)
         if rule is not None:
-            if _hosts(rule) != [hostname]:
+            if _hosts(rule) != [host_pattern(hostname)]:
                 elbv2.modify_rule(RuleArn=rule["RuleArn"], Conditions=_host_condition(hostname))
             return str(rule["RuleArn"])
         start = int(hashlib.sha256(resource_id.encode()).hexdigest(), 16) % _MAX_PRIORITY

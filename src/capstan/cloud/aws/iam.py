@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import urllib.parse
+from datetime import UTC, datetime
 from typing import Any
 
 import botocore.session
@@ -309,3 +310,16 @@ def partition_of(region: str) -> str:
     """`aws`, `aws-cn` or `aws-us-gov`: the partition of ARNs in `region` (botocore's data), for
     ARNs built without a session (a bucket's, a model's)."""
     return str(botocore.session.get_session().get_partition_for_region(region))
+
+
+def role_created_at(session: AwsSession, role_arn: str) -> datetime | None:
+    """When the role was made (None when it does not exist)."""
+    with aws_errors():
+        try:
+            role = session.client("iam").get_role(RoleName=role_arn.rsplit("/", 1)[-1])["Role"]
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "NoSuchEntity":
+                return None
+            raise
+    created: datetime = role["CreateDate"]
+    return created if created.tzinfo else created.replace(tzinfo=UTC)

@@ -18,6 +18,9 @@ RESOURCE_TAG = "capstan:resource"
 # What no project owns (the network every project of an account and region shares).
 SHARED_TAG = "capstan:shared"
 DEPLOYMENT_TAG = "capstan:deployment"
+# The `capstan:project` of what all projects of an account share (the sites' origin access
+# control and viewer function): no project's deletion removes it.
+SHARED = "shared"
 # Path of every IAM role Capstan makes, and of every SSM parameter (`/capstan/<resource>/<NAME>`).
 ROLE_PATH = "/capstan/"
 SSM_PREFIX = "/capstan"

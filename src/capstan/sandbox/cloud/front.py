@@ -16,6 +16,7 @@ by `create_app` in sandbox mode only); every other request passes through untouc
 
 from __future__ import annotations
 
+import fnmatch
 import html
 from dataclasses import dataclass
 from typing import Any
@@ -104,7 +105,7 @@ def _behind_load_balancer(
         "Listeners"
     ]:
         for rule in elbv2.describe_rules(ListenerArn=listener["ListenerArn"])["Rules"]:
-            if hostname in _hosts(rule):
+            if any(_host_matches(hostname, pattern) for pattern in _hosts(rule)):
                 group_arn = _forwarded_group(rule)
         if group_arn:
             break
@@ -116,6 +117,12 @@ def _behind_load_balancer(
     return _running(session, region, group_arn) or NoAnswer(
         503, f"No ECS service runs behind {hostname}'s target group."
     )
+
+
+def _host_matches(hostname: str, pattern: str) -> bool:
+    """A host-header value matches as ALB's does: case-insensitive, `*` any run, `?` one
+    character (the driver writes a pattern for a hostname over 128 characters)."""
+    return fnmatch.fnmatchcase(hostname.lower(), pattern.lower())
 
 
 def _hosts(rule: dict[str, Any]) -> list[str]:

@@ -27,8 +27,10 @@ from capstan.sandbox.cloud import (
     bedrock,
     bedrock_profiles,
     ec2_quotas,
+    edge_limits,
     elasticache,
     limits,
+    load_balancer_limits,
     log_pages,
     route53,
     s3_metrics,
@@ -88,8 +90,10 @@ def install_extensions() -> None:
     bedrock_profiles.install()
     s3_metrics.install()
     cloudfront_extension.install()
+    edge_limits.install()
     limits.install()
     ec2_quotas.install()
+    load_balancer_limits.install()
     log_pages.install()
     authorization.install()
 

@@ -3,8 +3,10 @@
 One background thread per process (moto's state is per process) walks moto's backends a few
 times a second and moves things along, in AWS's terms:
 
-- `codebuild`: builds that are IN_PROGRESS finish after `build_seconds`. Like a real build, the
-  runner first fetches the source from the git host with the build's own `GIT_TOKEN`
+- `codebuild`: builds that are IN_PROGRESS finish `build_seconds` after they leave the queue
+  (`build_queue`: at most `codebuild_concurrent_builds` of an account run at once, as in AWS).
+  Like a real build, the runner first fetches the source from the git host with the build's
+  own `GIT_TOKEN`
   (`GET {GIT_API_URL}/repos/{owner}/{repo}/contents/capstan-sandbox.json?ref={SOURCE_COMMIT}`);
   the file says whether the build succeeds (`{"build": "succeed"}`) or fails
   (`{"build": "fail", "error": "..."}`). Success pushes an image (tag = commit) to ECR; both write
@@ -55,6 +57,9 @@ class Knobs:
     # How long a CloudFront distribution's change takes to deploy, and an invalidation to finish.
     distribution_seconds: float = 0.5
     invalidation_seconds: float = 0.5
+    # How long a new IAM role stays unusable by CodeBuild (IAM is eventually consistent): a
+    # build whose service role is younger fails in PROVISIONING, as in AWS. 0 = at once.
+    iam_propagation_seconds: float = 0.0
 
 
 class Simulator:

@@ -38,7 +38,7 @@ from moto.s3.models import s3_backends
 from moto.ssm.models import ssm_backends
 
 from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
-from capstan.sandbox.cloud.simulator import build_shell, images
+from capstan.sandbox.cloud.simulator import build_queue, build_shell, images
 from capstan.sandbox.cloud.simulator import logs as sim_logs
 from capstan.sandbox.cloud.simulator.backends import each
 
@@ -81,6 +81,7 @@ def install() -> None:
                     repeated = self.codebuild_backend.batch_get_builds([build_id])
                     if repeated:
                         return ActionResult({"build": repeated[0]})
+            build_queue.check_start()
             result = original_start(self)
             backend = self.codebuild_backend
             build = backend.build_metadata[project_name].build_metadata
@@ -137,7 +138,7 @@ def _amend(project: dict[str, Any], build: dict[str, Any], overrides: list[dict[
 
 
 class BuildRunner:
-    """Finishes IN_PROGRESS builds `build_seconds` after it first sees them."""
+    """Finishes IN_PROGRESS builds `build_seconds` after they leave the queue (`build_queue`)."""
 
     def __init__(self, simulator: Simulator) -> None:
         self._simulator = simulator
@@ -148,17 +149,35 @@ class BuildRunner:
     def tick(self, now: float) -> None:
         delay = self._simulator.knobs.build_seconds
         for account_id, region, backend in each(codebuild_backends):
-            for history in list(backend.build_metadata_history.values()):
-                for build in list(history):
-                    if build.get("buildStatus") != "IN_PROGRESS":
+            builds = [
+                build
+                for history in list(backend.build_metadata_history.values())
+                for build in list(history)
+                if build.get("buildStatus") == "IN_PROGRESS"
+            ]
+            build_queue.admit(builds)
+            for build in builds:
+                if build.get("currentPhase") == build_queue.QUEUED:
+                    continue
+                build_id = build["id"]
+                if build_id not in self._seen and (
+                    role := build_queue.unpropagated_role(
+                        account_id, build, self._simulator.knobs.iam_propagation_seconds
+                    )
+                ):
+                    _complete(
+                        build,
+                        "PROVISIONING",
+                        f"CLIENT_ERROR: CodeBuild is not authorized to perform: sts:AssumeRole "
+                        f"on {role}",
+                    )
+                    continue
+                seen = self._seen.setdefault(build_id, now)
+                with self._lock:
+                    if now - seen < delay or build_id in self._running:
                         continue
-                    build_id = build["id"]
-                    seen = self._seen.setdefault(build_id, now)
-                    with self._lock:
-                        if now - seen < delay or build_id in self._running:
-                            continue
-                        self._running.add(build_id)
-                    self._simulator.pool.submit(self._finish, account_id, region, build)
+                    self._running.add(build_id)
+                self._simulator.pool.submit(self._finish, account_id, region, build)
 
     def _finish(self, account_id: str, region: str, build: dict[str, Any]) -> None:
         try:
@@ -409,8 +428,14 @@ def _push_image(account_id: str, region: str, image_uri: str, content: bytes) ->
 
 def _complete(build: dict[str, Any], failed_phase: str | None, error: str | None) -> None:
     stamp = iso_8601_datetime_with_milliseconds()
-    phases = [phase for phase in build.get("phases", []) if phase.get("phaseType") == "SUBMITTED"]
-    phases.append({"phaseType": "QUEUED", "phaseStatus": "SUCCEEDED", "startTime": stamp})
+    # SUBMITTED, and QUEUED as the queue ended it (`build_queue.admit`).
+    phases = [
+        phase
+        for phase in build.get("phases", [])
+        if phase.get("phaseType") in ("SUBMITTED", "QUEUED")
+    ]
+    if not any(phase.get("phaseType") == "QUEUED" for phase in phases):
+        phases.append({"phaseType": "QUEUED", "phaseStatus": "SUCCEEDED", "startTime": stamp})
     for phase_type in _PHASES:
         phase: dict[str, Any] = {
             "phaseType": phase_type,

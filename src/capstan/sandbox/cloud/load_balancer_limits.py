@@ -1,0 +1,110 @@
+"""Elastic Load Balancing's quotas and name limits, enforced as AWS enforces them (values from
+`quotas.quotas()`, so a test can lower one):
+
+- `CreateRule`: at most `rules_per_load_balancer` rules (100 by default) over all the listeners of
+  one load balancer, default rules not counted — `TooManyRules`. moto counts nothing.
+- `CreateRule` / `ModifyRule`: a host-header value holds at most `host_header_value_chars`
+  characters (128) — `ValidationError`. moto checks 128 only.
+- `CreateTargetGroup`: a name holds at most `target_group_name_chars` characters (32) —
+  `ValidationError`. moto checks 32 only.
+
+`install()` adds the checks to moto's backend (once per process).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from moto.elbv2.exceptions import ELBClientError, ValidationError
+from moto.elbv2.models import ELBv2Backend
+
+from capstan.sandbox.cloud.quotas import quotas
+
+_MARK = "_capstan_load_balancer_limits"
+_install_lock = threading.Lock()
+
+
+class TooManyRulesError(ELBClientError):
+    code = "TooManyRules"
+    message = "The maximum number of rules has been reached"
+
+
+def rule_count(backend: ELBv2Backend, listener_arn: str) -> int:
+    """The rules (default rules aside) of every listener of the listener's load balancer."""
+    listener = next(
+        (
+            found
+            for balancer in list(backend.load_balancers.values())
+            for arn, found in list(balancer.listeners.items())
+            if arn == listener_arn
+        ),
+        None,
+    )
+    if listener is None:
+        return 0  # moto answers ListenerNotFound
+    balancer = backend.load_balancers[listener.load_balancer_arn]
+    return sum(len(item._non_default_rules) for item in list(balancer.listeners.values()))
+
+
+def check_host_headers(conditions: list[dict[str, Any]] | None) -> None:
+    limit = quotas().host_header_value_chars
+    for condition in conditions or []:
+        if condition.get("Field") != "host-header":
+            continue
+        values = (condition.get("HostHeaderConfig") or {}).get("Values") or condition.get(
+            "Values", []
+        )
+        for value in values:
+            if len(value) > limit:
+                raise ValidationError(
+                    f"The 'host-header' value is too long; the limit is '{limit}'"
+                )
+
+
+def check_target_group_name(name: str) -> None:
+    limit = quotas().target_group_name_chars
+    if len(name) > limit:
+        raise ValidationError(
+            f"Target group name '{name}' cannot be longer than '{limit}' characters"
+        )
+
+
+def install() -> None:
+    with _install_lock:
+        if getattr(ELBv2Backend.create_rule, _MARK, False):
+            return
+        create_rule = ELBv2Backend.create_rule
+        modify_rule = ELBv2Backend.modify_rule
+        create_target_group = ELBv2Backend.create_target_group
+
+        def checked_create_rule(
+            self: ELBv2Backend,
+            listener_arn: str,
+            conditions: list[dict[str, Any]],
+            *args: Any,
+            **kwargs: Any,
+        ) -> Any:
+            check_host_headers(conditions)
+            if rule_count(self, listener_arn) >= quotas().rules_per_load_balancer:
+                raise TooManyRulesError()
+            return create_rule(self, listener_arn, conditions, **kwargs)
+
+        def checked_modify_rule(
+            self: ELBv2Backend,
+            rule_arn: str,
+            conditions: list[dict[str, Any]],
+            *args: Any,
+            **kwargs: Any,
+        ) -> Any:
+            check_host_headers(conditions)
+            return modify_rule(self, rule_arn, conditions, **kwargs)
+
+        def checked_create_target_group(self: ELBv2Backend, name: str, **kwargs: Any) -> Any:
+            check_target_group_name(name)
+            return create_target_group(self, name, **kwargs)
+
+        setattr(checked_create_rule, _MARK, True)
+        ELBv2Backend.create_rule = checked_create_rule  # type: ignore[method-assign]
+        ELBv2Backend.modify_rule = checked_modify_rule  # type: ignore[method-assign]
+        ELBv2Backend.create_target_group = checked_create_target_group  # type: ignore[method-assign]

@@ -1,0 +1,79 @@
+"""CodeBuild's concurrency quota, as AWS applies it (`codebuild_concurrent_builds` of
+`sandbox/cloud/quotas.py`; new accounts may have 0 or 1):
+
+- with a quota of 0, `StartBuild` is refused: `AccountLimitExceededException`, "Cannot have more
+  than 0 builds in queue for the account";
+- otherwise at most that many builds of an account and region run at once; the others stay
+  IN_PROGRESS in phase QUEUED, first started first, until a running one ends (`admit`, called
+  by the build runner on every tick; the runner starts a build's time when it leaves the queue).
+
+And IAM's propagation, when the simulator is asked to model it (`iam_propagation_seconds`): a
+build whose service role is younger than that fails as it leaves the queue, in PROVISIONING,
+"CLIENT_ERROR: CodeBuild is not authorized to perform: sts:AssumeRole on <role>"
+(`unpropagated_role`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from moto.core.exceptions import JsonRESTError
+from moto.core.utils import iso_8601_datetime_with_milliseconds, utcnow
+from moto.iam.models import iam_backends
+
+from capstan.sandbox.cloud.quotas import quotas
+
+QUEUED = "QUEUED"
+
+
+class AccountLimitExceededException(JsonRESTError):
+    code = 400
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            "AccountLimitExceededException",
+            f"Cannot have more than {limit} builds in queue for the account",
+        )
+
+
+def check_start() -> None:
+    """Refuse `StartBuild` in an account whose concurrency quota is 0."""
+    limit = quotas().codebuild_concurrent_builds
+    if limit <= 0:
+        raise AccountLimitExceededException(limit)
+
+
+def admit(builds: list[dict[str, Any]]) -> None:
+    """Move queued builds (of one account and region, IN_PROGRESS) into provisioning while fewer
+    than the quota run, oldest first."""
+    running = [build for build in builds if build.get("currentPhase") != QUEUED]
+    waiting = sorted(
+        (build for build in builds if build.get("currentPhase") == QUEUED),
+        key=lambda build: str(build.get("startTime") or ""),
+    )
+    free = max(0, quotas().codebuild_concurrent_builds - len(running))
+    for build in waiting[:free]:
+        stamp = iso_8601_datetime_with_milliseconds()
+        for phase in build.get("phases") or []:
+            if phase.get("phaseType") == QUEUED:
+                phase["phaseStatus"] = "SUCCEEDED"
+                phase["endTime"] = stamp
+        build.setdefault("phases", []).append({"phaseType": "PROVISIONING", "startTime": stamp})
+        build["currentPhase"] = "PROVISIONING"
+
+
+def unpropagated_role(account_id: str, build: dict[str, Any], seconds: float) -> str | None:
+    """The build's service role when it was made less than `seconds` ago (CodeBuild cannot
+    assume it yet), else None."""
+    arn = build.get("serviceRole")
+    if seconds <= 0 or not arn:
+        return None
+    roles = iam_backends[account_id]["global"].roles
+    role = next((role for role in list(roles.values()) if role.arn == arn), None)
+    if role is None:
+        return None
+    age = (utcnow() - role.create_date.replace(tzinfo=None)).total_seconds()
+    return str(arn) if age < seconds else None
+
+
+__all__ = ["AccountLimitExceededException", "admit", "check_start", "unpropagated_role"]

@@ -1,0 +1,66 @@
+"""The load balancer's rule quota reached through the API: the web server that needs one rule too
+many fails with the quota's sentence, and deploys once another web server is gone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from capstan.sandbox.cloud import quotas
+from tests.apps.helpers import Ready, ready
+from tests.apps.processes import account_sessions
+from tests.harness import Org
+from tests.polling import wait_until
+
+
+def rules_of(shop: Ready) -> int:
+    """The rules on the project's load balancer, as the account's administrator counts them."""
+    account_id = shop.org.api.get("/api/cloud_account").json()["account_id"]
+    url = shop.org.server.settings.sandbox_cloud_url
+    assert url
+    with account_sessions(url, account_id) as (customer, _operator):
+        elbv2 = customer.client("elbv2")
+        name = "cp-" + shop.project["id"].replace("_", "")
+        (balancer,) = elbv2.describe_load_balancers(Names=[name])["LoadBalancers"]
+        listeners = elbv2.describe_listeners(LoadBalancerArn=balancer["LoadBalancerArn"])
+        return sum(
+            not rule["IsDefault"]
+            for listener in listeners["Listeners"]
+            for rule in elbv2.describe_rules(ListenerArn=listener["ListenerArn"])["Rules"]
+        )
+
+
+@pytest.fixture
+def two_rules() -> Iterator[None]:
+    """A load balancer holds two rules (AWS: 100), so the third web server is one too many."""
+    before = quotas.configure(rules_per_load_balancer=2)
+    yield
+    quotas.configure(rules_per_load_balancer=before.rules_per_load_balancer)
+
+
+def test_the_rule_past_the_quota_fails_the_deployment_until_one_is_freed(
+    org: Org, two_rules: None
+) -> None:
+    shop: Ready = ready(org)
+    paths = []
+    for name in ("one", "two", "three"):  # one after the other: the third is the one too many
+        created = shop.create_web_server(name=name)
+        paths.append(f"{shop.base}/web_servers/{created['id']}")
+        shop.wait_for(paths[-1], "running", "failed")
+    first, _second, third = paths
+    assert [shop.org.api.get(path).json()["status"] for path in paths] == [
+        "running",
+        "running",
+        "failed",
+    ]
+    (deployment,) = shop.org.api.get(f"{third}/deployments").json()["deployments"]
+    assert deployment["status"] == "failed"
+    assert "rules per load balancer" in deployment["error"]
+    assert "Service Quotas" in deployment["error"]
+    assert "TooManyRules" not in deployment["error"]  # our sentence, not AWS's text
+
+    assert shop.org.api.delete(first).status_code == 204
+    wait_until(lambda: rules_of(shop) < 2, timeout=30, what="the deleted web server's rule")
+    assert shop.org.api.post(f"{third}/redeploy").status_code == 202
+    assert shop.wait_for(third, "running", "failed")["status"] == "running"
