@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # Tests wait on the sandbox far more than they compute: four workers on two cores.
 TEST_WORKERS ?= 4
 
-.PHONY: dev test chaos load browser screenshots check format migrate bench fuzz clean
+.PHONY: dev test chaos load scale browser screenshots check format migrate bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ dev: $(VENV)/.installed-dev
 
 ## make test: create .venv if needed, install the test dependencies, run the whole suite
 test: $(VENV)/.installed-test
-	$(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --durations=15 $(PYTEST_ARGS)
 
 $(VENV)/.installed-fuzz: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test,fuzz]'
@@ -46,6 +46,11 @@ fuzz: $(VENV)/.installed-fuzz
 ## one process, since a latency measured beside four test processes on two cores says little
 load: $(VENV)/.installed-test
 	$(BIN)/pytest -m load $(PYTEST_ARGS)
+
+## make scale: the tests of many resources at once (twenty projects with a web server and a cache
+## each in one account, under AWS's default quotas)
+scale: $(VENV)/.installed-test
+	$(BIN)/pytest -n 2 -m scale $(PYTEST_ARGS)
 
 ## make chaos: the process-killing tests (kill -9 mid-deployment, two workers and a killed one)
 chaos: $(VENV)/.installed-test

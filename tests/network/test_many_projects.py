@@ -77,6 +77,7 @@ def _delete_all(org: Org, shops: list[Ready], paths: list[str], *, timeout: floa
 
 
 @pytest.mark.usefixtures("instant_cloud")
+@pytest.mark.scale
 def test_twenty_projects_fit_one_region_and_leave_nothing(fresh_org: Org) -> None:
     org = fresh_org
     assert quotas.quotas().vpcs_per_region == 5  # AWS's default
