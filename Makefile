@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # Tests wait on the sandbox far more than they compute: four workers on two cores.
 TEST_WORKERS ?= 4
 
-.PHONY: dev test chaos load scale browser screenshots check format migrate bench fuzz clean
+.PHONY: dev test chaos load scale processes browser screenshots check format migrate bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ load: $(VENV)/.installed-test
 ## each in one account, under AWS's default quotas)
 scale: $(VENV)/.installed-test
 	$(BIN)/pytest -n 2 -m scale $(PYTEST_ARGS)
+
+## make processes: whole topologies of separate processes (an API server and two `capstan worker`
+## processes over PostgreSQL; a dev worker joining `capstan server --dev`)
+processes: $(VENV)/.installed-test
+	$(BIN)/pytest -n 2 -m processes $(PYTEST_ARGS)
 
 ## make chaos: the process-killing tests (kill -9 mid-deployment, two workers and a killed one)
 chaos: $(VENV)/.installed-test

@@ -8,6 +8,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.apps.processes import (
     bearer_client,
     capstan_env,
@@ -23,6 +25,7 @@ from tests.polling import wait_until
 from tests.test_cli import _run
 
 
+@pytest.mark.processes
 def test_a_dev_worker_joins_the_dev_server_of_its_data_directory(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     record = data_dir / "dev-server.json"

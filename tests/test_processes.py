@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from capstan.cloud.aws import iam, names
 from capstan.config import Settings
@@ -55,6 +56,7 @@ database_schema = postgres_schema_fixture(
 )
 
 
+@pytest.mark.processes
 def test_server_and_two_workers_converge_every_kind_keep_grants_and_leave_nothing(
     tmp_path: Path, database_schema: str, github_app_key: Path
 ) -> None:

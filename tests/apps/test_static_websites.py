@@ -289,7 +289,13 @@ def test_auto_deploy_alone_does_not_rebuild(shop: Ready) -> None:
 
 def test_a_site_reports_metrics_and_cost(published: Site) -> None:
     api = published.shop.org.api
-    metrics = api.get(f"{published.path}/metrics").json()
+    # The edges report once a period after the distribution is deployed, which may come a tick
+    # after the site is running.
+    metrics = wait_until(
+        lambda: (found := api.get(f"{published.path}/metrics").json())["requests_1h"] and found,
+        timeout=30,
+        what="the distribution's first data points",
+    )
     assert set(metrics) == {
         "requests_1h",
         "bytes_transferred_1h",
