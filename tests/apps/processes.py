@@ -43,8 +43,11 @@ def free_port() -> int:
 
 
 def capstan_env(**settings: str) -> dict[str, str]:
-    """This environment without any CAPSTAN_* variable, plus `settings`."""
+    """This environment without any CAPSTAN_* variable, plus `settings`; image builds pull base
+    images signed in to Docker Hub, as production should (anonymous pulls are limited)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAPSTAN_")}
+    env["CAPSTAN_DOCKERHUB_USERNAME"] = "capstan-tests"
+    env["CAPSTAN_DOCKERHUB_TOKEN"] = "dckr_pat_capstan_tests"
     env.update(settings)
     return env
 
