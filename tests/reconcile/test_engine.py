@@ -206,6 +206,42 @@ def test_a_late_finish_by_a_worker_that_lost_its_lease_changes_nothing(
     assert row.lease_owner == "B"
 
 
+def test_a_worker_never_claims_again_a_resource_whose_pass_it_is_still_running(
+    server: RunningServer,
+) -> None:
+    """A stalled heartbeat lets the lease of a running pass lapse: the worker that runs it must
+    not start a second pass of the same resource beside it."""
+    clock = FakeClock()
+    release = asyncio.Event()
+
+    async def outcome(_id: str, n: int) -> Result:
+        if n == 1:
+            await release.wait()
+        return Done()
+
+    recorder = Recorder(outcome)
+
+    async def work(sessions: Sessions) -> list[str]:
+        stop = asyncio.Event()
+        settings = WorkerSettings(poll_seconds=0.01, lease_seconds=30)
+        worker = Worker(sessions, [recorder], settings, clock=clock)
+        loop = asyncio.create_task(worker.run(stop))
+        await enqueue_ids(sessions, recorder.kind, "s", clock=clock)
+        worker.wake()
+        while not recorder.passes:
+            await asyncio.sleep(0.01)
+        clock.advance(31)  # the lease lapsed while the pass runs: no heartbeat came in time
+        await enqueue_ids(sessions, recorder.kind, "s", clock=clock)
+        await asyncio.sleep(0.3)  # many polls of the loop
+        during = list(recorder.passes)
+        release.set()
+        stop.set()
+        await asyncio.wait_for(loop, timeout=10)
+        return during
+
+    assert run(server, work) == ["s"]
+
+
 def test_resync_enqueues_every_live_resource(server: RunningServer) -> None:
     recorder = Recorder()
     recorder.live = ["r1", "r2"]

@@ -9,10 +9,11 @@ someone else holds.
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, and_, case, delete, or_, select, update
+from sqlalchemy import ColumnElement, and_, case, delete, not_, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -95,9 +96,15 @@ async def claim(
     kinds: list[str],
     limit: int,
     lease_seconds: float,
+    busy: Collection[tuple[str, str]] = (),
     clock: Clock = utc_now,
 ) -> list[Claim]:
-    """Lease up to `limit` due, unheld rows of `kinds` to `owner`. Commits."""
+    """Lease up to `limit` due, unheld rows of `kinds` to `owner`. Commits.
+
+    `busy` are the (kind, resource id) pairs whose passes `owner` is still running: never claimed
+    again by it, even when their lease lapsed (a stalled heartbeat), so one worker never runs two
+    passes of a resource at once.
+    """
     now = clock()
     free = or_(QueueItem.lease_expires_at.is_(None), QueueItem.lease_expires_at < now)
     query = (
@@ -107,6 +114,10 @@ async def claim(
             QueueItem.kind.in_(kinds),
             QueueItem.attempts < MAX_ATTEMPTS,
             free,
+            *(
+                not_(and_(QueueItem.kind == kind, QueueItem.resource_id == resource_id))
+                for kind, resource_id in busy
+            ),
         )
         .order_by(QueueItem.due_at)
         .limit(limit)

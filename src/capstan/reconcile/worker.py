@@ -156,6 +156,7 @@ class Worker:
                     kinds=list(self._reconcilers),
                     limit=limit,
                     lease_seconds=self.settings.lease_seconds,
+                    busy=list(self._in_flight),
                     clock=self._clock,
                 )
         except Exception:
