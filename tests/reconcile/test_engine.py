@@ -212,10 +212,11 @@ def test_a_worker_never_claims_again_a_resource_whose_pass_it_is_still_running(
     """A stalled heartbeat lets the lease of a running pass lapse: the worker that runs it must
     not start a second pass of the same resource beside it."""
     clock = FakeClock()
-    release = asyncio.Event()
+    started, release = asyncio.Event(), asyncio.Event()
 
     async def outcome(_id: str, n: int) -> Result:
         if n == 1:
+            started.set()
             await release.wait()
         return Done()
 
@@ -228,8 +229,7 @@ def test_a_worker_never_claims_again_a_resource_whose_pass_it_is_still_running(
         loop = asyncio.create_task(worker.run(stop))
         await enqueue_ids(sessions, recorder.kind, "s", clock=clock)
         worker.wake()
-        while not recorder.passes:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(started.wait(), timeout=10)
         clock.advance(31)  # the lease lapsed while the pass runs: no heartbeat came in time
         await enqueue_ids(sessions, recorder.kind, "s", clock=clock)
         await asyncio.sleep(0.3)  # many polls of the loop

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -96,6 +97,7 @@ class Worker:
         self.owner = owner or worker_name()
         self._in_flight: dict[tuple[str, str], Claim] = {}
         self._wake = asyncio.Event()
+        self._last_heartbeat = time.monotonic()
 
     def wake(self) -> None:
         """Look for work now instead of at the next poll (e.g. after an API change)."""
@@ -103,6 +105,7 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         tasks: set[asyncio.Task[None]] = set()
+        self._last_heartbeat = time.monotonic()
         background = [
             asyncio.create_task(
                 self._every(self.settings.lease_seconds / 3, self._heartbeat, stop)
@@ -207,6 +210,15 @@ class Worker:
             )
 
     async def _heartbeat(self) -> None:
+        started = time.monotonic()
+        gap, self._last_heartbeat = started - self._last_heartbeat, started
+        if gap > self.settings.lease_seconds * 2 / 3 and self._in_flight:
+            # Due every third of a lease: this late, the process was starved (CPU, a blocked loop).
+            log.warning(
+                "heartbeat %.1f s after the last one (lease %.1f s): leases may have lapsed",
+                gap,
+                self.settings.lease_seconds,
+            )
         claims = list(self._in_flight.values())
         async with self._sessionmaker() as session:
             held = await queue.heartbeat(
@@ -217,7 +229,12 @@ class Worker:
                 clock=self._clock,
             )
         if held < len(claims):
-            log.warning("lost %d of %d leases to other workers", len(claims) - held, len(claims))
+            log.warning(
+                "lost %d of %d leases to other workers (heartbeat took %.1f s)",
+                len(claims) - held,
+                len(claims),
+                time.monotonic() - started,
+            )
 
     async def _sleep(self, stop: asyncio.Event) -> None:
         waiters = [asyncio.create_task(self._wake.wait()), asyncio.create_task(stop.wait())]
