@@ -293,6 +293,10 @@ def overlapping(passes: list[Pass]) -> list[tuple[Pass, Pass]]:
     return found
 
 
+def _span(item: Pass) -> str:
+    return f"{item.owner} {item.started_at:%T.%f} to {item.finished_at:%T.%f} {item.outcome}"
+
+
 def pid_of(owner: str) -> int:
     """Worker names are `<host>:<pid>:<random>`."""
     return int(owner.split(":")[1])
@@ -406,7 +410,8 @@ def _scale_out(
 
     passes = database.run(_passes)
     # No resource was ever reconciled by two workers at once (nor twice at once by one).
-    assert overlapping(passes) == [], overlapping(passes)[:5]
+    overlaps = [f"{a.resource_id}: {_span(a)} / {_span(b)}" for a, b in overlapping(passes)]
+    assert overlaps == [], "\n".join(overlaps) + "\n" + procs.output()
     assert [p for p in passes if p.outcome == "lost"] == []
     assert not [p for p in passes if pid_of(p.owner) == victim.pid and p.started_at > killed_at]
     # Every row the dead worker held was taken over by the survivor once its lease expired,

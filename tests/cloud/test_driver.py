@@ -13,6 +13,7 @@ import pytest
 
 from capstan.cloud import Cloud, RoleRef, TerminalCloudError, open_cloud
 from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.cloud.driver import RETIRED_SESSION_GRACE
 from capstan.config import CloudMode, Settings
 from capstan.db import utcnow
 from capstan.sandbox.cloud.identity import sandbox_identity
@@ -129,30 +130,59 @@ def test_credentials_are_cached_until_five_minutes_before_expiry(endpoint: Endpo
                 operator=operator, principal_arn=operator_principal(endpoint), clock=clock
             )
             sessions = [await cloud.session_for(role) for _ in range(3)]
-            keys = {s.credentials.access_key_id for s in sessions if s.credentials}
-            assert len(keys) == 1 and cloud.assume_role_calls == 1
-            with sessions[0] as aws:
-                identity = await cloud.run(lambda: aws.client("sts").get_caller_identity())
+            # One session (and so one set of clients) serves every step on these credentials.
+            assert sessions[1] is sessions[0] and sessions[2] is sessions[0]
+            assert cloud.assume_role_calls == 1
+            first = sessions[0]
+            sts_client = first.client("sts")
+            identity = await cloud.run(lambda: first.client("sts").get_caller_identity())
+            assert first.client("sts") is sts_client
             assert identity["Arn"] == (
                 f"arn:aws:sts::{role.account_id}:assumed-role/{role.role_name}/capstan"
             )
-            expiration = sessions[0].credentials.expiration if sessions[0].credentials else None
+            expiration = first.credentials.expiration if first.credentials else None
             assert expiration is not None
 
             clock.now = expiration - timedelta(minutes=5, seconds=1)
-            with await cloud.session_for(role) as still_cached:
-                assert still_cached.credentials == sessions[0].credentials
+            assert await cloud.session_for(role) is first
             assert cloud.assume_role_calls == 1
 
             clock.now = expiration - timedelta(minutes=4)
-            with await cloud.session_for(role) as renewed:
-                assert renewed.credentials != sessions[0].credentials
+            renewed = await cloud.session_for(role)
+            assert renewed.credentials != first.credentials
             assert cloud.assume_role_calls == 2
-            for session in sessions[1:]:
-                session.close()
+            # The old session stays usable for the steps still holding it, for a grace period...
+            first.client("sts")
+            # ...and is closed after it (here at the next renewal, which retires `renewed`).
+            clock.now += RETIRED_SESSION_GRACE + timedelta(seconds=1)
+            third = await cloud.session_for(role)
+            assert third is not renewed and cloud.assume_role_calls == 3
+            with pytest.raises(RuntimeError, match="closed"):
+                first.client("sts")
+            renewed.client("sts")
+            cloud.close()
+            with pytest.raises(RuntimeError, match="closed"):
+                third.client("sts")
 
     asyncio.run(main())
-    assert len(assume_role_attempts(role_arn=role_arn)) == 2
+    assert len(assume_role_attempts(role_arn=role_arn)) == 3
+
+
+def test_a_session_per_region(endpoint: Endpoint) -> None:
+    role = connected_role(endpoint)
+
+    async def main() -> None:
+        with AwsSession(endpoint, bootstrap_control_plane(endpoint)) as operator:
+            cloud = Cloud(operator=operator, principal_arn=operator_principal(endpoint))
+            here = await cloud.session_for(role)
+            there = await cloud.session_for(role, region="eu-west-1")
+            assert there is not here
+            assert there.endpoint.region == "eu-west-1"
+            assert await cloud.session_for(role, region="eu-west-1") is there
+            assert cloud.assume_role_calls == 1
+            cloud.close()
+
+    asyncio.run(main())
 
 
 def test_concurrent_callers_share_one_assumption(endpoint: Endpoint) -> None:
@@ -161,9 +191,8 @@ def test_concurrent_callers_share_one_assumption(endpoint: Endpoint) -> None:
     async def main() -> int:
         with AwsSession(endpoint, bootstrap_control_plane(endpoint)) as operator:
             cloud = Cloud(operator=operator, principal_arn=operator_principal(endpoint))
-            sessions = await asyncio.gather(*(cloud.session_for(role) for _ in range(8)))
-            for session in sessions:
-                session.close()
+            await asyncio.gather(*(cloud.session_for(role) for _ in range(8)))
+            cloud.close()
             return cloud.assume_role_calls
 
     assert asyncio.run(main()) == 1
@@ -175,13 +204,14 @@ def test_a_failed_verification_drops_cached_credentials(endpoint: Endpoint) -> N
     async def main() -> int:
         with AwsSession(endpoint, bootstrap_control_plane(endpoint)) as operator:
             cloud = Cloud(operator=operator, principal_arn=operator_principal(endpoint))
-            (await cloud.session_for(role)).close()
+            await cloud.session_for(role)
             # The customer changed the trust policy: the same external ID no longer works.
             require_another_external_id(endpoint, role)
             with pytest.raises(TerminalCloudError):
                 await cloud.verify_role(role.account_id, role.role_name, role.external_id)
             with pytest.raises(TerminalCloudError):
-                (await cloud.session_for(role)).close()
+                await cloud.session_for(role)
+            cloud.close()
             return cloud.assume_role_calls
 
     assert asyncio.run(main()) == 3

@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 import anyio
@@ -29,6 +29,61 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 # boto3 calls block; at most this many run at once per process, in worker threads.
 CLOUD_THREADS = 32
+# A session whose credentials were renewed stays open this long for the steps still using it
+# (credentials are renewed five minutes before they expire; no step takes longer).
+RETIRED_SESSION_GRACE = timedelta(minutes=10)
+
+
+class SessionCache:
+    """One `AwsSession` per customer role and region, on the role's current credentials.
+
+    Making a boto3 session and its clients costs tens of milliseconds of CPU (most of a worker's
+    CPU when every step made its own), and botocore clients are thread-safe, so every step in the
+    process shares them. When the role's credentials are renewed the session on the old ones is
+    retired: it stays open for `RETIRED_SESSION_GRACE`, then is closed.
+    """
+
+    def __init__(self, clock: Callable[[], datetime]) -> None:
+        self._clock = clock
+        self._live: dict[tuple[RoleRef, str], AwsSession] = {}
+        self._retired: list[tuple[datetime, AwsSession]] = []
+
+    def find(self, role: RoleRef, region: str, credentials: Credentials) -> AwsSession | None:
+        session = self._live.get((role, region))
+        return session if session is not None and session.credentials == credentials else None
+
+    def keep(self, role: RoleRef, region: str, session: AwsSession) -> AwsSession:
+        """Keep `session` (unless another step kept one on the same credentials first: that one
+        is answered, and `session` retired); the session it replaces is retired."""
+        assert session.credentials is not None
+        current = self.find(role, region, session.credentials)
+        if current is not None:
+            self._retire(session)
+            return current
+        replaced = self._live.pop((role, region), None)
+        if replaced is not None:
+            self._retire(replaced)
+        self._live[(role, region)] = session
+        return session
+
+    def forget(self, role: RoleRef) -> None:
+        for key in [key for key in self._live if key[0] == role]:
+            self._retire(self._live.pop(key))
+
+    def due_for_closing(self) -> list[AwsSession]:
+        """The retired sessions whose grace has passed, no longer kept."""
+        now = self._clock()
+        due = [session for at, session in self._retired if at <= now]
+        self._retired = [(at, session) for at, session in self._retired if at > now]
+        return due
+
+    def close(self) -> None:
+        for session in [*self._live.values(), *(session for _at, session in self._retired)]:
+            session.close()
+        self._live, self._retired = {}, []
+
+    def _retire(self, session: AwsSession) -> None:
+        self._retired.append((self._clock() + RETIRED_SESSION_GRACE, session))
 
 
 class Cloud:
@@ -37,7 +92,8 @@ class Cloud:
     - `principal_arn`: the principal a customer's role must trust.
     - `verify_role(...)`: a live `sts:AssumeRole` into a customer's role.
     - `session_for(role)`: an `AwsSession` in the customer's account, on cached temporary
-      credentials with at least five minutes left (one reconcile step's worth; close it after).
+      credentials with at least five minutes left (one reconcile step's worth), shared by every
+      step of the process (the cloud closes it; its user does not).
     """
 
     def __init__(
@@ -54,6 +110,7 @@ class Cloud:
         self._operator = operator
         self._limiter = limiter
         self._roles = AssumedRoleCache(self._assume, clock=clock)
+        self._sessions = SessionCache(clock)
         # Cost Explorer's answers, kept for hours (each request costs $0.01).
         self.spend = SpendCache(clock=clock)
         # How many AssumeRole calls this process made (observability; tests read it too).
@@ -82,19 +139,32 @@ class Cloud:
         return self.role_arn(account_id, role_name)
 
     async def session_for(self, role: RoleRef, *, region: str | None = None) -> AwsSession:
-        """A session in the customer's account whose clients talk to `region` (default: the
-        control plane's); the caller closes it (`with ... as aws:`)."""
+        """The session in the customer's account whose clients talk to `region` (default: the
+        control plane's). Shared: the cloud closes it, not the caller."""
         credentials = await self._roles.get(role)
         endpoint = self.endpoint if region is None else replace(self.endpoint, region=region)
-        return await self.run(
+        found = self._sessions.find(role, endpoint.region, credentials)
+        if found is not None:
+            return found
+        made = await self.run(
             lambda: AwsSession(
                 endpoint, credentials, account_id=role.account_id, role_name=role.role_name
             )
         )
+        session = self._sessions.keep(role, endpoint.region, made)
+        for retired in self._sessions.due_for_closing():
+            await self.run(retired.close)
+        return session
 
     def forget(self, role: RoleRef) -> None:
-        """Drop cached credentials for `role` (e.g. after the customer disconnected it)."""
+        """Drop cached credentials and sessions for `role` (e.g. after the customer
+        disconnected it)."""
         self._roles.forget(role)
+        self._sessions.forget(role)
+
+    def close(self) -> None:
+        """Close every customer session (at the end of the process's cloud)."""
+        self._sessions.close()
 
     async def run(self, work: Callable[[], T]) -> T:
         """Run blocking boto3 work in the cloud's bounded thread pool."""
@@ -133,11 +203,13 @@ async def open_cloud(
         stack.callback(operator.close)
         principal_arn = settings.aws_principal_arn or await _own_principal(operator)
         await _require_service_zone(operator, settings.domain)
-        yield Cloud(
+        cloud = Cloud(
             operator=operator,
             principal_arn=principal_arn,
             limiter=anyio.CapacityLimiter(CLOUD_THREADS),
         )
+        stack.callback(cloud.close)
+        yield cloud
 
 
 async def _require_service_zone(operator: AwsSession, domain: str) -> None:

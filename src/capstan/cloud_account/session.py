@@ -28,17 +28,14 @@ log = logging.getLogger(__name__)
 async def customer_session(
     cloud: Cloud, account: CloudAccount | None, *, region: str | None
 ) -> AsyncIterator[AwsSession]:
-    """A session in the account's role talking to `region` (None: the control plane's)."""
+    """The session in the account's role talking to `region` (None: the control plane's),
+    shared by the process's steps (the cloud closes it)."""
     if account is None or account.account_id is None or account.role_name is None:
         raise TerminalCloudError(
             "cloud_account_not_connected", "The organization has no connected cloud account."
         )
     role = RoleRef(account.account_id, account.role_name, account.external_id)
-    customer = await cloud.session_for(role, region=region)
-    try:
-        yield customer
-    finally:
-        await cloud.run(customer.close)
+    yield await cloud.session_for(role, region=region)
 
 
 class CloudUnavailable(ApiError):
@@ -66,7 +63,7 @@ async def customer_driver(
     region: str | None,
     make: Callable[[AwsSession], D],
 ) -> AsyncIterator[D]:
-    """A kind's driver (`make(session)`) in the account's role, talking to `region`; its session
-    is closed afterwards. Every kind opens its driver this one way."""
+    """A kind's driver (`make(session)`) in the account's role, talking to `region`, on the
+    process's shared session for that role and region. Every kind opens its driver this one way."""
     async with customer_session(cloud, account, region=region) as customer:
         yield make(customer)
