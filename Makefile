@@ -87,9 +87,11 @@ format: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix src tests bench
 	$(BIN)/ruff format src tests bench
 
-## make bench: deploy N = 1, 10, 100 web servers against a zero-delay sandbox and print the figures
+## make bench: deploy N = 1, 10, 100 web servers against a zero-delay sandbox, then the API against
+## a bare FastAPI floor with wrk (bench/api.py); each prints its figures and ratios
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/deploy.py
+	$(BIN)/python bench/api.py
 
 migrate: $(VENV)/.installed-dev
 	$(BIN)/capstan migrate

@@ -1,0 +1,209 @@
+"""The API's request path against FastAPI's floor, measured with wrk in one run.
+
+For each database (SQLite always; PostgreSQL when `--postgres URL` or CAPSTAN_TEST_DATABASE_URL
+is given) this starts `capstan server --dev` as its own process (its in-process workers on, as a
+user runs it), makes an API token and 100 projects over HTTP, and starts beside it a bare FastAPI
+app on the same uvicorn that answers the very same JSON bodies with no database, no
+authentication and no middleware: the floor. wrk (Debian's `wrk`; a real load generator, not a
+Python loop) then drives, for 64 connections and `--seconds` each:
+
+- one: `GET /api/projects/{id}` with the bearer token (an authenticated single-row read);
+- list: `GET /api/projects` (100 rows).
+
+It prints requests/s and p99 latency of Capstan and of the floor, and the ratio of the two
+throughputs. The issue's goal: at least 0.5x the floor and p99 at most 50 ms.
+
+Run from the repository root:  .venv/bin/python bench/api.py  [--seconds 10] [--postgres URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.apps.processes import (  # noqa: E402 (the repository root is on the path now)
+    bearer_client,
+    capstan_env,
+    free_port,
+    processes,
+)
+from tests.conftest import _drop_schema  # noqa: E402
+
+CONNECTIONS = 64
+THREADS = 2
+PROJECTS = 100
+
+# The floor: the same bodies from memory, on the same uvicorn, one process, no middleware.
+FLOOR_APP = """
+import json, sys
+from fastapi import FastAPI
+from fastapi.responses import Response
+import uvicorn
+
+bodies = json.load(open(sys.argv[1]))
+app = FastAPI()
+
+@app.get("/api/projects/{project_id}")
+async def one(project_id: str) -> Response:
+    return Response(bodies["one"], media_type="application/json")
+
+@app.get("/api/projects")
+async def many() -> Response:
+    return Response(bodies["list"], media_type="application/json")
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+"""
+
+
+@dataclass(frozen=True)
+class Load:
+    requests_per_second: float
+    p99_ms: float
+    errors: int
+
+
+def wrk(url: str, token: str, seconds: int) -> Load:
+    """wrk's throughput and 99th percentile latency for `url`; non-2xx answers count as errors."""
+    finished = subprocess.run(
+        [
+            "wrk",
+            f"-t{THREADS}",
+            f"-c{CONNECTIONS}",
+            f"-d{seconds}s",
+            "--latency",
+            "-H",
+            f"Authorization: Bearer {token}",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out = finished.stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", out)
+    assert p99 is not None, out
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[p99.group(2)]
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    failed = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    errors = int(bad.group(1)) if bad else 0
+    if failed:
+        errors += sum(int(part) for part in failed.groups())
+    return Load(rate, float(p99.group(1)) * scale, errors)
+
+
+def measure(database: str, env: dict[str, str], seconds: int) -> dict[str, tuple[Load, Load]]:
+    with (
+        tempfile.TemporaryDirectory(prefix="capstan-bench-api-") as tmp,
+        processes(Path(tmp)) as procs,
+    ):
+        port = free_port()
+        server = procs.server(
+            "server",
+            ["--dev", "--data-dir", str(Path(tmp) / "data"), "--port", str(port)],
+            capstan_env(**env),
+        )
+        token = server.wait_for_line(r"Dev API token \(shown once\): (capstan_\w+)").group(1)
+        base = f"http://127.0.0.1:{port}"
+        with bearer_client(base, token) as api:
+            ids = []
+            for index in range(PROJECTS):
+                created = api.post(
+                    "/api/projects", json={"name": f"Bench {index}", "hostname_suffix": f"b{index}"}
+                )
+                assert created.status_code == 201, created.text
+                ids.append(created.json()["id"])
+            one_path, list_path = f"/api/projects/{ids[0]}", "/api/projects"
+            bodies = {"one": api.get(one_path).content, "list": api.get(list_path).content}
+            assert len(json.loads(bodies["list"])) == PROJECTS, bodies["list"][:200]
+        bodies_file = Path(tmp) / "bodies.json"
+        bodies_file.write_text(json.dumps({k: v.decode() for k, v in bodies.items()}))
+        floor_port = free_port()
+        floor = subprocess.Popen(
+            [sys.executable, "-c", FLOOR_APP, str(bodies_file), str(floor_port)],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            floor_base = f"http://127.0.0.1:{floor_port}"
+            _wait_until_up(floor_base + list_path)
+            figures = {}
+            for name, path in (("one", one_path), ("list", list_path)):
+                ours = wrk(base + path, token, seconds)
+                theirs = wrk(floor_base + path, token, seconds)
+                print(f"  {database} {name}: capstan {_show(ours)} | floor {_show(theirs)}")
+                figures[name] = (ours, theirs)
+            return figures
+        finally:
+            floor.terminate()
+            floor.wait(timeout=10)
+
+
+def _wait_until_up(url: str) -> None:
+    for _ in range(200):
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        subprocess.run(["sleep", "0.05"], check=True)
+    raise SystemExit(f"the floor app did not answer at {url}")
+
+
+def _show(load: Load) -> str:
+    errors = f", {load.errors} errors" if load.errors else ""
+    return f"{load.requests_per_second:,.0f} req/s, p99 {load.p99_ms:.1f} ms{errors}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=10, help="wrk's duration per measurement")
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get("CAPSTAN_TEST_DATABASE_URL"),
+        help="a PostgreSQL URL to measure too (default: CAPSTAN_TEST_DATABASE_URL)",
+    )
+    arguments = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("bench/api.py needs wrk: apt-get install -y wrk")
+    runs = {"sqlite": measure("sqlite", {}, arguments.seconds)}
+    if arguments.postgres:
+        schema = f"capstan_bench_api_{secrets.token_hex(3)}"
+        try:
+            runs["postgresql"] = measure(
+                "postgresql",
+                {"CAPSTAN_DATABASE_URL": arguments.postgres, "CAPSTAN_DATABASE_SCHEMA": schema},
+                arguments.seconds,
+            )
+        finally:
+            _drop_schema(arguments.postgres, schema)
+    print()
+    print(
+        f"{'database':<10} {'request':<6} | {'capstan req/s':>13} {'p99':>9} | "
+        f"{'floor req/s':>11} {'p99':>9} || ratio (goal >= 0.50, p99 <= 50 ms)"
+    )
+    for database, figures in runs.items():
+        for name, (ours, theirs) in figures.items():
+            print(
+                f"{database:<10} {name:<6} | {ours.requests_per_second:>13,.0f} "
+                f"{ours.p99_ms:>7.1f}ms | {theirs.requests_per_second:>11,.0f} "
+                f"{theirs.p99_ms:>7.1f}ms || "
+                f"{ours.requests_per_second / theirs.requests_per_second:.3f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
