@@ -1,0 +1,12 @@
+"""The user commands, registered into the `capstan` program (src/capstan/cli.py) under their
+own panel of `capstan --help`."""
+
+from __future__ import annotations
+
+import typer
+
+from capstan.client import account
+
+
+def register(app: typer.Typer) -> None:
+    account.register(app)
