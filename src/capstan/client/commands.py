@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import typer
 
-from capstan.client import account
+from capstan.client import account, env, logs, services
+from capstan.client.context import PANEL
 
 
 def register(app: typer.Typer) -> None:
     account.register(app)
+    services.register(app)
+    logs.register(app)
+    env.register(app, PANEL)

@@ -43,6 +43,14 @@ class Output:
         # print(), not rich: exactly the JSON, no wrapping or markup.
         print(json.dumps(value, indent=2, default=str))
 
+    def json_line(self, value: Any) -> None:
+        """One JSON document on one line (a stream of them: `logs --follow --json`)."""
+        print(json.dumps(value, default=str), flush=True)
+
+    def line(self, text: str) -> None:
+        """A line of plain text (a log line), printed as it is, at once."""
+        print(text, flush=True)
+
     def table(
         self, rows: Iterable[dict[str, Any]], columns: Sequence[tuple[str, str]], *, empty: str
     ) -> None:
