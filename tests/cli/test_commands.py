@@ -357,3 +357,11 @@ def test_every_user_command_has_help_with_examples(command: list[str], tmp_path:
     assert "Examples:" in result.stdout and "$ capstan " in result.stdout
     if command not in (["projects"], ["env"]):
         assert "--json" in result.stdout
+
+
+def test_the_operator_commands_stay_beside_the_user_commands(tmp_path: Path) -> None:
+    result = Cli(tmp_path).run("--help")
+    assert result.exit_code == 0
+    for name in ("server", "worker", "sandbox", "migrate", "admin", "login", "deploy", "env"):
+        assert f" {name} " in result.stdout, name
+    assert "Your projects and services" in result.stdout
