@@ -306,6 +306,15 @@ def test_put_environment_honours_if_match(shop: Ready) -> None:
     assert shop.org.api.put(path, json=body, headers={"If-Match": "*"}).status_code == 202
 
 
+def test_the_api_document_declares_the_etag_and_the_412(member: Org) -> None:
+    document = member.api.get("/docs/api").json()
+    environment = document["paths"]["/api/projects/{project_id}/workers/{service_id}/environment"]
+    assert "ETag" in environment["get"]["responses"]["200"]["headers"]
+    assert "412" in environment["put"]["responses"]
+    assert "if-match" in [p["name"] for p in environment["put"]["parameters"]]
+    assert "412" not in environment["get"]["responses"]
+
+
 def test_rollback_to_the_previous_live_release(cli: Cli, shop: Ready) -> None:
     worker = shop.create_worker(name="jobs")
     path = f"{shop.base}/workers/{worker['id']}"
