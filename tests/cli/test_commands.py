@@ -235,6 +235,12 @@ def _key(line: dict[str, str]) -> tuple[datetime, str]:
     return datetime.fromisoformat(line["timestamp"]), line["message"]
 
 
+def test_logs_of_a_preview_that_is_not_there_is_the_apis_404(cli: Cli) -> None:
+    result = cli.run("logs", "api", "--preview", "prv_missing")
+    assert result.exit_code == 1
+    assert "error:" in result.stderr and "[404 not_found]" in result.stderr
+
+
 def test_env_set_unset_and_import(cli: Cli, shop: Ready, tmp_path: Path) -> None:
     worker = shop.create_worker(name="envs")
     path = f"{shop.base}/workers/{worker['id']}"

@@ -168,7 +168,14 @@ def _settle(
             ),
         )
         return
-    settled = follow.wait(ctx.api, ctx.out, found, deployment, timeout_seconds=timeout)
+    try:
+        settled = follow.wait(ctx.api, ctx.out, found, deployment, timeout_seconds=timeout)
+    except KeyboardInterrupt:
+        raise CliError(
+            f"Stopped waiting; deployment {deployment['id']} goes on (capstan status "
+            f"{found.name}).",
+            exit_code=130,
+        ) from None
     follow.report(ctx.out, found, settled)
 
 
