@@ -159,10 +159,11 @@ def test_projects_create_use_and_list(member: Org, tmp_path: Path) -> None:
 def test_services_and_status(cli: Cli, shop: Ready) -> None:
     listed = cli.json("services")
     (api,) = [row for row in listed if row["name"] == "api"]
-    assert api["kind"] == "web server" and api["status"] == "running"
+    assert api["kind"] == "web_server" and api["status"] == "running"
     assert api["url"].startswith("http://api.")
     table = cli.run("services")
-    assert "api" in table.stdout and "running" in table.stdout
+    (row,) = [line for line in table.stdout.splitlines() if line.startswith("api ")]
+    assert "web server" in row and "running" in row and api["url"] in row
     status = cli.json("status", "api")
     assert status["service"]["id"] == api["id"]
     assert status["deployments"][0]["status"] == "running"
