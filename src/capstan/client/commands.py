@@ -1,0 +1,16 @@
+"""The user commands, registered into the `capstan` program (src/capstan/cli.py) under their
+own panel of `capstan --help`."""
+
+from __future__ import annotations
+
+import typer
+
+from capstan.client import account, env, logs, services
+from capstan.client.context import PANEL
+
+
+def register(app: typer.Typer) -> None:
+    account.register(app)
+    services.register(app)
+    logs.register(app)
+    env.register(app, PANEL)
