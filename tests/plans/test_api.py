@@ -304,3 +304,44 @@ def test_another_organizations_project_is_not_found(
     shop, _result = applied
     response = other_org.api.post(f"{shop.base}/plan", json=FILE)
     assert response.status_code == 404, response.text
+
+
+def test_model_access_is_set_by_the_file_and_only_when_named(connected: Org) -> None:
+    shop = new_shop(connected)
+    haiku = "anthropic.claude-3-haiku-20240307-v1:0"
+    planned = post(shop, "plan", {"model_access": [haiku]})
+    [change] = planned["changes"]
+    assert (change["kind"], change["fields"]) == (
+        "model_access",
+        [{"field": "model_access", "before": [], "after": [haiku]}],
+    )
+    post(shop, "apply", {"model_access": [haiku]})
+    access = shop.org.api.get(f"{shop.base}/model_access").json()
+    assert (access["enabled"], access["allowed_model_ids"]) == (True, [haiku])
+    assert post(shop, "plan", {"model_access": [haiku]})["no_changes"] is True
+    assert post(shop, "plan", {})["no_changes"] is True  # left out: not managed
+
+    unknown = shop.org.api.post(f"{shop.base}/plan", json={"model_access": ["acme.nope-v1"]})
+    assert unknown.status_code == 400, unknown.text
+    assert unknown.json()["details"][0]["field"] == "model_access.model_ids"
+
+
+def test_a_cache_grows_at_its_cost_endpoints_price_and_never_shrinks(
+    applied: tuple[Ready, dict[str, Any]],
+) -> None:
+    shop, _result = applied
+    [cache] = shop.org.api.get(f"{shop.base}/cache").json()["caches"]
+    estimate = shop.org.api.get(f"{shop.base}/cache/{cache['id']}/cost").json()
+    smaller = document(caches={"sessions": {"storage_limit_mb": 128}})
+    refused = shop.org.api.post(f"{shop.base}/plan", json=smaller)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"] == "cache_downsize_unsupported"
+    assert refused.json()["details"][0]["field"] == "caches.sessions"
+
+    larger = post(shop, "plan", document(caches={"sessions": {"storage_limit_mb": 512}}))
+    [change] = larger["changes"]
+    assert change["monthly_usd_before"] == estimate["estimated_monthly_usd"]
+    assert change["monthly_usd_after"] > change["monthly_usd_before"]
+    assert larger["monthly_run_rate_usd"]["delta"] == round(
+        change["monthly_usd_after"] - change["monthly_usd_before"], 2
+    )
