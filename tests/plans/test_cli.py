@@ -173,3 +173,28 @@ def test_init_writes_a_file_that_plans_no_changes(
     assert planned["no_changes"] is True, json.dumps(planned["changes"])
     assert cli.run("init", "-f", str(path)).exit_code == 1  # never overwritten without --force
     assert WORKER_REPO not in text
+
+
+def test_apply_prune_deletes_what_the_file_dropped(
+    connected: Org, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shop = new_shop(connected)
+    cli = terminal(connected, tmp_path, shop)
+    monkeypatch.setenv("STRIPE_KEY", SECRET)
+    first = cli.run("apply", "-f", str(write(tmp_path)), "--yes", "--no-wait")
+    assert first.exit_code == 0, first.output
+    cache_section = "caches:\n  sessions: {storage_limit_mb: 128}\n"
+    without_cache = write(tmp_path, FILE.replace(cache_section, ""))
+
+    kept = cli.run("apply", "-f", str(without_cache), "--yes", "--no-wait")
+    assert kept.exit_code == 0, kept.output
+    assert "Left alone (not in the file; --prune deletes them):" in kept.stdout
+    assert "No changes: the project already matches the file." in kept.stdout
+    assert [c["status"] for c in listed(shop, "cache")] != ["deleting"]
+
+    pruned = cli.run("apply", "-f", str(without_cache), "--yes", "--no-wait", "--prune")
+    assert pruned.exit_code == 0, pruned.output
+    assert "- delete cache sessions" in pruned.stdout
+    # Deleting (or gone already): either way the project now matches the file.
+    assert all(c["status"] == "deleting" for c in listed(shop, "cache"))
+    assert cli.json("plan", "-f", str(without_cache), "--prune")["no_changes"] is True
