@@ -159,10 +159,11 @@ def test_projects_create_use_and_list(member: Org, tmp_path: Path) -> None:
 def test_services_and_status(cli: Cli, shop: Ready) -> None:
     listed = cli.json("services")
     (api,) = [row for row in listed if row["name"] == "api"]
-    assert api["kind"] == "web server" and api["status"] == "running"
+    assert api["kind"] == "web_server" and api["status"] == "running"
     assert api["url"].startswith("http://api.")
     table = cli.run("services")
-    assert "api" in table.stdout and "running" in table.stdout
+    (row,) = [line for line in table.stdout.splitlines() if line.startswith("api ")]
+    assert "web server" in row and "running" in row and api["url"] in row
     status = cli.json("status", "api")
     assert status["service"]["id"] == api["id"]
     assert status["deployments"][0]["status"] == "running"
@@ -233,6 +234,12 @@ def test_logs_and_logs_follow_until_ctrl_c(cli: Cli, shop: Ready) -> None:
 
 def _key(line: dict[str, str]) -> tuple[datetime, str]:
     return datetime.fromisoformat(line["timestamp"]), line["message"]
+
+
+def test_logs_of_a_preview_that_is_not_there_is_the_apis_404(cli: Cli) -> None:
+    result = cli.run("logs", "api", "--preview", "prv_missing")
+    assert result.exit_code == 1
+    assert "error:" in result.stderr and "[404 not_found]" in result.stderr
 
 
 def test_env_set_unset_and_import(cli: Cli, shop: Ready, tmp_path: Path) -> None:
@@ -306,6 +313,15 @@ def test_put_environment_honours_if_match(shop: Ready) -> None:
     assert shop.org.api.put(path, json=body, headers={"If-Match": "*"}).status_code == 202
 
 
+def test_the_api_document_declares_the_etag_and_the_412(member: Org) -> None:
+    document = member.api.get("/docs/api").json()
+    environment = document["paths"]["/api/projects/{project_id}/workers/{service_id}/environment"]
+    assert "ETag" in environment["get"]["responses"]["200"]["headers"]
+    assert "412" in environment["put"]["responses"]
+    assert "if-match" in [p["name"] for p in environment["put"]["parameters"]]
+    assert "412" not in environment["get"]["responses"]
+
+
 def test_rollback_to_the_previous_live_release(cli: Cli, shop: Ready) -> None:
     worker = shop.create_worker(name="jobs")
     path = f"{shop.base}/workers/{worker['id']}"
@@ -357,3 +373,11 @@ def test_every_user_command_has_help_with_examples(command: list[str], tmp_path:
     assert "Examples:" in result.stdout and "$ capstan " in result.stdout
     if command not in (["projects"], ["env"]):
         assert "--json" in result.stdout
+
+
+def test_the_operator_commands_stay_beside_the_user_commands(tmp_path: Path) -> None:
+    result = Cli(tmp_path).run("--help")
+    assert result.exit_code == 0
+    for name in ("server", "worker", "sandbox", "migrate", "admin", "login", "deploy", "env"):
+        assert f" {name} " in result.stdout, name
+    assert "Your projects and services" in result.stdout

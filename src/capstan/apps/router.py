@@ -204,6 +204,16 @@ def make_router(spec: Kind) -> APIRouter:
         summary="Environment variables",
         description="The `ETag` header is the environment's version: send it back as "
         "`If-Match` with PUT to change only that version.",
+        responses={
+            200: {
+                "headers": {
+                    "ETag": {
+                        "description": "The environment's version.",
+                        "schema": {"type": "string"},
+                    }
+                }
+            }
+        },
     )
     async def get_environment(
         project_id: str,

@@ -165,7 +165,7 @@ def list_projects(json_mode: JsonOption = False) -> None:
     with command(json_mode) as ctx:
         projects: list[dict[str, Any]] = ctx.api.get("/api/projects")
         rows = [
-            {**project, "default": "*" if project["id"] == ctx.config.project else ""}
+            {**project, "default": "*" if project["id"] == ctx.config.project else " "}
             for project in projects
         ]
         ctx.out.data(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from capstan.client.api import Api, CliError
@@ -41,7 +42,11 @@ def wait(
     """Poll the deployment until it settles; answer it (raise when it did not go live)."""
     path = f"{service.path}/deployments/{deployment['id']}"
     started = clock()
-    with out.err.status(_line(service, deployment, 0)) as status:
+    live = out.err.is_terminal  # a spinner on a terminal; a line per change in a CI log
+    shown = deployment["status"]
+    if not live:
+        out.progress(_line(service, deployment, 0))
+    with out.err.status(_line(service, deployment, 0)) if live else nullcontext() as status:
         while deployment["status"] not in SETTLED:
             elapsed = clock() - started
             if elapsed > timeout_seconds:
@@ -51,7 +56,12 @@ def wait(
                 )
             sleep(POLL_SECONDS)
             deployment = api.get(path)
-            status.update(_line(service, deployment, clock() - started))
+            line = _line(service, deployment, clock() - started)
+            if status is not None:
+                status.update(line)
+            elif deployment["status"] != shown:
+                out.progress(line)
+            shown = deployment["status"]
     return deployment
 
 

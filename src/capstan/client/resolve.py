@@ -29,6 +29,11 @@ class ServiceRef:
         return f"/api/projects/{self.project_id}/{self.kind}/{self.id}"
 
     @property
+    def kind_name(self) -> str:
+        """web_server, worker or static_website (the `kind` of `--json` output)."""
+        return self.kind.removesuffix("s")
+
+    @property
     def label(self) -> str:
         return f"{SERVICE_KINDS[self.kind]} {self.name}"
 

@@ -59,11 +59,12 @@ def services(project: ProjectOption = None, json_mode: JsonOption = False) -> No
     """Every web server, worker and static website of the project, with status and URL."""
     with command(json_mode) as ctx:
         found = list_services(ctx.api, ctx.project(project)["id"])
-        rows = [{**s.body, "kind": SERVICE_KINDS[s.kind]} for s in found]
+        rows = [{**s.body, "kind": s.kind_name} for s in found]
+        labelled = [{**s.body, "kind": SERVICE_KINDS[s.kind]} for s in found]
         ctx.out.data(
             rows,
             lambda: ctx.out.table(
-                rows,
+                labelled,
                 [
                     ("NAME", "name"),
                     ("KIND", "kind"),
@@ -83,7 +84,7 @@ def status(
     with command(json_mode) as ctx:
         found = ctx.service(project, service)
         deployments = ctx.api.get(f"{found.path}/deployments")["deployments"]
-        body = {"kind": SERVICE_KINDS[found.kind], **found.body}
+        body = {"kind": found.kind_name, **found.body}
 
         def human() -> None:
             ctx.out.fields([(key, value) for key, value in body.items()])
@@ -168,7 +169,14 @@ def _settle(
             ),
         )
         return
-    settled = follow.wait(ctx.api, ctx.out, found, deployment, timeout_seconds=timeout)
+    try:
+        settled = follow.wait(ctx.api, ctx.out, found, deployment, timeout_seconds=timeout)
+    except KeyboardInterrupt:
+        raise CliError(
+            f"Stopped waiting; deployment {deployment['id']} goes on (capstan status "
+            f"{found.name}).",
+            exit_code=130,
+        ) from None
     follow.report(ctx.out, found, settled)
 
 
