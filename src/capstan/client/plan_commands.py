@@ -258,7 +258,14 @@ def apply(
         applied = dict(ctx.api.post(path, document, idempotency_key=new_idempotency_key()))
         if not json_mode:
             ctx.out.say(applied["message"])
-        failures = [] if no_wait else _follow(ctx, found["id"], applied, timeout)
+        try:
+            failures = [] if no_wait else _follow(ctx, found["id"], applied, timeout)
+        except KeyboardInterrupt:
+            raise CliError(
+                "Stopped waiting; the changes are applied and their deployments go on "
+                "(capstan services).",
+                exit_code=130,
+            ) from None
         if json_mode:
             ctx.out.json(applied)
         elif no_wait and applied["deployments"]:
