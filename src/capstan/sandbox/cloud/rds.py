@@ -8,8 +8,8 @@ instances move through AWS's statuses instead, and refuses what AWS refuses mean
   (`fail_databases`: by identifier or by `capstan:resource` tag);
 - `ModifyDBInstance` of storage, Multi-AZ or backup retention puts an available instance in
   `modifying` until the simulator makes it available again; a change of deletion protection
-  alone applies at once, as in AWS. An instance that is not available cannot be modified
-  (`InvalidDBInstanceState`);
+  alone applies at once, as in AWS (also to a failed instance, so that it can be deleted). An
+  instance that is not available cannot be modified otherwise (`InvalidDBInstanceState`);
 - `DeleteDBInstance` refuses a protected instance (moto's check) and one that is not available
   or failed (`InvalidDBInstanceState`); it takes the final snapshot at once and leaves the
   instance `deleting`, describable, until the simulator removes it (and, as moto does, its
@@ -108,7 +108,14 @@ def install() -> None:
         ) -> Any:
             with lock:
                 database = self.describe_db_instances(db_instance_identifier)[0]
-                if database.status != "available":
+                # moto's parameters, snake_cased.
+                protection_only = set(db_kwargs) <= {
+                    "db_instance_identifier",
+                    "deletion_protection",
+                    "apply_immediately",
+                }
+                allowed = ("available", "failed") if protection_only else ("available",)
+                if database.status not in allowed:
                     raise InvalidDBInstanceState(db_instance_identifier, database.status)
                 before = [getattr(database, name, None) for name in _SETTINGS]
                 database = modify(self, db_instance_identifier, db_kwargs)
