@@ -13,35 +13,18 @@ from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
-
 from capstan.cloud.aws import names
 from capstan.cloud.aws.network import find_network
 from capstan.sandbox.cloud import rds as sandbox_rds
 from capstan.sandbox.cloud.inventory import capstan_resources
-from capstan.sandbox.cloud.simulator import simulator
-from tests.apps.helpers import Ready, connected_org, new_shop
+from tests.apps.helpers import Ready, new_shop
 from tests.apps.processes import account_sessions
-from tests.harness import Org, RunningServer
+from tests.harness import Org
 from tests.polling import wait_until
 from tests.spend import age_spend_answers, spend_cache
 
 ENDPOINT = re.compile(r"^[a-z0-9.-]+\.rds\.amazonaws\.com:5432$")
 wait = partial(wait_until, timeout=30)
-
-
-@pytest.fixture(autouse=True)
-def quick_databases() -> Iterator[None]:
-    """RDS takes minutes; a fraction of a second in these tests."""
-    before = simulator().configure(database_seconds=0.3)
-    yield
-    simulator().configure(database_seconds=before.database_seconds)
-
-
-@pytest.fixture(scope="module")
-def connected(server: RunningServer) -> Iterator[Org]:
-    with connected_org(server) as org:
-        yield org
 
 
 @contextmanager

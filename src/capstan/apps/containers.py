@@ -17,6 +17,7 @@ from capstan.cloud.deploy import Build, BuildSpec, Deployer, TaskSpec
 from capstan.cloud.driver import Cloud
 from capstan.config import Settings
 from capstan.crypto import SecretBox
+from capstan.databases import references
 from capstan.network import service as network
 from capstan.reconcile.queue import enqueue
 from capstan.reconcile.timing import Poll
@@ -102,9 +103,13 @@ class ContainerSteps:
         target = subject.target(self._settings.domain)
         owner = deployment if deployment.environment is not None else subject.row
         sealed = self._box.open_json(owner.environment, owner=owner.id)
-        variables = {v["name"]: v["value"] for v in (sealed if isinstance(sealed, list) else [])}
+        listed = sealed if isinstance(sealed, list) else []
+        variables = {v["name"]: v["value"] for v in listed if "value" in v}
+        databases = references.referenced(listed)
         version = deployment.environment_version
-        stored = await self._cloud.run(lambda: deployer.put_environment(target, variables, version))
+        stored = await self._cloud.run(
+            lambda: deployer.put_environment(target, variables, version, databases)
+        )
         service = subject.service
         ran = {**{name: getattr(service, name) for name in services.RELEASE_FIELDS}}
         ran.update(releases.settings_of(deployment))

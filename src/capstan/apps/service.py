@@ -20,6 +20,7 @@ from capstan.cloud.deploy import CONTAINER_PORT
 from capstan.cloud.fargate import memory_problem
 from capstan.cloud.site import SITE_BUILD_VARIABLES
 from capstan.crypto import SecretBox
+from capstan.databases import references
 from capstan.db import flush_unique, utcnow
 from capstan.errors import BadRequest, Conflict, NotFound
 from capstan.git_host.models import GitHostInstallation
@@ -455,6 +456,9 @@ async def put_environment(
     """Replace the whole environment (never a merge) and roll it out."""
     service = await get(session, caller, project_id, kind, service_id)
     _check_reserved(kind, variables)
+    await references.check_environment(
+        session, service.project_id, variables, allowed=kind != STATIC_WEBSITE
+    )
     service.environment = box.seal_json(variables, owner=service.id)
     return await start_deployment(
         session, service, None, trigger="environment", new_environment=True
