@@ -208,7 +208,11 @@ class DatabaseDriver:
             raise TerminalCloudError(
                 "database_not_found", f"The database {database_id} is not in this project."
             )
-        if instance.address is None or instance.secret_arn is None:
+        if _state(instance).status == "failed":
+            raise TerminalCloudError(
+                "database_failed", f"The database {database_id} could not be created."
+            )
+        if instance.address is None or instance.secret_arn is None or instance.status == "creating":
             raise RetryableCloudError(
                 DATABASE_NOT_READY, f"The database {database_id} is not available yet."
             )

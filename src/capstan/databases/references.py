@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.cloud.databases import PASSWORD_VARIABLE
-from capstan.databases.service import check_references
+from capstan.databases.models import Database
+from capstan.databases.service import CREATING, check_references
 from capstan.errors import BadRequest
 
 
@@ -61,3 +63,23 @@ async def check_environment(
             f"{PASSWORD_VARIABLE} comes from the referenced database's secret; remove it.",
             [PASSWORD_VARIABLE],
         )
+
+
+async def being_created(
+    session: AsyncSession, project_id: str, variables: list[dict[str, Any]]
+) -> bool:
+    """Whether a database the variables reference is still being created: a rollout waits for
+    it (its address and secret are known once it is available)."""
+    database_ids = set(referenced(variables).values())
+    if not database_ids:
+        return False
+    waiting = await session.scalar(
+        select(func.count())
+        .select_from(Database)
+        .where(
+            Database.id.in_(database_ids),
+            Database.project_id == project_id,
+            Database.status == CREATING,
+        )
+    )
+    return bool(waiting)

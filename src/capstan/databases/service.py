@@ -35,7 +35,7 @@ from capstan.cloud_account.models import CloudAccount
 from capstan.cloud_account.session import cloud_answers, customer_driver
 from capstan.databases.models import Database
 from capstan.databases.schemas import DatabaseCreate, DatabaseUpdate
-from capstan.db import utcnow
+from capstan.db import flush_unique, utcnow
 from capstan.errors import BadRequest, Conflict
 from capstan.network.service import require_cloud_account
 from capstan.projects import service as projects
@@ -216,7 +216,10 @@ async def create(
         skip_final_snapshot=False,
     )
     session.add(database)
-    await session.flush()
+    # The unique constraint decides between two requests at once.
+    await flush_unique(
+        session, DatabaseNameTaken(f"The project already has a database named {body.name!r}.")
+    )
     await enqueue(session, QUEUE_KIND, database.id)
     return database
 
@@ -240,7 +243,7 @@ async def update(
             raise DatabaseNotModifiable("The database is deleting; it can no longer change.")
         await _check_name_free(session, project_id, body.name, database.id)
         database.name = body.name
-        await session.flush()
+        await flush_unique(session, DatabaseNameTaken())
     changes = {
         field: getattr(body, field)
         for field in SETTINGS
