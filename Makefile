@@ -88,10 +88,12 @@ format: $(VENV)/.installed-test
 	$(BIN)/ruff format src tests bench
 
 ## make bench: deploy N = 1, 10, 100 web servers against a zero-delay sandbox, then the API against
-## a bare FastAPI floor with wrk (bench/api.py); each prints its figures and ratios
+## a bare FastAPI floor with wrk (bench/api.py), then metrics and cost reads beside a plain read
+## (bench/reads.py); each prints its figures and ratios
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/deploy.py
 	$(BIN)/python bench/api.py
+	$(BIN)/python bench/reads.py
 
 migrate: $(VENV)/.installed-dev
 	$(BIN)/capstan migrate

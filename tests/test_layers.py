@@ -24,7 +24,12 @@ CONTRACTS = [
 
 
 def test_the_layer_contracts_are_configured() -> None:
-    assert set(CONTRACTS) == {"cloud-knows-no-domain", "domain-not-cloud-aws", "domain-not-sandbox"}
+    assert set(CONTRACTS) == {
+        "cloud-knows-no-domain",
+        "domain-not-cloud-aws",
+        "domain-not-sandbox",
+        "client-is-an-api-client",
+    }
 
 
 @pytest.mark.parametrize("contract", CONTRACTS)

@@ -39,6 +39,7 @@ from capstan.git_host.client import open_git_host
 from capstan.idempotency.middleware import IdempotencyMiddleware
 from capstan.kinds import KINDS
 from capstan.openapi import install_openapi
+from capstan.plans.router import router as plans_router
 from capstan.projects.router import router as projects_router
 from capstan.registry import ResourceKind
 from capstan.wiring import open_configured_cloud, require_sandbox
@@ -89,6 +90,7 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
     app.include_router(tokens_router)
     app.include_router(projects_router)
     app.include_router(cloud_account_router)
+    app.include_router(plans_router)
     for kind in kinds:
         for router in kind.routers:
             app.include_router(router)

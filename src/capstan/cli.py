@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 import uvicorn
 
+from capstan.client.commands import register as register_user_commands
 from capstan.config import CloudMode, ConfigurationError, GitHostMode, Settings
 
 app = typer.Typer(
@@ -24,6 +25,7 @@ app = typer.Typer(
 )
 admin = typer.Typer(help="Administrative tasks.", no_args_is_help=True)
 app.add_typer(admin, name="admin")
+register_user_commands(app)
 
 DataDir = Annotated[
     Path | None,

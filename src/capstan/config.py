@@ -67,7 +67,12 @@ class Settings(BaseSettings):
 
     # Reconcile workers run inside `capstan server` unless this is 0 (then run `capstan worker`).
     worker_concurrency: int = 8
+    # The wait for a free slot when every worker slot is busy (a finished pass wakes sooner).
     worker_poll_seconds: float = 0.25
+    # The longest a worker with nothing due sleeps: enqueues wake it at once (in this process;
+    # on PostgreSQL in every process, by LISTEN/NOTIFY), so this is only the safety net — and,
+    # on SQLite, how late a separate `capstan worker --dev` sees work another process enqueued.
+    worker_idle_poll_seconds: float = 2.0
     worker_lease_seconds: float = 30.0
     resync_seconds: float = 300.0
     rollout_deadline_seconds: float = 900.0
@@ -95,7 +100,8 @@ class Settings(BaseSettings):
     # ("*" for any). Empty: the TCP peer is the client and forwarded headers are ignored.
     forwarded_allow_ips: str = ""
     # The database pool of one process: requests and the in-process reconcile workers share it,
-    # so it holds `worker_concurrency` + `database_pool_size` connections, plus the overflow.
+    # so it holds `worker_concurrency` + `database_pool_size` connections (+ 1 for the workers'
+    # LISTEN on PostgreSQL), plus the overflow.
     database_pool_size: int = 10
     database_max_overflow: int = 10
     database_pool_timeout_seconds: float = 10.0
@@ -114,8 +120,10 @@ class Settings(BaseSettings):
 
     @property
     def database_pool_total(self) -> int:
-        """Connections one process keeps open at most: requests' and in-process workers'."""
-        return self.database_pool_size + max(0, self.worker_concurrency)
+        """Connections one process keeps open at most: requests' and in-process workers' (and
+        the connection on which the workers listen for enqueues)."""
+        workers = max(0, self.worker_concurrency)
+        return self.database_pool_size + workers + (1 if workers else 0)
 
     @property
     def trusted_proxies(self) -> list[str]:

@@ -10,6 +10,7 @@
     ├── Conflict (409 conflict)
     │   ├── HostnameSuffixTaken (409 hostname_suffix_taken)
     │   └── ProjectNotEmpty (409 project_not_empty)
+    ├── PreconditionFailed (412 precondition_failed)   If-Match no longer matches
     ├── PayloadTooLarge (413 payload_too_large)
     ├── Unprocessable (422)                  cloud verification failures (own body shape)
     └── TooManyRequests (429 too_many_requests, with Retry-After)
@@ -89,6 +90,12 @@ class HostnameSuffixTaken(Conflict):
 class ProjectNotEmpty(Conflict):
     code = "project_not_empty"
     default_message = "Delete the project's resources first."
+
+
+class PreconditionFailed(ApiError):
+    status_code = 412
+    code = "precondition_failed"
+    default_message = "The resource changed since it was read (If-Match no longer matches)."
 
 
 class PayloadTooLarge(ApiError):

@@ -18,6 +18,7 @@ _ERROR_STATUSES = {
     "403": "CSRF token missing or invalid (cookie sessions only).",
     "404": "No such resource in your organization.",
     "409": "The request conflicts with the current state (or `idempotency_key_in_use`).",
+    "412": "`If-Match` no longer matches: the resource changed since it was read.",
     "413": "The request body is larger than the route accepts.",
     "429": "Too many attempts; `Retry-After` says when to try again.",
     "502": "The cloud or the git host did not answer; `Retry-After` when it may pass.",
@@ -74,6 +75,11 @@ def _statuses_of(method: str, path: str, operation: dict[str, Any]) -> list[str]
     """The error statuses an operation can answer: the common ones, 413 where a body is read,
     429 where requests are limited, 502 where the cloud or the git host is asked."""
     codes = ["400", "401", "403", "404", "409"]
+    if any(
+        p.get("in") == "header" and p.get("name", "").lower() == "if-match"
+        for p in operation.get("parameters", [])
+    ):
+        codes.append("412")
     if "requestBody" in operation or (method, path) in _RAW_BODY:
         codes.append("413")
     if (method, path) in _RATE_LIMITED:

@@ -54,6 +54,7 @@ def make_worker(runtime: Runtime, *, owner: str | None = None) -> Worker:
             poll_seconds=settings.worker_poll_seconds,
             lease_seconds=settings.worker_lease_seconds,
             resync_seconds=settings.resync_seconds,
+            idle_poll_seconds=settings.worker_idle_poll_seconds,
         ),
         owner=owner,
     )

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Header, Query, Response, status
 from pydantic import BaseModel, create_model
 
 from capstan.apps import observe, releases, route_parts, schemas
@@ -202,20 +202,38 @@ def make_router(spec: Kind) -> APIRouter:
         f"{item}/environment",
         response_model=schemas.Environment,
         summary="Environment variables",
+        description="The `ETag` header is the environment's version: send it back as "
+        "`If-Match` with PUT to change only that version.",
+        responses={
+            200: {
+                "headers": {
+                    "ETag": {
+                        "description": "The environment's version.",
+                        "schema": {"type": "string"},
+                    }
+                }
+            }
+        },
     )
     async def get_environment(
-        project_id: str, service_id: str, caller: Caller, session: DbSession, settings: AppSettings
+        project_id: str,
+        service_id: str,
+        caller: Caller,
+        session: DbSession,
+        settings: AppSettings,
+        response: Response,
     ) -> dict[str, Any]:
-        variables = await services.get_environment(
-            session, caller, project_id, spec.kind, service_id, box(settings)
-        )
-        return {"environment": variables}
+        service = await services.get(session, caller, project_id, spec.kind, service_id)
+        response.headers["ETag"] = services.environment_etag(service)
+        return {"environment": services.read_environment(box(settings), service)}
 
     @router.put(
         f"{item}/environment",
         status_code=status.HTTP_202_ACCEPTED,
         response_model=schemas.Deploying,
         summary="Replace the environment (not a merge) and roll it out",
+        description="With `If-Match` (an `ETag` of GET environment), only if the environment "
+        "is still that version: 412 `precondition_failed` otherwise. Without it, always.",
     )
     async def put_environment(
         project_id: str,
@@ -224,10 +242,18 @@ def make_router(spec: Kind) -> APIRouter:
         caller: Caller,
         session: DbSession,
         settings: AppSettings,
+        if_match: Annotated[str | None, Header()] = None,
     ) -> schemas.Deploying:
         variables = [v.model_dump() for v in body.environment]
         await services.put_environment(
-            session, caller, project_id, spec.kind, service_id, box(settings), variables
+            session,
+            caller,
+            project_id,
+            spec.kind,
+            service_id,
+            box(settings),
+            variables,
+            if_match=if_match,
         )
         return schemas.Deploying()
 

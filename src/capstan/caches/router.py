@@ -42,7 +42,7 @@ async def list_caches(project_id: str, caller: Caller, session: DbSession) -> Ca
 async def create_cache(
     project_id: str, body: CacheCreate, caller: Caller, session: DbSession
 ) -> CacheOut:
-    cache = await service.create(session, caller, project_id, body.storage_limit_mb)
+    cache = await service.create(session, caller, project_id, body.storage_limit_mb, name=body.name)
     return _out(cache)
 
 
@@ -60,6 +60,8 @@ async def resize_cache(
     project_id: str, cache_id: str, body: CacheUpdate, caller: Caller, session: DbSession
 ) -> CacheOut:
     cache = await service.resize(session, caller, project_id, cache_id, body.storage_limit_mb)
+    if body.name is not None:
+        cache = await service.rename(session, caller, project_id, cache_id, body.name)
     return _out(cache)
 
 

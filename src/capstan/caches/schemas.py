@@ -21,19 +21,35 @@ StorageLimit = Annotated[
     ),
 ]
 
+CacheName = Annotated[
+    str,
+    Field(
+        pattern=r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$",
+        max_length=63,
+        description="An optional label, unique among the project's caches (lowercase letters, "
+        "digits, inner hyphens; at most 63 characters), by which capstan.yaml names the cache.",
+        examples=["sessions"],
+    ),
+]
+
 
 class CacheCreate(Request):
     storage_limit_mb: StorageLimit
+    name: CacheName | None = None
 
 
 class CacheUpdate(Request):
     storage_limit_mb: StorageLimit = Field(
         description="At least the current limit (downsizing is unsupported)."
     )
+    name: CacheName | None = Field(
+        default=None, description="A new name; left out (or null), the name stays."
+    )
 
 
 class CacheOut(Response):
     id: str
+    name: str | None = Field(default=None, description="The cache's label, if it has one.")
     status: str = Field(description="creating, available, modifying, deleting (or failed).")
     endpoint: str | None = Field(
         description="`<host>:6379` (TLS), reachable only from the project's web servers and "

@@ -29,7 +29,7 @@ from capstan.cloud.pricing import cache_monthly_usd
 from capstan.cloud_account import spend
 from capstan.cloud_account.models import CloudAccount
 from capstan.cloud_account.session import cloud_answers, customer_driver
-from capstan.db import new_id, utcnow
+from capstan.db import flush_unique, new_id, utcnow
 from capstan.errors import BadRequest, Conflict
 from capstan.network.service import require_cloud_account
 from capstan.projects import service as projects
@@ -70,6 +70,10 @@ class CacheDownsizeUnsupported(BadRequest):
 
 class CacheNotModifiable(Conflict):
     code = "cache_not_modifiable"
+
+
+class CacheNameTaken(Conflict):
+    code = "name_taken"
 
 
 class CacheChanged(Conflict):
@@ -118,8 +122,20 @@ async def get(session: AsyncSession, caller: Principal, project_id: str, cache_i
     return await get_in_project(session, caller, project_id, Cache, cache_id, "No such cache.")
 
 
+def _name_taken(name: str) -> CacheNameTaken:
+    return CacheNameTaken(
+        f"This project already has a cache named {name!r}.",
+        details=[{"field": "name", "type": "name_taken", "message": name}],
+    )
+
+
 async def create(
-    session: AsyncSession, caller: Principal, project_id: str, storage_limit_mb: int
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    storage_limit_mb: int,
+    *,
+    name: str | None = None,
 ) -> Cache:
     project = await projects.get(session, caller, project_id)
     await require_cloud_account(session, caller)
@@ -128,13 +144,30 @@ async def create(
         id=cache_id,
         organization_id=caller.organization_id,
         project_id=project.id,
+        name=name,
         status=STATES.target(None, "create"),
         storage_limit_mb=storage_limit_mb,
         cloud_name=cache_name(cache_id),
     )
     session.add(cache)
+    if name is not None:
+        # The unique index decides (two requests at once cannot both take the name).
+        await flush_unique(session, _name_taken(name))
     await enqueue(session, QUEUE_KIND, cache.id)
     await session.flush()
+    return cache
+
+
+async def rename(
+    session: AsyncSession, caller: Principal, project_id: str, cache_id: str, name: str
+) -> Cache:
+    """Give a cache a (new) name; the cloud's cache is untouched."""
+    cache = await get(session, caller, project_id, cache_id)
+    if cache.status == DELETING:
+        raise CacheNotModifiable("The cache is being deleted; its name can no longer change.")
+    if cache.name != name:
+        cache.name = name
+        await flush_unique(session, _name_taken(name))
     return cache
 
 

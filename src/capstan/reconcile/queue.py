@@ -4,19 +4,30 @@ On PostgreSQL, claims use `FOR UPDATE SKIP LOCKED`, so any number of worker proc
 queue without handing one row to two of them. SQLite has no row locks; there a single worker
 process does the work, and the conditional UPDATE that takes the lease still refuses a row that
 someone else holds.
+
+Work that becomes possible wakes the workers that can do it instead of waiting for their next
+look: a transaction that enqueued wakes this process's workers when it commits (`on_enqueue`),
+and on PostgreSQL every process's too (a NOTIFY on `CHANNEL`, delivered at commit, which
+workers inside `listening` hear). A worker with nothing due sleeps until the earliest row can be
+claimed (`next_due`) or until it is woken.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
-from collections.abc import Collection
+from collections.abc import AsyncIterator, Callable, Collection
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, delete, not_, or_, select, update
+from sqlalchemy import ColumnElement, and_, case, delete, event, func, not_, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import Session, SessionTransaction
 
 from capstan.reconcile.models import QueueItem, ReconcilePass
 from capstan.reconcile.timing import Clock, Poll, utc_now
@@ -26,6 +37,11 @@ BACKOFF_MAX_SECONDS = 300.0
 # Failed passes in a row after which a resource is dead: no more passes until something about it
 # changes (an enqueue that is not a resync). With the backoff above, about an hour of failing.
 MAX_ATTEMPTS = 20
+# The PostgreSQL channel an enqueue notifies (at its commit) and workers listen on.
+CHANNEL = "capstan_queue"
+_ENQUEUED = "capstan.reconcile.enqueued"  # in `Session.info`: this transaction enqueued
+_wakers: set[Callable[[], None]] = set()
+log = logging.getLogger("capstan.reconcile")
 
 
 @dataclass(frozen=True)
@@ -79,6 +95,67 @@ async def enqueue(
         index_elements=[table.c.kind, table.c.resource_id], set_=changes
     )
     await session.execute(statement)
+    if not session.info.get(_ENQUEUED):
+        session.info[_ENQUEUED] = True
+        if _dialect(session) == "postgresql":
+            # Sent when (and only if) the transaction commits; one per transaction is enough.
+            await session.execute(select(func.pg_notify(CHANNEL, "")))
+
+
+def on_enqueue(wake: Callable[[], None]) -> Callable[[], None]:
+    """Call `wake` (from any thread) after every commit of this process that enqueued work;
+    answers the function that stops it."""
+    loop = asyncio.get_running_loop()
+
+    def waker() -> None:
+        with suppress(RuntimeError):  # the loop has closed: nothing left to wake
+            loop.call_soon_threadsafe(wake)
+
+    _wakers.add(waker)
+    return lambda: _wakers.discard(waker)
+
+
+@event.listens_for(Session, "after_commit")
+def _woken_by_commit(session: Session) -> None:
+    # A savepoint's release is a commit too; only the outermost one makes the work visible.
+    if not session.in_nested_transaction() and session.info.pop(_ENQUEUED, False):
+        for waker in list(_wakers):
+            waker()
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_rolled_back(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:
+        session.info.pop(_ENQUEUED, None)
+
+
+@asynccontextmanager
+async def listening(
+    sessionmaker: async_sessionmaker[AsyncSession], wake: Callable[[], None]
+) -> AsyncIterator[None]:
+    """On PostgreSQL: call `wake` whenever any process's enqueue commits, while inside (one
+    connection of the pool stays with the listener). Elsewhere: nothing to hear."""
+    engine = sessionmaker.kw["bind"]
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    async with engine.connect() as connection:
+        driver: Any = (await connection.get_raw_connection()).driver_connection
+
+        def heard(*_: object) -> None:
+            wake()
+
+        def lost(*_: object) -> None:
+            log.warning("the queue's LISTEN connection closed; workers look every idle poll")
+
+        await driver.add_listener(CHANNEL, heard)
+        driver.add_termination_listener(lost)
+        try:
+            yield
+        finally:
+            driver.remove_termination_listener(lost)
+            with suppress(Exception):  # a broken connection has no listener to remove
+                await driver.remove_listener(CHANNEL, heard)
 
 
 def _dialect(session: AsyncSession) -> str:
@@ -109,16 +186,7 @@ async def claim(
     free = or_(QueueItem.lease_expires_at.is_(None), QueueItem.lease_expires_at < now)
     query = (
         select(QueueItem.kind, QueueItem.resource_id)
-        .where(
-            QueueItem.due_at <= now,
-            QueueItem.kind.in_(kinds),
-            QueueItem.attempts < MAX_ATTEMPTS,
-            free,
-            *(
-                not_(and_(QueueItem.kind == kind, QueueItem.resource_id == resource_id))
-                for kind, resource_id in busy
-            ),
-        )
+        .where(QueueItem.due_at <= now, free, *_claimable(kinds, busy))
         .order_by(QueueItem.due_at)
         .limit(limit)
     )
@@ -139,6 +207,33 @@ async def claim(
             claims.append(Claim(kind, resource_id, row.version, row.attempts, row.polls))
     await session.commit()
     return claims
+
+
+def _claimable(kinds: list[str], busy: Collection[tuple[str, str]]) -> list[ColumnElement[bool]]:
+    """Rows of `kinds` that are not dead and not among the `busy` ones."""
+    return [
+        QueueItem.kind.in_(kinds),
+        QueueItem.attempts < MAX_ATTEMPTS,
+        *(
+            not_(and_(QueueItem.kind == kind, QueueItem.resource_id == resource_id))
+            for kind, resource_id in busy
+        ),
+    ]
+
+
+async def next_due(
+    session: AsyncSession, *, kinds: list[str], busy: Collection[tuple[str, str]] = ()
+) -> datetime | None:
+    """When the earliest row `claim` could take (same `kinds` and `busy`) becomes claimable: its
+    due time, or the end of someone's lease on it when that is later; None when there is none."""
+    held = and_(
+        QueueItem.lease_expires_at.is_not(None), QueueItem.lease_expires_at > QueueItem.due_at
+    )
+    when = case((held, QueueItem.lease_expires_at), else_=QueueItem.due_at)
+    earliest: datetime | None = await session.scalar(
+        select(func.min(when)).where(*_claimable(kinds, busy))
+    )
+    return earliest
 
 
 async def heartbeat(

@@ -12,6 +12,10 @@ passes under way alive; a worker that dies simply stops extending them, and anot
 the rows over once they expire. A periodic resync enqueues every live resource, so status and
 drift are refreshed even when nothing changed. All of it reads time from the `clock` it is
 given, so tests move time instead of sleeping.
+
+A worker with nothing due does not poll: it sleeps until the earliest row can be claimed, until
+an enqueue wakes it (`queue.on_enqueue` in this process, `queue.listening` across processes on
+PostgreSQL) or, as a safety net, for `idle_poll_seconds` at most. A finished pass wakes it too.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -35,6 +39,8 @@ from capstan.reconcile.timing import Clock, Poll, utc_now
 
 log = logging.getLogger("capstan.reconcile")
 PASS_HISTORY = timedelta(days=7)
+# A row due "now" that a claim did not get (another worker's race): look again this soon.
+_SHORTEST_SLEEP = 0.01
 
 
 @dataclass(frozen=True)
@@ -71,9 +77,12 @@ class Reconciler(Protocol):
 @dataclass(frozen=True)
 class WorkerSettings:
     concurrency: int = 8
+    # The wait when every slot is busy (a finishing pass wakes the worker sooner).
     poll_seconds: float = 0.5
     lease_seconds: float = 30.0
     resync_seconds: float = 300.0
+    # The longest sleep with nothing due (None: `poll_seconds`); an enqueue wakes it sooner.
+    idle_poll_seconds: float | None = None
 
 
 def worker_name() -> str:
@@ -98,12 +107,21 @@ class Worker:
         self._in_flight: dict[tuple[str, str], Claim] = {}
         self._wake = asyncio.Event()
         self._last_heartbeat = time.monotonic()
+        self._next_due: datetime | None = None
 
     def wake(self) -> None:
         """Look for work now instead of at the next poll (e.g. after an API change)."""
         self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
+        forget_waker = queue.on_enqueue(self.wake)
+        try:
+            async with queue.listening(self._sessionmaker, self.wake):
+                await self._run(stop)
+        finally:
+            forget_waker()
+
+    async def _run(self, stop: asyncio.Event) -> None:
         tasks: set[asyncio.Task[None]] = set()
         self._last_heartbeat = time.monotonic()
         background = [
@@ -153,15 +171,20 @@ class Worker:
     async def _claim(self, limit: int) -> list[Claim]:
         try:
             async with self._sessionmaker() as session:
+                busy = list(self._in_flight)
                 claims = await queue.claim(
                     session,
                     owner=self.owner,
                     kinds=list(self._reconcilers),
                     limit=limit,
                     lease_seconds=self.settings.lease_seconds,
-                    busy=list(self._in_flight),
+                    busy=busy,
                     clock=self._clock,
                 )
+                if not claims:
+                    self._next_due = await queue.next_due(
+                        session, kinds=list(self._reconcilers), busy=busy
+                    )
         except Exception:
             log.exception("claiming work failed; retrying at the next poll")
             return []
@@ -208,6 +231,7 @@ class Worker:
                 started_at=started_at,
                 clock=self._clock,
             )
+        self.wake()  # a slot is free, and the row may be due again soon
 
     async def _heartbeat(self) -> None:
         started = time.monotonic()
@@ -236,10 +260,25 @@ class Worker:
                 time.monotonic() - started,
             )
 
+    def _sleep_seconds(self) -> float:
+        """With every slot busy, `poll_seconds`; else until the next row is due, at most
+        `idle_poll_seconds`."""
+        poll = self.settings.poll_seconds
+        if len(self._in_flight) >= self.settings.concurrency:
+            return poll
+        longest = self.settings.idle_poll_seconds or poll
+        if self._next_due is None:
+            return longest
+        until = (self._next_due - self._clock()).total_seconds()
+        return min(longest, max(_SHORTEST_SLEEP, until))
+
     async def _sleep(self, stop: asyncio.Event) -> None:
+        if self._wake.is_set():  # woken while claiming: look again at once
+            self._wake.clear()
+            return
         waiters = [asyncio.create_task(self._wake.wait()), asyncio.create_task(stop.wait())]
         await asyncio.wait(
-            waiters, timeout=self.settings.poll_seconds, return_when=asyncio.FIRST_COMPLETED
+            waiters, timeout=self._sleep_seconds(), return_when=asyncio.FIRST_COMPLETED
         )
         for waiter in waiters:
             waiter.cancel()

@@ -1,0 +1,17 @@
+"""The user commands, registered into the `capstan` program (src/capstan/cli.py) under their
+own panel of `capstan --help`."""
+
+from __future__ import annotations
+
+import typer
+
+from capstan.client import account, env, logs, plan_commands, services
+from capstan.client.context import PANEL
+
+
+def register(app: typer.Typer) -> None:
+    account.register(app)
+    services.register(app)
+    logs.register(app)
+    env.register(app, PANEL)
+    plan_commands.register(app)

@@ -1,0 +1,379 @@
+"""`capstan plan`, `capstan apply` and `capstan init`: a project as a capstan.yaml.
+
+The server does the planning (`POST /api/projects/{id}/plan`) and the applying (`.../apply`, one
+transaction); this module reads the file, fills each `{from_env: NAME}` from the shell (a secret
+is never written in the file, and never printed: the plan shows "(from env NAME)"), shows the
+plan, asks, applies with an Idempotency-Key and follows the deployments apply started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from capstan.client import follow
+from capstan.client.api import Api, CliError, new_idempotency_key
+from capstan.client.context import PANEL, Context, JsonOption, ProjectOption, command, examples
+from capstan.client.output import Output
+from capstan.client.resolve import ServiceRef
+
+DEFAULT_FILE = "capstan.yaml"
+SERVICE_SECTIONS = ("web_servers", "workers", "static_websites")
+# Each service kind's fields in a file, as the API names them (its create body without `name`).
+SERVICE_FIELDS = {
+    "web_servers": ("repo", "branch", "build_command", "health_path", "cpu", "memory"),
+    "workers": ("repo", "branch", "start_command", "cpu", "memory"),
+    "static_websites": ("repo", "branch", "build_command", "publish_dir"),
+}
+LABELS = {
+    "web_server": "web server",
+    "worker": "worker",
+    "static_website": "static website",
+    "cache": "cache",
+    "bucket": "bucket",
+    "model_access": "model access",
+}
+MARKS = {"create": "+", "update": "~", "delete": "-"}
+HEADER = """\
+# capstan.yaml: what `capstan plan` compares with the project and `capstan apply` makes it.
+# Field names and defaults are the API's; the JSON Schema is docs/capstan.schema.json.
+# Secrets are never written here: {from_env: NAME} is read from your shell at apply time.
+"""
+
+FileOption = Annotated[
+    Path, typer.Option("--file", "-f", help="The capstan.yaml to read.", show_default=True)
+]
+PruneOption = Annotated[
+    bool,
+    typer.Option("--prune", help="Delete what the project has and the file does not name."),
+]
+
+
+def register(app: typer.Typer) -> None:
+    app.command(
+        rich_help_panel=PANEL,
+        epilog=examples(
+            "capstan plan", "capstan plan -f staging.yaml --prune", "capstan plan --json"
+        ),
+    )(plan)
+    app.command(
+        rich_help_panel=PANEL,
+        epilog=examples(
+            "capstan apply",
+            "STRIPE_KEY=sk_live_... capstan apply --yes",
+            "capstan apply --prune --no-wait",
+        ),
+    )(apply)
+    app.command(
+        rich_help_panel=PANEL,
+        epilog=examples("capstan init", "capstan init -f shop.yaml --project shop"),
+    )(init)
+
+
+# -- reading the file ---------------------------------------------------------------------------
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """The file as a mapping; refuses what is not YAML, not a mapping, or holds a secret."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise CliError(
+            f"{path}: no such file (`capstan init` writes one from a project)."
+        ) from None
+    except OSError as error:
+        raise CliError(f"{path}: {error.strerror or error}") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or "not valid YAML"
+        raise CliError(f"{path}:{where}: {problem}") from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise CliError(f"{path}: the file must be a mapping (web_servers:, workers:, ...).")
+    for where, variable in _secrets(document):
+        if "value" in variable:
+            raise CliError(
+                f"{path}: {where} writes a value beside from_env; a secret is never written in "
+                "the file (it is read from the shell)."
+            )
+    return document
+
+
+def _secrets(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every `{from_env: NAME}` of the file, with where it is."""
+    found = []
+    for section in SERVICE_SECTIONS:
+        services = document.get(section)
+        if not isinstance(services, dict):
+            continue
+        for name, spec in services.items():
+            environment = spec.get("environment") if isinstance(spec, dict) else None
+            if not isinstance(environment, dict):
+                continue
+            for variable, value in environment.items():
+                if isinstance(value, dict) and "from_env" in value:
+                    found.append((f"{section}.{name}.environment.{variable}", value))
+    return found
+
+
+def fill_secrets(document: dict[str, Any], *, required: bool) -> list[str]:
+    """Give each `{from_env: NAME}` the shell's value of NAME. Answers the names the shell does
+    not set; with `required`, refuses them all at once (then nothing is sent)."""
+    missing = []
+    for where, variable in _secrets(document):
+        name = variable["from_env"]
+        value = os.environ.get(str(name))
+        if value is None:
+            missing.append(f"{name} ({where})")
+        else:
+            variable["value"] = value
+    if missing and required:
+        raise CliError(
+            f"Not set in this shell: {', '.join(missing)}. Export the variable(s) and run apply "
+            "again; nothing was applied."
+        )
+    return missing
+
+
+# -- showing a plan -----------------------------------------------------------------------------
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def show_plan(out: Output, project: dict[str, Any], planned: dict[str, Any]) -> None:
+    out.say(f"Project {project['name']} ({project['hostname_suffix']}):")
+    if planned["no_changes"]:
+        out.say("  No changes: the project already matches the file.")
+    for change in planned["changes"]:
+        label = f"{LABELS[change['kind']]} {change['name']}"
+        cost = _cost_change(change)
+        out.say(f"  {MARKS[change['action']]} {change['action']} {label}{cost}")
+        for field in change["fields"]:
+            if change["action"] == "create":
+                out.say(f"      {field['field']} = {_value(field['after'])}")
+            else:
+                before, after = _value(field["before"]), _value(field["after"])
+                out.say(f"      {field['field']}: {before} -> {after}")
+    if planned["left_alone"]:
+        out.say("  Left alone (not in the file; --prune deletes them):")
+        for kept in planned["left_alone"]:
+            out.say(f"      {LABELS[kept['kind']]} {kept['name']} ({kept['id']})")
+    rate = planned["monthly_run_rate_usd"]
+    out.say(
+        f"Monthly run-rate: ${rate['before']:.2f} -> ${rate['after']:.2f} "
+        f"({_signed(rate['delta'])} a month; sizes only, traffic and stored data not included)"
+    )
+
+
+def _cost_change(change: dict[str, Any]) -> str:
+    delta = round(change["monthly_usd_after"] - change["monthly_usd_before"], 2)
+    return f"  ({_signed(delta)}/month)" if delta else ""
+
+
+def _signed(amount: float) -> str:
+    return f"{'+' if amount >= 0 else '-'}${abs(amount):.2f}"
+
+
+# -- the commands -------------------------------------------------------------------------------
+
+
+def _plan(ctx: Context, project_id: str, document: dict[str, Any], prune: bool) -> dict[str, Any]:
+    return dict(
+        ctx.api.post(
+            f"/api/projects/{project_id}/plan" + ("?prune=true" if prune else ""), document
+        )
+    )
+
+
+def plan(
+    file: FileOption = Path(DEFAULT_FILE),
+    prune: PruneOption = False,
+    project: ProjectOption = None,
+    json_mode: JsonOption = False,
+) -> None:
+    """Show what `capstan apply` would create, change (field by field) and delete, and the
+    project's monthly run-rate before and after. Nothing changes."""
+    with command(json_mode) as ctx:
+        document = read_file(file)
+        missing = fill_secrets(document, required=False)
+        found = ctx.project(project)
+        planned = _plan(ctx, found["id"], document, prune)
+        if json_mode:
+            ctx.out.json(planned)
+            return
+        show_plan(ctx.out, found, planned)
+        if missing:
+            ctx.out.progress(
+                f"Not set in this shell: {', '.join(missing)}; the plan cannot compare their "
+                "values, and apply needs them."
+            )
+
+
+def apply(
+    file: FileOption = Path(DEFAULT_FILE),
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
+    prune: PruneOption = False,
+    no_wait: Annotated[
+        bool, typer.Option("--no-wait", help="Return once applied; do not follow deployments.")
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option(help="Give up following deployments after this many seconds.")
+    ] = 1800,
+    project: ProjectOption = None,
+    json_mode: JsonOption = False,
+) -> None:
+    """Show the plan, ask, make the project what the file says (in one transaction: all of it or
+    none of it), and follow the deployments it started until they run."""
+    with command(json_mode) as ctx:
+        if json_mode and not yes:
+            raise CliError("--json needs --yes: there is nobody to ask.")
+        document = read_file(file)
+        fill_secrets(document, required=True)
+        found = ctx.project(project)
+        planned = _plan(ctx, found["id"], document, prune)
+        if not json_mode:
+            show_plan(ctx.out, found, planned)
+        if planned["no_changes"]:
+            if json_mode:
+                ctx.out.json({**planned, "applied": False, "deployments": []})
+            return
+        if not yes and not typer.confirm("Apply these changes?", default=False):
+            raise CliError("Nothing applied.")
+        path = f"/api/projects/{found['id']}/apply" + ("?prune=true" if prune else "")
+        applied = dict(ctx.api.post(path, document, idempotency_key=new_idempotency_key()))
+        if not json_mode:
+            ctx.out.say(applied["message"])
+        try:
+            failures = [] if no_wait else _follow(ctx, found["id"], applied, timeout)
+        except KeyboardInterrupt:
+            raise CliError(
+                "Stopped waiting; the changes are applied and their deployments go on "
+                "(capstan services).",
+                exit_code=130,
+            ) from None
+        if json_mode:
+            ctx.out.json(applied)
+        elif no_wait and applied["deployments"]:
+            ctx.out.say(
+                f"{len(applied['deployments'])} deployment(s) started (capstan services shows "
+                "them)."
+            )
+        if failures:
+            raise CliError("; ".join(failures))
+
+
+def _follow(ctx: Context, project_id: str, applied: dict[str, Any], timeout: float) -> list[str]:
+    """Follow each deployment apply started until it settles; answer the failures."""
+    failures = []
+    for started in applied["deployments"]:
+        service = ServiceRef(
+            project_id, started["kind"] + "s", started["service_id"], started["name"], {}
+        )
+        deployment = ctx.api.get(f"{service.path}/deployments/{started['deployment_id']}")
+        try:
+            settled = follow.wait(ctx.api, ctx.out, service, deployment, timeout_seconds=timeout)
+            started["status"] = settled["status"]
+            if not ctx.out.json_mode:
+                follow.report(ctx.out, service, settled)
+            elif settled["status"] != "running":
+                raise CliError(
+                    f"Deployment {settled['id']} of {service.label} {settled['status']}."
+                )
+        except CliError as error:
+            failures.append(error.message)
+    return failures
+
+
+def init(
+    file: FileOption = Path(DEFAULT_FILE),
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite the file if it exists.")
+    ] = False,
+    project: ProjectOption = None,
+    json_mode: JsonOption = False,
+) -> None:
+    """Write a capstan.yaml from the live project: its services, caches, buckets and models.
+    Environment variables are written as {from_env: NAME}, never with their values."""
+    with command(json_mode) as ctx:
+        if file.exists() and not force:
+            raise CliError(f"{file} exists; pass --force to overwrite it.")
+        found = ctx.project(project)
+        document, notes = describe_project(ctx.api, found["id"])
+        file.write_text(HEADER + yaml.safe_dump(document, sort_keys=False, width=100))
+        ctx.out.data(
+            {"file": str(file), "document": document, "notes": notes},
+            lambda: ctx.out.say(f"Wrote {file} from project {found['hostname_suffix']}."),
+        )
+        for note in notes:
+            ctx.out.progress(note)
+
+
+def describe_project(api: Api, project_id: str) -> tuple[dict[str, Any], list[str]]:
+    """The project as a capstan.yaml document, and what the file could not say."""
+    base = f"/api/projects/{project_id}"
+    document: dict[str, Any] = {}
+    notes: list[str] = []
+    secrets = 0
+    for section in SERVICE_SECTIONS:
+        services: dict[str, Any] = {}
+        for service in api.get(f"{base}/{section}")[section]:
+            spec = {key: service[key] for key in SERVICE_FIELDS[section] if service.get(key)}
+            spec["auto_deploy"] = service["auto_deploy"]
+            variables = api.get(f"{base}/{section}/{service['id']}/environment")["environment"]
+            if variables:
+                spec["environment"] = {v["name"]: {"from_env": v["name"]} for v in variables}
+                secrets += len(variables)
+            services[service["name"]] = spec
+        if services:
+            document[section] = services
+    caches = {}
+    for cache in api.get(f"{base}/cache")["caches"]:
+        if cache["status"] == "deleting":
+            continue
+        if cache.get("name"):
+            caches[cache["name"]] = {"storage_limit_mb": cache["storage_limit_mb"]}
+        else:
+            notes.append(
+                f"Cache {cache['id']} has no name, so the file cannot name it: give it one "
+                f"(PATCH {base}/cache/{cache['id']} with a name) and run init again."
+            )
+    if caches:
+        document["caches"] = caches
+    labels: list[str] = []
+    for bucket in api.get(f"{base}/storage")["buckets"]:
+        if bucket["status"] == "deleting":
+            continue
+        if bucket["name"] in labels:
+            notes.append(
+                f"Bucket {bucket['id']} shares the label {bucket['name']!r} with another; the "
+                "file names it once (give it another label to manage both)."
+            )
+            continue
+        labels.append(bucket["name"])
+    if labels:
+        document["buckets"] = labels
+    access = api.get(f"{base}/model_access")
+    if access.get("enabled") and access.get("allowed_model_ids"):
+        document["model_access"] = list(access["allowed_model_ids"])
+    if secrets:
+        notes.append(
+            f"{secrets} environment variable(s) written as {{from_env: NAME}} (values are never "
+            "written): replace the ones that are not secret with their values, or export them "
+            "before apply."
+        )
+    return document, notes

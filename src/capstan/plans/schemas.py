@@ -1,0 +1,197 @@
+"""capstan.yaml: the document that describes a project, and the answers of plan and apply.
+
+The document's field names and rules are the API's own: each service's settings are the fields
+of its kind's create body (without `name`, which is the key), with the same types, limits and
+defaults, so a file is valid exactly when the API would take its parts. It adds `environment`
+(a map of variable names to a value or to `{from_env: NAME}`), caches by `name`, buckets by label
+and the allowed models. `capstan_file_schema()` is its JSON Schema, for editors, published as
+docs/capstan.schema.json (`python -m capstan.plans.schemas > docs/capstan.schema.json`; a test
+keeps the file current).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, create_model, field_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from capstan.apps.schemas import (
+    ENV_NAME,
+    MAX_VARIABLES,
+    ServiceName,
+    StaticWebsiteCreate,
+    WebServerCreate,
+    WorkerCreate,
+    _CpuCheck,
+    _value_fits,
+)
+from capstan.buckets.schemas import Label
+from capstan.caches.schemas import CacheName, StorageLimit
+from capstan.model_access.schemas import ModelIds
+from capstan.schemas import Request, Response
+
+EnvName = Annotated[str, Field(pattern=ENV_NAME)]
+
+
+class FromEnv(Request):
+    """A value read from the shell at apply time: the file names the variable, never the value.
+    The CLI fills `value` from its environment before it sends the document; a document sent
+    to apply without it is refused."""
+
+    from_env: EnvName
+    # Filled by the client at apply time, never written in a file: the published schema leaves
+    # it out, so an editor flags a value written in a file.
+    value: SkipJsonSchema[str | None] = None
+
+    @field_validator("value")
+    @classmethod
+    def _fits(cls, value: str | None) -> str | None:
+        return None if value is None else _value_fits(value)
+
+
+EnvValue = Annotated[str, Field(max_length=8192)] | FromEnv
+Environment = Annotated[
+    dict[EnvName, EnvValue],
+    Field(
+        max_length=MAX_VARIABLES,
+        description="The service's whole environment (what is not named here is removed); left "
+        "out, the file does not manage the environment. A value is a string or "
+        "`{from_env: NAME}` (a secret, read from the shell by the CLI at apply time).",
+    ),
+]
+
+
+def _spec(create: type[BaseModel], base: type[BaseModel]) -> type[BaseModel]:
+    """A service's entry: its kind's create body without `name`, plus `environment`."""
+    fields: dict[str, Any] = {
+        name: (field.annotation, field)
+        for name, field in create.model_fields.items()
+        if name != "name"
+    }
+    fields["environment"] = (Environment | None, None)
+    return create_model(create.__name__.removesuffix("Create") + "Spec", __base__=base, **fields)
+
+
+WebServerSpec = _spec(WebServerCreate, _CpuCheck)
+WorkerSpec = _spec(WorkerCreate, _CpuCheck)
+StaticWebsiteSpec = _spec(StaticWebsiteCreate, Request)
+
+
+class CacheSpec(Request):
+    storage_limit_mb: StorageLimit
+
+
+class CapstanFile(Request):
+    """A project's desired state. Sections left out are empty (with `prune`, what the project
+    has there is deleted), except `model_access`, which left out is not managed."""
+
+    web_servers: dict[ServiceName, WebServerSpec] = Field(  # type: ignore[valid-type]
+        default_factory=dict, description="Web servers by name."
+    )
+    workers: dict[ServiceName, WorkerSpec] = Field(  # type: ignore[valid-type]
+        default_factory=dict, description="Workers by name."
+    )
+    static_websites: dict[ServiceName, StaticWebsiteSpec] = Field(  # type: ignore[valid-type]
+        default_factory=dict, description="Static websites by name."
+    )
+    caches: dict[CacheName, CacheSpec] = Field(
+        default_factory=dict, description="Caches by their `name` label."
+    )
+    buckets: list[Label] = Field(
+        default_factory=list, description="Storage buckets by label.", max_length=100
+    )
+    model_access: ModelIds | None = Field(
+        default=None,
+        description="The foundation models the project's services may invoke ([] allows "
+        "none); left out, model access is not managed by the file.",
+    )
+
+    @field_validator("buckets")
+    @classmethod
+    def _unique_labels(cls, labels: list[str]) -> list[str]:
+        seen: set[str] = set()
+        for label in labels:
+            if label in seen:
+                raise ValueError(f"{label!r} appears more than once")
+            seen.add(label)
+        return labels
+
+
+def capstan_file_schema() -> dict[str, Any]:
+    schema = CapstanFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "capstan.yaml"
+    return schema
+
+
+# -- answers --------------------------------------------------------------------------------
+
+Kind = Literal["web_server", "worker", "static_website", "cache", "bucket", "model_access"]
+
+
+class FieldChange(Response):
+    field: str = Field(description="The field, as in the file (`cpu`, `environment.LOG_LEVEL`).")
+    before: Any = Field(
+        description="The current value (an environment variable's shows `(set)`, never a value)."
+    )
+    after: Any = Field(
+        description="The value after apply; a secret shows `(from env NAME)`, never its value."
+    )
+
+
+class Change(Response):
+    action: Literal["create", "update", "delete"]
+    kind: Kind
+    name: str = Field(description="The name in the file (an unnamed cache: its id).")
+    id: str | None = Field(description="The resource's id; null for one to be created.")
+    fields: list[FieldChange] = Field(description="What changes (for an update).")
+    monthly_usd_before: float
+    monthly_usd_after: float
+
+
+class LeftAlone(Response):
+    kind: Kind
+    name: str
+    id: str
+
+
+class RunRate(Response):
+    before: float
+    after: float
+    delta: float
+
+
+class Plan(Response):
+    changes: list[Change]
+    left_alone: list[LeftAlone] = Field(
+        description="In the project but not in the file: kept (deleted only with `prune`)."
+    )
+    prune: bool
+    no_changes: bool = Field(description="True when the project already matches the file.")
+    monthly_run_rate_usd: RunRate = Field(
+        description="The project's monthly run-rate now and after the changes, from the price "
+        "table of the cost endpoints (sizes only: traffic and stored data are not included)."
+    )
+    currency: Literal["USD"] = "USD"
+
+
+class StartedDeployment(Response):
+    kind: Literal["web_server", "worker", "static_website"]
+    name: str
+    service_id: str
+    deployment_id: str
+
+
+class Applied(Plan):
+    applied: bool = Field(description="False when there was nothing to change.")
+    message: str
+    deployments: list[StartedDeployment] = Field(
+        description="The deployments apply started, to follow."
+    )
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(capstan_file_schema(), indent=2, sort_keys=True))

@@ -1,0 +1,136 @@
+"""Work that becomes possible wakes the worker: an idle worker sleeps (here for a minute, so
+none of these passes could come from a poll) until an enqueue commits — in this process, or on
+PostgreSQL in another one — or until the next row is due."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from capstan.reconcile import queue
+from capstan.reconcile.worker import RequeueAfter, Result, Worker, WorkerSettings
+from tests.harness import RunningServer
+from tests.reconcile.helpers import Recorder, Sessions, enqueue_ids, run
+
+# No poll would come within any test's patience.
+ASLEEP = WorkerSettings(poll_seconds=60, idle_poll_seconds=60)
+PATIENCE = 20.0
+
+
+class Running:
+    """A worker loop in the background, stopped cleanly by `until`."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.stop = asyncio.Event()
+        self.loop = asyncio.create_task(worker.run(self.stop))
+
+    async def until(self, condition: asyncio.Event) -> None:
+        try:
+            await asyncio.wait_for(condition.wait(), timeout=PATIENCE)
+        finally:
+            self.stop.set()
+            await asyncio.wait_for(self.loop, timeout=PATIENCE)
+
+
+def _recorder_signalling(event: asyncio.Event, outcome: Result | None = None) -> Recorder:
+    async def pass_(_id: str, _n: int) -> Result:
+        event.set()
+        return outcome if outcome is not None else RequeueAfter(3600)
+
+    return Recorder(pass_)
+
+
+def test_a_committed_enqueue_wakes_a_sleeping_worker(server: RunningServer) -> None:
+    ran = asyncio.Event()
+    recorder = _recorder_signalling(ran)
+
+    async def work(sessions: Sessions) -> list[str]:
+        running = Running(Worker(sessions, [recorder], ASLEEP))
+        await asyncio.sleep(0.5)  # it looked, found nothing, and sleeps for a minute
+        await enqueue_ids(sessions, recorder.kind, "woken")
+        await running.until(ran)
+        return recorder.passes
+
+    assert run(server, work) == ["woken"]
+
+
+def test_a_rolled_back_enqueue_leaves_nothing_to_wake_for(server: RunningServer) -> None:
+    recorder = Recorder()
+
+    async def work(sessions: Sessions) -> bool:
+        async with sessions() as session:
+            await queue.enqueue(session, recorder.kind, "never")
+            await session.rollback()
+            # The session goes on; its next commit enqueued nothing.
+            return bool(session.info)
+
+    assert run(server, work) is False
+
+
+def test_a_sleeping_worker_wakes_when_the_next_row_is_due(server: RunningServer) -> None:
+    second = asyncio.Event()
+
+    async def outcome(_id: str, n: int) -> Result:
+        if n == 2:
+            second.set()
+        return RequeueAfter(0.5 if n == 1 else 3600)
+
+    recorder = Recorder(outcome)
+
+    async def work(sessions: Sessions) -> list[str]:
+        await enqueue_ids(sessions, recorder.kind, "later")
+        await Running(Worker(sessions, [recorder], ASLEEP)).until(second)
+        return recorder.passes
+
+    assert run(server, work) == ["later", "later"]
+
+
+ENQUEUE_ELSEWHERE = textwrap.dedent(
+    """
+    import asyncio, sys
+    from capstan.db import make_engine, make_sessionmaker
+    from capstan.reconcile import queue
+
+    async def main():
+        engine = make_engine(sys.argv[1], schema=sys.argv[2] or None)
+        async with make_sessionmaker(engine)() as session:
+            await queue.enqueue(session, sys.argv[3], "from-afar")
+            await session.commit()
+        await engine.dispose()
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_on_postgresql_an_enqueue_in_another_process_wakes_the_worker(
+    server: RunningServer,
+) -> None:
+    if server.backend != "postgresql":
+        pytest.skip("processes hear each other's enqueues through PostgreSQL's NOTIFY")
+    ran = asyncio.Event()
+    recorder = _recorder_signalling(ran)
+    settings = server.settings
+
+    async def work(sessions: Sessions) -> list[str]:
+        running = Running(Worker(sessions, [recorder], ASLEEP))
+        await asyncio.sleep(0.5)
+        elsewhere = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            ENQUEUE_ELSEWHERE,
+            settings.sqlalchemy_url,
+            settings.database_schema or "",
+            recorder.kind,
+            stderr=subprocess.PIPE,
+        )
+        _, errors = await elsewhere.communicate()
+        assert elsewhere.returncode == 0, errors.decode()
+        await running.until(ran)
+        return recorder.passes
+
+    assert run(server, work) == ["from-afar"]
