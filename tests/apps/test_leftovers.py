@@ -144,6 +144,9 @@ def test_deleting_every_kind_of_resource_leaves_no_capstan_tagged_resource(org: 
     cache = api.post(f"{shop.base}/cache", json={"storage_limit_mb": 256})
     assert cache.status_code == 201, cache.text
     cache_path = f"{shop.base}/cache/{cache.json()['id']}"
+    database = api.post(f"{shop.base}/databases", json={"name": "main"})
+    assert database.status_code == 201, database.text
+    database_path = f"{shop.base}/databases/{database.json()['id']}"
     bucket = api.post(f"{shop.base}/storage", json={"name": "uploads"})
     assert bucket.status_code == 201, bucket.text
     bucket_path = f"{shop.base}/storage/{bucket.json()['id']}"
@@ -156,6 +159,7 @@ def test_deleting_every_kind_of_resource_leaves_no_capstan_tagged_resource(org: 
     targets = [web_path, worker_path, site_path, *previews]
     wait_all_running(api, targets, timeout=90)
     shop.wait_for(cache_path, "available")
+    shop.wait_for(database_path, "available")
     shop.wait_for(bucket_path, "active")
     _wait_for_certificate(shop, "issued")
     account_id = api.get("/api/cloud_account").json()["account_id"]
@@ -164,7 +168,7 @@ def test_deleting_every_kind_of_resource_leaves_no_capstan_tagged_resource(org: 
 
     with account_sessions(sandbox_url, account_id) as (customer, operator):
         kinds = {item.kind for item in capstan_resources(customer, project_id)}
-        expected = WEB_KINDS | PROJECT_KINDS | SITE_KINDS | {"serverless cache"}
+        expected = WEB_KINDS | PROJECT_KINDS | SITE_KINDS | {"serverless cache", "db instance"}
         assert kinds >= expected, expected - kinds
         # Every resource found is one some kind declares it makes (its leftovers check).
         declared = {name for kind in KINDS for name in kind.leftovers}
@@ -173,6 +177,8 @@ def test_deleting_every_kind_of_resource_leaves_no_capstan_tagged_resource(org: 
 
         for path in [*previews, *targets[:3], cache_path, bucket_path]:
             assert api.delete(path).status_code in (200, 204), path
+        # Without its final snapshot: a kept snapshot is listed (and stays) on purpose.
+        assert api.delete(f"{database_path}?skip_final_snapshot=true").status_code == 200
         assert api.put(f"{shop.base}/model_access", json={"model_ids": []}).status_code == 200
         assert api.delete(f"{shop.base}/certificate").status_code == 204
         _delete_project_when_empty(shop, timeout=90)

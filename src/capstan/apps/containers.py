@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -17,6 +18,7 @@ from capstan.cloud.deploy import Build, BuildSpec, Deployer, TaskSpec
 from capstan.cloud.driver import Cloud
 from capstan.config import Settings
 from capstan.crypto import SecretBox
+from capstan.databases import references
 from capstan.network import service as network
 from capstan.reconcile.queue import enqueue
 from capstan.reconcile.timing import Poll
@@ -26,6 +28,8 @@ log = logging.getLogger("capstan.apps")
 
 # Waiting for the project network: its reconciler wakes the targets when it is ready.
 NETWORK_POLL = Poll(first=timedelta(seconds=5), factor=1.5, cap=timedelta(seconds=60))
+# Waiting for a referenced database that is being created (minutes in AWS).
+DATABASE_POLL = Poll(first=timedelta(seconds=1), factor=1.5, cap=timedelta(seconds=60))
 
 
 def registry_login(settings: Settings) -> RegistryLogin | None:
@@ -58,7 +62,17 @@ class ContainerSteps:
             # The project network reconciler creates it and wakes this target when it is ready.
             await enqueue(session, network.QUEUE_KIND, subject.project.id)
             return PollAgain(NETWORK_POLL)
+        listed = self._listed(subject, deployment)
+        if await references.being_created(session, subject.project.id, listed):
+            return PollAgain(DATABASE_POLL)  # its URL and secret are known once it is available
         return None
+
+    def _listed(self, subject: Subject, deployment: Deployment) -> list[dict[str, Any]]:
+        """The deployment's environment as recorded (the service's until the deployment has
+        its own)."""
+        owner = deployment if deployment.environment is not None else subject.row
+        sealed = self._box.open_json(owner.environment, owner=owner.id)
+        return sealed if isinstance(sealed, list) else []
 
     async def start_build(
         self,
@@ -100,11 +114,13 @@ class ContainerSteps:
         """The deployment's release, as it was recorded: its environment version (written once,
         never over another's), its settings and its image."""
         target = subject.target(self._settings.domain)
-        owner = deployment if deployment.environment is not None else subject.row
-        sealed = self._box.open_json(owner.environment, owner=owner.id)
-        variables = {v["name"]: v["value"] for v in (sealed if isinstance(sealed, list) else [])}
+        listed = self._listed(subject, deployment)
+        variables = {v["name"]: v["value"] for v in listed if "value" in v}
+        databases = references.referenced(listed)
         version = deployment.environment_version
-        stored = await self._cloud.run(lambda: deployer.put_environment(target, variables, version))
+        stored = await self._cloud.run(
+            lambda: deployer.put_environment(target, variables, version, databases)
+        )
         service = subject.service
         ran = {**{name: getattr(service, name) for name in services.RELEASE_FIELDS}}
         ran.update(releases.settings_of(deployment))

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
     BeforeValidator,
     Field,
+    SerializerFunctionWrapHandler,
     StringConstraints,
     ValidationInfo,
     field_validator,
+    model_serializer,
+    model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
 
@@ -255,9 +258,30 @@ def _value_fits(value: str) -> str:
     return value
 
 
+class ValueFrom(Request):
+    database: str = Field(
+        description="The id of a database of the project: the variable is its connection URL "
+        "(without the password; the task gets `PGPASSWORD` from the database's secret)."
+    )
+
+
 class EnvironmentVariable(Request):
     name: Annotated[str, Field(pattern=ENV_NAME)]
-    value: Annotated[str, AfterValidator(_value_fits)]
+    value: Annotated[str, AfterValidator(_value_fits)] | None = None
+    value_from: ValueFrom | None = Field(
+        default=None, description="Instead of `value`: where the cloud resolves the value from."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EnvironmentVariable:
+        if (self.value is None) == (self.value_from is None):
+            raise ValueError("give either value or value_from")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_the_other_source(self, handler: SerializerFunctionWrapHandler) -> Any:
+        shape = handler(self)
+        return {key: item for key, item in shape.items() if item is not None}
 
 
 class Environment(Request):

@@ -21,6 +21,7 @@ from capstan.cloud.deploy import CONTAINER_PORT
 from capstan.cloud.fargate import memory_problem
 from capstan.cloud.site import SITE_BUILD_VARIABLES
 from capstan.crypto import SecretBox
+from capstan.databases import references
 from capstan.db import flush_unique, utcnow
 from capstan.errors import BadRequest, Conflict, NotFound, PreconditionFailed
 from capstan.git_host.models import GitHostInstallation
@@ -466,6 +467,9 @@ async def put_environment(
     it is still the version the client read (412 otherwise)."""
     service = await get(session, caller, project_id, kind, service_id)
     _check_reserved(kind, variables)
+    await references.check_environment(
+        session, service.project_id, variables, allowed=kind != STATIC_WEBSITE
+    )
     sealed = box.seal_json(variables, owner=service.id)
     if if_match is not None:
         await _replace_if_unchanged(session, service, if_match, sealed)

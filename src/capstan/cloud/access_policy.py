@@ -19,6 +19,7 @@ SERVICE_LINKED_ROLES = [
     "elasticloadbalancing.amazonaws.com",
     "ecs.application-autoscaling.amazonaws.com",
     "elasticache.amazonaws.com",
+    "rds.amazonaws.com",
 ]
 
 
@@ -411,6 +412,51 @@ def access_statements() -> list[dict[str, Any]]:
                 "elasticache:AddTagsToResource",
             ],
             any_region("elasticache", "serverlesscache:capstan-*"),
+        ),
+        # -- databases: capstan-<id> instances, subnet groups and snapshots ---------------------
+        _statement(
+            # Only private instances whose master password RDS keeps in Secrets Manager.
+            "CreateDatabases",
+            ["rds:CreateDBInstance"],
+            [any_region("rds", "db:capstan-*"), any_region("rds", "subgrp:capstan-*")],
+            {
+                "Bool": {
+                    "rds:PubliclyAccessible": "false",
+                    "rds:ManageMasterUserPassword": "true",
+                }
+            },
+        ),
+        _statement(
+            "ChangeDatabases",
+            [
+                "rds:DescribeDBInstances",
+                "rds:ModifyDBInstance",
+                "rds:DeleteDBInstance",
+                "rds:AddTagsToResource",
+            ],
+            any_region("rds", "db:capstan-*"),
+        ),
+        _statement(
+            "DatabaseSubnetGroups",
+            [
+                "rds:CreateDBSubnetGroup",
+                "rds:DeleteDBSubnetGroup",
+                "rds:AddTagsToResource",
+            ],
+            any_region("rds", "subgrp:capstan-*"),
+        ),
+        _statement(
+            # Whether a deletion's final snapshot was taken (its tags are copied by RDS).
+            "DatabaseSnapshots",
+            ["rds:DescribeDBSnapshots"],
+            any_region("rds", "snapshot:capstan-*"),
+        ),
+        _statement(
+            # RDS makes (and tags) the master user secret on Capstan's behalf; Capstan never
+            # reads it.
+            "DatabaseMasterSecrets",
+            ["secretsmanager:CreateSecret", "secretsmanager:TagResource"],
+            any_region("secretsmanager", "secret:rds!*"),
         ),
         # -- the project's roles: always under the boundary -------------------------------------
         _statement(

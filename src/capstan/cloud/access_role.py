@@ -94,7 +94,19 @@ def boundary_statements() -> list[dict[str, Any]]:
             "Effect": "Allow",
             "Action": "kms:Decrypt",
             "Resource": "*",
-            "Condition": {"StringLike": {"kms:ViaService": "ssm.*.amazonaws.com"}},
+            "Condition": {
+                "StringLike": {
+                    "kms:ViaService": ["ssm.*.amazonaws.com", "secretsmanager.*.amazonaws.com"]
+                }
+            },
+        },
+        {
+            # A task's execution role reads the master secrets of the databases its services
+            # reference (exactly those: see `iam.put_database_secrets`).
+            "Sid": "ReadDatabaseSecrets",
+            "Effect": "Allow",
+            "Action": "secretsmanager:GetSecretValue",
+            "Resource": any_region("secretsmanager", "secret:rds!*"),
         },
         {
             "Sid": "UseProjectBuckets",

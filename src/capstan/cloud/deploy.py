@@ -21,7 +21,7 @@ steps, `cloud/site.py`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -33,6 +33,7 @@ from capstan.cloud.aws import (
     ecr,
     ecs,
     elbv2,
+    iam,
     logs,
     names,
     route53,
@@ -43,6 +44,7 @@ from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.aws.ssm import MAX_VALUE_BYTES
 from capstan.cloud.builds import Build, BuildDriver, BuildSpec
 from capstan.cloud.credentials import utcnow
+from capstan.cloud.databases import PASSWORD_VARIABLE, DatabaseDriver
 from capstan.cloud.errors import CloudError, TerminalCloudError
 from capstan.cloud.fargate import memory_problem
 from capstan.cloud.network import NetworkDriver, ProjectCache
@@ -137,13 +139,29 @@ class Deployer(TargetDriver):
     # -- environment ----------------------------------------------------------------------
 
     def put_environment(
-        self, target: Target, variables: dict[str, str], version: str | None = None
+        self,
+        target: Target,
+        variables: dict[str, str],
+        version: str | None = None,
+        databases: Mapping[str, str] | None = None,
     ) -> ssm.StoredEnvironment:
         """SecureString parameters of `version` of the target's environment, exactly the
-        non-empty `variables`; where each one is."""
-        return ssm.put_environment(
+        non-empty `variables`; where each one is. Each of `databases` (variable name -> database
+        id) is the database's connection URL, with `PGPASSWORD` from its RDS-managed secret,
+        which the project's execution role may then read (and no other database's)."""
+        stored = ssm.put_environment(
             self._customer, target.project_id, target.resource_id, variables, version
         )
+        parameters, plain, secrets = dict(stored.parameters), dict(stored.plain), set()
+        for name, database_id in sorted((databases or {}).items()):
+            found = DatabaseDriver(self._customer).connection(database_id, target.project_id)
+            plain[name] = found.url
+            parameters[PASSWORD_VARIABLE] = found.password_from
+            secrets.add(found.secret_arn)
+        iam.put_database_secrets(
+            self._customer, target.project_id, target.resource_id, sorted(secrets)
+        )
+        return ssm.StoredEnvironment(parameters, plain)
 
     def keep_images(self, target: Target, images: dict[str, str]) -> None:
         """Protect exactly these images (digests by deployment id) from the repository's
@@ -341,6 +359,7 @@ class Deployer(TargetDriver):
         if target.hostname:
             route53.delete_record(self._operator, self._domain, target.hostname)
         ssm.delete_environment(self._customer, target.resource_id)
+        iam.put_database_secrets(self._customer, target.project_id, target.resource_id, [])
         ssm.delete_build_tokens(self._customer, target.project_id, target.resource_id)
         codebuild.delete_project(self._customer, target.resource_id)
         ecr.delete_repository(self._customer, target.resource_id)

@@ -189,3 +189,30 @@ def bucket_monthly_usd(
         else 0.0
     )
     return storage + requests * HOURS_PER_MONTH + metrics
+
+
+# Databases: RDS for PostgreSQL on-demand, db.t4g.micro (the instance class Capstan uses), per
+# hour, and gp3 storage per GB-month, on https://aws.amazon.com/rds/postgresql/pricing/ (Multi-AZ
+# with one standby costs twice both). Backup storage up to the database's size is free; more,
+# I/O beyond gp3's baseline and data transfer are not counted. Regions not in the table are
+# priced as `FALLBACK_REGION`.
+DATABASE_PRICES: dict[str, tuple[float, float]] = {
+    # region: (instance hour, gp3 GB-month)
+    "us-east-1": (0.016, 0.115),
+    "us-east-2": (0.016, 0.115),
+    "us-west-2": (0.016, 0.115),
+    "eu-west-1": (0.017, 0.127),
+    "eu-central-1": (0.018, 0.137),
+}
+
+
+def database_hourly_usd(storage_gb: int, high_availability: bool, region: str) -> float:
+    """What a database costs an hour: its instance and its storage (a month's spread over it)."""
+    instance_hour, gb_month = DATABASE_PRICES.get(region, DATABASE_PRICES[FALLBACK_REGION])
+    copies = 2 if high_availability else 1
+    return copies * (instance_hour + storage_gb * gb_month / HOURS_PER_MONTH)
+
+
+def database_monthly_usd(storage_gb: int, high_availability: bool, region: str) -> float:
+    """A month (730 hours) of a database of `storage_gb`, Multi-AZ or not."""
+    return round(database_hourly_usd(storage_gb, high_availability, region) * HOURS_PER_MONTH, 2)

@@ -206,12 +206,15 @@ async def _project_live(api: Api, project_id: str) -> dict[str, Any]:
     base = f"/api/projects/{project_id}"
     project = await api.get(base)  # first, alone: another organization's id stops here
     services = await asyncio.gather(*(api.get(f"{base}/{kind}") for kind in KINDS))
-    caches, buckets = await asyncio.gather(api.get(f"{base}/cache"), api.get(f"{base}/storage"))
+    caches, databases, buckets = await asyncio.gather(
+        api.get(f"{base}/cache"), api.get(f"{base}/databases"), api.get(f"{base}/storage")
+    )
     return {
         "project": project,
         "kinds": KINDS,
         "services": {kind: listed[kind] for kind, listed in zip(KINDS, services, strict=True)},
         "caches": caches["caches"],
+        "databases": databases["databases"],
         "buckets": buckets["buckets"],
     }
 

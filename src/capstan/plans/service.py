@@ -205,8 +205,9 @@ def _service_steps(
             ]
             environment = None
             if desired_env is not None:
+                # A database reference (`value_from`) counts as a variable that is set.
                 current_env = {
-                    v["name"]: v["value"] for v in services.read_environment(box, service)
+                    v["name"]: v.get("value", "") for v in services.read_environment(box, service)
                 }
                 env_changes = _environment_changes(current_env, desired_env)
                 if env_changes:

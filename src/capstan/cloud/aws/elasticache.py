@@ -13,7 +13,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from capstan.cloud.aws import names
+from capstan.cloud.aws import names, resource_groups
 from capstan.cloud.aws.calls import error_code, ignoring
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
@@ -136,65 +136,18 @@ def ensure_security_group(
     session: AwsSession, project_id: str, cache_id: str, *, vpc_id: str, services_group_id: str
 ) -> str:
     """The cache's group in the project's VPC, admitting 6379 only from the services' group."""
-    ec2 = session.client("ec2")
-    name = security_group_name(cache_id)
-    with aws_errors():
-        found = ec2.describe_security_groups(
-            Filters=[
-                {"Name": "vpc-id", "Values": [vpc_id]},
-                {"Name": "group-name", "Values": [name]},
-            ]
-        )["SecurityGroups"]
-        if found:
-            group_id = str(found[0]["GroupId"])
-        else:
-            group_id = str(
-                ec2.create_security_group(
-                    GroupName=name,
-                    Description="Capstan cache: Valkey over TLS from the project's services",
-                    VpcId=vpc_id,
-                    TagSpecifications=[
-                        {
-                            "ResourceType": "security-group",
-                            "Tags": [
-                                *names.tag_list(project_id, cache_id),
-                                {"Key": "Name", "Value": name},
-                            ],
-                        }
-                    ],
-                )["GroupId"]
-            )
-        with ignoring("InvalidPermission.Duplicate"):
-            ec2.authorize_security_group_ingress(
-                GroupId=group_id,
-                IpPermissions=[
-                    {
-                        "IpProtocol": "tcp",
-                        "FromPort": PORT,
-                        "ToPort": PORT,
-                        "UserIdGroupPairs": [{"GroupId": services_group_id}],
-                    }
-                ],
-            )
-    return group_id
+    return resource_groups.ensure_group(
+        session,
+        project_id,
+        cache_id,
+        name=security_group_name(cache_id),
+        description="Capstan cache: Valkey over TLS from the project's services",
+        port=PORT,
+        vpc_id=vpc_id,
+        services_group_id=services_group_id,
+    )
 
 
 def delete_security_group(session: AwsSession, cache_id: str) -> bool:
     """Remove the cache's group; False while the cache's network interfaces still use it."""
-    ec2 = session.client("ec2")
-    with aws_errors():
-        groups = ec2.describe_security_groups(
-            Filters=[
-                {"Name": f"tag:{names.RESOURCE_TAG}", "Values": [cache_id]},
-                {"Name": "group-name", "Values": [security_group_name(cache_id)]},
-            ]
-        )["SecurityGroups"]
-        for group in groups:
-            try:
-                ec2.delete_security_group(GroupId=group["GroupId"])
-            except ClientError as error:
-                if error_code(error) == "DependencyViolation":
-                    return False
-                if error_code(error) != "InvalidGroup.NotFound":
-                    raise
-    return True
+    return resource_groups.delete_group(session, cache_id, security_group_name(cache_id))

@@ -323,3 +323,33 @@ def role_created_at(session: AwsSession, role_arn: str) -> datetime | None:
             raise
     created: datetime = role["CreateDate"]
     return created if created.tzinfo else created.replace(tzinfo=UTC)
+
+
+def database_secrets_policy(resource_id: str) -> str:
+    return f"capstan-secrets-{resource_id}"
+
+
+def put_database_secrets(
+    session: AwsSession, project_id: str, resource_id: str, secret_arns: list[str]
+) -> None:
+    """The project's execution role may read exactly the database secrets the target references
+    (one inline policy per target; removed when it references none)."""
+    iam = session.client("iam")
+    role_name = names.execution_role_name(project_id)
+    policy_name = database_secrets_policy(resource_id)
+    with aws_errors():
+        if secret_arns:
+            statement = {
+                "Effect": "Allow",
+                "Action": ["secretsmanager:GetSecretValue"],
+                "Resource": sorted(secret_arns),
+            }
+            _put_policy(iam, role_name, policy_name, _policy(statement))
+            return
+        try:
+            iam.get_role_policy(RoleName=role_name, PolicyName=policy_name)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
+                raise
+            return  # nothing granted: nothing to remove (a read, not a write)
+        iam.delete_role_policy(RoleName=role_name, PolicyName=policy_name)

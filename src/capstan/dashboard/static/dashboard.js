@@ -81,10 +81,13 @@ function formBody(form) {
 function environmentRows(form) {
   return [...form.querySelectorAll("[data-env-row]")]
     .filter((row) => !row.closest("template"))
-    .map((row) => ({
-      name: row.querySelector(".env-name").value.trim(),
-      value: row.querySelector(".env-value").value,
-    }))
+    .map((row) => {
+      const name = row.querySelector(".env-name").value.trim();
+      // A reference to a database is kept as it is (its value is resolved by the cloud).
+      const database = row.dataset.database;
+      if (database) return { name, value_from: { database } };
+      return { name, value: row.querySelector(".env-value").value };
+    })
     .filter((variable) => variable.name !== "" || variable.value !== "");
 }
 

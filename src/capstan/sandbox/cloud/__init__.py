@@ -7,7 +7,7 @@
 - `console` + `pages`: the customer's side — launching Capstan's role stack in "their" account,
   behind `/sandbox/cloud/setup` (served only in sandbox mode).
 - `route53`, `acm`, `cloudfront`, `elasticache`, `bedrock`, `bedrock_profiles`, `s3_metrics`,
-  `limits`, `log_pages`, `ecr_lifecycle`: APIs and behaviour moto lacks or gets wrong (each
+  `limits`, `log_pages`, `ecr_lifecycle`, `rds`: APIs and behaviour moto lacks or gets wrong (each
   module says what it adds).
 
 Capstan's driver cannot tell the sandbox from AWS: it only gets a different endpoint URL and

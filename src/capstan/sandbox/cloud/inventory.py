@@ -56,6 +56,7 @@ def capstan_resources(customer: AwsSession, project_id: str | None = None) -> li
         *_autoscaling(customer),
         *_acm(customer),
         *_elasticache(customer),
+        *_rds(customer),
         *_s3(customer),
         *_cloudfront(customer),
     ]
@@ -275,6 +276,42 @@ def _elasticache(customer: AwsSession) -> Iterator[Found]:
             tags = _pairs(elasticache.list_tags_for_resource(ResourceName=cache["ARN"])["TagList"])
             if _capstan(tags):
                 yield Found("serverless cache", cache["ServerlessCacheName"], tags)
+
+
+def _rds(customer: AwsSession) -> Iterator[Found]:
+    """DB instances (also while being deleted), their DB subnet groups, and the snapshots
+    Capstan's instances made (their tags are copied from the instance: a final snapshot is kept
+    on purpose, and listed here so that it is never forgotten)."""
+    rds = customer.client("rds")
+    listings = (
+        (
+            "db instance",
+            "describe_db_instances",
+            "DBInstances",
+            "DBInstanceIdentifier",
+            "DBInstanceArn",
+        ),
+        (
+            "db subnet group",
+            "describe_db_subnet_groups",
+            "DBSubnetGroups",
+            "DBSubnetGroupName",
+            "DBSubnetGroupArn",
+        ),
+        (
+            "db snapshot",
+            "describe_db_snapshots",
+            "DBSnapshots",
+            "DBSnapshotIdentifier",
+            "DBSnapshotArn",
+        ),
+    )
+    for kind, operation, key, name, arn in listings:
+        for page in rds.get_paginator(operation).paginate():
+            for item in page[key]:
+                tags = _pairs(rds.list_tags_for_resource(ResourceName=item[arn])["TagList"])
+                if _capstan(tags):
+                    yield Found(kind, item[name], tags)
 
 
 def _acm(customer: AwsSession) -> Iterator[Found]:

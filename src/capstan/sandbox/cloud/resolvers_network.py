@@ -1,4 +1,4 @@
-"""Resolvers for ELB, EC2, ACM, CloudFront, ElastiCache, Route 53 and Application Auto
+"""Resolvers for ELB, EC2, ACM, CloudFront, ElastiCache, RDS, Route 53 and Application Auto
 Scaling (see `resolving`)."""
 
 from __future__ import annotations
@@ -245,3 +245,50 @@ def _scalable_target(scope: Scope) -> list[Target]:
     # A scalable target's ARN carries an id the request does not: AWS resolves it, the sandbox
     # cannot, so only a statement on "*" covers these.
     return [Target(UNKNOWN)]
+
+
+def _rds(scope: Scope, kind: str, name: str | None) -> str:
+    return scope.arn("rds", f"{kind}:{name or '*'}")
+
+
+def _truth(value: str | None, default: str) -> list[str]:
+    return [(value or default).lower()]
+
+
+@resolves("rds:CreateDBInstance")
+def _rds_create_instance(scope: Scope) -> list[Target]:
+    call = scope.call
+    # The condition keys IAM sets from the request (absent flags are RDS's defaults).
+    context = {
+        "rds:publiclyaccessible": _truth(call.get("PubliclyAccessible"), "false"),
+        "rds:managemasteruserpassword": _truth(call.get("ManageMasterUserPassword"), "false"),
+    }
+    targets = [Target(_rds(scope, "db", call.get("DBInstanceIdentifier")), "db", context, False)]
+    if call.get("DBSubnetGroupName"):
+        subnet_group = _rds(scope, "subgrp", call.get("DBSubnetGroupName"))
+        targets.append(Target(subnet_group, "subgrp", context))
+    return targets
+
+
+@resolves("rds:DescribeDBInstances", "rds:ModifyDBInstance", "rds:DeleteDBInstance")
+def _rds_instance(scope: Scope) -> list[Target]:
+    return [Target(_rds(scope, "db", scope.call.get("DBInstanceIdentifier")), "db")]
+
+
+@resolves("rds:CreateDBSubnetGroup", "rds:DeleteDBSubnetGroup", "rds:DescribeDBSubnetGroups")
+def _rds_subnet_group(scope: Scope) -> list[Target]:
+    existing = scope.call.operation != "CreateDBSubnetGroup"
+    name = scope.call.get("DBSubnetGroupName")
+    return [Target(_rds(scope, "subgrp", name), "subgrp", existing=existing)]
+
+
+@resolves("rds:DescribeDBSnapshots", "rds:DeleteDBSnapshot")
+def _rds_snapshot(scope: Scope) -> list[Target]:
+    return [Target(_rds(scope, "snapshot", scope.call.get("DBSnapshotIdentifier")), "snapshot")]
+
+
+@resolves("rds:AddTagsToResource", "rds:ListTagsForResource", "rds:RemoveTagsFromResource")
+def _rds_tagged(scope: Scope) -> list[Target]:
+    arn = scope.call.get("ResourceName") or UNKNOWN
+    kind = arn.split(":")[5] if arn.count(":") >= 6 else None
+    return [Target(arn, kind)]

@@ -48,6 +48,7 @@ TAG_ON_CREATE = {
     "elasticloadbalancing": "elasticloadbalancing:AddTags",
     "ecs": "ecs:TagResource",
     "iam": "iam:TagRole",
+    "rds": "rds:AddTagsToResource",
 }
 
 

@@ -32,6 +32,7 @@ from capstan.sandbox.cloud import (
     limits,
     load_balancer_limits,
     log_pages,
+    rds,
     route53,
     s3_metrics,
     sts,
@@ -85,6 +86,7 @@ def install_extensions() -> None:
     sts.install()
     route53.install()
     elasticache.install()
+    rds.install()
     acm.install()
     bedrock.install()
     bedrock_profiles.install()

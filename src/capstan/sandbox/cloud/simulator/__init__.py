@@ -19,6 +19,8 @@ times a second and moves things along, in AWS's terms:
 - `cost`: the tasks' run time accrues cost per tag; Cost Explorer's GetCostAndUsage answers from it.
 - `elasticache`: serverless caches become available (or gone) after `cache_seconds`, write
   CloudWatch data points and accrue the cost of their data stored.
+- `rds`: DB instances become available (or failed, on request), are modified or gone after
+  `database_seconds`, write CloudWatch data points and accrue the cost of their hours and storage.
 - `cdn`: CloudFront distributions are `Deployed` `distribution_seconds` after each change and
   invalidations `Completed` after `invalidation_seconds`; deployed distributions write CloudWatch
   data points and accrue the cost of what they serve.
@@ -54,6 +56,8 @@ class Knobs:
     tick_seconds: float = 0.05
     # How long ElastiCache Serverless takes to create, modify or delete a cache.
     cache_seconds: float = 2.0
+    # How long RDS takes to create, modify or delete a DB instance.
+    database_seconds: float = 2.0
     # How long a CloudFront distribution's change takes to deploy, and an invalidation to finish.
     distribution_seconds: float = 0.5
     invalidation_seconds: float = 0.5
@@ -80,6 +84,9 @@ class Simulator:
         from capstan.sandbox.cloud.simulator import elasticache
 
         self.caches = elasticache.CacheSim(self)
+        from capstan.sandbox.cloud.simulator import rds
+
+        self.databases = rds.DatabaseSim(self)
         from capstan.sandbox.cloud.simulator import s3
 
         self.buckets = s3.BucketSim(self)
@@ -156,7 +163,7 @@ class Simulator:
     def tick(self) -> None:
         now = time.monotonic()
         steps = (self.builds.tick, self.ecs.tick, self.runtime.tick, self.caches.tick)
-        for step in (*steps, self.buckets.tick, self.edges.tick):
+        for step in (*steps, self.databases.tick, self.buckets.tick, self.edges.tick):
             try:
                 step(now)
             except Exception:  # the simulator must survive whatever moto's state holds

@@ -1,0 +1,154 @@
+"""Extension: moto's RDS takes time, as AWS's does.
+
+moto creates, modifies and deletes a DB instance at once. `install()` (idempotent) makes its
+instances move through AWS's statuses instead, and refuses what AWS refuses meanwhile:
+
+- `CreateDBInstance` answers an instance `creating`; the simulator (`simulator.rds`) makes it
+  `available` after the `database_seconds` knob — or `failed`, for instances asked to fail
+  (`fail_databases`: by identifier or by `capstan:resource` tag);
+- `ModifyDBInstance` of storage, Multi-AZ or backup retention puts an available instance in
+  `modifying` until the simulator makes it available again; a change of deletion protection
+  alone applies at once, as in AWS (also to a failed instance, so that it can be deleted). An
+  instance that is not available cannot be modified otherwise (`InvalidDBInstanceState`);
+- `DeleteDBInstance` refuses a protected instance (moto's check) and one that is not available
+  or failed (`InvalidDBInstanceState`); it takes the final snapshot at once and leaves the
+  instance `deleting`, describable, until the simulator removes it (and, as moto does, its
+  RDS-managed secret).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from moto.rds.exceptions import RDSClientError
+from moto.rds.models import RDSBackend
+
+from capstan.cloud.aws.names import RESOURCE_TAG
+
+_MARK = "_capstan_rds_takes_time"
+_install_lock = threading.Lock()
+# One lock for every status change: the server's threads and the simulator's.
+lock = threading.RLock()
+_failing: set[str] = set()
+_SETTINGS = ("allocated_storage", "multi_az", "backup_retention_period")
+
+
+class InvalidDBInstanceState(RDSClientError):
+    def __init__(self, identifier: str, status: str) -> None:
+        super().__init__(
+            "InvalidDBInstanceState", f"DB instance {identifier} is {status}, not available."
+        )
+
+
+def fail_databases(match: str) -> None:
+    """Instances named `match`, or tagged `capstan:resource` = `match`, fail to be created from
+    now on ("*": every instance)."""
+    with lock:
+        _failing.add(match)
+
+
+def heal_databases(match: str | None = None) -> None:
+    with lock:
+        if match is None:
+            _failing.clear()
+        else:
+            _failing.discard(match)
+
+
+def is_failing(database: Any) -> bool:
+    tags = {tag["Key"]: tag["Value"] for tag in getattr(database, "tags", None) or []}
+    with lock:
+        failing = set(_failing)
+    return bool({"*", database.db_instance_identifier, tags.get(RESOURCE_TAG, "")} & failing)
+
+
+def move(database: Any, status: str) -> None:
+    database.status = status
+    database.capstan_changed_at = time.monotonic()
+
+
+def changed_at(database: Any) -> float:
+    return float(getattr(database, "capstan_changed_at", 0.0))
+
+
+def remove(backend: Any, identifier: str) -> None:
+    """What the simulator does when a deletion is done: the instance (and its secret) is gone."""
+    with lock:
+        database = backend.databases.get(identifier)
+        if database is None or database.status != "deleting":
+            return
+        database.status = "available"  # moto's own removal, which no longer finds it protected
+        _original_delete(backend, identifier, None, True, True)
+
+
+_original_delete: Any = None
+
+
+def install() -> None:
+    global _original_delete
+    with _install_lock:
+        if getattr(RDSBackend, _MARK, False):
+            return
+        backend_class: Any = RDSBackend
+        create = backend_class.create_db_instance
+        modify = backend_class.modify_db_instance
+        delete = backend_class.delete_db_instance
+        _original_delete = delete
+
+        def create_db_instance(self: Any, db_kwargs: dict[str, Any]) -> Any:
+            with lock:
+                database = create(self, db_kwargs)
+                move(database, "creating")
+            return database
+
+        def modify_db_instance(
+            self: Any, db_instance_identifier: str, db_kwargs: dict[str, Any]
+        ) -> Any:
+            with lock:
+                database = self.describe_db_instances(db_instance_identifier)[0]
+                # moto's parameters, snake_cased.
+                protection_only = set(db_kwargs) <= {
+                    "db_instance_identifier",
+                    "deletion_protection",
+                    "apply_immediately",
+                }
+                allowed = ("available", "failed") if protection_only else ("available",)
+                if database.status not in allowed:
+                    raise InvalidDBInstanceState(db_instance_identifier, database.status)
+                before = [getattr(database, name, None) for name in _SETTINGS]
+                database = modify(self, db_instance_identifier, db_kwargs)
+                if [getattr(database, name, None) for name in _SETTINGS] != before:
+                    move(database, "modifying")
+            return database
+
+        def delete_db_instance(
+            self: Any,
+            db_instance_identifier: str,
+            final_db_snapshot_identifier: str | None = None,
+            skip_final_snapshot: bool | None = False,
+            delete_automated_backups: bool | None = True,
+        ) -> Any:
+            with lock:
+                database = self.databases.get(db_instance_identifier)
+                if database is None or database.status in ("available", "failed"):
+                    # moto's checks (not found, protected), then its final snapshot.
+                    if database is not None and database.deletion_protection:
+                        return delete(self, db_instance_identifier)  # refused as moto does
+                    if final_db_snapshot_identifier and not skip_final_snapshot:
+                        self.create_db_snapshot(
+                            db_instance_identifier,
+                            final_db_snapshot_identifier,
+                            snapshot_type="manual",
+                        )
+                    if database is None:
+                        return delete(self, db_instance_identifier)
+                    move(database, "deleting")
+                    return database
+                raise InvalidDBInstanceState(db_instance_identifier, database.status)
+
+        backend_class.create_db_instance = create_db_instance
+        backend_class.modify_db_instance = modify_db_instance
+        backend_class.delete_db_instance = delete_db_instance
+        setattr(RDSBackend, _MARK, True)
