@@ -55,6 +55,7 @@ class Run:
     sandbox_cpu: float
     aws_calls: int
     by_service: dict[str, int]
+    by_operation: dict[str, int]
 
     @property
     def cpu_per_deployment(self) -> float:
@@ -72,9 +73,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def aws_calls(client: httpx.Client) -> dict[str, int]:
-    by_service: dict[str, int] = client.get("/_capstan/stats").json()["by_service"]
-    return by_service
+def aws_calls(client: httpx.Client) -> dict[str, dict[str, int]]:
+    """The sandbox's counts so far, `by_service` and `by_operation`."""
+    stats = client.get("/_capstan/stats").json()
+    return {"by_service": stats["by_service"], "by_operation": stats["by_operation"]}
+
+
+def _difference(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {
+        key: after[key] - before.get(key, 0) for key in after if after[key] - before.get(key, 0)
+    }
 
 
 def deployment_states(database: Path) -> dict[str, int]:
@@ -130,12 +138,11 @@ def run(n: int, timeout: float) -> Run:
             server_cpu = cpu_seconds(server.pid) - server_before
             sandbox_cpu = cpu_seconds(sandbox.pid) - sandbox_before
             calls_after = aws_calls(stats)
-        by_service = {
-            service: calls_after[service] - calls_before.get(service, 0)
-            for service in calls_after
-            if calls_after[service] - calls_before.get(service, 0)
-        }
-        return Run(n, seconds, server_cpu, sandbox_cpu, sum(by_service.values()), by_service)
+        by_service = _difference(calls_after["by_service"], calls_before["by_service"])
+        by_operation = _difference(calls_after["by_operation"], calls_before["by_operation"])
+        return Run(
+            n, seconds, server_cpu, sandbox_cpu, sum(by_service.values()), by_service, by_operation
+        )
 
 
 def report(runs: list[Run]) -> None:
@@ -160,6 +167,10 @@ def report(runs: list[Run]) -> None:
         top = sorted(item.by_service.items(), key=lambda pair: -pair[1])
         listed = ", ".join(f"{service} {count / item.n:.1f}" for service, count in top)
         print(f"N={item.n} AWS calls per deployment by service: {listed}")
+    for item in runs:
+        top = sorted(item.by_operation.items(), key=lambda pair: (-pair[1], pair[0]))
+        listed = ", ".join(f"{operation} {count / item.n:.2f}" for operation, count in top)
+        print(f"N={item.n} AWS calls per deployment by operation: {listed}")
 
 
 def main() -> None:

@@ -40,6 +40,7 @@ from moto.sts.models import sts_backends
 from capstan.sandbox.cloud import iam_catalogue, policy
 from capstan.sandbox.cloud.requests import Call, read_call
 from capstan.sandbox.cloud.resources import ResourceGap, resources_for
+from capstan.sandbox.cloud.stats import OPERATION
 from capstan.sandbox.cloud.tags import find_role
 
 log = logging.getLogger(__name__)
@@ -156,6 +157,8 @@ class Authorizer:
             return self._app(environ, start_response)
         body = _read_body(environ)
         call = read_call(environ, body)
+        if call is not None:
+            environ[OPERATION] = f"{call.service}:{call.operation}"
         session = session_of(call.access_key) if call is not None else None
         if call is None or session is None:
             return self._app(environ, start_response)

@@ -3,7 +3,11 @@
 A WSGI middleware in front of moto counts every request it passes on, by AWS service (the
 service of the request's SigV4 credential scope), and answers `GET /_capstan/stats` itself:
 
-    {"calls": 1234, "by_service": {"ecs": 400, "elasticloadbalancing": 210, ...}}
+    {"calls": 1234, "by_service": {"ecs": 400, "elasticloadbalancing": 210, ...},
+     "by_operation": {"ecs:DescribeServices": 120, ...}}
+
+The operation is the one the sandbox's authorizer read from the request (`OPERATION`, set in the
+WSGI environ by `authorization.Authorizer`, which runs inside this counter).
 
 Only calls made over HTTP are counted — what clients (Capstan's driver, a test, the AWS CLI)
 asked for; the simulator works on moto's backends in-process and is not counted.
@@ -19,6 +23,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 STATS_PATH = "/_capstan/stats"
+# The WSGI environ key under which the authorizer leaves "<service>:<Operation>".
+OPERATION = "capstan.operation"
 # "AWS4-HMAC-SHA256 Credential=AKID/20250101/us-east-1/ecs/aws4_request, ..."
 _SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[^/]+/([^/]+)/aws4_request")
 
@@ -37,11 +43,17 @@ class CallCounter:
         self._app = app
         self._lock = threading.Lock()
         self._by_service: Counter[str] = Counter()
+        self._by_operation: Counter[str] = Counter()
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             by_service = dict(sorted(self._by_service.items()))
-        return {"calls": sum(by_service.values()), "by_service": by_service}
+            by_operation = dict(sorted(self._by_operation.items()))
+        return {
+            "calls": sum(by_service.values()),
+            "by_service": by_service,
+            "by_operation": by_operation,
+        }
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -59,4 +71,9 @@ class CallCounter:
             self._by_service[service] += 1
         for watch in WATCHERS:
             start_response = watch(service, environ, start_response)
-        return self._app(environ, start_response)
+        answer = self._app(environ, start_response)
+        operation = environ.get(OPERATION)
+        if operation:
+            with self._lock:
+                self._by_operation[operation] += 1
+        return answer
