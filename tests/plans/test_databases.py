@@ -137,6 +137,10 @@ def test_a_reference_to_no_database_is_refused_by_field(
     planned = post(shop, "plan", body)
     assert planned["no_changes"] is True
     assert [(k["kind"], k["name"]) for k in planned["left_alone"]] == [("database", "main")]
+    # ... but not one that prune would delete.
+    pruning = shop.org.api.post(f"{shop.base}/plan", json=body, params={"prune": "true"})
+    assert pruning.status_code == 400, pruning.text
+    assert pruning.json()["error"] == "unknown_database"
 
 
 def test_an_unknown_engine_version_is_refused_by_field(connected: Org) -> None:

@@ -144,10 +144,11 @@ def _shown(value: EnvValue) -> str:
 
 @dataclass
 class _Databases:
-    """The project's live databases by name and id, and the names the file adds."""
+    """The project's live databases by name, and the names a reference may use: the file's
+    and, without prune, the project's others (with prune, those are deleted)."""
 
     by_name: dict[str, Database]
-    in_file: set[str]
+    referable: set[str]
 
     def name_of(self, database_id: str) -> str | None:
         return next((d.name for d in self.by_name.values() if d.id == database_id), None)
@@ -217,9 +218,7 @@ def _check_references(path: str, desired: dict[str, EnvValue], known: _Databases
     unknown = [
         name
         for name, value in desired.items()
-        if isinstance(value, DatabaseRef)
-        and value.database not in known.in_file
-        and value.database not in known.by_name
+        if isinstance(value, DatabaseRef) and value.database not in known.referable
     ]
     if unknown:
         fields = [f"{path}.environment.{name}" for name in unknown]
@@ -562,7 +561,7 @@ async def _make_plan(
     ]
     known = _Databases(
         by_name={database.name: database for database in live_databases},
-        in_file=set(document.databases),
+        referable=set(document.databases) | (set() if prune else {d.name for d in live_databases}),
     )
     live_buckets = [
         bucket
@@ -706,6 +705,8 @@ async def _resolved(
         for database in await databases.list_(session, caller, project.id)
         if database.name in names and database.status != databases.DELETING
     }
+    if names - set(ids):  # planned as known; gone only if the project changed meanwhile
+        raise UnknownDatabase(f"No database named {', '.join(sorted(names - set(ids)))}.")
     return [
         {"name": v["name"], "value_from": {"database": ids[v["database"]]}}
         if "database" in v
