@@ -143,6 +143,15 @@ def test_a_reference_to_no_database_is_refused_by_field(
     assert pruning.json()["error"] == "unknown_database"
 
 
+def test_a_databases_fixed_fields_cannot_change(applied: tuple[Ready, dict[str, Any]]) -> None:
+    shop, _result = applied
+    body = copy.deepcopy(FILE)
+    body["databases"]["main"]["username"] = "other"
+    error = refused(shop, "plan", body)
+    assert error["error"] == "database_field_immutable"
+    assert [d["field"] for d in error["details"]] == ["databases.main.username"]
+
+
 def test_an_unknown_engine_version_is_refused_by_field(connected: Org) -> None:
     shop = new_shop(connected)
     error = refused(shop, "plan", {"databases": {"main": {"engine_version": "9.6"}}})
