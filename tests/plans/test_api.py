@@ -280,7 +280,7 @@ def test_bad_files_are_refused_by_field(connected: Org) -> None:
         ({"workers": {"jobs": {**FILE["workers"]["jobs"], "cpu": 300}}}, "workers.jobs.cpu"),
         ({"caches": {"c": {"storage_limit_mb": 64}}}, "caches.c.storage_limit_mb"),
         ({"buckets": ["a", "a"]}, "buckets"),
-        ({"databases": {}}, "databases"),
+        ({"databases": {"m": {"storage_gb": 5}}}, "databases.m.storage_gb"),
     ]
     for body, field in cases:
         response = api.post(f"{shop.base}/plan", json=body)

@@ -24,6 +24,16 @@ from capstan.client.resolve import ServiceRef
 
 DEFAULT_FILE = "capstan.yaml"
 SERVICE_SECTIONS = ("web_servers", "workers", "static_websites")
+# A database's fields in a file (its create body without `name`).
+DATABASE_FIELDS = (
+    "engine",
+    "engine_version",
+    "database_name",
+    "username",
+    "storage_gb",
+    "high_availability",
+    "backup_retention_days",
+)
 # Each service kind's fields in a file, as the API names them (its create body without `name`).
 SERVICE_FIELDS = {
     "web_servers": ("repo", "branch", "build_command", "health_path", "cpu", "memory"),
@@ -35,6 +45,7 @@ LABELS = {
     "worker": "worker",
     "static_website": "static website",
     "cache": "cache",
+    "database": "database",
     "bucket": "bucket",
     "model_access": "model access",
 }
@@ -307,8 +318,9 @@ def init(
     project: ProjectOption = None,
     json_mode: JsonOption = False,
 ) -> None:
-    """Write a capstan.yaml from the live project: its services, caches, buckets and models.
-    Environment variables are written as {from_env: NAME}, never with their values."""
+    """Write a capstan.yaml from the live project: its services, caches, databases, buckets and
+    models. Environment variables are written as {from_env: NAME}, never with their values; one
+    that references a database as {database: NAME}."""
     with command(json_mode) as ctx:
         if file.exists() and not force:
             raise CliError(f"{file} exists; pass --force to overwrite it.")
@@ -329,6 +341,13 @@ def describe_project(api: Api, project_id: str) -> tuple[dict[str, Any], list[st
     document: dict[str, Any] = {}
     notes: list[str] = []
     secrets = 0
+    databases: dict[str, Any] = {}
+    database_names: dict[str, str] = {}
+    for database in api.get(f"{base}/databases")["databases"]:
+        if database["status"] == "deleting":
+            continue
+        databases[database["name"]] = {key: database[key] for key in DATABASE_FIELDS}
+        database_names[database["id"]] = database["name"]
     for section in SERVICE_SECTIONS:
         services: dict[str, Any] = {}
         for service in api.get(f"{base}/{section}")[section]:
@@ -336,8 +355,8 @@ def describe_project(api: Api, project_id: str) -> tuple[dict[str, Any], list[st
             spec["auto_deploy"] = service["auto_deploy"]
             variables = api.get(f"{base}/{section}/{service['id']}/environment")["environment"]
             if variables:
-                spec["environment"] = {v["name"]: {"from_env": v["name"]} for v in variables}
-                secrets += len(variables)
+                spec["environment"] = {v["name"]: _variable(v, database_names) for v in variables}
+                secrets += sum("from_env" in value for value in spec["environment"].values())
             services[service["name"]] = spec
         if services:
             document[section] = services
@@ -354,6 +373,8 @@ def describe_project(api: Api, project_id: str) -> tuple[dict[str, Any], list[st
             )
     if caches:
         document["caches"] = caches
+    if databases:
+        document["databases"] = databases
     labels: list[str] = []
     for bucket in api.get(f"{base}/storage")["buckets"]:
         if bucket["status"] == "deleting":
@@ -377,3 +398,11 @@ def describe_project(api: Api, project_id: str) -> tuple[dict[str, Any], list[st
             "before apply."
         )
     return document, notes
+
+
+def _variable(variable: dict[str, Any], database_names: dict[str, str]) -> dict[str, str]:
+    """A variable as the file writes it: its database's name, or read from the shell."""
+    source = variable.get("value_from") or {}
+    if source.get("database") in database_names:
+        return {"database": database_names[source["database"]]}
+    return {"from_env": variable["name"]}

@@ -2,9 +2,9 @@
 functions of the cost endpoints, called with the same arguments they use.
 
 The plan prices what a file sets: sizes. A web server or worker is its cost endpoint's run-rate;
-a cache is its cost endpoint's `estimated_monthly_usd`. What depends on traffic or stored data
-is not known before apply and counts as zero: a static website is its fixed part (the
-distribution's additional metrics; its cost endpoint adds the last hour's traffic and the
+a cache or a database is its cost endpoint's `estimated_monthly_usd`. What depends on traffic or
+stored data is not known before apply and counts as zero: a static website is its fixed part
+(the distribution's additional metrics; its cost endpoint adds the last hour's traffic and the
 bucket's size), a bucket is what an empty, idle bucket costs (nothing). Model access has no
 price of its own (Bedrock bills per call).
 """
@@ -16,6 +16,7 @@ from typing import Any
 from capstan.cloud.pricing import (
     bucket_monthly_usd,
     cache_monthly_usd,
+    database_monthly_usd,
     monthly_run_rate_usd,
     site_monthly_run_rate_usd,
 )
@@ -29,6 +30,8 @@ def monthly_usd(kind: str, settings: dict[str, Any], region: str) -> float:
         return site_monthly_run_rate_usd(0, 0, 0, region)
     if kind == "cache":
         return cache_monthly_usd(settings["storage_limit_mb"], region)
+    if kind == "database":
+        return database_monthly_usd(settings["storage_gb"], settings["high_availability"], region)
     if kind == "bucket":
         return round(bucket_monthly_usd(0, 0, 0, region), 2)
     return 0.0

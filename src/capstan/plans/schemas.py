@@ -2,11 +2,11 @@
 
 The document's field names and rules are the API's own: each service's settings are the fields
 of its kind's create body (without `name`, which is the key), with the same types, limits and
-defaults, so a file is valid exactly when the API would take its parts. It adds `environment`
-(a map of variable names to a value or to `{from_env: NAME}`), caches by `name`, buckets by label
-and the allowed models. `capstan_file_schema()` is its JSON Schema, for editors, published as
-docs/capstan.schema.json (`python -m capstan.plans.schemas > docs/capstan.schema.json`; a test
-keeps the file current).
+defaults, so a file is valid exactly when the API would take its parts. It adds `environment` (a
+map of variable names to a value, to `{from_env: NAME}` or to `{database: NAME}`), caches by
+`name`, databases by name, buckets by label and the allowed models. `capstan_file_schema()` is
+its JSON Schema, for editors, published as docs/capstan.schema.json (`python -m
+capstan.plans.schemas > docs/capstan.schema.json`; a test keeps the file current).
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from capstan.apps.schemas import (
 )
 from capstan.buckets.schemas import Label
 from capstan.caches.schemas import CacheName, StorageLimit
+from capstan.databases.schemas import DatabaseCreate
+from capstan.databases.schemas import Name as DatabaseName
 from capstan.model_access.schemas import ModelIds
 from capstan.schemas import Request, Response
 
@@ -50,32 +52,45 @@ class FromEnv(Request):
         return None if value is None else _value_fits(value)
 
 
-EnvValue = Annotated[str, Field(max_length=8192)] | FromEnv
+class DatabaseRef(Request):
+    """The connection URL of a database, named as in the file's `databases` (or one the
+    project has): apply stores it as the API's `value_from` reference, by the database's id."""
+
+    database: DatabaseName
+
+
+EnvValue = Annotated[str, Field(max_length=8192)] | FromEnv | DatabaseRef
 Environment = Annotated[
     dict[EnvName, EnvValue],
     Field(
         max_length=MAX_VARIABLES,
         description="The service's whole environment (what is not named here is removed); left "
         "out, the file does not manage the environment. A value is a string or "
-        "`{from_env: NAME}` (a secret, read from the shell by the CLI at apply time).",
+        "`{from_env: NAME}` (a secret, read from the shell by the CLI at apply time) or "
+        "`{database: NAME}` (that database's connection URL; its password comes as PGPASSWORD).",
     ),
 ]
 
 
-def _spec(create: type[BaseModel], base: type[BaseModel]) -> type[BaseModel]:
-    """A service's entry: its kind's create body without `name`, plus `environment`."""
+def _spec(
+    create: type[BaseModel], base: type[BaseModel], *, environment: bool = True
+) -> type[BaseModel]:
+    """An entry of the file: its kind's create body without `name` (the entry's key), plus, for
+    a service, `environment`."""
     fields: dict[str, Any] = {
         name: (field.annotation, field)
         for name, field in create.model_fields.items()
         if name != "name"
     }
-    fields["environment"] = (Environment | None, None)
+    if environment:
+        fields["environment"] = (Environment | None, None)
     return create_model(create.__name__.removesuffix("Create") + "Spec", __base__=base, **fields)
 
 
 WebServerSpec = _spec(WebServerCreate, _CpuCheck)
 WorkerSpec = _spec(WorkerCreate, _CpuCheck)
 StaticWebsiteSpec = _spec(StaticWebsiteCreate, Request)
+DatabaseSpec = _spec(DatabaseCreate, Request, environment=False)
 
 
 class CacheSpec(Request):
@@ -97,6 +112,9 @@ class CapstanFile(Request):
     )
     caches: dict[CacheName, CacheSpec] = Field(
         default_factory=dict, description="Caches by their `name` label."
+    )
+    databases: dict[DatabaseName, DatabaseSpec] = Field(  # type: ignore[valid-type]
+        default_factory=dict, description="PostgreSQL databases by name."
     )
     buckets: list[Label] = Field(
         default_factory=list, description="Storage buckets by label.", max_length=100
@@ -127,16 +145,20 @@ def capstan_file_schema() -> dict[str, Any]:
 
 # -- answers --------------------------------------------------------------------------------
 
-Kind = Literal["web_server", "worker", "static_website", "cache", "bucket", "model_access"]
+Kind = Literal[
+    "web_server", "worker", "static_website", "cache", "database", "bucket", "model_access"
+]
 
 
 class FieldChange(Response):
     field: str = Field(description="The field, as in the file (`cpu`, `environment.LOG_LEVEL`).")
     before: Any = Field(
-        description="The current value (an environment variable's shows `(set)`, never a value)."
+        description="The current value (an environment variable's shows `(set)`, never a value; "
+        "one that references a database shows `(database NAME)`)."
     )
     after: Any = Field(
-        description="The value after apply; a secret shows `(from env NAME)`, never its value."
+        description="The value after apply; a secret shows `(from env NAME)`, never its value; a "
+        "database reference `(database NAME)`."
     )
 
 

@@ -2,14 +2,19 @@
 does to the monthly run-rate, and writing it.
 
 A plan compares the file with the project's live resources by name (services by kind and name,
-caches by their `name` label, buckets by label) and lists what would be created, changed field by
-field, and deleted — deleted only with `prune`; without it, what the file does not name is left
-alone and listed as such. Apply writes every change through the same service functions the API's
-endpoints use, in the request's one transaction: a change the API would refuse fails the whole
-apply, and nothing is written. A plan runs those same writes and rolls its transaction back, so
-it refuses what apply would refuse, with the same error.
+caches by their `name` label, databases by name, buckets by label) and lists what would be
+created, changed field by field, and deleted — deleted only with `prune`; without it, what the
+file does not name is left alone and listed as such. Apply writes every change through the same
+service functions the API's endpoints use, in the request's one transaction: a change the API
+would refuse fails the whole apply, and nothing is written. A plan runs those same writes and
+rolls its transaction back, so it refuses what apply would refuse, with the same error.
 
 Errors name the field as the file does: `web_servers.api.memory`.
+
+A service's variable may be `{database: NAME}`: a database of the file or of the project, stored
+as the API's `value_from` reference by the database's id. The id of a database the same apply
+creates is known only once it is written, so databases are written before services and the
+reference is resolved, by name, when the service's environment is.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ from capstan.caches import service as caches
 from capstan.caches.models import Cache
 from capstan.cloud.driver import Cloud
 from capstan.crypto import SecretBox
+from capstan.databases import service as databases
+from capstan.databases.models import Database
+from capstan.databases.schemas import DatabaseCreate, DatabaseUpdate
 from capstan.errors import ApiError, BadRequest
 from capstan.model_access import service as model_access
 from capstan.model_access.models import ModelAccess
@@ -40,6 +48,7 @@ from capstan.plans.schemas import (
     Applied,
     CapstanFile,
     Change,
+    DatabaseRef,
     FieldChange,
     FromEnv,
     LeftAlone,
@@ -73,6 +82,19 @@ class SecretMissing(BadRequest):
     code = "from_env_missing"
 
 
+class DatabaseFieldImmutable(BadRequest):
+    code = "database_field_immutable"
+
+
+class UnknownDatabase(BadRequest):
+    code = "unknown_database"
+
+
+# A database's fields that are fixed once it exists (the update body has none of them).
+DATABASE_FIXED = ("engine", "engine_version", "database_name", "username")
+EnvValue = str | FromEnv | DatabaseRef
+
+
 @dataclass
 class _Step:
     """One change of the plan, and what writing it needs."""
@@ -80,7 +102,8 @@ class _Step:
     change: Change
     path: str  # where the file says it: `web_servers.api`
     body: dict[str, Any] = field(default_factory=dict)  # create / update fields
-    environment: list[dict[str, Any]] | None = None  # the whole new environment, if it changes
+    # The whole new environment, if it changes: `{name, value}` or `{name, database: NAME}`.
+    environment: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -111,15 +134,49 @@ def at(path: str) -> Iterator[None]:
 # -- planning -------------------------------------------------------------------------------------
 
 
-def _shown(value: str | FromEnv) -> str:
-    return f"(from env {value.from_env})" if isinstance(value, FromEnv) else value
+def _shown(value: EnvValue) -> str:
+    if isinstance(value, FromEnv):
+        return f"(from env {value.from_env})"
+    if isinstance(value, DatabaseRef):
+        return f"(database {value.database})"
+    return value
+
+
+@dataclass
+class _Databases:
+    """The project's live databases by name, and the names a reference may use: the file's
+    and, without prune, the project's others (with prune, those are deleted)."""
+
+    by_name: dict[str, Database]
+    referable: set[str]
+
+    def name_of(self, database_id: str) -> str | None:
+        return next((d.name for d in self.by_name.values() if d.id == database_id), None)
+
+
+def _current_environment(
+    variables: list[dict[str, Any]], known: _Databases
+) -> dict[str, str | DatabaseRef]:
+    """A stored environment, a reference as the database's name (its id if it has none)."""
+    current: dict[str, str | DatabaseRef] = {}
+    for variable in variables:
+        source = variable.get("value_from")
+        if isinstance(source, dict) and "database" in source:
+            database_id = source["database"]
+            current[variable["name"]] = DatabaseRef(
+                database=known.name_of(database_id) or database_id
+            )
+        else:
+            current[variable["name"]] = variable.get("value", "")
+    return current
 
 
 def _environment_changes(
-    current: dict[str, str], desired: dict[str, str | FromEnv]
+    current: dict[str, str | DatabaseRef], desired: dict[str, EnvValue]
 ) -> list[FieldChange]:
-    """Variable by variable. A current value is never shown; a secret whose value the client did
-    not send (a plan made without it in the shell) counts as unchanged when it is already set."""
+    """Variable by variable. A current value is never shown (a reference shows its database);
+    a secret whose value the client did not send (a plan made without it in the shell) counts
+    as unchanged when it is already set."""
     changes = []
     for name, value in desired.items():
         if name not in current:
@@ -127,23 +184,51 @@ def _environment_changes(
                 FieldChange(field=f"environment.{name}", before=None, after=_shown(value))
             )
             continue
-        known = value.value if isinstance(value, FromEnv) else value
-        if known is not None and known != current[name]:
+        now = current[name]
+        before = _shown(now) if isinstance(now, DatabaseRef) else "(set)"
+        if isinstance(value, DatabaseRef) or isinstance(now, DatabaseRef):
+            changed = value != now
+        else:
+            known = value.value if isinstance(value, FromEnv) else value
+            changed = known is not None and known != now
+        if changed:
             changes.append(
-                FieldChange(field=f"environment.{name}", before="(set)", after=_shown(value))
+                FieldChange(field=f"environment.{name}", before=before, after=_shown(value))
             )
-    for name in current:
+    for name, now in current.items():
         if name not in desired:
-            changes.append(FieldChange(field=f"environment.{name}", before="(set)", after=None))
+            before = _shown(now) if isinstance(now, DatabaseRef) else "(set)"
+            changes.append(FieldChange(field=f"environment.{name}", before=before, after=None))
     return changes
 
 
-def _environment_body(desired: dict[str, str | FromEnv]) -> list[dict[str, Any]]:
-    """The PUT environment body; a secret without its value keeps a place (checked at apply)."""
+def _environment_body(desired: dict[str, EnvValue]) -> list[dict[str, Any]]:
+    """The PUT environment body; a secret without its value keeps a place (checked at apply),
+    a reference its database's name (resolved to the id when it is written)."""
     return [
-        {"name": name, "value": value.value if isinstance(value, FromEnv) else value}
+        {"name": name, "database": value.database}
+        if isinstance(value, DatabaseRef)
+        else {"name": name, "value": value.value if isinstance(value, FromEnv) else value}
         for name, value in desired.items()
     ]
+
+
+def _check_references(path: str, desired: dict[str, EnvValue], known: _Databases) -> None:
+    """A reference names a database of the file or of the project."""
+    unknown = [
+        name
+        for name, value in desired.items()
+        if isinstance(value, DatabaseRef) and value.database not in known.referable
+    ]
+    if unknown:
+        fields = [f"{path}.environment.{name}" for name in unknown]
+        raise UnknownDatabase(
+            f"{', '.join(fields)}: no database of that name in the file or the project.",
+            details=[
+                {"field": field, "type": "unknown_database", "message": str(desired[name])}
+                for field, name in zip(fields, unknown, strict=True)
+            ],
+        )
 
 
 def _service_steps(
@@ -151,6 +236,7 @@ def _service_steps(
     project: Project,
     current: list[Service],
     box: SecretBox,
+    known: _Databases,
     prune: bool,
     left_alone: list[LeftAlone],
 ) -> list[_Step]:
@@ -162,7 +248,9 @@ def _service_steps(
         for name, spec in wanted.items():
             path = f"{section}.{name}"
             settings = spec.model_dump(exclude={"environment"})
-            desired_env: dict[str, str | FromEnv] | None = spec.environment
+            desired_env: dict[str, EnvValue] | None = spec.environment
+            if desired_env:
+                _check_references(path, desired_env, known)
             service = existing.get(name)
             if service is None:
                 fields = [
@@ -205,10 +293,7 @@ def _service_steps(
             ]
             environment = None
             if desired_env is not None:
-                # A database reference (`value_from`) counts as a variable that is set.
-                current_env = {
-                    v["name"]: v.get("value", "") for v in services.read_environment(box, service)
-                }
+                current_env = _current_environment(services.read_environment(box, service), known)
                 env_changes = _environment_changes(current_env, desired_env)
                 if env_changes:
                     fields += env_changes
@@ -319,6 +404,83 @@ def _cache_size(cache: Cache) -> dict[str, Any]:
     return {"storage_limit_mb": cache.storage_limit_mb}
 
 
+def _database_steps(
+    document: CapstanFile,
+    project: Project,
+    known: _Databases,
+    prune: bool,
+    left_alone: list[LeftAlone],
+) -> list[_Step]:
+    """Created with the file's fields; changed in what the update body can change (a storage
+    shrink is the service's refusal); the fields fixed at creation cannot differ."""
+    steps: list[_Step] = []
+    region = project.region
+    wanted: dict[str, Any] = document.databases
+    for name, spec in wanted.items():
+        path = f"databases.{name}"
+        settings = spec.model_dump()
+        database = known.by_name.get(name)
+        if database is None:
+            change = Change(
+                action="create",
+                kind="database",
+                name=name,
+                id=None,
+                fields=[
+                    FieldChange(field=key, before=None, after=value)
+                    for key, value in settings.items()
+                    if value is not None
+                ],
+                monthly_usd_before=0.0,
+                monthly_usd_after=monthly_usd("database", settings, region),
+            )
+            steps.append(_Step(change, path, body={"name": name, **settings}))
+            continue
+        for key in DATABASE_FIXED:
+            # engine_version left out: whatever the database has (the newest at creation).
+            if settings[key] is not None and settings[key] != getattr(database, key):
+                raise DatabaseFieldImmutable(
+                    f"{path}.{key}: a database's {key} cannot change ({getattr(database, key)} "
+                    "now); give the database another name to make a new one.",
+                    details=[{"field": f"{path}.{key}", "type": "immutable", "message": key}],
+                )
+        changed = {
+            key: settings[key]
+            for key in databases.SETTINGS
+            if settings[key] != getattr(database, key)
+        }
+        if changed:
+            change = Change(
+                action="update",
+                kind="database",
+                name=name,
+                id=database.id,
+                fields=[
+                    FieldChange(field=key, before=getattr(database, key), after=value)
+                    for key, value in changed.items()
+                ],
+                monthly_usd_before=monthly_usd("database", _database_size(database), region),
+                monthly_usd_after=monthly_usd("database", settings, region),
+            )
+            steps.append(_Step(change, path, body=changed))
+    for name, database in known.by_name.items():
+        if name in document.databases:
+            continue
+        if prune:
+            steps.append(
+                _deletion(
+                    "database", name, database.id, _database_size(database), region, "databases"
+                )
+            )
+        else:
+            left_alone.append(LeftAlone(kind="database", name=name, id=database.id))
+    return steps
+
+
+def _database_size(database: Database) -> dict[str, Any]:
+    return {"storage_gb": database.storage_gb, "high_availability": database.high_availability}
+
+
 def _bucket_steps(
     document: CapstanFile,
     project: Project,
@@ -392,6 +554,15 @@ async def _make_plan(
         for cache in await caches.list_(session, caller, project.id)
         if cache.status != caches.DELETING
     ]
+    live_databases = [
+        database
+        for database in await databases.list_(session, caller, project.id)
+        if database.status != databases.DELETING
+    ]
+    known = _Databases(
+        by_name={database.name: database for database in live_databases},
+        referable=set(document.databases) | (set() if prune else {d.name for d in live_databases}),
+    )
     live_buckets = [
         bucket
         for bucket in await buckets.list_(session, caller, project.id)
@@ -399,8 +570,9 @@ async def _make_plan(
     ]
     left_alone: list[LeftAlone] = []
     steps = [
-        *_service_steps(document, project, live_services, box, prune, left_alone),
+        *_service_steps(document, project, live_services, box, known, prune, left_alone),
         *_cache_steps(document, project, live_caches, prune, left_alone),
+        *_database_steps(document, project, known, prune, left_alone),
         *_bucket_steps(document, project, live_buckets, prune, left_alone),
         *_model_access_steps(document, await session.get(ModelAccess, project.id)),
     ]
@@ -408,6 +580,7 @@ async def _make_plan(
         [
             *(monthly_usd(s.kind, _sizes(s), region) for s in live_services),
             *(monthly_usd("cache", _cache_size(c), region) for c in live_caches),
+            *(monthly_usd("database", _database_size(d), region) for d in live_databases),
             *(monthly_usd("bucket", {}, region) for _b in live_buckets),
         ]
     )
@@ -428,7 +601,15 @@ async def _make_plan(
 
 # -- writing --------------------------------------------------------------------------------------
 
-_ORDER = {"delete": 0, "update": 1, "create": 2}
+
+def _order(step: _Step) -> int:
+    """Deletions first (a name they free may be taken by a creation); then databases, whose ids
+    the services' references need; then changes, then creations."""
+    if step.change.action == "delete":
+        return 0
+    if step.change.kind == "database":
+        return 1
+    return 2 if step.change.action == "update" else 3
 
 
 async def _write(
@@ -440,10 +621,9 @@ async def _write(
     project: Project,
     steps: list[_Step],
 ) -> list[StartedDeployment]:
-    """Every step through the API's own service functions; deletions first (a name they free
-    may be taken by a creation), then changes, then creations."""
+    """Every step through the API's own service functions, in `_order`."""
     started: dict[str, tuple[Any, str]] = {}
-    for step in sorted(steps, key=lambda s: _ORDER[s.change.action]):
+    for step in sorted(steps, key=_order):
         change = step.change
         with at(step.path):
             if change.kind in SECTION_OF:
@@ -452,6 +632,8 @@ async def _write(
                     started[service_id] = (change.kind, change.name)
             elif change.kind == "cache":
                 await _write_cache(session, caller, project, step)
+            elif change.kind == "database":
+                await _write_database(session, caller, project, step)
             elif change.kind == "bucket":
                 if change.action == "create":
                     await buckets.create(session, caller, project.id, step.body["name"])
@@ -503,13 +685,49 @@ async def _write_service(
         deploys = any(name in services.DEPLOYING_FIELDS for name in changes)
     if step.environment is not None:
         variables = app_schemas.Environment.model_validate(
-            {"environment": [{**v, "value": v["value"] or ""} for v in step.environment]}
+            {"environment": await _resolved(session, caller, project, step.environment)}
         ).model_dump()["environment"]
         await services.put_environment(
             session, caller, project.id, kind, service.id, box, variables
         )
         deploys = True
     return service.id if deploys else None
+
+
+async def _resolved(
+    session: AsyncSession, caller: Principal, project: Project, variables: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The API's variables: a reference by name becomes `value_from` the database's id (the
+    databases are written by now, a new one included)."""
+    names = {v["database"] for v in variables if "database" in v}
+    ids = {
+        database.name: database.id
+        for database in await databases.list_(session, caller, project.id)
+        if database.name in names and database.status != databases.DELETING
+    }
+    if names - set(ids):  # planned as known; gone only if the project changed meanwhile
+        raise UnknownDatabase(f"No database named {', '.join(sorted(names - set(ids)))}.")
+    return [
+        {"name": v["name"], "value_from": {"database": ids[v["database"]]}}
+        if "database" in v
+        else {**v, "value": v["value"] or ""}
+        for v in variables
+    ]
+
+
+async def _write_database(
+    session: AsyncSession, caller: Principal, project: Project, step: _Step
+) -> None:
+    """A pruned database is deleted as the API's DELETE does by default: with a final snapshot."""
+    change = step.change
+    if change.action == "create":
+        await databases.create(session, caller, project.id, DatabaseCreate(**step.body))
+    elif change.action == "update":
+        assert change.id is not None
+        await databases.update(session, caller, project.id, change.id, DatabaseUpdate(**step.body))
+    else:
+        assert change.id is not None
+        await databases.delete(session, caller, project.id, change.id, skip_final_snapshot=False)
 
 
 async def _write_cache(
@@ -534,7 +752,7 @@ def _require_secrets(steps: list[_Step]) -> None:
         (step.path, variable["name"])
         for step in steps
         for variable in step.environment or []
-        if variable["value"] is None
+        if "database" not in variable and variable["value"] is None
     ]
     if missing:
         names = ", ".join(f"{path}.environment.{name}" for path, name in missing)
