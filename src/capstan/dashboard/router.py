@@ -229,6 +229,52 @@ async def project_models(request: Request, project_id: str, api: DashboardApi) -
     return await _page(request, api, "partials/models.html", load, partial=True)
 
 
+# Caches and buckets ------------------------------------------------------------------------------
+
+# The two kinds of project resource with a page of their own (metrics and cost), by API path.
+RESOURCES: dict[str, dict[str, str]] = {
+    "cache": {"label": "Cache", "list": "caches"},
+    "storage": {"label": "Bucket", "list": "buckets"},
+}
+
+
+@router.get("/projects/{project_id}/cache/{resource_id}", response_class=HTMLResponse)
+async def cache_page(
+    request: Request, project_id: str, resource_id: str, api: DashboardApi
+) -> Response:
+    return await _resource_page(request, api, project_id, "cache", resource_id)
+
+
+@router.get("/projects/{project_id}/storage/{resource_id}", response_class=HTMLResponse)
+async def bucket_page(
+    request: Request, project_id: str, resource_id: str, api: DashboardApi
+) -> Response:
+    return await _resource_page(request, api, project_id, "storage", resource_id)
+
+
+async def _resource_page(
+    request: Request, api: Api, project_id: str, path: str, resource_id: str
+) -> Response:
+    """A cache's or a bucket's page: what it is, its metrics and its cost, as the API says."""
+
+    async def load(api: Api) -> dict[str, Any]:
+        project = await api.get(f"/api/projects/{project_id}")
+        base = f"/api/projects/{project_id}/{path}/{quote(resource_id, safe='')}"
+        resource = await api.get(base)
+        metrics, cost = await asyncio.gather(
+            api.get_part(f"{base}/metrics"), api.get_part(f"{base}/cost")
+        )
+        return {
+            "project": project,
+            "kind": {"path": path, **RESOURCES[path]},
+            "resource": resource,
+            "metrics": metrics,
+            "cost": cost,
+        }
+
+    return await _page(request, api, "resource.html", load)
+
+
 # Services ----------------------------------------------------------------------------------------
 
 
