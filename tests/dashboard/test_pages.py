@@ -13,6 +13,7 @@ import capstan.dashboard
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import connected_org, new_shop, ready
 from tests.harness import Org, RunningServer
+from tests.polling import wait_until
 
 STATIC = Path(capstan.dashboard.__file__).parent / "static"
 
@@ -200,3 +201,34 @@ def test_a_cache_page_shows_its_metrics_and_cost(shop_org: Org, server: RunningS
             assert refused.status_code == 404 and "Not found" in refused.text
     finally:
         other.close()
+
+
+def test_a_service_page_draws_each_metric_as_a_chart(shop_org: Org) -> None:
+    shop = new_shop(shop_org)
+    web = shop.create_web_server()
+    path = f"{shop.base}/web_servers/{web['id']}"
+    shop.wait_for(path, "running")
+    series = wait_until(
+        lambda: (
+            (found := shop_org.api.get(f"{path}/metrics").json()["series"])["request_count_1h"]
+            and found
+        ),
+        what="the web server's first requests",
+    )
+    page = shop_org.browser().get(f"/projects/{shop.project['id']}/web_servers/{web['id']}").text
+    charts = re.findall(
+        r'<figure class="chart" data-chart="(\w+)">\s*<svg role="img" aria-label="([^"]+)"'
+        r'.*?<polyline points="([^"]+)".*?<strong data-latest>([^<]+)</strong>',
+        page,
+        re.S,
+    )
+    assert [name for name, *_ in charts] == list(series)
+    for name, label, points, latest in charts:
+        assert "per 5 minutes over the last hour" in label
+        for point in points.split():
+            x, y = (float(n) for n in point.split(","))
+            assert 0 <= x <= 240 and 0 <= y <= 60, (name, point)
+        if name.endswith("_percent"):
+            assert latest.endswith(" %") and 0 <= float(latest.removesuffix(" %")) <= 100
+        else:
+            assert float(latest) > 0
