@@ -73,7 +73,19 @@ def _number(value: float) -> str:
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}".rstrip("0")
 
 
-templates.env.globals.update(chart=_chart, chart_size=(CHART_WIDTH, CHART_HEIGHT))
+# How a chart names the metric it draws.
+METRIC_LABELS = {
+    "cpu_utilization_percent": "CPU utilization",
+    "memory_utilization_percent": "Memory utilization",
+    "request_count_1h": "Requests",
+    "requests_1h": "Requests",
+    "error_rate_percent": "Error rate",
+    "bytes_transferred_1h": "Bytes transferred",
+    "cache_hit_rate_percent": "Cache hit rate",
+}
+templates.env.globals.update(
+    chart=_chart, chart_size=(CHART_WIDTH, CHART_HEIGHT), metric_labels=METRIC_LABELS
+)
 templates.env.filters["number"] = _number
 
 router = APIRouter(include_in_schema=False, tags=["dashboard"])
