@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
 import pytest
 
+from capstan.cloud.aws import names
 from tests.apps.helpers import Ready, ready
+from tests.buckets.test_api import account_admin
 from tests.harness import Org
 
 
@@ -38,6 +43,7 @@ def test_web_server_preview_lifecycle(shop: Ready) -> None:
         "memory_utilization_percent",
         "request_count_1h",
         "error_rate_percent",
+        "series",
     }
     # No cost and no PUT environment on previews.
     assert shop.org.api.get(f"{path}/cost").status_code in (404, 405)
@@ -84,7 +90,89 @@ def test_logs_metrics_and_cost_of_a_running_web_server(shop: Ready) -> None:
     metrics = shop.org.api.get(f"{path}/metrics").json()
     assert 0 <= metrics["cpu_utilization_percent"] <= 100
     assert metrics["request_count_1h"] >= 0
+    _check_series_is_what_cloudwatch_holds(shop, created, path)
     cost = shop.org.api.get(f"{path}/cost").json()
     assert cost["currency"] == "USD"
     assert cost["spend_this_month_usd"] >= 0
     assert cost["monthly_run_rate_usd"] > 0
+
+
+def _check_series_is_what_cloudwatch_holds(shop: Ready, created: dict[str, Any], path: str) -> None:
+    """Data points put in the sandbox's CloudWatch in the past hour come back in `series`, each
+    in the 5-minute period that holds it, and the hour's count is the sum of its series."""
+    region = shop.project["region"]
+    with account_admin(shop.org, region) as admin:
+        cloudwatch = admin.client("cloudwatch")
+        # The load balancer's dimensions as the simulator reports them for this (only) service.
+        [alb] = [
+            m["Dimensions"]
+            for m in cloudwatch.list_metrics(Namespace="AWS/ApplicationELB")["Metrics"]
+            if m["MetricName"] == "RequestCount"
+        ]
+        ecs = [
+            {"Name": "ClusterName", "Value": names.cluster_name(shop.project["id"])},
+            {"Name": "ServiceName", "Value": names.service_name(created["id"])},
+        ]
+        now = datetime.now(UTC)
+        # Mid-period stamps 50, 40, 30 and 20 minutes before the newest data.
+        put = [
+            (now - timedelta(minutes=57.5 - 10 * k), 70.0 + k * 5.25, 10 * (k + 1), k)
+            for k in range(4)
+        ]
+        for stamp, cpu, requests, errors in put:
+            cloudwatch.put_metric_data(
+                Namespace="AWS/ECS",
+                MetricData=[
+                    {
+                        "MetricName": "CPUUtilization",
+                        "Dimensions": ecs,
+                        "Value": cpu,
+                        "Timestamp": stamp,
+                    }
+                ],
+            )
+            cloudwatch.put_metric_data(
+                Namespace="AWS/ApplicationELB",
+                MetricData=[
+                    {
+                        "MetricName": "RequestCount",
+                        "Dimensions": alb,
+                        "Value": requests,
+                        "Timestamp": stamp,
+                    },
+                    {
+                        "MetricName": "HTTPCode_Target_5XX_Count",
+                        "Dimensions": alb,
+                        "Value": errors,
+                        "Timestamp": stamp,
+                    },
+                ],
+            )
+    metrics = shop.org.api.get(f"{path}/metrics").json()
+    series = metrics["series"]
+    assert set(series) == {
+        "cpu_utilization_percent",
+        "memory_utilization_percent",
+        "request_count_1h",
+        "error_rate_percent",
+    }
+
+    def at(name: str, stamp: datetime) -> float:
+        [value] = [
+            point["value"]
+            for point in series[name]
+            if (start := datetime.fromisoformat(point["timestamp"]))
+            <= stamp
+            < start + timedelta(minutes=5)
+        ]
+        return float(value)
+
+    for stamp, cpu, requests, errors in put:
+        assert at("cpu_utilization_percent", stamp) == cpu
+        assert at("request_count_1h", stamp) == requests
+        assert at("error_rate_percent", stamp) == round(errors / requests * 100, 2)
+    for name, points in series.items():
+        stamps = [point["timestamp"] for point in points]
+        assert stamps == sorted(stamps), name
+    assert sum(p["value"] for p in series["request_count_1h"]) == metrics["request_count_1h"]
+    assert len(series["request_count_1h"]) <= 13

@@ -301,9 +301,16 @@ def test_a_site_reports_metrics_and_cost(published: Site) -> None:
         "bytes_transferred_1h",
         "error_rate_percent",
         "cache_hit_rate_percent",
+        "series",
     }
     assert metrics["requests_1h"] > 0 and metrics["bytes_transferred_1h"] > 0
     assert 0 < metrics["cache_hit_rate_percent"] <= 100
+    # The same window per 5 minutes: the counts add up to the hour's.
+    series = metrics["series"]
+    assert sum(p["value"] for p in series["requests_1h"]) == metrics["requests_1h"]
+    sent = sum(p["value"] for p in series["bytes_transferred_1h"])
+    assert sent == metrics["bytes_transferred_1h"]
+    assert all(0 < p["value"] <= 100 for p in series["cache_hit_rate_percent"])
     cost = api.get(f"{published.path}/cost").json()
     assert cost["currency"] == "USD" and cost["spend_this_month_usd"] >= 0
     assert cost["monthly_run_rate_usd"] > 0
@@ -438,6 +445,7 @@ def test_a_preview_has_metrics_but_no_cost(previewed: Previewed) -> None:
         "bytes_transferred_1h",
         "error_rate_percent",
         "cache_hit_rate_percent",
+        "series",
     }
     assert api.get(f"{preview_path}/cost").status_code in (404, 405)
 

@@ -143,7 +143,9 @@ def test_web_server_end_to_end(
         "memory_utilization_percent",
         "request_count_1h",
         "error_rate_percent",
+        "series",
     }
+    assert set(metrics["series"]) == set(metrics) - {"series"}
     assert 0 < metrics["cpu_utilization_percent"] < 100
     spend = SpendDriver(access)  # as the endpoints read it, through the role
     assert wait_until(lambda: (spend.month_to_date(target.resource_id, utcnow()).usd or 0) > 0)
@@ -181,7 +183,8 @@ def test_worker_gets_no_load_balancer_and_no_dns(
     lines = wait_until(lambda: deployer.logs(target))
     assert lines[0].message == "worker started: python -m worker"
     metrics = wait_until(lambda: (m := deployer.metrics(target))["cpu_utilization_percent"] and m)
-    assert set(metrics) == {"cpu_utilization_percent", "memory_utilization_percent"}
+    assert set(metrics) == {"cpu_utilization_percent", "memory_utilization_percent", "series"}
+    assert set(metrics["series"]) == {"cpu_utilization_percent", "memory_utilization_percent"}
 
     assert deployer.network.delete_project_network(project_id) is False  # the worker still runs
     wait_until(lambda: deployer.delete(target), timeout=10)

@@ -58,7 +58,7 @@ def test_sign_in(page: Any, dev_server: DevServer) -> None:
     assert page.locator("header .who").inner_text().strip() != ""
 
 
-def test_a_token_is_shown_once(page: Any, dev_server: DevServer) -> None:
+def test_a_token_is_shown_once(page: Any, dev_server: DevServer, tour: dict[str, str]) -> None:
     page.goto("/settings")
     page.get_by_label("Token name").fill("laptop")
     page.get_by_role("button", name="Create token").click()
@@ -66,12 +66,30 @@ def test_a_token_is_shown_once(page: Any, dev_server: DevServer) -> None:
     revealed.wait_for()
     secret = revealed.input_value()
     assert secret.startswith("capstan_")
+    tour["token"] = secret
     with httpx.Client(base_url=dev_server.base_url) as client:
         me = client.get("/api/session", headers={"Authorization": f"Bearer {secret}"})
     assert me.status_code == 200
     page.reload()
     assert page.locator('[data-token="laptop"]').is_visible()
     assert secret not in page.content()
+
+
+def test_revoke_a_token(page: Any, dev_server: DevServer, tour: dict[str, str]) -> None:
+    page.goto("/settings")
+    questions: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        questions.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", answer)
+    page.locator('[data-token="laptop"]').get_by_role("button", name="Revoke").click()
+    page.locator('[data-token="laptop"]').wait_for(state="detached")
+    assert questions and "Revoke laptop?" in questions[0]
+    with httpx.Client(base_url=dev_server.base_url) as client:
+        me = client.get("/api/session", headers={"Authorization": f"Bearer {tour['token']}"})
+    assert me.status_code == 401
 
 
 def test_connect_the_cloud_account(page: Any, tour: dict[str, str]) -> None:
@@ -201,6 +219,58 @@ def test_saving_shows_what_it_removes_first(page: Any, dev_server: DevServer) ->
     assert "GREETING" not in [v["name"] for v in environment.json()["environment"]]
 
 
+def test_roll_back_to_an_earlier_release(
+    page: Any, dev_server: DevServer, tour: dict[str, str]
+) -> None:
+    page.goto(tour["service_page"])
+    deployments = page.locator("#service-live tr[data-deployment]")
+    deployments.first.locator('[data-status="running"]').wait_for(timeout=SLOW)
+    assert deployments.first.get_by_role("button", name=re.compile("^Roll back")).count() == 0
+    first = deployments.last  # the release the web server was created with, replaced since
+    assert first.locator("td").nth(1).inner_text() == "create"
+    release = first.get_attribute("data-deployment")
+    before = deployments.count()
+    project, service = _ids(page.url)
+    path = f"/api/projects/{project}/web_servers/{service}/deployments"
+    # Dismissing the confirmation sends nothing.
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    first.get_by_role("button", name=re.compile("^Roll back to")).click()
+    with dev_server.api() as api:
+        assert len(api.get(path).json()["deployments"]) == before
+    questions: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        questions.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", answer)
+    deployments.last.get_by_role("button", name=re.compile("^Roll back to")).click()
+    expect_text(page.locator("#announce"), "Rolling back to")
+    assert "Roll back to the release of" in questions[0]
+    page.wait_for_function(
+        f"document.querySelectorAll('#service-live tr[data-deployment]').length > {before}"
+    )
+    newest = deployments.first
+    assert newest.locator("td").nth(1).inner_text() == "rollback"
+    newest.locator('[data-status="running"]').wait_for(timeout=SLOW)
+    with dev_server.api() as api:
+        latest = api.get(path).json()["deployments"][0]
+    assert latest["trigger"] == "rollback" and latest["rollback_of"] == release
+
+
+def test_each_metric_is_a_chart(page: Any) -> None:
+    page.goto(page.url)
+    charts = page.locator("figure[data-chart]")
+    assert charts.count() == 4
+    cpu = page.get_by_role("img", name="CPU utilization per 5 minutes over the last hour")
+    assert cpu.is_visible()
+    assert cpu.locator("polyline").count() == 1
+    figure = page.locator('figure[data-chart="cpu_utilization_percent"]')
+    assert re.fullmatch(r"\d+\.\d %", figure.locator("[data-latest]").inner_text())
+    for name in ("Memory utilization", "Requests", "Error rate"):
+        assert page.get_by_role("img", name=re.compile(f"^{name} per 5 minutes")).count() == 1
+
+
 def test_follow_logs(page: Any, tour: dict[str, str]) -> None:
     page.goto(tour["service_page"])
     lines = page.locator("#logs .line")
@@ -254,6 +324,28 @@ def test_resize_the_cache_and_relabel_the_bucket(page: Any, tour: dict[str, str]
     bucket.get_by_label("Label").fill("user-uploads")
     bucket.get_by_role("button", name="Rename").click()
     page.locator('[data-bucket="user-uploads"]').wait_for()
+
+
+def test_a_cache_and_a_bucket_show_their_metrics_and_cost(
+    page: Any, dev_server: DevServer, tour: dict[str, str]
+) -> None:
+    page.goto(f"/projects/{tour['project']}")
+    page.locator("[data-cache]").get_by_role("link", name="Metrics and cost").click()
+    page.wait_for_url(re.compile(r"/cache/"))
+    assert page.get_by_role("heading", name="The last hour").is_visible()
+    hits = page.locator('[data-metric="cache_hits"] dd').inner_text()
+    assert re.fullmatch(r"\d+", hits)
+    with dev_server.api() as api:
+        cost = api.get(f"/api{page.url.split(dev_server.base_url, 1)[1]}/cost").json()
+    expect_text(page.locator("[data-cost]"), f"{cost['estimated_monthly_usd']:.2f} USD")
+    page.go_back()
+    bucket = page.locator('[data-bucket="user-uploads"]')
+    bucket.get_by_role("link", name="Metrics and cost").click()
+    page.wait_for_url(re.compile(r"/storage/"))
+    assert page.get_by_role("heading", name=re.compile("^user-uploads")).is_visible()
+    for name in ("get_requests", "put_requests", "bytes_uploaded"):
+        assert page.locator(f'[data-metric="{name}"] dd').inner_text() != ""
+    assert page.get_by_role("link", name="Cost Explorer").is_visible()
 
 
 def test_a_cache_below_the_minimum_is_refused_next_to_the_field(
@@ -318,6 +410,22 @@ def test_another_organizations_ids_show_not_found(
         other.context.close()
 
 
+def test_rename_the_project(page: Any, dev_server: DevServer, tour: dict[str, str]) -> None:
+    page.goto(f"/projects/{tour['project']}")
+    settings = page.locator("form", has=page.get_by_role("button", name="Save", exact=True))
+    settings.get_by_label("Name", exact=True).fill("Storefront")
+    settings.get_by_role("button", name="Save", exact=True).click()
+    page.get_by_role("heading", name=re.compile("^Storefront")).wait_for()
+    with dev_server.api() as api:
+        assert api.get(f"/api/projects/{tour['project']}").json()["name"] == "Storefront"
+    # An empty name is refused next to the field.
+    settings = page.locator("form", has=page.get_by_role("button", name="Save", exact=True))
+    settings.get_by_label("Name", exact=True).fill("")
+    settings.get_by_role("button", name="Save", exact=True).click()
+    expect_text(settings.locator('[data-error-for="name"]'), r"\w+")
+    assert settings.get_by_label("Name", exact=True).get_attribute("aria-invalid") == "true"
+
+
 def test_a_change_without_the_csrf_token_is_refused(page: Any, dev_server: DevServer) -> None:
     page.goto("/")
     page.evaluate("document.querySelector('meta[name=csrf-token]').content = ''")
@@ -339,7 +447,13 @@ def test_the_project_page_fits_a_phone(
         for path in ("/", f"/projects/{tour['project']}", tour["service_page"], "/settings"):
             phone.goto(path)
             width = phone.evaluate("document.documentElement.scrollWidth")
-            assert width <= PHONE["width"], (path, width)
+            wide = phone.evaluate(
+                "[...document.querySelectorAll('main *')].filter(e =>"
+                " e.getBoundingClientRect().right > innerWidth && !e.closest('.scroll'))"
+                ".slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' +"
+                " Math.round(e.getBoundingClientRect().right))"
+            )
+            assert width <= PHONE["width"], (path, width, wide)
     finally:
         phone.context.close()
 
@@ -350,6 +464,57 @@ def test_sign_out(page: Any) -> None:
     page.wait_for_url(re.compile(r"/sign-in"))
     page.goto("/settings")
     assert "/sign-in" in page.url
+
+
+def test_keyboard_only_sign_in_and_create_a_project(
+    chromium: Any, dev_server: DevServer, tour: dict[str, str]
+) -> None:
+    """Tab, Enter and typing only (page.keyboard): every step is reachable, the focused field
+    shows it has the focus, and a refusal is announced."""
+    keys = new_page(chromium, dev_server)
+    try:
+        keys.goto("/sign-in")
+
+        def tab_to(selector: str, limit: int = 40) -> None:
+            for _ in range(limit):
+                keys.keyboard.press("Tab")
+                if keys.evaluate(f"document.activeElement.matches({json.dumps(selector)})"):
+                    focused = keys.evaluate(
+                        "(() => { const e = document.activeElement;"
+                        " const s = getComputedStyle(e);"
+                        " return e.matches(':focus-visible') && s.outlineStyle !== 'none'"
+                        " && parseFloat(s.outlineWidth) > 0; })()"
+                    )
+                    assert focused, f"{selector} has the focus but does not show it"
+                    return
+            raise AssertionError(f"{selector} not reached with Tab")
+
+        tab_to("input[name=email]")
+        keys.keyboard.type(dev_server.email)
+        tab_to("input[name=password]")
+        keys.keyboard.type(dev_server.password)
+        keys.keyboard.press("Enter")
+        keys.wait_for_url(re.compile(r"/$|/\?"))
+
+        tab_to("#project-name")
+        keys.keyboard.type("Keys")
+        tab_to("#project-suffix")
+        keys.keyboard.type("Not A Suffix!")
+        keys.keyboard.press("Enter")
+        expect_text(keys.locator('[role="alert"]#alert'), r"\w+ \w+")
+        error = keys.locator('[data-error-for="hostname_suffix"]')
+        expect_text(error, r"\w+")
+        assert keys.locator("#project-suffix").get_attribute("aria-invalid") == "true"
+        assert "/projects/" not in keys.url
+
+        assert keys.evaluate("document.activeElement.id") == "project-suffix"  # still there
+        keys.keyboard.press("Control+A")
+        keys.keyboard.type("keys")
+        keys.keyboard.press("Enter")
+        keys.wait_for_url(re.compile(r"/projects/[^/]+$"))
+        assert keys.get_by_role("heading", name=re.compile("^Keys")).is_visible()
+    finally:
+        keys.context.close()
 
 
 def _ids(url: str) -> tuple[str, str]:

@@ -4,14 +4,25 @@ list routes it reads. The browser tests (test_browser.py, `make browser`) drive 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 import capstan.dashboard
 from capstan.sandbox.cloud.simulator import simulator
-from tests.apps.helpers import ready
+from tests.apps.helpers import connected_org, new_shop, ready
 from tests.harness import Org, RunningServer
+from tests.polling import wait_until
 
 STATIC = Path(capstan.dashboard.__file__).parent / "static"
+
+
+@pytest.fixture(scope="module")
+def shop_org(server: RunningServer) -> Iterator[Org]:
+    """An organization connected to the sandbox cloud, shared by this module's tests."""
+    with connected_org(server) as org:
+        yield org
 
 
 def test_pages_show_the_callers_own_things_and_not_found_for_anothers(
@@ -127,3 +138,96 @@ def test_a_service_page_says_why_its_spend_is_unavailable(org: Org) -> None:
     assert page.status_code == 200
     assert "unavailable: Cost Explorer is not enabled in this AWS account" in page.text
     assert "run-rate" in page.text
+
+
+def _figures(page: str) -> dict[str, str]:
+    """A page's metrics as shown: `data-metric` name -> the text of its value."""
+    found = re.findall(r'data-metric="(\w+)"><dt>[^<]*</dt>\s*<dd>([^<]*)</dd>', page)
+    return {name: text.strip() for name, text in found}
+
+
+def test_a_bucket_page_shows_its_metrics_and_cost(shop_org: Org) -> None:
+    from tests.buckets.test_api import (
+        _traffic,
+        _wait_for_the_traffic_in_metrics,
+        account_admin,
+        active_bucket,
+    )
+
+    made = active_bucket(shop_org)
+    with account_admin(shop_org, "eu-west-1") as admin:
+        _traffic(admin.client("s3"), made.real_name)
+    _wait_for_the_traffic_in_metrics(shop_org, made.path)
+    browser = shop_org.browser()
+    project_page = browser.get(f"/projects/{made.project['id']}").text
+    link = f"/projects/{made.project['id']}/storage/{made.bucket['id']}"
+    assert f'href="{link}"' in project_page
+    page = browser.get(link)
+    assert page.status_code == 200
+    assert _figures(page.text) == {
+        "get_requests": "3",
+        "put_requests": "3",
+        "delete_requests": "1",
+        "bytes_downloaded": "1.0 kB",
+        "bytes_uploaded": "1.0 kB",
+    }
+    cost = shop_org.api.get(f"{made.path}/cost").json()
+    assert f"estimate <strong>{cost['estimated_monthly_usd']:.2f} USD</strong>" in page.text
+    assert cost["cost_explorer_url"].replace("&", "&amp;") in page.text
+    assert made.real_name in page.text
+
+
+def test_a_cache_page_shows_its_metrics_and_cost(shop_org: Org, server: RunningServer) -> None:
+    shop = new_shop(shop_org)
+    created = shop_org.api.post(f"{shop.base}/cache", json={"storage_limit_mb": 3000}).json()
+    path = f"{shop.base}/cache/{created['id']}"
+    browser = shop_org.browser()
+    link = f"/projects/{shop.project['id']}/cache/{created['id']}"
+    assert f'href="{link}"' in browser.get(f"/projects/{shop.project['id']}").text
+    page = browser.get(link)
+    assert page.status_code == 200
+    figures = shop_org.api.get(f"{path}/metrics").json()
+    shown = _figures(page.text)
+    assert set(shown) == {"cache_hits", "cache_misses", "memory_used_bytes", "curr_connections"}
+    for name in ("cache_hits", "cache_misses", "curr_connections"):
+        assert int(shown[name]) <= figures[name], name  # the page read first; counts only grow
+    assert "estimate <strong>179.65 USD</strong> a month" in page.text
+    # Another organization's cache and bucket are "not found".
+    other = server.new_org()
+    try:
+        for kind in ("cache", "storage"):
+            refused = other.browser().get(f"/projects/{shop.project['id']}/{kind}/{created['id']}")
+            assert refused.status_code == 404 and "Not found" in refused.text
+    finally:
+        other.close()
+
+
+def test_a_service_page_draws_each_metric_as_a_chart(shop_org: Org) -> None:
+    shop = new_shop(shop_org)
+    web = shop.create_web_server()
+    path = f"{shop.base}/web_servers/{web['id']}"
+    shop.wait_for(path, "running")
+    series = wait_until(
+        lambda: (
+            (found := shop_org.api.get(f"{path}/metrics").json()["series"])["request_count_1h"]
+            and found
+        ),
+        what="the web server's first requests",
+    )
+    page = shop_org.browser().get(f"/projects/{shop.project['id']}/web_servers/{web['id']}").text
+    charts = re.findall(
+        r'<figure class="chart" data-chart="(\w+)">\s*<svg role="img" aria-label="([^"]+)"'
+        r'.*?<polyline points="([^"]+)".*?<strong data-latest>([^<]+)</strong>',
+        page,
+        re.S,
+    )
+    assert [name for name, *_ in charts] == list(series)
+    for name, label, points, latest in charts:
+        assert "per 5 minutes over the last hour" in label
+        for point in points.split():
+            x, y = (float(n) for n in point.split(","))
+            assert 0 <= x <= 240 and 0 <= y <= 60, (name, point)
+        if name.endswith("_percent"):
+            assert latest.endswith(" %") and 0 <= float(latest.removesuffix(" %")) <= 100
+        else:
+            assert float(latest) > 0

@@ -383,16 +383,51 @@ class Logs(Response):
     lines: list[LogLine]
 
 
+class MetricPoint(Response):
+    timestamp: datetime = Field(description="The start of the 5-minute period.")
+    value: float = Field(
+        description="The figure for that period: a percentage is the period's, a count or a "
+        "number of bytes is what the period had."
+    )
+
+
+SERIES = (
+    "The last hour per 5 minutes, oldest first: for each figure above, a point for each period "
+    "that had data in CloudWatch (a period without data has no point)."
+)
+
+
+class ContainerSeries(Response):
+    cpu_utilization_percent: list[MetricPoint]
+    memory_utilization_percent: list[MetricPoint]
+
+
+class WebServerSeries(ContainerSeries):
+    request_count_1h: list[MetricPoint] = Field(description="Requests in each period.")
+    error_rate_percent: list[MetricPoint] = Field(
+        description="Each period's 5xx answers as a percentage of its requests."
+    )
+
+
+class StaticWebsiteSeries(Response):
+    requests_1h: list[MetricPoint] = Field(description="Requests in each period.")
+    bytes_transferred_1h: list[MetricPoint] = Field(description="Bytes sent in each period.")
+    error_rate_percent: list[MetricPoint]
+    cache_hit_rate_percent: list[MetricPoint]
+
+
 class WebServerMetrics(Response):
     cpu_utilization_percent: float
     memory_utilization_percent: float
     request_count_1h: int
     error_rate_percent: float
+    series: WebServerSeries = Field(description=SERIES)
 
 
 class WorkerMetrics(Response):
     cpu_utilization_percent: float
     memory_utilization_percent: float
+    series: ContainerSeries = Field(description=SERIES)
 
 
 class StaticWebsiteMetrics(Response):
@@ -400,6 +435,7 @@ class StaticWebsiteMetrics(Response):
     bytes_transferred_1h: int
     error_rate_percent: float
     cache_hit_rate_percent: float
+    series: StaticWebsiteSeries = Field(description=SERIES)
 
 
 class Cost(Response):

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from capstan.cloud.aws import (
     autoscaling,
@@ -418,8 +418,9 @@ class Deployer(TargetDriver):
         )
         return [LogLine(event.timestamp, event.message) for event in events]
 
-    def metrics(self, target: Target) -> dict[str, float | int]:
-        """CloudWatch over the last hour: CPU and memory (and, for web servers, requests)."""
+    def metrics(self, target: Target) -> dict[str, Any]:
+        """CloudWatch over the last hour: CPU and memory (and, for web servers, requests), and
+        under `series` each of them per 5 minutes."""
         end = self._clock()
         start = end - timedelta(hours=1)
         dimensions = {
@@ -449,12 +450,19 @@ class Deployer(TargetDriver):
         values = cloudwatch.aggregate(
             self._customer, queries, start=start, end=end, period_seconds=60
         )
+        points = cloudwatch.series(
+            self._customer,
+            queries,
+            start=start,
+            end=end,
+            period_seconds=cloudwatch.SERIES_PERIOD_SECONDS,
+        )
 
         def mean(key: str) -> float:
             points = values.get(key, [])
             return round(sum(points) / len(points), 2) if points else 0.0
 
-        result: dict[str, float | int] = {
+        result: dict[str, Any] = {
             "cpu_utilization_percent": mean("cpu"),
             "memory_utilization_percent": mean("memory"),
         }
@@ -463,6 +471,16 @@ class Deployer(TargetDriver):
             errors = sum(values.get("errors", []))
             result["request_count_1h"] = requests
             result["error_rate_percent"] = round(errors / requests * 100, 2) if requests else 0.0
+        series = {
+            "cpu_utilization_percent": cloudwatch.as_points(points["cpu"]),
+            "memory_utilization_percent": cloudwatch.as_points(points["memory"]),
+        }
+        if target.kind == "web_server":
+            series["request_count_1h"] = cloudwatch.as_points(points.get("requests", []))
+            series["error_rate_percent"] = cloudwatch.rate_points(
+                points.get("errors", []), points.get("requests", [])
+            )
+        result["series"] = series
         return result
 
 

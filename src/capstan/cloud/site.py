@@ -28,7 +28,7 @@ deployments, invalidations) without waiting for it, and raises only `RetryableCl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from capstan.cloud.aws import (
@@ -319,9 +319,11 @@ class SiteDriver(SiteCertificates):
 
     # -- observation ----------------------------------------------------------------------
 
-    def site_metrics(self, distribution_id: str | None) -> dict[str, float | int]:
-        """CloudFront's metrics of the last hour (zeros before the distribution exists)."""
+    def site_metrics(self, distribution_id: str | None) -> dict[str, Any]:
+        """CloudFront's metrics of the last hour, and under `series` each of them per 5 minutes
+        (zeros and empty series before the distribution exists)."""
         values: dict[str, list[float]] = {}
+        points: dict[str, list[tuple[datetime, float]]] = {}
         if distribution_id:
             end = self._clock()
             dimensions = {"DistributionId": distribution_id, "Region": "Global"}
@@ -337,24 +339,37 @@ class SiteDriver(SiteCertificates):
                     "hits", "AWS/CloudFront", "CacheHitRate", dimensions, "Average"
                 ),
             ]
-            values = cloudwatch.aggregate(
+            window: dict[str, Any] = {
+                "start": end - timedelta(hours=1),
+                "end": end,
+                "region": CLOUDFRONT_REGION,
+            }
+            values = cloudwatch.aggregate(self._customer, queries, period_seconds=60, **window)
+            points = cloudwatch.series(
                 self._customer,
                 queries,
-                start=end - timedelta(hours=1),
-                end=end,
-                period_seconds=60,
-                region=CLOUDFRONT_REGION,
+                period_seconds=cloudwatch.SERIES_PERIOD_SECONDS,
+                **window,
             )
 
         def mean(key: str) -> float:
-            points = values.get(key, [])
-            return round(sum(points) / len(points), 2) if points else 0.0
+            found = values.get(key, [])
+            return round(sum(found) / len(found), 2) if found else 0.0
 
         return {
             "requests_1h": int(sum(values.get("requests", []))),
             "bytes_transferred_1h": int(sum(values.get("bytes", []))),
             "error_rate_percent": mean("errors"),
             "cache_hit_rate_percent": mean("hits"),
+            "series": {
+                field: cloudwatch.as_points(points.get(key, []))
+                for field, key in (
+                    ("requests_1h", "requests"),
+                    ("bytes_transferred_1h", "bytes"),
+                    ("error_rate_percent", "errors"),
+                    ("cache_hit_rate_percent", "hits"),
+                )
+            },
         }
 
     def site_usage(self, target: Target, distribution_id: str | None) -> dict[str, Any]:

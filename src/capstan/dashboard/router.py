@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
@@ -42,6 +43,50 @@ def _reachable(url: str | None, dev_port: int | None) -> str | None:
 
 
 templates.env.filters["reachable"] = _reachable
+
+CHART_WIDTH, CHART_HEIGHT = 240, 60
+SERIES_STEP = timedelta(minutes=5)
+
+
+def _chart(points: list[dict[str, Any]], *, percent: bool) -> dict[str, Any]:
+    """A metric's series (`[{timestamp, value}]`, oldest first) as an inline SVG polyline over
+    the hour ending with its newest point: percentages on a 0-100 scale, counts on 0-max."""
+    if not points:
+        return {"points": "", "latest": None}
+    stamps = [datetime.fromisoformat(point["timestamp"]) for point in points]
+    values = [float(point["value"]) for point in points]
+    start = stamps[-1] - timedelta(hours=1) + SERIES_STEP
+    top = 100.0 if percent else max(max(values), 1.0)
+    span = (stamps[-1] - start).total_seconds()
+    coordinates = []
+    for stamp, value in zip(stamps, values, strict=True):
+        x = max((stamp - start).total_seconds(), 0.0) / span * CHART_WIDTH
+        y = CHART_HEIGHT - min(value / top, 1.0) * CHART_HEIGHT
+        coordinates.append(f"{x:.1f},{y:.1f}")
+    if len(coordinates) == 1:  # one point: a flat line to show its level
+        coordinates.insert(0, f"0,{coordinates[0].split(',')[1]}")
+    return {"points": " ".join(coordinates), "latest": values[-1], "top": top}
+
+
+def _number(value: float) -> str:
+    """A figure as text: whole numbers without decimals, others with at most two."""
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}".rstrip("0")
+
+
+# How a chart names the metric it draws.
+METRIC_LABELS = {
+    "cpu_utilization_percent": "CPU utilization",
+    "memory_utilization_percent": "Memory utilization",
+    "request_count_1h": "Requests",
+    "requests_1h": "Requests",
+    "error_rate_percent": "Error rate",
+    "bytes_transferred_1h": "Bytes transferred",
+    "cache_hit_rate_percent": "Cache hit rate",
+}
+templates.env.globals.update(
+    chart=_chart, chart_size=(CHART_WIDTH, CHART_HEIGHT), metric_labels=METRIC_LABELS
+)
+templates.env.filters["number"] = _number
 
 router = APIRouter(include_in_schema=False, tags=["dashboard"])
 DashboardApi = Annotated[Api, Depends(api_for)]
@@ -230,6 +275,52 @@ async def project_models(request: Request, project_id: str, api: DashboardApi) -
         return {"project": {"id": project_id}, "model_access": model_access}
 
     return await _page(request, api, "partials/models.html", load, partial=True)
+
+
+# Caches and buckets ------------------------------------------------------------------------------
+
+# The two kinds of project resource with a page of their own (metrics and cost), by API path.
+RESOURCES: dict[str, dict[str, str]] = {
+    "cache": {"label": "Cache", "list": "caches"},
+    "storage": {"label": "Bucket", "list": "buckets"},
+}
+
+
+@router.get("/projects/{project_id}/cache/{resource_id}", response_class=HTMLResponse)
+async def cache_page(
+    request: Request, project_id: str, resource_id: str, api: DashboardApi
+) -> Response:
+    return await _resource_page(request, api, project_id, "cache", resource_id)
+
+
+@router.get("/projects/{project_id}/storage/{resource_id}", response_class=HTMLResponse)
+async def bucket_page(
+    request: Request, project_id: str, resource_id: str, api: DashboardApi
+) -> Response:
+    return await _resource_page(request, api, project_id, "storage", resource_id)
+
+
+async def _resource_page(
+    request: Request, api: Api, project_id: str, path: str, resource_id: str
+) -> Response:
+    """A cache's or a bucket's page: what it is, its metrics and its cost, as the API says."""
+
+    async def load(api: Api) -> dict[str, Any]:
+        project = await api.get(f"/api/projects/{project_id}")
+        base = f"/api/projects/{project_id}/{path}/{quote(resource_id, safe='')}"
+        resource = await api.get(base)
+        metrics, cost = await asyncio.gather(
+            api.get_part(f"{base}/metrics"), api.get_part(f"{base}/cost")
+        )
+        return {
+            "project": project,
+            "kind": {"path": path, **RESOURCES[path]},
+            "resource": resource,
+            "metrics": metrics,
+            "cost": cost,
+        }
+
+    return await _page(request, api, "resource.html", load)
 
 
 # Services ----------------------------------------------------------------------------------------
