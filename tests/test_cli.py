@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.harness import free_socket
 
@@ -119,6 +120,8 @@ def _stop(process: subprocess.Popen[str]) -> None:
     process.stdout.close()
 
 
+# Starts `capstan server --dev` three times: a whole process, run by `make processes`.
+@pytest.mark.processes
 def test_dev_mode_first_start_prints_credentials_and_later_starts_reuse_them(
     tmp_path: Path,
 ) -> None:

@@ -95,6 +95,7 @@ def test_a_dev_worker_ignores_the_record_of_a_killed_server(tmp_path: Path) -> N
     assert "no running dev server has recorded one" in refused.stderr
 
 
+@pytest.mark.processes
 def test_explicit_addresses_need_no_dev_server(tmp_path: Path) -> None:
     """With both variables set the worker needs no record (it then fails later, at the
     unreachable sandbox, which shows it got past the check)."""
