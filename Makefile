@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # Tests wait on the sandbox far more than they compute: four workers on two cores.
 TEST_WORKERS ?= 4
 
-.PHONY: dev test chaos load scale processes browser screenshots check format migrate bench fuzz clean
+.PHONY: dev test cli-processes chaos load scale processes browser screenshots check format migrate bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,12 @@ scale: $(VENV)/.installed-test
 ## processes over PostgreSQL; a dev worker joining `capstan server --dev`)
 processes: $(VENV)/.installed-test
 	$(BIN)/pytest -n 2 -m processes $(PYTEST_ARGS)
+
+## make cli-processes: the CLI's tests with every command through the installed `capstan` entry
+## point in its own process (make test runs most of them in-process, which is faster)
+cli-processes: $(VENV)/.installed-test
+	CAPSTAN_TEST_CLI_PROCESSES=1 $(BIN)/pytest -n 2 tests/cli tests/plans/test_cli.py \
+		tests/plans/test_databases.py $(PYTEST_ARGS)
 
 ## make chaos: the process-killing tests (kill -9 mid-deployment, two workers and a killed one)
 chaos: $(VENV)/.installed-test

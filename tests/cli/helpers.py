@@ -1,6 +1,10 @@
 """Running `capstan` as a user does, against the live test server: in-process with typer's
 CliRunner (over real HTTP, fast) and, where the entry point itself is the point (exit codes,
-signals), as a subprocess of the installed `capstan` script."""
+signals), as a subprocess of the installed `capstan` script.
+
+`make cli-processes` sets CAPSTAN_TEST_CLI_PROCESSES: then every `run` goes through the installed
+entry point in its own process too (slower: each imports the whole program), except `run_here`,
+for the tests that change the client inside this process."""
 
 from __future__ import annotations
 
@@ -17,6 +21,20 @@ from typer.testing import CliRunner, Result
 from capstan.cli import app
 
 CAPSTAN = str(Path(sys.executable).parent / "capstan")
+IN_PROCESSES = bool(os.environ.get("CAPSTAN_TEST_CLI_PROCESSES"))
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A subprocess's answer in the shape of typer's `Result`."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
 
 
 @dataclass
@@ -39,8 +57,16 @@ class Cli:
             "COLUMNS": "200",  # rich's tables and lines stay unwrapped
         }
 
-    def run(self, *args: str, input: str | None = None) -> Result:
-        """In-process, through the same `capstan` typer program."""
+    def run(self, *args: str, input: str | None = None) -> Result | Ran:
+        """In-process, through the same `capstan` typer program (or, under `make
+        cli-processes`, the installed entry point)."""
+        if IN_PROCESSES:
+            done = self.process(*args, input=input)
+            return Ran(done.returncode, done.stdout, done.stderr)
+        return self.run_here(*args, input=input)
+
+    def run_here(self, *args: str, input: str | None = None) -> Result:
+        """Always in this process: for a test that patches the client here."""
         return CliRunner().invoke(app, list(args), env=self.env(), input=input)
 
     def json(self, *args: str) -> Any:

@@ -288,7 +288,7 @@ def test_a_concurrent_environment_change_is_refused_never_lost(
         return response
 
     monkeypatch.setattr(client_api.Api, "request", racing)
-    result = cli.run("env", "set", "racy", "C=3")
+    result = cli.run_here("env", "set", "racy", "C=3")
     assert result.exit_code == 1
     assert "changed since it was read" in result.stderr and "nothing was changed" in result.stderr
     body = shop.org.api.get(f"{path}/environment").json()
