@@ -247,8 +247,14 @@ def test_an_environment_change_and_a_patch_each_rebuild_the_site(shop: Ready) ->
         # The build saw the variables (through SSM, never as values in the build's record),
         # and built the branch; the CDN cache was invalidated again.
         index = served(customer, site["id"], "index.html")
-        assert "Hello, reader" in index and "branch feature-x" in index
         history = deployments(shop, path)
+        # On failure, say which release the distribution serves and where each deployment is.
+        assert "Hello, reader" in index and "branch feature-x" in index, (
+            distribution_of(customer, site["id"])["DistributionConfig"]["Origins"]["Items"][0][
+                "OriginPath"
+            ],
+            [(d["id"], d["trigger"], d["status"]) for d in history],
+        )
         assert [(d["trigger"], d["status"]) for d in history] == [
             ("patch", "running"),
             ("environment", "superseded"),
