@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from capstan.cloud.aws.cloudfront_functions import REQUEST_FUNCTION_CODE
+from capstan.cloud.aws.inventory import capstan_resources, dns_records
 from capstan.cloud.aws.session import AwsSession
-from capstan.sandbox.cloud.inventory import capstan_resources, dns_records
 from tests.apps.helpers import Ready, connected_org, new_shop
 from tests.apps.processes import account_sessions
 from tests.harness import Org, RunningServer

@@ -11,7 +11,9 @@ meanwhile: they are deleted, so they are not listed. DNS records live in the ope
 and carry no tags either: `dns_records` lists them by name (ACM's validation CNAMEs of a project
 end in its suffix too).
 
-For tests and tools (the sandbox's leftovers checks); read-only.
+Read-only, and nothing in it knows the sandbox: the tests' leftovers checks run it against the
+sandbox cloud, `make aws-smoke` (`capstan.aws_smoke`) against an AWS account with the operator's
+own credentials.
 """
 
 from __future__ import annotations
