@@ -188,6 +188,28 @@ def test_cloudfront_serves_the_bucket_at_the_site_s_hostname(published: Site) ->
         assert (described["DomainName"], described["Status"]) == (wildcard, "ISSUED")
 
 
+def test_the_sandbox_front_serves_the_site_at_its_hostname(published: Site) -> None:
+    """The dev server plays CloudFront for the site's hostname, as it plays the load balancer for
+    web servers: the index, a directory's index through the viewer function, a file by its
+    type; a path the build did not write answers 403, as S3 behind an OAC does."""
+    server = published.shop.org.server
+    with account(published.shop) as (customer, _operator):
+        index = served(customer, published.site["id"], "index.html")
+        about = served(customer, published.site["id"], "about/index.html")
+    with server.client(headers={"Host": published.hostname}) as front:
+        root = front.get("/")
+        assert (root.status_code, root.text) == (200, index)
+        assert root.headers["content-type"].startswith("text/html")
+        assert front.get("/about/").text == about
+        assert front.get("/about").text == about
+        css = front.get("/assets/site.css")
+        assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+        assert front.get("/missing.html").status_code == 403
+    other = f"nothing.{published.hostname}"
+    with server.client(headers={"Host": other}) as front:
+        assert front.get("/").status_code == 404
+
+
 def test_viewer_requests_go_through_the_site_s_function(published: Site) -> None:
     site = published.site
     with account(published.shop) as (customer, _operator):
