@@ -18,14 +18,53 @@ own credentials.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import names
 from capstan.cloud.aws.session import AwsSession
+
+T = TypeVar("T")
+
+# What AWS answers about an item listed a moment before and deleted since. The inventory runs
+# while deletions are under way (`make aws-smoke` polls it until a resource is gone), so such an
+# item is gone, not an error.
+_GONE = frozenset(
+    {
+        "NoSuchEntity",  # IAM
+        "ResourceNotFoundException",  # CloudWatch Logs, ACM
+        "RepositoryNotFoundException",  # ECR
+        "InvalidResourceId",  # SSM
+        "ClusterNotFoundException",  # ECS
+        "ClientException",  # ECS: "Unable to describe task definition"
+        "LoadBalancerNotFound",
+        "ListenerNotFound",
+        "TargetGroupNotFound",
+        "RuleNotFound",
+        "ServerlessCacheNotFoundFault",
+        "DBInstanceNotFound",
+        "DBInstanceNotFoundFault",
+        "DBSubnetGroupNotFoundFault",
+        "DBSnapshotNotFound",
+        "DBSnapshotNotFoundFault",
+        "NoSuchResource",  # CloudFront
+        "NoSuchDistribution",
+        "NoSuchFunctionExists",
+    }
+)
+
+
+def _unless_gone(call: Callable[..., T], **arguments: Any) -> T | None:
+    """`call(**arguments)`, or None when what it asks about was deleted since it was listed."""
+    try:
+        return call(**arguments)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in _GONE:
+            return None
+        raise
 
 
 @dataclass(frozen=True)
@@ -142,19 +181,26 @@ def _elbv2(customer: AwsSession) -> Iterator[Found]:
     groups = elbv2.describe_target_groups()["TargetGroups"]
     rules: list[str] = []
     for balancer in balancers:
-        for listener in elbv2.describe_listeners(LoadBalancerArn=balancer["LoadBalancerArn"])[
-            "Listeners"
-        ]:
+        arn = balancer["LoadBalancerArn"]
+        listeners = _unless_gone(elbv2.describe_listeners, LoadBalancerArn=arn)
+        for listener in (listeners or {}).get("Listeners", []):
+            described = _unless_gone(elbv2.describe_rules, ListenerArn=listener["ListenerArn"])
             rules += [
                 rule["RuleArn"]
-                for rule in elbv2.describe_rules(ListenerArn=listener["ListenerArn"])["Rules"]
+                for rule in (described or {}).get("Rules", [])
                 if not rule["IsDefault"]
             ]
     kinds = {balancer["LoadBalancerArn"]: "load balancer" for balancer in balancers}
     kinds |= {group["TargetGroupArn"]: "target group" for group in groups}
     kinds |= {rule: "listener rule" for rule in rules}
     for chunk in _chunks(list(kinds), 20):
-        for description in elbv2.describe_tags(ResourceArns=chunk)["TagDescriptions"]:
+        descriptions = _unless_gone(elbv2.describe_tags, ResourceArns=chunk)
+        if descriptions is None:  # one of them is gone: ask for each alone
+            descriptions = {"TagDescriptions": []}
+            for one in chunk:
+                alone = _unless_gone(elbv2.describe_tags, ResourceArns=[one])
+                descriptions["TagDescriptions"] += (alone or {}).get("TagDescriptions", [])
+        for description in descriptions["TagDescriptions"]:
             tags = _pairs(description.get("Tags"))
             if _capstan(tags):
                 yield Found(kinds[description["ResourceArn"]], description["ResourceArn"], tags)
@@ -172,12 +218,19 @@ def _ecs(customer: AwsSession, deleted: set[str]) -> Iterator[Found]:
                 yield Found("ecs cluster", cluster["clusterArn"], tags)
         for cluster_arn in chunk:
             services: list[str] = []
-            for page in ecs.get_paginator("list_services").paginate(cluster=cluster_arn):
+            token: dict[str, str] = {}
+            while (
+                page := _unless_gone(ecs.list_services, cluster=cluster_arn, **token)
+            ) is not None:
                 services += page["serviceArns"]
+                if not page.get("nextToken"):
+                    break
+                token = {"nextToken": page["nextToken"]}
             for batch in _chunks(services, 10):
-                for service in ecs.describe_services(
-                    cluster=cluster_arn, services=batch, include=["TAGS"]
-                )["services"]:
+                described = _unless_gone(
+                    ecs.describe_services, cluster=cluster_arn, services=batch, include=["TAGS"]
+                )
+                for service in (described or {}).get("services", []):
                     tags = _pairs(service.get("tags"), "key", "value")
                     if service.get("status") == "INACTIVE":
                         deleted.add(service["serviceArn"])
@@ -188,7 +241,11 @@ def _ecs(customer: AwsSession, deleted: set[str]) -> Iterator[Found]:
         for page in ecs.get_paginator("list_task_definitions").paginate(status=status):
             arns += page["taskDefinitionArns"]
         for arn in arns:
-            described = ecs.describe_task_definition(taskDefinition=arn, include=["TAGS"])
+            described = _unless_gone(
+                ecs.describe_task_definition, taskDefinition=arn, include=["TAGS"]
+            )
+            if described is None:
+                continue
             tags = _pairs(described.get("tags"), "key", "value")
             if _capstan(tags):
                 yield Found(f"task definition ({status.lower()})", arn, tags)
@@ -199,8 +256,9 @@ def _ecr(customer: AwsSession) -> Iterator[Found]:
     for page in ecr.get_paginator("describe_repositories").paginate():
         for repository in page["repositories"]:
             arn = repository["repositoryArn"]
-            tags = _pairs(ecr.list_tags_for_resource(resourceArn=arn)["tags"])
-            if _capstan(tags):
+            listed = _unless_gone(ecr.list_tags_for_resource, resourceArn=arn)
+            tags = _pairs((listed or {}).get("tags"))
+            if listed is not None and _capstan(tags):
                 yield Found("ecr repository", repository["repositoryName"], tags)
 
 
@@ -218,8 +276,9 @@ def _logs(customer: AwsSession) -> Iterator[Found]:
     logs = customer.client("logs")
     for page in logs.get_paginator("describe_log_groups").paginate():
         for group in page["logGroups"]:
-            tags = logs.list_tags_log_group(logGroupName=group["logGroupName"])["tags"]
-            if _capstan(tags):
+            listed = _unless_gone(logs.list_tags_log_group, logGroupName=group["logGroupName"])
+            tags = (listed or {}).get("tags") or {}
+            if listed is not None and _capstan(tags):
                 yield Found("log group", group["logGroupName"], tags)
 
 
@@ -227,11 +286,12 @@ def _ssm(customer: AwsSession) -> Iterator[Found]:
     ssm = customer.client("ssm")
     for page in ssm.get_paginator("describe_parameters").paginate():
         for parameter in page["Parameters"]:
-            tags = _pairs(
-                ssm.list_tags_for_resource(ResourceType="Parameter", ResourceId=parameter["Name"])[
-                    "TagList"
-                ]
+            listed = _unless_gone(
+                ssm.list_tags_for_resource, ResourceType="Parameter", ResourceId=parameter["Name"]
             )
+            if listed is None:
+                continue
+            tags = _pairs(listed["TagList"])
             # A parameter is tagged right after it is written; its path names it as Capstan's.
             if _capstan(tags) or parameter["Name"].startswith(names.SSM_PREFIX + "/"):
                 yield Found("ssm parameter", parameter["Name"], tags)
@@ -241,8 +301,9 @@ def _iam(customer: AwsSession) -> Iterator[Found]:
     iam = customer.client("iam")
     for page in iam.get_paginator("list_roles").paginate(PathPrefix=names.ROLE_PATH):
         for role in page["Roles"]:
-            tags = _pairs(iam.list_role_tags(RoleName=role["RoleName"])["Tags"])
-            yield Found("iam role", role["RoleName"], tags)
+            listed = _unless_gone(iam.list_role_tags, RoleName=role["RoleName"])
+            if listed is not None:
+                yield Found("iam role", role["RoleName"], _pairs(listed["Tags"]))
 
 
 def _autoscaling(customer: AwsSession) -> Iterator[Found]:
@@ -275,7 +336,8 @@ def _elasticache(customer: AwsSession) -> Iterator[Found]:
     elasticache = customer.client("elasticache")
     for page in elasticache.get_paginator("describe_serverless_caches").paginate():
         for cache in page["ServerlessCaches"]:
-            tags = _pairs(elasticache.list_tags_for_resource(ResourceName=cache["ARN"])["TagList"])
+            listed = _unless_gone(elasticache.list_tags_for_resource, ResourceName=cache["ARN"])
+            tags = _pairs((listed or {}).get("TagList"))
             if _capstan(tags):
                 yield Found("serverless cache", cache["ServerlessCacheName"], tags)
 
@@ -311,7 +373,8 @@ def _rds(customer: AwsSession) -> Iterator[Found]:
     for kind, operation, key, name, arn in listings:
         for page in rds.get_paginator(operation).paginate():
             for item in page[key]:
-                tags = _pairs(rds.list_tags_for_resource(ResourceName=item[arn])["TagList"])
+                listed = _unless_gone(rds.list_tags_for_resource, ResourceName=item[arn])
+                tags = _pairs((listed or {}).get("TagList"))
                 if _capstan(tags):
                     yield Found(kind, item[name], tags)
 
@@ -323,7 +386,8 @@ def _acm(customer: AwsSession) -> Iterator[Found]:
         for page in acm.get_paginator("list_certificates").paginate():
             for summary in page["CertificateSummaryList"]:
                 arn = summary["CertificateArn"]
-                tags = _pairs(acm.list_tags_for_certificate(CertificateArn=arn)["Tags"])
+                listed = _unless_gone(acm.list_tags_for_certificate, CertificateArn=arn)
+                tags = _pairs((listed or {}).get("Tags"))
                 if _capstan(tags):
                     yield Found("acm certificate", arn, tags)
 
@@ -351,8 +415,8 @@ def _cloudfront(customer: AwsSession) -> Iterator[Found]:
     cloudfront = customer.client("cloudfront", region="us-east-1")
     for page in cloudfront.get_paginator("list_distributions").paginate():
         for item in page["DistributionList"].get("Items") or []:
-            listed = cloudfront.list_tags_for_resource(Resource=item["ARN"])
-            tags = _pairs(listed["Tags"].get("Items"))
+            listed = _unless_gone(cloudfront.list_tags_for_resource, Resource=item["ARN"])
+            tags = _pairs((listed or {}).get("Tags", {}).get("Items"))
             if _capstan(tags):
                 yield Found("cloudfront distribution", item["ARN"], tags)
     marker: dict[str, str] = {}
@@ -360,7 +424,8 @@ def _cloudfront(customer: AwsSession) -> Iterator[Found]:
         functions = cloudfront.list_functions(Stage="DEVELOPMENT", **marker)["FunctionList"]
         for function in functions.get("Items") or []:
             arn = function["FunctionMetadata"]["FunctionARN"]
-            tags = _pairs(cloudfront.list_tags_for_resource(Resource=arn)["Tags"].get("Items"))
+            listed = _unless_gone(cloudfront.list_tags_for_resource, Resource=arn)
+            tags = _pairs((listed or {}).get("Tags", {}).get("Items"))
             if _capstan(tags):
                 yield Found("cloudfront function", arn, tags)
         if not functions.get("NextMarker"):
