@@ -49,14 +49,23 @@ def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     """One `capstan server --dev` with its cloud account connected and the git host installed
     through the API, as an operator has it before running the smoke test."""
     root = tmp_path_factory.mktemp("aws-smoke")
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
     with processes(root) as procs:
-        server = procs.server(
-            "server",
-            ["--dev", "--data-dir", str(root / "data"), "--port", str(port)],
-            capstan_env(),
-        )
+        for attempt in range(3):
+            port = free_port()
+            server = procs.server(
+                f"server {attempt}",
+                ["--dev", "--data-dir", str(root / f"data{attempt}"), "--port", str(port)],
+                capstan_env(),
+            )
+            # uvicorn binds after the application's startup: another process of the run may
+            # have taken the free port meanwhile, and then this server exits; a new port, then.
+            try:
+                server.wait_for_line(rf"Uvicorn running on http://127\.0\.0\.1:{port}")
+                break
+            except AssertionError:
+                if attempt == 2:
+                    raise
+        base_url = f"http://127.0.0.1:{port}"
         token = server.wait_for_line(r"Dev API token \(shown once\): (capstan_\w+)").group(1)
         sandbox_url = server.wait_for_line(r"\(sandbox cloud (http://[\d.:]+)\)").group(1)
         with bearer_client(base_url, token) as api:
