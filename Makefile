@@ -62,7 +62,8 @@ scale: $(VENV)/.installed-test
 	$(BIN)/pytest -n 2 -m scale $(PYTEST_ARGS)
 
 ## make processes: whole topologies of separate processes (an API server and two `capstan worker`
-## processes over PostgreSQL; a dev worker joining `capstan server --dev`)
+## processes over PostgreSQL; a dev worker joining `capstan server --dev`; `make aws-smoke`'s
+## module run against `capstan server --dev` and the sandbox cloud)
 processes: $(VENV)/.installed-test
 	$(BIN)/pytest -n 2 -m processes $(PYTEST_ARGS)
 
