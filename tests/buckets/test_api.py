@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from capstan.cloud.aws import iam, names
+from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.bedrock_profiles import invocation_refusal
-from capstan.sandbox.cloud.inventory import capstan_resources
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
 from tests.harness import Org, RunningServer

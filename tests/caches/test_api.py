@@ -16,8 +16,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from capstan.cloud.aws import names
+from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.network import find_network
-from capstan.sandbox.cloud.inventory import capstan_resources
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, connected_org, new_shop
 from tests.apps.processes import account_sessions
