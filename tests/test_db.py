@@ -97,6 +97,9 @@ def test_writes_commit_and_roll_back_as_before(
                 await connection.execute(text("INSERT INTO t (name) VALUES ('z')"))
             await connection.rollback()
             assert (await connection.execute(text("SELECT name FROM t"))).scalars().all() == ["a"]
+        async with engine.connect() as connection:  # a streamed (server-side) read
+            streamed = await connection.stream(text("SELECT name FROM t"))
+            assert [row.name async for row in streamed] == ["a"]
 
     _sqlite(tmp_path, work)
 

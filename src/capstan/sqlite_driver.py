@@ -123,6 +123,12 @@ class OneTripConnection(AsyncAdapt_aiosqlite_connection):
         # Unknown until a statement has run here: COMMIT and ROLLBACK make their trip.
         self.in_transaction = True
 
+    def cursor(self, server_side: bool = False) -> Any:
+        if server_side:
+            # The stock streaming cursor, whose statements this adapter does not see.
+            self.in_transaction = True
+        return super().cursor(server_side)
+
     def commit(self) -> None:
         if self.in_transaction:
             super().commit()

@@ -7,7 +7,7 @@ from functools import cache
 from typing import Any
 
 import botocore.session
-from sqlalchemy import Row, select
+from sqlalchemy import Row, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan import registry
@@ -32,25 +32,30 @@ def known_regions() -> frozenset[str]:
 
 async def get(session: AsyncSession, caller: Principal, project_id: str) -> Project:
     project = await session.scalar(
-        select(Project).where(
-            Project.id == project_id, Project.organization_id == caller.organization_id
-        )
+        _BY_ID, {"project_id": project_id, "organization_id": caller.organization_id}
     )
     if project is None:
         raise NotFound("No such project.")
     return project
 
 
+# Most requests about a project start here: built once, so none pays for building it.
+_BY_ID = select(Project).where(
+    Project.id == bindparam("project_id"),
+    Project.organization_id == bindparam("organization_id"),
+)
+
+
 async def list_(session: AsyncSession, caller: Principal) -> Sequence[Row[Any]]:
     """The organization's projects, oldest first: the list's columns only, as rows (a list of
     hundreds costs no ORM objects, identity map or change tracking that nobody uses)."""
-    return (
-        await session.execute(_LIST.where(Project.organization_id == caller.organization_id))
-    ).all()
+    return (await session.execute(_LIST, {"organization_id": caller.organization_id})).all()
 
 
-_LIST = select(*(getattr(Project, name) for name in ProjectListItem.model_fields)).order_by(
-    Project.created_at, Project.id
+_LIST = (
+    select(*(getattr(Project, name) for name in ProjectListItem.model_fields))
+    .where(Project.organization_id == bindparam("organization_id"))
+    .order_by(Project.created_at, Project.id)
 )
 
 
