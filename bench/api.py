@@ -130,7 +130,8 @@ def capstan_server(tmp: Path, port: int, env: dict[str, str]) -> Iterator[str]:
             text = log.read_text()
             found = re.search(r"Dev API token \(shown once\): (capstan_\w+)", text)
             token = found.group(1) if found else None
-            if token and "Application startup complete" in text:
+            # uvicorn says "Application startup complete" before it binds its port; this after.
+            if token and "Uvicorn running on" in text:
                 break
             if server.poll() is not None:
                 raise SystemExit(f"capstan server exited:\n{text[-3000:]}")
