@@ -73,11 +73,25 @@ def put_environment(
     version: str | None = None,
 ) -> StoredEnvironment:
     """Make the parameters of `version` of the target's environment exactly the non-empty
-    `variables`. A version's values never change (its name is new with each environment), so a
-    second call only finds them; unchanged values are not written again."""
+    `variables`. A version's values never change (its name is new with each environment), so
+    nothing of it is read first where the session knows its account: each parameter is created
+    with its tags (one a crash left behind is overwritten), and its ARN follows from its name —
+    no call at all for an environment without secrets. Otherwise (the unversioned path, which
+    each environment overwrites) what is there is read, and unchanged values are not written
+    again."""
     ssm = _client(session)
     prefix = version_path(resource_id, version)
     secret = {variable: value for variable, value in variables.items() if value}
+    plain = {variable: value for variable, value in variables.items() if not value}
+    tags = names.tag_list(project_id, resource_id)
+    if version is not None and session.account_id is not None:
+        with aws_errors():
+            for variable, value in secret.items():
+                _put(ssm, prefix + variable, value, tags, new=True, Tier="Intelligent-Tiering")
+        return StoredEnvironment(
+            parameters={variable: _arn(session, prefix + variable) for variable in secret},
+            plain=plain,
+        )
     with aws_errors():
         current = _current(ssm, prefix)
         for variable, value in secret.items():
@@ -85,14 +99,7 @@ def put_environment(
             existing = current.get(name)
             if existing is not None and existing.get("Value") == value:
                 continue
-            _put(
-                ssm,
-                name,
-                value,
-                names.tag_list(project_id, resource_id),
-                new=existing is None,
-                Tier="Intelligent-Tiering",
-            )
+            _put(ssm, name, value, tags, new=existing is None, Tier="Intelligent-Tiering")
         stale = [name for name in current if name.removeprefix(prefix) not in secret]
         for start in range(0, len(stale), 10):
             ssm.delete_parameters(Names=stale[start : start + 10])
@@ -107,7 +114,7 @@ def put_environment(
         parameters={
             variable: arns[prefix + variable] for variable in secret if prefix + variable in arns
         },
-        plain={variable: value for variable, value in variables.items() if not value},
+        plain=plain,
     )
 
 
