@@ -3,9 +3,9 @@
 For each N (1, 10, 100 by default) this starts a fresh `capstan sandbox --build-seconds 0
 --task-start-seconds 0` and a fresh `capstan server --dev` (SQLite, the in-process worker) as
 separate processes, connects the cloud account and installs the git host app over HTTP, deploys
-one web server to warm the project (its network — VPC, load balancer, cluster, roles — is made
-with the project's first deployment, once; that first deployment's time and calls are printed
-apart), then creates N web servers at once, and measures until all N are `running`:
+one worker to warm the project (its network — VPC, load balancer, cluster, roles — is made with
+the project's first deployment, once; that first deployment's time and calls are printed apart),
+then creates N web servers at once, and measures until all N are `running`:
 
 - time: wall-clock seconds from the first create request until the last deployment is
   `running` (read from the server's SQLite file, so that polling costs the server nothing);
@@ -49,6 +49,7 @@ from tests.apps.processes import (  # noqa: E402 (the repository root is on the 
     install_git_host,
     processes,
     web_server_body,
+    worker_body,
 )
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -104,12 +105,21 @@ def deployment_states(database: Path) -> dict[str, int]:
         connection.close()
 
 
+def failures(database: Path) -> list[str]:
+    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = connection.execute("SELECT error FROM deployments WHERE status = 'failed'")
+        return [str(error) for (error,) in rows]
+    finally:
+        connection.close()
+
+
 def wait_running(database: Path, count: int, deadline: float, output: Callable[[], str]) -> None:
     """Until `count` deployments are running (the warm-up's among them); none may fail."""
     while True:
         states = deployment_states(database)
         if states.get("failed"):
-            raise SystemExit(f"deployments failed: {states}\n{output()}")
+            raise SystemExit(f"deployments failed: {states}: {failures(database)}\n{output()}")
         if states.get("running", 0) == count:
             return
         if time.monotonic() > deadline:
@@ -181,7 +191,9 @@ def run(n: int, timeout: float, *, with_timeline: bool = False) -> Run:
             path = f"/api/projects/{project['id']}/web_servers"
             warm_calls = aws_calls(stats)
             warm_started = time.monotonic()
-            created = api.post(path, json=web_server_body("warm"))
+            # A worker: it needs the network but takes no rule of the load balancer, which
+            # holds 100 (N = 100 web servers fill it).
+            created = api.post(f"/api/projects/{project['id']}/workers", json=worker_body("warm"))
             assert created.status_code == 201, created.text
             wait_running(data_dir / "capstan.db", 1, warm_started + timeout, procs.output)
             warm_up_seconds = time.monotonic() - warm_started
