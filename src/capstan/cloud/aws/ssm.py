@@ -82,7 +82,7 @@ def put_environment(
     ssm = _client(session)
     prefix = version_path(resource_id, version)
     secret = {variable: value for variable, value in variables.items() if value}
-    plain = {variable: value for variable, value in variables.items() if not value}
+    plain: dict[str, str] = {variable: value for variable, value in variables.items() if not value}
     tags = names.tag_list(project_id, resource_id)
     if version is not None and session.account_id is not None:
         with aws_errors():
