@@ -2,18 +2,23 @@
 
 For each N (1, 10, 100 by default) this starts a fresh `capstan sandbox --build-seconds 0
 --task-start-seconds 0` and a fresh `capstan server --dev` (SQLite, the in-process worker) as
-separate processes, connects the cloud account and installs the git host app over HTTP, creates
-N web servers at once, and measures until all N are `running`:
+separate processes, connects the cloud account and installs the git host app over HTTP, deploys
+one worker to warm the project (its network — VPC, load balancer, cluster, roles — is made with
+the project's first deployment, once; that first deployment's time and calls are printed apart),
+then creates N web servers at once, and measures until all N are `running`:
 
 - time: wall-clock seconds from the first create request until the last deployment is
   `running` (read from the server's SQLite file, so that polling costs the server nothing);
 - control-plane CPU: user + system time of the `capstan server` process only (from
   /proc/<pid>/stat), per deployment — the sandbox runs in its own process and is reported apart;
 - AWS calls: counted by the sandbox itself (a WSGI middleware in front of moto answers
-  `GET /_capstan/stats`), per deployment. The project's network (VPC, load balancer, cluster,
-  roles) is made once per run, so at N = 1 it weighs on one deployment alone.
+  `GET /_capstan/stats`), per deployment.
 
-Run from the repository root:  .venv/bin/python bench/deploy.py  [--sizes 1,10,100]
+With `--timeline`, each run also prints its reconcile passes (kind, resource, start and length
+in seconds from the first create request, outcome) and when each deployment reached running:
+where a deployment's time goes.
+
+Run from the repository root:  .venv/bin/python bench/deploy.py  [--sizes 1,10,100] [--timeline]
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -42,6 +49,7 @@ from tests.apps.processes import (  # noqa: E402 (the repository root is on the 
     install_git_host,
     processes,
     web_server_body,
+    worker_body,
 )
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -56,6 +64,9 @@ class Run:
     aws_calls: int
     by_service: dict[str, int]
     by_operation: dict[str, int]
+    warm_up_seconds: float = 0.0
+    warm_up_calls: int = 0
+    timeline: list[str] = field(default_factory=list)
 
     @property
     def cpu_per_deployment(self) -> float:
@@ -94,7 +105,71 @@ def deployment_states(database: Path) -> dict[str, int]:
         connection.close()
 
 
-def run(n: int, timeout: float) -> Run:
+def failures(database: Path) -> list[str]:
+    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = connection.execute("SELECT error FROM deployments WHERE status = 'failed'")
+        return [str(error) for (error,) in rows]
+    finally:
+        connection.close()
+
+
+def wait_running(database: Path, count: int, deadline: float, output: Callable[[], str]) -> None:
+    """Until `count` deployments are running (the warm-up's among them); none may fail."""
+    while True:
+        states = deployment_states(database)
+        if states.get("failed"):
+            raise SystemExit(f"deployments failed: {states}: {failures(database)}\n{output()}")
+        if states.get("running", 0) == count:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"not all {count} running in time: {states}")
+        time.sleep(0.02)
+
+
+def _offset(stored: str, origin: datetime) -> float:
+    moment = datetime.fromisoformat(stored)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - origin).total_seconds()
+
+
+def timeline(database: Path, origin: datetime) -> list[str]:
+    """The run's reconcile passes and deployments from `origin` on, in seconds from it."""
+    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30)
+    try:
+        passes = connection.execute(
+            "SELECT kind, resource_id, started_at, finished_at, outcome, error "
+            "FROM reconcile_passes ORDER BY started_at"
+        ).fetchall()
+        deployments = connection.execute(
+            "SELECT id, created_at, finished_at FROM deployments ORDER BY created_at"
+        ).fetchall()
+    finally:
+        connection.close()
+    lines: list[tuple[float, str]] = []
+    for kind, resource, started, finished, outcome, error in passes:
+        start = _offset(started, origin)
+        length = _offset(finished, origin) - start
+        note = f" {error[:80]}" if error else ""
+        lines.append(
+            (start, f"{start:7.3f}s +{length:.3f}s pass {kind} {resource} {outcome}{note}")
+        )
+    for deployment, created, finished in deployments:
+        lines.append(
+            (_offset(created, origin), f"{_offset(created, origin):7.3f}s created {deployment}")
+        )
+        if finished:
+            lines.append(
+                (
+                    _offset(finished, origin),
+                    f"{_offset(finished, origin):7.3f}s running {deployment}",
+                )
+            )
+    return [line for start, line in sorted(lines) if start >= 0]  # the warm-up's left out
+
+
+def run(n: int, timeout: float, *, with_timeline: bool = False) -> Run:
     with tempfile.TemporaryDirectory(prefix="capstan-bench-") as tmp, processes(Path(tmp)) as procs:
         sandbox, sandbox_url = procs.sandbox(build_seconds=0, task_start_seconds=0)
         port = free_port()
@@ -114,9 +189,21 @@ def run(n: int, timeout: float) -> Run:
             install_git_host(api)
             project = create_project(api, "bench")
             path = f"/api/projects/{project['id']}/web_servers"
+            warm_calls = aws_calls(stats)
+            warm_started = time.monotonic()
+            # A worker: it needs the network but takes no rule of the load balancer, which
+            # holds 100 (N = 100 web servers fill it).
+            created = api.post(f"/api/projects/{project['id']}/workers", json=worker_body("warm"))
+            assert created.status_code == 201, created.text
+            wait_running(data_dir / "capstan.db", 1, warm_started + timeout, procs.output)
+            warm_up_seconds = time.monotonic() - warm_started
             calls_before = aws_calls(stats)
+            warm_up_calls = sum(
+                _difference(calls_before["by_service"], warm_calls["by_service"]).values()
+            )
             server_before, sandbox_before = cpu_seconds(server.pid), cpu_seconds(sandbox.pid)
             started = time.monotonic()
+            origin = datetime.now(UTC)
 
             def create(index: int) -> None:
                 created = api.post(path, json=web_server_body(f"web{index}"))
@@ -124,24 +211,25 @@ def run(n: int, timeout: float) -> Run:
 
             with ThreadPoolExecutor(max_workers=min(n, 16)) as pool:
                 list(pool.map(create, range(n)))
-            deadline = started + timeout
-            while True:
-                states = deployment_states(data_dir / "capstan.db")
-                if states.get("failed"):
-                    raise SystemExit(f"N={n}: deployments failed: {states}\n{procs.output()}")
-                if states.get("running", 0) == n:
-                    break
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"N={n}: not all running after {timeout}s: {states}")
-                time.sleep(0.05)
+            wait_running(data_dir / "capstan.db", n + 1, started + timeout, procs.output)
             seconds = time.monotonic() - started
             server_cpu = cpu_seconds(server.pid) - server_before
             sandbox_cpu = cpu_seconds(sandbox.pid) - sandbox_before
             calls_after = aws_calls(stats)
+            passes = timeline(data_dir / "capstan.db", origin) if with_timeline else []
         by_service = _difference(calls_after["by_service"], calls_before["by_service"])
         by_operation = _difference(calls_after["by_operation"], calls_before["by_operation"])
         return Run(
-            n, seconds, server_cpu, sandbox_cpu, sum(by_service.values()), by_service, by_operation
+            n,
+            seconds,
+            server_cpu,
+            sandbox_cpu,
+            sum(by_service.values()),
+            by_service,
+            by_operation,
+            warm_up_seconds,
+            warm_up_calls,
+            passes,
         )
 
 
@@ -177,14 +265,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,10,100", help="comma-separated N values")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per N")
+    parser.add_argument(
+        "--timeline", action="store_true", help="print each run's passes and deployments"
+    )
     arguments = parser.parse_args()
     runs = []
     for n in (int(size) for size in arguments.sizes.split(",")):
-        result = run(n, arguments.timeout)
+        result = run(n, arguments.timeout, with_timeline=arguments.timeline)
+        for line in result.timeline:
+            print(f"  N={n} {line}")
         print(
             f"N={n}: all running in {result.seconds:.2f}s, control-plane CPU "
             f"{result.server_cpu:.2f}s, sandbox CPU {result.sandbox_cpu:.2f}s, "
-            f"{result.aws_calls} AWS calls",
+            f"{result.aws_calls} AWS calls (the warm-up deployment, with the project's network: "
+            f"{result.warm_up_seconds:.2f}s, {result.warm_up_calls} AWS calls)",
             flush=True,
         )
         runs.append(result)

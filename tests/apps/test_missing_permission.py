@@ -38,7 +38,7 @@ def drop_statement(server: RunningServer, account_id: str, sid: str) -> None:
 @pytest.mark.parametrize(
     ("sid", "action"),
     [
-        ("KeepImages", "ecr:DescribeRepositories"),  # the deployment's own step
+        ("KeepImages", "ecr:CreateRepository"),  # the deployment's own step (its first ECR call)
         ("CreateSharedNetwork", "ec2:CreateVpc"),  # the network it waits for
     ],
 )

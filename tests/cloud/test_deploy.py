@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import httpx
 import pytest
 
-from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.aws import names
+from capstan.cloud.aws import ssm as ssm_names
+from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.cloud.aws.ssm import StoredEnvironment
 from capstan.cloud.credentials import utcnow
 from capstan.cloud.deploy import BuildSpec, Deployer
@@ -15,6 +18,7 @@ from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud.pricing import bucket_monthly_usd, monthly_run_rate_usd
 from capstan.cloud.spend import SpendDriver
 from capstan.sandbox.cloud.simulator import simulator
+from capstan.sandbox.cloud.stats import STATS_PATH
 from tests.cloud.deploy_helpers import (
     BROKEN,
     COMMIT,
@@ -492,3 +496,68 @@ def test_environment_versions_live_side_by_side_and_unneeded_ones_are_pruned(
     deployer.prune_environments(target, {"dep_two"})
     left = [p["Name"] for p in ssm.describe_parameters()["Parameters"] if root in p["Name"]]
     assert left == [f"{root}dep_two/MODE"]
+
+
+def _calls(endpoint: Endpoint) -> dict[str, int]:
+    answer: dict[str, int] = httpx.get(endpoint.url + STATS_PATH, timeout=30).json()["by_operation"]
+    return answer
+
+
+def _made(endpoint: Endpoint, before: dict[str, int]) -> dict[str, int]:
+    after = _calls(endpoint)
+    return {
+        key: after[key] - before.get(key, 0) for key in after if after[key] - before.get(key, 0)
+    }
+
+
+def test_a_first_deployment_makes_no_look_before_an_idempotent_create(
+    deployer: Deployer,
+    sessions: tuple[AwsSession, AwsSession],
+    source: GitHost,
+    endpoint: Endpoint,
+) -> None:
+    """Creates answer for what exists (docs/deploy-calls.md): a new target's build, environment
+    and rollout read nothing first, and the rollout's looks find its target group through ECS."""
+    customer, _operator = sessions
+    project_id = new_id("prj")
+    deployer.network.ensure_project_network(project_id)
+    target = web_target(project_id)
+    deployer.describe_rollout(target, "no-such-task-definition")  # the zone, seen once before
+
+    before = _calls(endpoint)
+    finished = deployer.describe_build(build(deployer, target, source))
+    assert finished.image_uri is not None
+    environment = deployer.put_environment(target, {"API_KEY": "k-1", "EMPTY": ""}, "v1")
+    arn = deployer.deploy(task_spec(target, finished.image_uri, environment))
+    settle(deployer, target, arn)
+    made = _made(endpoint, before)
+
+    for look in (
+        "logs:DescribeLogGroups",
+        "codebuild:BatchGetProjects",
+        "ecr:DescribeRepositories",
+        "ssm:AddTagsToResource",
+        "elbv2:DescribeTargetGroups",
+        "elbv2:DescribeTargetGroupAttributes",
+    ):
+        assert look not in made, (look, made)
+    assert made["logs:CreateLogGroup"] == 2 and made["logs:PutRetentionPolicy"] == 2
+    # A new version's parameters are made without a read; their ARNs follow from their names.
+    assert "ssm:GetParametersByPath" not in made
+    # Made with their tags, and the ARN the task definition names is SSM's own.
+    ssm = customer.client("ssm")
+    name = ssm_names.version_path(target.resource_id, "v1") + "API_KEY"
+    assert environment.parameters["API_KEY"] == ssm.get_parameter(Name=name)["Parameter"]["ARN"]
+    token = names.build_token_parameter(project_id, target.resource_id, "git")
+    for parameter in (name, token):
+        tags = ssm.list_tags_for_resource(ResourceType="Parameter", ResourceId=parameter)
+        assert {"Key": "capstan:resource", "Value": target.resource_id} in tags["TagList"]
+
+    # Deployed again (a new release): what exists is found by its create, nothing is read twice.
+    before = _calls(endpoint)
+    again = deployer.deploy(task_spec(target, finished.image_uri, environment))
+    settle(deployer, target, again)
+    made = _made(endpoint, before)
+    assert "route53:ListHostedZonesByName" not in made  # the zone id is kept
+    assert made.get("elbv2:DescribeTargetGroups", 0) <= 1  # after CreateTargetGroup's refusal
+    wait_until(lambda: deployer.delete(target), timeout=10)

@@ -48,9 +48,11 @@ from capstan.reconcile.worker import Done, PollAgain, RequeueAfter, Result
 
 log = logging.getLogger("capstan.apps")
 
-# Builds, rollouts, CloudFront publications and tear-downs take minutes in AWS and about a second
-# in the sandbox: look soon, then less and less often, at least once a minute.
-POLL = Poll(first=timedelta(seconds=0.5), factor=1.5, cap=timedelta(seconds=60))
+# Builds, rollouts, CloudFront publications and tear-downs take minutes in AWS and a tick of the
+# simulator in the zero-delay sandbox: look very soon, then twice as long each time, at least once
+# a minute. Doubling from 0.2 s reaches the cap sooner than growing by half from 0.5 s did, so a
+# ten-minute build costs fewer looks (18 against 20), and one over at once is seen after 0.2 s.
+POLL = Poll(first=timedelta(seconds=0.2), factor=2, cap=timedelta(seconds=60))
 ROLLOUT_DEADLINE = timedelta(minutes=15)
 
 

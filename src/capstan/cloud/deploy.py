@@ -301,7 +301,10 @@ class Deployer(TargetDriver):
         unhealthy: str | None = None
         healthy = deployment.running
         if target.kind == "web_server":
-            group = elbv2.find_target_group(self._customer, target.resource_id)
+            # The service names its target group: no look-up by name.
+            group = next(iter(service.target_groups), None) or elbv2.find_target_group(
+                self._customer, target.resource_id
+            )
             health = elbv2.target_health(self._customer, group) if group else []
             healthy = sum(1 for item in health if item.state == "healthy")
             problems = [

@@ -166,13 +166,11 @@ def ensure_project(
     privileged: bool = True,
 ) -> str:
     """The target's build project, made if missing. Image builds need privileged mode (Docker);
-    site builds (`SITE_BUILDSPEC`) do not."""
+    site builds (`SITE_BUILDSPEC`) do not. CreateProject is the look: it answers
+    `ResourceAlreadyExistsException` for a project that exists."""
     codebuild = _client(session)
     name = names.service_name(resource_id)
     with aws_errors():
-        found = codebuild.batch_get_projects(names=[name])["projects"]
-        if found:
-            return name
         try:
             codebuild.create_project(
                 name=name,

@@ -78,15 +78,11 @@ def ensure_repository(session: AwsSession, project_id: str, resource_id: str) ->
 
 
 def _ensure_repository(session: AwsSession, project_id: str, resource_id: str) -> str:
+    """CreateRepository is the look: it answers `RepositoryAlreadyExistsException` for one that
+    exists, whose URI is then known from the account and region (read only where it is not)."""
     ecr = _client(session)
     name = names.repository_name(resource_id)
     with aws_errors():
-        try:
-            found = ecr.describe_repositories(repositoryNames=[name])["repositories"]
-            return str(found[0]["repositoryUri"])
-        except ClientError as error:
-            if error_code(error) != "RepositoryNotFoundException":
-                raise
         try:
             created = ecr.create_repository(
                 repositoryName=name,
@@ -97,9 +93,20 @@ def _ensure_repository(session: AwsSession, project_id: str, resource_id: str) -
         except ClientError as error:
             if error_code(error) != "RepositoryAlreadyExistsException":
                 raise
+            known = _repository_uri(session, name)
+            if known is not None:
+                return known
             found = ecr.describe_repositories(repositoryNames=[name])["repositories"]
             return str(found[0]["repositoryUri"])
     return str(created["repository"]["repositoryUri"])
+
+
+def _repository_uri(session: AwsSession, name: str) -> str | None:
+    """`<account>.dkr.ecr.<region>.amazonaws.com/<name>` in the commercial partition, when the
+    session knows its account (other partitions have other domains: None, read it instead)."""
+    if session.account_id is None or session.partition() != "aws":
+        return None
+    return f"{session.account_id}.dkr.ecr.{session.endpoint.region}.amazonaws.com/{name}"
 
 
 def repository_exists(session: AwsSession, resource_id: str) -> bool:

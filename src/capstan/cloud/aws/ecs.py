@@ -41,6 +41,8 @@ class ServiceState:
     desired: int
     running: int
     deployments: tuple[Deployment, ...]
+    # The target groups the service registers its tasks in (a web server's one).
+    target_groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -266,6 +268,11 @@ def describe_service(session: AwsSession, cluster: str, service: str) -> Service
         desired=int(raw.get("desiredCount") or 0),
         running=int(raw.get("runningCount") or 0),
         deployments=tuple(_deployment(item) for item in raw.get("deployments", [])),
+        target_groups=tuple(
+            str(item["targetGroupArn"])
+            for item in raw.get("loadBalancers") or []
+            if item.get("targetGroupArn")
+        ),
     )
 
 

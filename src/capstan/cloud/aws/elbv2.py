@@ -189,39 +189,40 @@ def ensure_target_group(
         # inside the image (curl, a shell) can be assumed.
         "Matcher": {"HttpCode": "200-399"},
     }
-    existing = find_target_group(session, resource_id)
+    name = names.target_group_name(resource_id)
     with aws_errors():
-        if existing is not None:
-            current = elbv2.describe_target_groups(TargetGroupArns=[existing])["TargetGroups"][0]
+        try:
+            # CreateTargetGroup is the look: AWS answers the existing group for the same name
+            # and settings, and `DuplicateTargetGroupName` when its settings differ.
+            created = elbv2.create_target_group(
+                Name=name,
+                Protocol="HTTP",
+                Port=names.CONTAINER_PORT,
+                VpcId=vpc_id,
+                TargetType="ip",
+                Tags=names.tag_list(project_id, resource_id),
+                **settings,
+            )
+            arn = str(created["TargetGroups"][0]["TargetGroupArn"])
+        except ClientError as error:
+            if error_code(error) != "DuplicateTargetGroupName":
+                raise
+            current = elbv2.describe_target_groups(Names=[name])["TargetGroups"][0]
+            arn = str(current["TargetGroupArn"])
             if any(current.get(key) != settings[key] for key in ("HealthCheckPath", "Matcher")):
-                elbv2.modify_target_group(TargetGroupArn=existing, **settings)
-            _ensure_deregistration_delay(elbv2, existing)
-            return existing
-        # CreateTargetGroup is idempotent by name with the same settings.
-        created = elbv2.create_target_group(
-            Name=names.target_group_name(resource_id),
-            Protocol="HTTP",
-            Port=names.CONTAINER_PORT,
-            VpcId=vpc_id,
-            TargetType="ip",
-            Tags=names.tag_list(project_id, resource_id),
-            **settings,
-        )
-        arn = str(created["TargetGroups"][0]["TargetGroupArn"])
-        _ensure_deregistration_delay(elbv2, arn)
-    return arn
-
-
-def _ensure_deregistration_delay(elbv2: Any, target_group_arn: str) -> None:
-    """A group made before the delay was set (or with AWS's default) gets it now."""
-    attributes = elbv2.describe_target_group_attributes(TargetGroupArn=target_group_arn)
-    current = {item["Key"]: item["Value"] for item in attributes["Attributes"]}
-    wanted = str(DEREGISTRATION_DELAY_SECONDS)
-    if current.get("deregistration_delay.timeout_seconds") != wanted:
+                elbv2.modify_target_group(TargetGroupArn=arn, **settings)
+        # Every time (it is idempotent): a group made before the delay was set, or with AWS's
+        # default, gets it.
         elbv2.modify_target_group_attributes(
-            TargetGroupArn=target_group_arn,
-            Attributes=[{"Key": "deregistration_delay.timeout_seconds", "Value": wanted}],
+            TargetGroupArn=arn,
+            Attributes=[
+                {
+                    "Key": "deregistration_delay.timeout_seconds",
+                    "Value": str(DEREGISTRATION_DELAY_SECONDS),
+                }
+            ],
         )
+    return arn
 
 
 def delete_target_group(session: AwsSession, resource_id: str) -> None:

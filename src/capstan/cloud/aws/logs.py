@@ -37,13 +37,17 @@ def _event(raw: dict[str, Any]) -> Event:
 
 
 def ensure_group(session: AwsSession, project_id: str, resource_id: str, group: str) -> None:
+    """The group, made with its retention if missing. CreateLogGroup is the look: it answers
+    `ResourceAlreadyExistsException` for a group that exists (one call, where a DescribeLogGroups
+    first made two for a new group)."""
     logs = _client(session)
     with aws_errors():
-        found = logs.describe_log_groups(logGroupNamePrefix=group)["logGroups"]
-        if any(item["logGroupName"] == group for item in found):
-            return
-        with ignoring("ResourceAlreadyExistsException"):
+        try:
             logs.create_log_group(logGroupName=group, tags=names.tag_map(project_id, resource_id))
+        except ClientError as error:
+            if error_code(error) != "ResourceAlreadyExistsException":
+                raise
+            return
         logs.put_retention_policy(logGroupName=group, retentionInDays=RETENTION_DAYS)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from capstan.cloud.aws.calls import ignoring
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
-from capstan.cloud.errors import TerminalCloudError
+from capstan.cloud.errors import RetryableCloudError, TerminalCloudError
 
 
 def _fqdn(name: str) -> str:
@@ -32,10 +32,13 @@ def service_zone(session: AwsSession, domain: str) -> str:
     """The public hosted zone of the service domain, which the operator makes and delegates
     before the server starts (`open_cloud` refuses to start without it). Capstan never creates
     it: a zone nobody delegated to would take records no resolver asks for, and certificates
-    validated through it would never issue."""
-    zone_id = find_zone(session, domain)
+    validated through it would never issue. Its id is kept on the session (`known`): a zone the
+    operator made again gets a new id, which `upsert_alias` notices (`NoSuchHostedZone`)."""
+    key = ("route53:service_zone", domain)
+    zone_id = session.known.get(key) or find_zone(session, domain)
     if zone_id is None:
         raise TerminalCloudError("service_zone_missing", missing_zone_message(domain))
+    session.known[key] = zone_id
     return zone_id
 
 
@@ -63,10 +66,26 @@ def upsert_alias(
             },
         },
     }
-    with aws_errors():
-        _client(session).change_resource_record_sets(
-            HostedZoneId=zone_id, ChangeBatch={"Changes": [change]}
-        )
+    try:
+        with aws_errors():
+            _client(session).change_resource_record_sets(
+                HostedZoneId=zone_id, ChangeBatch={"Changes": [change]}
+            )
+    except TerminalCloudError as error:
+        if _forget_zone(session, zone_id):
+            # The zone `service_zone` kept may be gone (made again): the next attempt reads it.
+            raise RetryableCloudError(error.code, error.message) from error
+        raise
+
+
+def _forget_zone(session: AwsSession, zone_id: str) -> bool:
+    """Drop `zone_id` from what the session keeps; whether it was kept."""
+    kept = [key for key, known in session.known.items() if key[0] == "route53:service_zone"]
+    for key in kept:
+        if session.known.get(key) == zone_id:
+            del session.known[key]
+            return True
+    return False
 
 
 def find_record(session: AwsSession, zone_id: str, hostname: str) -> dict[str, Any] | None:

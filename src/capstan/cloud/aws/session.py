@@ -95,6 +95,9 @@ class AwsSession:
         self._lock = threading.Lock()
         self._clients: dict[tuple[str, str], Any] = {}
         self._closed = False
+        # What the driver learned of this identity's account that stays true for the session's
+        # life (e.g. the service domain's zone id), so it is not read again with every call.
+        self.known: dict[tuple[str, str], str] = {}
 
     def client(self, service_name: str, *, region: str | None = None) -> Any:
         """A boto3 client for `service_name`, always at this session's endpoint."""

@@ -19,8 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from capstan.cloud.aws import names
-from capstan.cloud.aws.calls import ignoring
+from capstan.cloud.aws.calls import error_code, ignoring
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
 
@@ -71,11 +73,25 @@ def put_environment(
     version: str | None = None,
 ) -> StoredEnvironment:
     """Make the parameters of `version` of the target's environment exactly the non-empty
-    `variables`. A version's values never change (its name is new with each environment), so a
-    second call only finds them; unchanged values are not written again."""
+    `variables`. A version's values never change (its name is new with each environment), so
+    nothing of it is read first where the session knows its account: each parameter is created
+    with its tags (one a crash left behind is overwritten), and its ARN follows from its name —
+    no call at all for an environment without secrets. Otherwise (the unversioned path, which
+    each environment overwrites) what is there is read, and unchanged values are not written
+    again."""
     ssm = _client(session)
     prefix = version_path(resource_id, version)
     secret = {variable: value for variable, value in variables.items() if value}
+    plain: dict[str, str] = {variable: value for variable, value in variables.items() if not value}
+    tags = names.tag_list(project_id, resource_id)
+    if version is not None and session.account_id is not None:
+        with aws_errors():
+            for variable, value in secret.items():
+                _put(ssm, prefix + variable, value, tags, new=True, Tier="Intelligent-Tiering")
+        return StoredEnvironment(
+            parameters={variable: _arn(session, prefix + variable) for variable in secret},
+            plain=plain,
+        )
     with aws_errors():
         current = _current(ssm, prefix)
         for variable, value in secret.items():
@@ -83,31 +99,22 @@ def put_environment(
             existing = current.get(name)
             if existing is not None and existing.get("Value") == value:
                 continue
-            ssm.put_parameter(
-                Name=name,
-                Value=value,
-                Type="SecureString",
-                Tier="Intelligent-Tiering",
-                Overwrite=True,
-            )
-            # Tags cannot go with Overwrite in one call.
-            ssm.add_tags_to_resource(
-                ResourceType="Parameter",
-                ResourceId=name,
-                Tags=names.tag_list(project_id, resource_id),
-            )
+            _put(ssm, name, value, tags, new=existing is None, Tier="Intelligent-Tiering")
         stale = [name for name in current if name.removeprefix(prefix) not in secret]
         for start in range(0, len(stale), 10):
             ssm.delete_parameters(Names=stale[start : start + 10])
-        if any(prefix + variable not in current for variable in secret):
-            current = _current(ssm, prefix)
+        arns = {name: str(parameter["ARN"]) for name, parameter in current.items()}
+        made = [prefix + variable for variable in secret if prefix + variable not in arns]
+        if made and session.account_id is not None:
+            # A parameter's ARN follows from its name: no second read for the ones just made.
+            arns |= {name: _arn(session, name) for name in made}
+        elif made:
+            arns = {name: str(item["ARN"]) for name, item in _current(ssm, prefix).items()}
     return StoredEnvironment(
         parameters={
-            variable: str(current[prefix + variable]["ARN"])
-            for variable in secret
-            if prefix + variable in current
+            variable: arns[prefix + variable] for variable in secret if prefix + variable in arns
         },
-        plain={variable: value for variable, value in variables.items() if not value},
+        plain=plain,
     )
 
 
@@ -160,14 +167,31 @@ def put_build_token(
     ssm = _client(session)
     parameter = names.build_token_parameter(project_id, resource_id, name)
     with aws_errors():
-        ssm.put_parameter(Name=parameter, Value=token, Type="SecureString", Overwrite=True)
-        # Tags cannot go with Overwrite in one call.
-        ssm.add_tags_to_resource(
-            ResourceType="Parameter",
-            ResourceId=parameter,
-            Tags=names.tag_list(project_id, resource_id),
-        )
+        _put(ssm, parameter, token, names.tag_list(project_id, resource_id), new=True)
     return parameter
+
+
+def _arn(session: AwsSession, name: str) -> str:
+    """The ARN of the parameter `name` (`/capstan/…`) in the session's account and region."""
+    region = session.endpoint.region
+    return f"arn:{session.partition()}:ssm:{region}:{session.account_id}:parameter{name}"
+
+
+def _put(
+    ssm: Any, name: str, value: str, tags: list[dict[str, str]], *, new: bool, **extra: Any
+) -> None:
+    """A SecureString parameter with this value, tagged. Tags cannot go with `Overwrite`, so a
+    parameter thought `new` is created with its tags in one call; one that exists after all
+    (`ParameterAlreadyExists`), or is known to, is overwritten: it got its tags when it was made
+    (here, or by an older Capstan, which tagged each parameter right after writing it)."""
+    if new:
+        try:
+            ssm.put_parameter(Name=name, Value=value, Type="SecureString", Tags=tags, **extra)
+            return
+        except ClientError as error:
+            if error_code(error) != "ParameterAlreadyExists":
+                raise
+    ssm.put_parameter(Name=name, Value=value, Type="SecureString", Overwrite=True, **extra)
 
 
 def delete_build_tokens(session: AwsSession, project_id: str, resource_id: str) -> None:
