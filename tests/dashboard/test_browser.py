@@ -333,8 +333,11 @@ def test_a_cache_and_a_bucket_show_their_metrics_and_cost(
     page.locator("[data-cache]").get_by_role("link", name="Metrics and cost").click()
     page.wait_for_url(re.compile(r"/cache/"))
     assert page.get_by_role("heading", name="The last hour").is_visible()
-    hits = page.locator('[data-metric="cache_hits"] dd').inner_text()
+    hits = page.locator('[data-metric="cache_hits"] dd').first.inner_text()
     assert re.fullmatch(r"\d+", hits)
+    for name in ("Hits", "Misses", "Memory used", "Connections"):
+        chart = page.get_by_role("img", name=f"{name} per 5 minutes over the last hour")
+        assert chart.is_visible()
     with dev_server.api() as api:
         cost = api.get(f"/api{page.url.split(dev_server.base_url, 1)[1]}/cost").json()
     expect_text(page.locator("[data-cost]"), f"{cost['estimated_monthly_usd']:.2f} USD")
@@ -344,7 +347,9 @@ def test_a_cache_and_a_bucket_show_their_metrics_and_cost(
     page.wait_for_url(re.compile(r"/storage/"))
     assert page.get_by_role("heading", name=re.compile("^user-uploads")).is_visible()
     for name in ("get_requests", "put_requests", "bytes_uploaded"):
-        assert page.locator(f'[data-metric="{name}"] dd').inner_text() != ""
+        assert page.locator(f'[data-metric="{name}"] dd').first.inner_text() != ""
+    assert page.locator("figure[data-chart]").count() == 5
+    assert page.get_by_role("img", name=re.compile("^GET and HEAD requests per 5")).is_visible()
     assert page.get_by_role("link", name="Cost Explorer").is_visible()
 
 

@@ -82,6 +82,15 @@ METRIC_LABELS = {
     "error_rate_percent": "Error rate",
     "bytes_transferred_1h": "Bytes transferred",
     "cache_hit_rate_percent": "Cache hit rate",
+    "cache_hits": "Hits",
+    "cache_misses": "Misses",
+    "memory_used_bytes": "Memory used",
+    "curr_connections": "Connections",
+    "get_requests": "GET and HEAD requests",
+    "put_requests": "PUT and POST requests",
+    "delete_requests": "DELETE requests",
+    "bytes_downloaded": "Bytes downloaded",
+    "bytes_uploaded": "Bytes uploaded",
 }
 templates.env.globals.update(
     chart=_chart, chart_size=(CHART_WIDTH, CHART_HEIGHT), metric_labels=METRIC_LABELS
