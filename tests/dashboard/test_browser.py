@@ -486,7 +486,18 @@ def test_the_project_page_fits_a_phone(
     phone = new_page(chromium, dev_server, PHONE)
     try:
         sign_in(phone, dev_server.email, dev_server.password)
-        for path in ("/", f"/projects/{tour['project']}", tour["service_page"], "/settings"):
+        with dev_server.api() as api:
+            base = f"/projects/{tour['project']}"
+            cache = api.get(f"/api{base}/cache").json()["caches"][0]["id"]
+            bucket = api.get(f"/api{base}/storage").json()["buckets"][0]["id"]
+        for path in (
+            "/",
+            base,
+            tour["service_page"],
+            f"{base}/cache/{cache}",
+            f"{base}/storage/{bucket}",
+            "/settings",
+        ):
             phone.goto(path)
             width = phone.evaluate("document.documentElement.scrollWidth")
             wide = phone.evaluate(

@@ -58,13 +58,16 @@ def _set_up(dev_server: DevServer) -> dict[str, str]:
             ),
             202,
         )
-        ok(api.post(f"{base}/cache", json={"storage_limit_mb": 512}), 201, 202)
+        cache = ok(api.post(f"{base}/cache", json={"storage_limit_mb": 512}), 201, 202)
         ok(api.post(f"{base}/storage", json={"name": "uploads"}), 201, 202)
         deadline = time.monotonic() + 60
         while api.get(f"{base}/web_servers/{web['id']}").json()["status"] != "running":
             assert time.monotonic() < deadline, "the web server did not reach running"
             time.sleep(0.5)
-    return {"project": project["id"], "web": web["id"]}
+        while api.get(f"{base}/cache/{cache['id']}").json()["status"] != "available":
+            assert time.monotonic() < deadline, "the cache did not become available"
+            time.sleep(0.5)
+    return {"project": project["id"], "web": web["id"], "cache": cache["id"]}
 
 
 def test_screenshots_of_the_main_pages(
@@ -77,6 +80,7 @@ def test_screenshots_of_the_main_pages(
         "projects": "/",
         "project": f"/projects/{ids['project']}",
         "service": f"/projects/{ids['project']}/web_servers/{ids['web']}",
+        "cache": f"/projects/{ids['project']}/cache/{ids['cache']}",
         "settings": "/settings",
     }
     taken = []

@@ -406,11 +406,11 @@ async def service_logs_stream(
     --follow` uses) decides which lines are new. A refusal later (the session ended) is an
     `end` event with the API's message, and the stream closes."""
     try:
+        await api.get("/api/session")  # first: without a session, sign in (whatever the path)
         path = f"/api/projects/{project_id}/{_kind_path(kind)}/{quote(service_id, safe='')}"
         if preview:
             path = f"{path}/previews/{quote(preview, safe='')}"
         path = f"{path}/logs"
-        await api.get("/api/session")
         first = await api.get(path, limit=LOGS_FIRST_LINES)
     except ApiRefused as refused:
         return _refusal_page(request, refused, partial=True)
