@@ -97,17 +97,27 @@ def test_lines_written_while_following_arrive_each_once(shop_org: Org) -> None:
             region,
             group,
             [(first - timedelta(seconds=3), "marker late")]
-            + [(first + timedelta(seconds=1), "marker twice")] * 2,
+            + [(first + timedelta(seconds=1), "marker twice")] * 2
+            # A carriage return would end an SSE field early: it arrives as a line break.
+            + [(first + timedelta(seconds=2), "marker cr\rsecond half")],
         )
         events.until(lambda: sum(m == "marker twice" for _, m in events.lines) >= 2)
         events.until(lambda: any(m == "marker late" for _, m in events.lines))
+        events.until(lambda: any(m.startswith("marker cr") for _, m in events.lines))
         for _ in range(3):  # a few more reads: nothing comes again
             events.next()
     markers = Counter(m for _, m in events.lines if m.startswith("marker"))
-    assert markers == {"marker one": 1, "marker late": 1, "marker twice": 2}
+    assert markers == {
+        "marker one": 1,
+        "marker late": 1,
+        "marker twice": 2,
+        "marker cr\nsecond half": 1,
+    }
     # No line twice, and none the API has that the stream skipped.
     read = shop_org.api.get(f"{shop.base}/web_servers/{web['id']}/logs", params={"limit": 1000})
-    every = Counter((line["timestamp"], line["message"]) for line in read.json()["lines"])
+    every = Counter(
+        (line["timestamp"], line["message"].replace("\r", "\n")) for line in read.json()["lines"]
+    )
     streamed = Counter(events.lines)
     assert all(count <= every[key] for key, count in streamed.items()), streamed - every
     newest = max(stamp for stamp, _ in events.lines)

@@ -453,8 +453,10 @@ def _log_lines(lines: list[dict[str, Any]]) -> str:
 
 
 def _event(name: str, data: str) -> str:
-    """One Server-Sent Event: each line of `data` on a `data:` line of its own."""
-    return f"event: {name}\n" + "".join(f"data: {line}\n" for line in data.split("\n")) + "\n"
+    """One Server-Sent Event: each line of `data` on a `data:` line of its own (a carriage
+    return in a log message too: it would end the field early in the browser)."""
+    lines = data.splitlines() or [""]
+    return f"event: {name}\n" + "".join(f"data: {line}\n" for line in lines) + "\n"
 
 
 # Organization settings -----------------------------------------------------------------------
