@@ -298,7 +298,9 @@ def test_cost_explorer_is_asked_once_per_period_and_unavailable_says_why(shop: R
         age_spend_answers(org.server, cache.seconds)
         usd, why = month_to_date()
         assert usd is None and "not an active cost allocation tag" in why
-        ledger.set_tag_status(account_id, "capstan:resource", active=True)
+        # "Just now" on the server's clock, which earlier tests on this server moved forward
+        # (`age_spend_answers`): by wall-clock time the tag could look a day old already.
+        ledger.set_tag_status(account_id, "capstan:resource", active=True, at=cache.clock())
         age_spend_answers(org.server, cache.unavailable_seconds)
         usd, why = month_to_date()  # activated just now: a day before the figures are whole
         assert usd is None and "less than 24 hours ago" in why
