@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # Tests wait on the sandbox far more than they compute: four workers on two cores.
 TEST_WORKERS ?= 4
 
-.PHONY: dev test cli-processes chaos load scale processes browser screenshots check format migrate bench fuzz clean
+.PHONY: dev test aws-smoke cli-processes chaos load scale processes browser screenshots check format migrate bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,15 @@ dev: $(VENV)/.installed-dev
 test: $(VENV)/.installed-test
 	$(BIN)/pytest -n $(TEST_WORKERS) --durations=15 $(PYTEST_ARGS)
 
+## make aws-smoke: for operators: through the Capstan server the CLI is signed in to
+## (CAPSTAN_URL/CAPSTAN_TOKEN or `capstan login`), deploy a web server, a worker, a static site, a
+## cache and a bucket into the AWS account of your credentials (boto3's default chain), check each
+## answers, delete everything, list leftovers by tag and print the timings; without credentials
+## it says so and exits 0. AWS_SMOKE_ARGS passes options (`--help`)
+AWS_SMOKE_ARGS ?=
+aws-smoke: $(VENV)/.installed-dev
+	$(BIN)/python -m capstan.aws_smoke $(AWS_SMOKE_ARGS)
+
 $(VENV)/.installed-fuzz: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test,fuzz]'
 	touch $@ $(VENV)/.installed-test $(VENV)/.installed-dev
@@ -53,7 +62,8 @@ scale: $(VENV)/.installed-test
 	$(BIN)/pytest -n 2 -m scale $(PYTEST_ARGS)
 
 ## make processes: whole topologies of separate processes (an API server and two `capstan worker`
-## processes over PostgreSQL; a dev worker joining `capstan server --dev`)
+## processes over PostgreSQL; a dev worker joining `capstan server --dev`; `make aws-smoke`'s
+## module run against `capstan server --dev` and the sandbox cloud)
 processes: $(VENV)/.installed-test
 	$(BIN)/pytest -n 2 -m processes $(PYTEST_ARGS)
 

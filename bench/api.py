@@ -27,6 +27,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,10 +39,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.apps.processes import (  # noqa: E402 (the repository root is on the path now)
+    CAPSTAN,
     bearer_client,
     capstan_env,
     free_port,
-    processes,
 )
 from tests.conftest import _drop_schema  # noqa: E402
 
@@ -106,18 +109,51 @@ def wrk(url: str, token: str, seconds: int) -> Load:
     return Load(rate, float(p99.group(1)) * scale, errors)
 
 
+@contextmanager
+def capstan_server(tmp: Path, port: int, env: dict[str, str]) -> Iterator[str]:
+    """`capstan server --dev` on `port`, its output (the access log: a line per request) going
+    to a file: read by a thread of this process, as the tests' helper does, it would take CPU
+    from the server on the same cores. Yields the dev API token."""
+    log = tmp / "server.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [*CAPSTAN, "server", "--dev", "--data-dir", str(tmp / "data"), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=capstan_env(**env),
+            cwd=tmp,
+        )
+    try:
+        token = None
+        for _ in range(1200):
+            text = log.read_text()
+            found = re.search(r"Dev API token \(shown once\): (capstan_\w+)", text)
+            token = found.group(1) if found else None
+            # uvicorn says "Application startup complete" before it binds its port; this after.
+            if token and "Uvicorn running on" in text:
+                break
+            if server.poll() is not None:
+                raise SystemExit(f"capstan server exited:\n{text[-3000:]}")
+            time.sleep(0.05)
+        else:
+            raise SystemExit(f"capstan server did not start:\n{log.read_text()[-3000:]}")
+        yield token
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
 def measure(database: str, env: dict[str, str], seconds: int) -> dict[str, tuple[Load, Load]]:
+    port = free_port()
     with (
         tempfile.TemporaryDirectory(prefix="capstan-bench-api-") as tmp,
-        processes(Path(tmp)) as procs,
+        capstan_server(Path(tmp), port, env) as token,
     ):
-        port = free_port()
-        server = procs.server(
-            "server",
-            ["--dev", "--data-dir", str(Path(tmp) / "data"), "--port", str(port)],
-            capstan_env(**env),
-        )
-        token = server.wait_for_line(r"Dev API token \(shown once\): (capstan_\w+)").group(1)
         base = f"http://127.0.0.1:{port}"
         with bearer_client(base, token) as api:
             ids = []
@@ -159,7 +195,7 @@ def _wait_until_up(url: str) -> None:
                 return
         except httpx.HTTPError:
             pass
-        subprocess.run(["sleep", "0.05"], check=True)
+        time.sleep(0.05)
     raise SystemExit(f"the floor app did not answer at {url}")
 
 

@@ -107,7 +107,7 @@ def _start_dev(data_dir: Path) -> tuple[subprocess.Popen[str], str, list[str]]:
         if not line:
             break
         lines.append(line.rstrip())
-        if "Application startup complete" in line:
+        if "Uvicorn running on" in line:  # bound (startup completes before the port is)
             return process, url, lines
     process.kill()
     raise AssertionError("dev server did not start:\n" + "\n".join(lines))

@@ -18,9 +18,9 @@ import httpx
 import pytest
 
 from capstan.cloud.aws import iam, names
+from capstan.cloud.aws.inventory import capstan_resources
 from capstan.config import Settings
 from capstan.network import service as network
-from capstan.sandbox.cloud.inventory import capstan_resources
 from tests.apps.processes import (
     account_sessions,
     api_token_for,

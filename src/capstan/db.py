@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from fastapi import Depends, Request
 from sqlalchemy import DateTime, MetaData, String, TypeDecorator, event
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, InvalidatePoolError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -25,6 +25,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from capstan import sqlite_driver
 
 if TYPE_CHECKING:
     from capstan.config import Settings
@@ -93,7 +95,10 @@ def created_at_column() -> Mapped[datetime]:
 
 def make_engine(url: str, *, schema: str | None = None, **kwargs: Any) -> AsyncEngine:
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": 30}, **kwargs)
+        # One trip to aiosqlite's thread per statement, none for a COMMIT with nothing to end.
+        engine = create_async_engine(
+            url, module=sqlite_driver.dbapi(), connect_args={"timeout": 30}, **kwargs
+        )
 
         @event.listens_for(engine.sync_engine, "connect")
         def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -107,7 +112,41 @@ def make_engine(url: str, *, schema: str | None = None, **kwargs: Any) -> AsyncE
     connect_args: dict[str, Any] = {}
     if schema:
         connect_args["server_settings"] = {"search_path": schema}
-    return create_async_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
+    engine = create_async_engine(url, connect_args=connect_args, **kwargs)
+    _ping_after_idle(engine)
+    return engine
+
+
+# A connection back in the pool for less than this answered its last statement moments ago; one
+# idle longer may have been closed meanwhile (a restarted server, a proxy's idle timeout).
+PING_AFTER_IDLE_SECONDS = 1.0
+_RETURNED_AT = "capstan_returned_at"
+
+
+def _ping_after_idle(engine: AsyncEngine) -> None:
+    """SQLAlchemy's `pool_pre_ping`, for connections that have been idle a while only.
+
+    The stock pre-ping costs three round trips on asyncpg (BEGIN, an empty query, ROLLBACK) on
+    every checkout, that is every request; a connection handed back moments ago needs none.
+    A dead connection found here is replaced, and the pool's older ones with it, as pre-ping
+    does."""
+    dialect = engine.dialect
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def _returned(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_RETURNED_AT] = time.monotonic()
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _ping_if_idle(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        returned = record.info.get(_RETURNED_AT)
+        if returned is None or time.monotonic() - returned < PING_AFTER_IDLE_SECONDS:
+            return  # a fresh connection, or one in use moments ago
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as error:
+            if dialect.is_disconnect(error, dbapi_connection, None):
+                raise InvalidatePoolError() from error
+            raise
 
 
 def engine_for(settings: Settings) -> AsyncEngine:

@@ -163,7 +163,8 @@ class Processes:
         return process, f"http://127.0.0.1:{port}"
 
     def server(self, name: str, args: list[str], env: dict[str, str]) -> Process:
-        return self.start(name, ["server", *args], env, ready="Application startup complete")
+        # uvicorn says "Application startup complete" before it binds its port; this line after.
+        return self.start(name, ["server", *args], env, ready="Uvicorn running on")
 
     def worker(self, name: str, env: dict[str, str]) -> Process:
         # The worker loop starts right after this line (migrations have run before it).

@@ -30,10 +30,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import Deployment
 from capstan.cloud.aws import names
+from capstan.cloud.aws.inventory import Found, capstan_resources, dns_records
 from capstan.config import Settings
 from capstan.db import utcnow
 from capstan.reconcile.models import QueueItem, ReconcilePass
-from capstan.sandbox.cloud.inventory import Found, capstan_resources, dns_records
 from tests.apps.processes import (
     Process,
     Processes,

@@ -19,9 +19,9 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import Preview, Service
+from capstan.cloud.aws.inventory import capstan_resources, dns_records
 from capstan.kinds import KINDS
 from capstan.projects.models import Project
-from capstan.sandbox.cloud.inventory import capstan_resources, dns_records
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
 from tests.apps.processes import account_sessions, wait_all_running

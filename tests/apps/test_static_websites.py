@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from capstan.cloud.aws.cloudfront_functions import REQUEST_FUNCTION_CODE
+from capstan.cloud.aws.inventory import capstan_resources, dns_records
 from capstan.cloud.aws.session import AwsSession
-from capstan.sandbox.cloud.inventory import capstan_resources, dns_records
 from tests.apps.helpers import Ready, connected_org, new_shop
 from tests.apps.processes import account_sessions
 from tests.harness import Org, RunningServer
@@ -188,6 +188,28 @@ def test_cloudfront_serves_the_bucket_at_the_site_s_hostname(published: Site) ->
         assert (described["DomainName"], described["Status"]) == (wildcard, "ISSUED")
 
 
+def test_the_sandbox_front_serves_the_site_at_its_hostname(published: Site) -> None:
+    """The dev server plays CloudFront for the site's hostname, as it plays the load balancer for
+    web servers: the index, a directory's index through the viewer function, a file by its
+    type; a path the build did not write answers 403, as S3 behind an OAC does."""
+    server = published.shop.org.server
+    with account(published.shop) as (customer, _operator):
+        index = served(customer, published.site["id"], "index.html")
+        about = served(customer, published.site["id"], "about/index.html")
+    with server.client(headers={"Host": published.hostname}) as front:
+        root = front.get("/")
+        assert (root.status_code, root.text) == (200, index)
+        assert root.headers["content-type"].startswith("text/html")
+        assert front.get("/about/").text == about
+        assert front.get("/about").text == about
+        css = front.get("/assets/site.css")
+        assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+        assert front.get("/missing.html").status_code == 403
+    other = f"nothing.{published.hostname}"
+    with server.client(headers={"Host": other}) as front:
+        assert front.get("/").status_code == 404
+
+
 def test_viewer_requests_go_through_the_site_s_function(published: Site) -> None:
     site = published.site
     with account(published.shop) as (customer, _operator):
@@ -247,8 +269,14 @@ def test_an_environment_change_and_a_patch_each_rebuild_the_site(shop: Ready) ->
         # The build saw the variables (through SSM, never as values in the build's record),
         # and built the branch; the CDN cache was invalidated again.
         index = served(customer, site["id"], "index.html")
-        assert "Hello, reader" in index and "branch feature-x" in index
         history = deployments(shop, path)
+        # On failure, say which release the distribution serves and where each deployment is.
+        assert "Hello, reader" in index and "branch feature-x" in index, (
+            distribution_of(customer, site["id"])["DistributionConfig"]["Origins"]["Items"][0][
+                "OriginPath"
+            ],
+            [(d["id"], d["trigger"], d["status"]) for d in history],
+        )
         assert [(d["trigger"], d["status"]) for d in history] == [
             ("patch", "running"),
             ("environment", "superseded"),

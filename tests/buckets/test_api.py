@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from capstan.cloud.aws import iam, names
+from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.s3 import REQUEST_METRICS_ID
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.bedrock_profiles import invocation_refusal
-from capstan.sandbox.cloud.inventory import capstan_resources
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
 from tests.harness import Org, RunningServer
@@ -298,11 +298,11 @@ def test_cost_explorer_is_asked_once_per_period_and_unavailable_says_why(shop: R
         age_spend_answers(org.server, cache.seconds)
         usd, why = month_to_date()
         assert usd is None and "not an active cost allocation tag" in why
-        # "Just now" on the server's clock, which earlier tests on this server moved forward
-        # (`age_spend_answers`): by wall-clock time the tag could look a day old already.
-        ledger.set_tag_status(account_id, "capstan:resource", active=True, at=cache.clock())
         age_spend_answers(org.server, cache.unavailable_seconds)
-        usd, why = month_to_date()  # activated just now: a day before the figures are whole
+        # Activated now by the server's clock, which the tests of this server move forward
+        # (by more than a day once several of them ran on it): a day before the figures are whole.
+        ledger.set_tag_status(account_id, "capstan:resource", active=True, at=cache.clock())
+        usd, why = month_to_date()
         assert usd is None and "less than 24 hours ago" in why
     finally:
         ledger.set_tag_status(

@@ -18,8 +18,8 @@ import pytest
 
 from capstan.cloud.aws import names
 from capstan.cloud.aws.elasticache import cache_name
+from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.network import find_network
-from capstan.sandbox.cloud.inventory import capstan_resources
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, connected_org, new_shop
 from tests.apps.processes import account_sessions

@@ -15,8 +15,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import names
+from capstan.cloud.aws.inventory import capstan_resources, dns_records
 from capstan.cloud.aws.session import AwsSession
-from capstan.sandbox.cloud.inventory import capstan_resources, dns_records
 from tests.apps.helpers import Ready, connected_org, new_shop
 from tests.apps.processes import account_sessions, wait_all_running
 from tests.harness import Org, RunningServer

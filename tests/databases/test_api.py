@@ -14,9 +14,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from capstan.cloud.aws import names
+from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.network import find_network
 from capstan.sandbox.cloud import rds as sandbox_rds
-from capstan.sandbox.cloud.inventory import capstan_resources
 from tests.apps.helpers import Ready, new_shop
 from tests.apps.processes import account_sessions
 from tests.harness import Org

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -186,6 +189,70 @@ def test_an_unreachable_git_host_is_retryable(server: RunningServer) -> None:
             )
     finally:
         closed.close()
+
+
+class DropsReusedConnections:
+    """A git host at a raw socket that answers the first request of a connection, keeps it
+    alive, and closes it without an answer when it is reused — the race of a server closing an
+    idle kept-alive connection just as the client sends on it. Counts the requests it reads."""
+
+    ANSWER = json.dumps({"id": 7, "account": {"login": "acme", "type": "Organization"}}).encode()
+
+    def __init__(self) -> None:
+        self.listener = free_socket()
+        self.listener.listen()
+        self.requests = 0
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/api"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _address = self.listener.accept()
+            except OSError:
+                return  # closed
+            with connection:
+                self._read_request(connection)
+                connection.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(self.ANSWER)}\r\n\r\n".encode()
+                    + self.ANSWER
+                )
+                self._read_request(connection)  # the reuse: closed unanswered
+
+    def _read_request(self, connection: socket.socket) -> None:
+        received = b""
+        while b"\r\n\r\n" not in received:
+            chunk = connection.recv(65536)
+            if not chunk:
+                return
+            received += chunk
+        self.requests += 1
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_read_on_a_connection_the_git_host_just_closed_is_sent_again(
+    server: RunningServer,
+) -> None:
+    host = DropsReusedConnections()
+    try:
+
+        async def twice(client: GitHubAppClient) -> list[Installation]:
+            return [await client.get_installation(7), await client.get_installation(7)]
+
+        first, second = with_client(server, twice, github_api_url=host.api_url)
+        assert first == second and first.account_login == "acme"
+        # The second read went out on the kept-alive connection, was dropped, and was sent
+        # once more on a new connection.
+        assert host.requests == 3
+    finally:
+        host.close()
 
 
 def test_an_app_that_is_not_configured(server: RunningServer) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from capstan.cloud.aws.inventory import capstan_resources
 from capstan.sandbox.cloud import quotas
-from capstan.sandbox.cloud.inventory import capstan_resources
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, new_shop, ready
 from tests.apps.processes import account_sessions, statuses

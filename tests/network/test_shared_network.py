@@ -14,12 +14,12 @@ from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import elasticache, names
 from capstan.cloud.aws import network as aws_network
+from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.cloud.errors import RetryableCloudError
 from capstan.cloud.network import SHARED_NOT_READY, NetworkDriver
 from capstan.db import new_id
 from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.inventory import capstan_resources
 from tests.sandbox.aws import access_role, new_account
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
@@ -34,6 +34,7 @@ from capstan.cloud_account.session import cloud_answers, customer_driver
 from capstan.db import new_id, utcnow
 from capstan.errors import Conflict
 from capstan.network import service as network
+from capstan.project_rows import ProjectRows
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.projects.scoped import get_in_project, list_in_project
@@ -155,12 +156,8 @@ async def _delete(session: AsyncSession, bucket: Bucket) -> bool:
     return await STATES.move(session, bucket, "delete", deleted_at=utcnow())
 
 
-async def count_in_project(session: AsyncSession, project_id: str) -> int:
-    """Buckets of the project, including those still being removed (they still exist)."""
-    count = await session.scalar(
-        select(func.count()).select_from(Bucket).where(Bucket.project_id == project_id)
-    )
-    return int(count or 0)
+# Buckets of the project, including those still being removed (they still exist).
+count_in_project = ProjectRows(STATES, QUEUE_KIND, creating=CREATING).count
 
 
 async def task_grants(session: AsyncSession, project: Project) -> list[dict[str, Any]]:

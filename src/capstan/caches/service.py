@@ -18,7 +18,6 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
-from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
@@ -32,6 +31,7 @@ from capstan.cloud_account.session import cloud_answers, customer_driver
 from capstan.db import flush_unique, new_id, utcnow
 from capstan.errors import BadRequest, Conflict
 from capstan.network.service import require_cloud_account
+from capstan.project_rows import ProjectRows
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.projects.scoped import get_in_project, list_in_project
@@ -84,30 +84,10 @@ class CacheChanged(Conflict):
 # -- registration -------------------------------------------------------------------------------
 
 
-async def count_in_project(session: AsyncSession, project_id: str) -> int:
-    """The project's caches, including those still being removed (their rows refer to it)."""
-    count = await session.scalar(
-        select(func.count()).select_from(Cache).where(Cache.project_id == project_id)
-    )
-    return int(count or 0)
-
-
-async def wake_waiting(session: AsyncSession, project_id: str) -> None:
-    """Enqueue the project's caches still being created: they waited for its network."""
-    waiting = await session.scalars(
-        select(Cache.id).where(Cache.project_id == project_id, Cache.status == CREATING)
-    )
-    for cache_id in list(waiting):
-        await enqueue(session, QUEUE_KIND, cache_id)
-
-
-async def fail_waiting(session: AsyncSession, project_id: str, message: str) -> None:
-    """Fail the project's caches still being created: the network they wait for cannot be made."""
-    waiting = await session.scalars(
-        select(Cache).where(Cache.project_id == project_id, Cache.status == CREATING)
-    )
-    for cache in list(waiting):
-        await STATES.move(session, cache, "failed", error=message[:4000])
+_ROWS = ProjectRows(STATES, QUEUE_KIND, creating=CREATING)
+count_in_project = _ROWS.count
+wake_waiting = _ROWS.wake_waiting
+fail_waiting = _ROWS.fail_waiting
 
 
 # -- the API's operations ---------------------------------------------------------------------

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
@@ -38,6 +38,7 @@ from capstan.databases.schemas import DatabaseCreate, DatabaseUpdate
 from capstan.db import flush_unique, utcnow
 from capstan.errors import BadRequest, Conflict
 from capstan.network.service import require_cloud_account
+from capstan.project_rows import ProjectRows
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.projects.scoped import get_in_project, list_in_project
@@ -103,30 +104,10 @@ class DatabaseChanged(Conflict):
 # -- registration -------------------------------------------------------------------------------
 
 
-async def count_in_project(session: AsyncSession, project_id: str) -> int:
-    """The project's databases, including those still being removed (their rows refer to it)."""
-    count = await session.scalar(
-        select(func.count()).select_from(Database).where(Database.project_id == project_id)
-    )
-    return int(count or 0)
-
-
-async def wake_waiting(session: AsyncSession, project_id: str) -> None:
-    """Enqueue the project's databases still being created: they waited for its network."""
-    waiting = await session.scalars(
-        select(Database.id).where(Database.project_id == project_id, Database.status == CREATING)
-    )
-    for database_id in list(waiting):
-        await enqueue(session, QUEUE_KIND, database_id)
-
-
-async def fail_waiting(session: AsyncSession, project_id: str, message: str) -> None:
-    """Fail the project's databases still being created: their network cannot be made."""
-    waiting = await session.scalars(
-        select(Database).where(Database.project_id == project_id, Database.status == CREATING)
-    )
-    for database in list(waiting):
-        await STATES.move(session, database, "failed", error=message[:4000])
+_ROWS = ProjectRows(STATES, QUEUE_KIND, creating=CREATING)
+count_in_project = _ROWS.count
+wake_waiting = _ROWS.wake_waiting
+fail_waiting = _ROWS.fail_waiting
 
 
 async def check_references(

@@ -68,6 +68,9 @@ MAX_PAGE_SIZE = 100
 # A runaway Link chain (or a hostile one) stops here: 100 pages of 100 repositories.
 MAX_PAGES = 100
 REQUEST_TIMEOUT_SECONDS = 15.0
+# How a request fails when the server closed the kept-alive connection it was sent on.
+_CONNECTION_DROPPED = (httpx.RemoteProtocolError, httpx.ReadError)
+_IDEMPOTENT = frozenset({"GET", "HEAD"})
 USER_AUTHORIZATION_NOT_CONFIGURED = (
     "CAPSTAN_GITHUB_CLIENT_ID and CAPSTAN_GITHUB_CLIENT_SECRET are not set: the install callback "
     "refuses to record installations until they are. Set them to the GitHub App's client id and a "
@@ -323,9 +326,18 @@ class GitHubAppClient:
         if accept is not None:
             headers["Accept"] = accept
         try:
-            response = await self._http.request(
-                method, url, json=json, data=data, params=params, headers=headers
-            )
+            try:
+                response = await self._http.request(
+                    method, url, json=json, data=data, params=params, headers=headers
+                )
+            except _CONNECTION_DROPPED:
+                if method not in _IDEMPOTENT:
+                    raise
+                # A kept-alive connection the server closed just as it was reused: nothing was
+                # answered, and a read may be asked again, once, on a new connection.
+                response = await self._http.request(
+                    method, url, json=json, data=data, params=params, headers=headers
+                )
         except httpx.TimeoutException as error:
             raise RetryableGitHostError("The git host did not answer in time.") from error
         except httpx.HTTPError as error:

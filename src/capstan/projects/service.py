@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
+from typing import Any
 
 import botocore.session
-from sqlalchemy import select
+from sqlalchemy import Row, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan import registry
@@ -14,7 +15,12 @@ from capstan.auth.principal import Principal
 from capstan.db import flush_unique
 from capstan.errors import BadRequest, HostnameSuffixTaken, NotFound, ProjectNotEmpty
 from capstan.projects.models import Project
-from capstan.projects.schemas import GitSettingsUpdate, ProjectCreate, ProjectUpdate
+from capstan.projects.schemas import (
+    GitSettingsUpdate,
+    ProjectCreate,
+    ProjectListItem,
+    ProjectUpdate,
+)
 from capstan.registry import ResourceKind
 
 
@@ -26,23 +32,31 @@ def known_regions() -> frozenset[str]:
 
 async def get(session: AsyncSession, caller: Principal, project_id: str) -> Project:
     project = await session.scalar(
-        select(Project).where(
-            Project.id == project_id, Project.organization_id == caller.organization_id
-        )
+        _BY_ID, {"project_id": project_id, "organization_id": caller.organization_id}
     )
     if project is None:
         raise NotFound("No such project.")
     return project
 
 
-async def list_(session: AsyncSession, caller: Principal) -> list[Project]:
-    return list(
-        await session.scalars(
-            select(Project)
-            .where(Project.organization_id == caller.organization_id)
-            .order_by(Project.created_at, Project.id)
-        )
-    )
+# Most requests about a project start here: built once, so none pays for building it.
+_BY_ID = select(Project).where(
+    Project.id == bindparam("project_id"),
+    Project.organization_id == bindparam("organization_id"),
+)
+
+
+async def list_(session: AsyncSession, caller: Principal) -> Sequence[Row[Any]]:
+    """The organization's projects, oldest first: the list's columns only, as rows (a list of
+    hundreds costs no ORM objects, identity map or change tracking that nobody uses)."""
+    return (await session.execute(_LIST, {"organization_id": caller.organization_id})).all()
+
+
+_LIST = (
+    select(*(getattr(Project, name) for name in ProjectListItem.model_fields))
+    .where(Project.organization_id == bindparam("organization_id"))
+    .order_by(Project.created_at, Project.id)
+)
 
 
 async def create(

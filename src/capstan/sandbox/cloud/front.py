@@ -10,7 +10,17 @@ deployment runs, tagged with Capstan's deployment id. The page shows that deploy
 commit (the image's tag), when its task definition was registered, and the names of its
 environment variables — never their values.
 
-`ServiceFrontMiddleware` serves it for requests whose Host is under the service domain (mounted
+A static website's hostname is an alias of its CloudFront distribution instead, and the front
+plays CloudFront too: the operator's DNS record → the distribution with that domain name (in
+whichever sandbox account owns it), enabled, deployed and carrying the hostname as an alternate
+domain name → its S3 origin and origin path → the object, with the directory index the account's
+viewer function adds (`/guide/` and `/guide` answer `/guide/index.html`) or, without the
+function, the default root object for `/` alone. A missing object answers 403, as S3 behind an
+origin access control does. The front reads the bucket as the account's administrator: it shows
+what the distribution points at, not whether the bucket policy would let it read (the site
+tests check that policy).
+
+`ServiceFrontMiddleware` serves both for requests whose Host is under the service domain (mounted
 by `create_app` in sandbox mode only); every other request passes through untouched.
 """
 
@@ -21,7 +31,7 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from capstan.cloud.aws import route53
@@ -46,23 +56,36 @@ class Answering:
 
 
 @dataclass(frozen=True)
+class SiteObject:
+    """What a static website's distribution serves for one path."""
+
+    body: bytes
+    content_type: str
+
+
+@dataclass(frozen=True)
 class NoAnswer:
     status_code: int
     reason: str
 
 
-def answering(endpoint: Endpoint, operator: AwsSession, domain: str, hostname: str) -> Any:
-    """`Answering` for `hostname`, or `NoAnswer` saying where the path stops (blocking calls)."""
+def answering(
+    endpoint: Endpoint, operator: AwsSession, domain: str, hostname: str, path: str = "/"
+) -> Any:
+    """`Answering` for a web server's `hostname`, `SiteObject` for a static website's, or
+    `NoAnswer` saying where the path stops (blocking calls)."""
     zone_id = route53.find_zone(operator, domain)
     record = route53.find_record(operator, zone_id, hostname) if zone_id else None
     if record is None or "AliasTarget" not in record:
         return NoAnswer(404, f"No DNS record for {hostname}: no web server answers here.")
     dns_name = str(record["AliasTarget"]["DNSName"]).rstrip(".").lower()
+    if dns_name.endswith(".cloudfront.net"):
+        return _site(endpoint, dns_name, hostname, path)
     if ".elb." not in dns_name:
         return NoAnswer(
             502,
-            f"{hostname} is served by {dns_name}, not a load balancer; the sandbox front "
-            "shows web servers only.",
+            f"{hostname} is served by {dns_name}, neither a load balancer nor a CloudFront "
+            "distribution; the sandbox front shows web servers and static websites only.",
         )
     region = dns_name.split(".elb.")[0].rsplit(".", 1)[-1]
     for account_id in _accounts(endpoint):
@@ -76,6 +99,72 @@ def answering(endpoint: Endpoint, operator: AwsSession, domain: str, hostname: s
                 return found
             return Answering(hostname=hostname, account_id=account_id, **found)
     return NoAnswer(502, f"The load balancer {dns_name} that {hostname} points to is gone.")
+
+
+def _site(endpoint: Endpoint, dns_name: str, hostname: str, path: str) -> SiteObject | NoAnswer:
+    for account_id in _accounts(endpoint):
+        try:
+            with organization_access(endpoint, account_id) as admin, aws_errors():
+                found = _behind_distribution(admin, dns_name, hostname, path)
+        except CloudError:
+            continue  # an account the organization cannot enter (its management account)
+        if found is not None:
+            return found
+    return NoAnswer(502, f"The distribution {dns_name} that {hostname} points to is gone.")
+
+
+def _behind_distribution(
+    session: AwsSession, dns_name: str, hostname: str, path: str
+) -> SiteObject | NoAnswer | None:
+    cloudfront = session.client("cloudfront", region="us-east-1")
+    summary = next(
+        (
+            item
+            for page in cloudfront.get_paginator("list_distributions").paginate()
+            for item in page["DistributionList"].get("Items") or []
+            if str(item["DomainName"]).rstrip(".").lower() == dns_name
+        ),
+        None,
+    )
+    if summary is None:
+        return None
+    described = cloudfront.get_distribution(Id=summary["Id"])["Distribution"]
+    config = described["DistributionConfig"]
+    aliases = [alias.lower() for alias in config.get("Aliases", {}).get("Items") or []]
+    if hostname not in aliases:
+        return NoAnswer(403, f"The distribution {dns_name} has no alternate name {hostname}.")
+    if not config.get("Enabled") or described.get("Status") != "Deployed":
+        return NoAnswer(503, f"The distribution of {hostname} is not deployed and enabled yet.")
+    origin = config["Origins"]["Items"][0]
+    bucket = str(origin["DomainName"]).split(".s3.", 1)[0]
+    behaviour = config.get("DefaultCacheBehavior", {})
+    viewer_function = bool(behaviour.get("FunctionAssociations", {}).get("Items"))
+    key = _object_key(path, viewer_function, str(config.get("DefaultRootObject") or ""))
+    origin_path = str(origin.get("OriginPath") or "").strip("/")
+    full_key = f"{origin_path}/{key}" if origin_path else key
+    try:
+        with aws_errors():
+            stored = session.client("s3").get_object(Bucket=bucket, Key=full_key)
+    except CloudError:
+        return NoAnswer(403, f"{hostname}{path}: AccessDenied (no such object in the origin).")
+    return SiteObject(
+        body=stored["Body"].read(),
+        content_type=str(stored.get("ContentType") or "application/octet-stream"),
+    )
+
+
+def _object_key(path: str, viewer_function: bool, root_object: str) -> str:
+    """The object a viewer path asks for: what `capstan-site-index` (the account's viewer
+    function, `cloud/aws/cloudfront_functions.py`) rewrites it to, or without it the default
+    root object for `/` alone."""
+    if viewer_function:
+        if path.endswith("/"):
+            path += "index.html"
+        elif "." not in path.rsplit("/", 1)[-1]:
+            path += "/index.html"
+    elif path == "/" and root_object:
+        path = "/" + root_object
+    return path.lstrip("/")
 
 
 def _accounts(endpoint: Endpoint) -> list[str]:
@@ -214,17 +303,20 @@ class ServiceFrontMiddleware:
             await self.app(scope, receive, send)
             return
         cloud = scope["app"].state.cloud
+        path = str(scope.get("path") or "/")
         try:
             found = await cloud.run(
-                lambda: answering(cloud.endpoint, cloud.operator, self.suffix[1:], hostname)
+                lambda: answering(cloud.endpoint, cloud.operator, self.suffix[1:], hostname, path)
             )
         except CloudError as error:
             found = NoAnswer(502, f"The sandbox cloud could not be read: {error.code}.")
-        response = (
-            HTMLResponse(_page(found))
-            if isinstance(found, Answering)
-            else HTMLResponse(_refusal(hostname, found), status_code=found.status_code)
-        )
+        response: Response
+        if isinstance(found, Answering):
+            response = HTMLResponse(_page(found))
+        elif isinstance(found, SiteObject):
+            response = Response(found.body, media_type=found.content_type)
+        else:
+            response = HTMLResponse(_refusal(hostname, found), status_code=found.status_code)
         await response(scope, receive, send)
 
 

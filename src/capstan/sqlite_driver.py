@@ -1,0 +1,150 @@
+"""SQLAlchemy's aiosqlite adapter, one trip to the connection's thread per statement.
+
+aiosqlite runs each SQLite connection in a thread of its own; every call the event loop makes on
+it is a trip there and back (queue, wake the thread, wait for the interpreter lock, wake the
+loop). SQLAlchemy's adapter makes four such trips for one statement (open a cursor, execute,
+fetch the rows, close the cursor), and one each for COMMIT and for the pool's ROLLBACK when the
+connection goes back — ten trips for a request that runs two SELECTs, and under load those trips,
+not SQLite, were most of a request's cost.
+
+This adapter runs the whole statement (cursor, execute, rows, close) as one call in the
+connection's thread and brings back what SQLAlchemy reads afterwards (description, rows,
+rowcount, lastrowid). It also learns there whether SQLite has a transaction open: Python's
+sqlite3 opens one only before a write, so after reads only there is nothing for COMMIT or
+ROLLBACK to end, and they are answered without the trip (sqlite3 would do nothing with them).
+The SQL sent and the transactions are exactly those of the stock adapter.
+
+Used by `capstan.db.make_engine` for `sqlite+aiosqlite` URLs, as the engine's DBAPI `module`.
+"""
+
+from __future__ import annotations
+
+import collections
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import aiosqlite
+from sqlalchemy.dialects.sqlite.aiosqlite import (
+    AsyncAdapt_aiosqlite_connection,
+    AsyncAdapt_aiosqlite_cursor,
+    AsyncAdapt_aiosqlite_dbapi,
+)
+from sqlalchemy.util import EMPTY_DICT
+from sqlalchemy.util.concurrency import await_
+
+_Outcome = tuple[Any, list[Any], int, Any, bool]
+
+
+def _run(connection: sqlite3.Connection, operation: str, parameters: Any, many: bool) -> _Outcome:
+    """In the connection's thread: the statement, start to finish."""
+    cursor = connection.cursor()
+    try:
+        if many:
+            cursor.executemany(operation, parameters)
+        elif parameters is None:
+            cursor.execute(operation)
+        else:
+            cursor.execute(operation, parameters)
+        description = cursor.description
+        rows = cursor.fetchall() if description else []
+        return description, rows, cursor.rowcount, cursor.lastrowid, connection.in_transaction
+    finally:
+        cursor.close()
+
+
+class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
+    __slots__ = ("_description", "_lastrowid", "_rowcount")
+
+    def __init__(self, adapt_connection: AsyncAdapt_aiosqlite_connection) -> None:
+        # No cursor is opened here: each statement opens and closes its own in the thread.
+        self._adapt_connection = adapt_connection
+        self._connection = adapt_connection._connection
+        self._cursor = None  # type: ignore[assignment]
+        self._soft_closed_memoized = EMPTY_DICT
+        self._rows = collections.deque()
+        self._description: Any = None
+        self._rowcount = -1
+        self._lastrowid: Any = None
+
+    @property
+    def description(self) -> Any:
+        return self._description
+
+    @property
+    def rowcount(self) -> int:
+        return self._rowcount
+
+    @property
+    def lastrowid(self) -> Any:
+        return self._lastrowid
+
+    @property
+    def arraysize(self) -> int:
+        return 1
+
+    @arraysize.setter
+    def arraysize(self, value: int) -> None:
+        pass  # rows come back whole
+
+    async def _async_soft_close(self) -> None:
+        pass  # nothing is open between statements
+
+    def close(self) -> None:
+        self._rows.clear()
+
+    def execute(self, operation: Any, parameters: Any = None) -> Any:
+        self._trip(operation, parameters, many=False)
+
+    def executemany(self, operation: Any, seq_of_parameters: Sequence[Any]) -> Any:
+        self._trip(operation, seq_of_parameters, many=True)
+
+    def _trip(self, operation: Any, parameters: Any, *, many: bool) -> None:
+        adapted = self._adapt_connection
+        assert isinstance(adapted, OneTripConnection)
+        adapted.in_transaction = True  # until SQLite says otherwise
+        try:
+            outcome: _Outcome = await_(
+                self._connection._execute(_run, self._connection._conn, operation, parameters, many)
+            )
+        except Exception as error:
+            adapted._handle_exception(error)
+        self._description, rows, self._rowcount, self._lastrowid, adapted.in_transaction = outcome
+        self._rows = collections.deque(rows)
+
+
+class OneTripConnection(AsyncAdapt_aiosqlite_connection):
+    __slots__ = ("in_transaction",)
+
+    _cursor_cls = OneTripCursor  # type: ignore[assignment]
+
+    def __init__(self, dbapi: Any, connection: Any) -> None:
+        super().__init__(dbapi, connection)
+        # Unknown until a statement has run here: COMMIT and ROLLBACK make their trip.
+        self.in_transaction = True
+
+    def cursor(self, server_side: bool = False) -> Any:
+        if server_side:
+            # The stock streaming cursor, whose statements this adapter does not see.
+            self.in_transaction = True
+        return super().cursor(server_side)
+
+    def commit(self) -> None:
+        if self.in_transaction:
+            super().commit()
+            self.in_transaction = False
+
+    def rollback(self) -> None:
+        if self.in_transaction:
+            super().rollback()
+            self.in_transaction = False
+
+
+class OneTripDbapi(AsyncAdapt_aiosqlite_dbapi):
+    def connect(self, *arg: Any, **kw: Any) -> OneTripConnection:
+        stock = super().connect(*arg, **kw)
+        return OneTripConnection(self, stock._connection)
+
+
+def dbapi() -> OneTripDbapi:
+    return OneTripDbapi(aiosqlite, sqlite3)
