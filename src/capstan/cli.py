@@ -97,9 +97,16 @@ def server(
         for line in banner:
             typer.echo(line)
         # Forwarded headers are the app's business (CAPSTAN_FORWARDED_ALLOW_IPS), not uvicorn's,
-        # whose own default would believe any loopback client.
+        # whose own default would believe any loopback client. A dashboard tab following logs
+        # holds a stream open for as long as it is open: stopping waits for it a few seconds,
+        # not for ever (the browser reconnects to the next server by itself).
         uvicorn.run(
-            create_app(settings), host=host, port=port, log_level="info", proxy_headers=False
+            create_app(settings),
+            host=host,
+            port=port,
+            log_level="info",
+            proxy_headers=False,
+            timeout_graceful_shutdown=5,
         )
 
 

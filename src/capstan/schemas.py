@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -49,3 +50,19 @@ class VerificationFailedBody(BaseModel):
     verified: bool = False
     error: str
     message: str
+
+
+# Metrics' `series`: each figure of the last hour per 5 minutes (services, caches, buckets).
+class MetricPoint(Response):
+    timestamp: datetime = Field(description="The start of the 5-minute period.")
+    value: float = Field(
+        description="The figure for that period: a percentage is the period's, a count or a "
+        "number of bytes is what the period had, a peak (memory used, connections) is the "
+        "period's highest."
+    )
+
+
+SERIES = (
+    "The last hour per 5 minutes, oldest first: for each figure above, a point for each period "
+    "that had data in CloudWatch (a period without data has no point)."
+)

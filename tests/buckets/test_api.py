@@ -17,12 +17,14 @@ import pytest
 
 from capstan.cloud.aws import iam, names
 from capstan.cloud.aws.inventory import capstan_resources
+from capstan.cloud.aws.s3 import REQUEST_METRICS_ID
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.bedrock_profiles import invocation_refusal
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
 from tests.harness import Org, RunningServer
+from tests.metric_series import assert_oldest_first, past_stamps, put, value_at
 from tests.polling import wait_until
 from tests.spend import age_spend_answers, spend_cache
 
@@ -180,10 +182,60 @@ def _wait_for_the_traffic_in_metrics(org: Org, path: str) -> None:
     def counted() -> bool:
         response = org.api.get(f"{path}/metrics")
         assert response.status_code == 200, response.text
-        seen.append(response.json())
-        return bool(response.json() == expected)
+        body = response.json()
+        series = body.pop("series")
+        seen.append(body)
+        if body != expected:
+            return False
+        # Each figure's series adds up to it.
+        for name, points in series.items():
+            assert sum(point["value"] for point in points) == body[name], (name, points)
+        return True
 
     wait_until(counted, what=lambda: f"metrics {expected}, last {seen[-1]}")
+
+
+def test_metrics_series_is_what_cloudwatch_holds_per_5_minutes(shop: Ready) -> None:
+    """Request metrics put in the sandbox's CloudWatch in the past hour come back in `series`,
+    each in its 5-minute period, GET and HEAD added up as the hour's `get_requests` is."""
+    org = shop.org
+    made = active_bucket(org)
+    stamps = past_stamps()
+    dimensions = {"BucketName": made.real_name, "FilterId": REQUEST_METRICS_ID}
+    with account_admin(org, made.bucket["region"]) as admin:
+        cloudwatch = admin.client("cloudwatch")
+        for name, values in {
+            "GetRequests": [(stamp, float(k + 1)) for k, stamp in enumerate(stamps)],
+            "HeadRequests": [(stamp, 2.0) for stamp in stamps],
+            "PutRequests": [(stamp, 5.0) for stamp in stamps[1:]],
+            "PostRequests": [(stamps[0], 7.0)],
+            "DeleteRequests": [(stamps[2], 1.0)],
+            "BytesDownloaded": [(stamp, 100.0 * (k + 1)) for k, stamp in enumerate(stamps)],
+            "BytesUploaded": [(stamps[3], 4096.0)],
+        }.items():
+            put(cloudwatch, "AWS/S3", dimensions, name, values)
+    answer = org.api.get(f"{made.path}/metrics")
+    assert answer.status_code == 200, answer.text
+    metrics = answer.json()
+    series = metrics["series"]
+    assert set(series) == {
+        "get_requests",
+        "put_requests",
+        "delete_requests",
+        "bytes_downloaded",
+        "bytes_uploaded",
+    }
+    assert_oldest_first(series)
+    for k, stamp in enumerate(stamps):
+        assert value_at(series["get_requests"], stamp) == k + 1 + 2
+        assert value_at(series["put_requests"], stamp) == (7 if k == 0 else 5)
+        assert value_at(series["bytes_downloaded"], stamp) == 100 * (k + 1)
+    assert [p["value"] for p in series["delete_requests"]] == [1]
+    assert value_at(series["delete_requests"], stamps[2]) == 1
+    assert [p["value"] for p in series["bytes_uploaded"]] == [4096]
+    for name, points in series.items():
+        assert sum(point["value"] for point in points) == metrics[name], name
+    assert metrics["get_requests"] == sum(k + 3 for k in range(4))
 
 
 def test_cost_is_priced_and_links_to_the_bucket_in_cost_explorer(shop: Ready) -> None:

@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -16,12 +17,15 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from capstan.cloud.aws import names
+from capstan.cloud.aws.elasticache import cache_name
 from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.network import find_network
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, connected_org, new_shop
 from tests.apps.processes import account_sessions
+from tests.buckets.test_api import account_admin
 from tests.harness import Org, RunningServer
+from tests.metric_series import assert_oldest_first, past_stamps, put, value_at
 from tests.polling import wait_until
 from tests.spend import age_spend_answers, spend_cache
 
@@ -147,6 +151,41 @@ def test_a_cache_reports_metrics_and_cost(connected: Org) -> None:
     _check_metrics_and_cost(shop, path, cache["id"])
 
 
+def test_metrics_series_is_what_cloudwatch_holds_per_5_minutes(connected: Org) -> None:
+    """Data points put in the sandbox's CloudWatch in the past hour come back in `series`, each
+    in its 5-minute period: sums for hits and misses, the most for memory and connections."""
+    shop = new_shop(connected)
+    cache, path = create_cache(shop, 1024)
+    shop.wait_for(path, "available")
+    stamps = past_stamps()
+    dimensions = {"clusterId": cache_name(cache["id"])}
+    with account_admin(connected, shop.project["region"]) as admin:
+        cloudwatch = admin.client("cloudwatch")
+        for name, values in {
+            "CacheHits": [(stamp, 10.0 * (k + 1)) for k, stamp in enumerate(stamps)],
+            "CacheMisses": [(stamp, float(k)) for k, stamp in enumerate(stamps)],
+            # Two in each period: the series keeps the larger.
+            "BytesUsedForCache": [(stamp, 1000.0 * (k + 1)) for k, stamp in enumerate(stamps)]
+            + [(stamp + timedelta(seconds=30), 500.0) for stamp in stamps],
+            "CurrConnections": [(stamp, 3.0 + k) for k, stamp in enumerate(stamps)],
+        }.items():
+            put(cloudwatch, "AWS/ElastiCache", dimensions, name, values)
+    answer = shop.org.api.get(f"{path}/metrics")
+    assert answer.status_code == 200, answer.text
+    metrics = answer.json()
+    series = metrics["series"]
+    assert_oldest_first(series)
+    for k, stamp in enumerate(stamps):
+        assert value_at(series["cache_hits"], stamp) == 10 * (k + 1)
+        assert value_at(series["cache_misses"], stamp) == k
+        assert value_at(series["memory_used_bytes"], stamp) == 1000 * (k + 1)
+        assert value_at(series["curr_connections"], stamp) == 3 + k
+    assert sum(point["value"] for point in series["cache_hits"]) == metrics["cache_hits"]
+    assert (
+        max(point["value"] for point in series["curr_connections"]) == metrics["curr_connections"]
+    )
+
+
 def test_deleting_a_cache_removes_it_while_the_others_and_the_network_stay(
     connected: Org,
 ) -> None:
@@ -264,6 +303,12 @@ def _check_metrics_and_cost(shop: Ready, path: str, cache_id: str) -> None:
         return body if body["cache_hits"] > 0 else None
 
     figures = wait(metrics, what="CloudWatch data points of the cache")
+    assert set(figures.pop("series")) == {
+        "cache_hits",
+        "cache_misses",
+        "memory_used_bytes",
+        "curr_connections",
+    }
     assert set(figures) == {
         "cache_hits",
         "cache_misses",

@@ -183,3 +183,28 @@ def sign_in(page: Any, email: str, password: str) -> None:
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(re.compile(r"/$|/\?"))
+
+
+def ok(response: httpx.Response, *statuses: int) -> Any:
+    assert response.status_code in statuses, response.text
+    return response.json() if response.content else None
+
+
+def connect_and_install(dev_server: DevServer) -> None:
+    """The dev organization's cloud account connected and the git host app installed, through
+    the API and the sandbox's own pages (what the tour does in the browser), unless they are."""
+    with dev_server.api() as api:
+        connection = ok(api.get("/api/cloud_account"), 200)
+        if not connection["active"]:
+            stack = ok(httpx.post(connection["setup_url"], timeout=60), 200)
+            body = {
+                "account_id": stack["account_id"],
+                "role_name": stack["role_name"],
+                "external_id": connection["external_id"],
+            }
+            ok(api.post("/api/cloud_account/verification", json=body), 200)
+        if not ok(api.get("/api/git_host/installations"), 200)["installations"]:
+            redirect = ok(api.post("/api/git_host/installation_setup"), 200)["redirect_url"]
+            approved = httpx.get(redirect, timeout=60)
+            assert approved.status_code == 302
+            assert httpx.get(approved.headers["location"], timeout=60).status_code == 303

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -271,18 +272,54 @@ def test_each_metric_is_a_chart(page: Any) -> None:
         assert page.get_by_role("img", name=re.compile(f"^{name} per 5 minutes")).count() == 1
 
 
-def test_follow_logs(page: Any, tour: dict[str, str]) -> None:
+def test_follow_logs(page: Any, dev_server: DevServer, tour: dict[str, str]) -> None:
+    """Lines written while the page is open (a redeploy's build and start lines) stream in
+    without a reload, and each line is shown once: what the page shows between its oldest and
+    newest line is exactly what the API has there."""
     page.goto(tour["service_page"])
+    page.evaluate("window.notReloaded = true")
     lines = page.locator("#logs .line")
     lines.first.wait_for(timeout=SLOW)
-    seen = lines.count()
-    assert seen > 0
     assert page.get_by_label("Follow").is_checked()
-    # New lines arrive without a reload: a redeploy writes build and start lines.
+    before = set(_shown_lines(page))
+    project, service = _ids(page.url)
+    base = f"/api/projects/{project}/web_servers/{service}"
     page.get_by_role("button", name="Redeploy").click()
+    with dev_server.api() as api:
+        redeploy = api.get(f"{base}/deployments").json()["deployments"][0]
+    assert redeploy["trigger"] == "redeploy"
+    page.locator("#service-live tr[data-deployment]").first.locator(
+        '[data-status="running"]'
+    ).wait_for(timeout=SLOW)
+    # The new task's start line reaches the page on its own.
+    started = sum(message == "listening on :8080" for _, message in before)
     page.wait_for_function(
-        f"document.querySelectorAll('#logs .line').length > {seen}", timeout=SLOW
+        "n => [...document.querySelectorAll('#logs .line')]"
+        ".filter(l => l.textContent.endsWith(' listening on :8080')).length > n",
+        arg=started,
+        timeout=SLOW,
     )
+    assert page.evaluate("window.notReloaded === true")
+    shown = _shown_lines(page)
+    assert len(set(shown) - before) > 0
+    with dev_server.api() as api:
+        stored = api.get(f"{base}/logs", params={"limit": 1000}).json()["lines"]
+    oldest, newest = min(stamp for stamp, _ in shown), max(stamp for stamp, _ in shown)
+    expected = Counter(
+        (line["timestamp"], line["message"])
+        for line in stored
+        if oldest <= line["timestamp"] <= newest
+    )
+    assert Counter(shown) == expected
+
+
+def _shown_lines(page: Any) -> list[tuple[str, str]]:
+    """The log lines on the page: (timestamp as the API gave it, message)."""
+    found = page.evaluate(
+        "[...document.querySelectorAll('#logs .line')].map(l =>"
+        " [l.querySelector('time').getAttribute('datetime'), l.lastChild.textContent.slice(1)])"
+    )
+    return [(stamp, message) for stamp, message in found]
 
 
 def test_make_a_preview(page: Any, dev_server: DevServer, tour: dict[str, str]) -> None:
@@ -333,8 +370,11 @@ def test_a_cache_and_a_bucket_show_their_metrics_and_cost(
     page.locator("[data-cache]").get_by_role("link", name="Metrics and cost").click()
     page.wait_for_url(re.compile(r"/cache/"))
     assert page.get_by_role("heading", name="The last hour").is_visible()
-    hits = page.locator('[data-metric="cache_hits"] dd').inner_text()
+    hits = page.locator('[data-metric="cache_hits"] dd').first.inner_text()
     assert re.fullmatch(r"\d+", hits)
+    for name in ("Hits", "Misses", "Memory used", "Connections"):
+        chart = page.get_by_role("img", name=f"{name} per 5 minutes over the last hour")
+        assert chart.is_visible()
     with dev_server.api() as api:
         cost = api.get(f"/api{page.url.split(dev_server.base_url, 1)[1]}/cost").json()
     expect_text(page.locator("[data-cost]"), f"{cost['estimated_monthly_usd']:.2f} USD")
@@ -344,7 +384,9 @@ def test_a_cache_and_a_bucket_show_their_metrics_and_cost(
     page.wait_for_url(re.compile(r"/storage/"))
     assert page.get_by_role("heading", name=re.compile("^user-uploads")).is_visible()
     for name in ("get_requests", "put_requests", "bytes_uploaded"):
-        assert page.locator(f'[data-metric="{name}"] dd').inner_text() != ""
+        assert page.locator(f'[data-metric="{name}"] dd').first.inner_text() != ""
+    assert page.locator("figure[data-chart]").count() == 5
+    assert page.get_by_role("img", name=re.compile("^GET and HEAD requests per 5")).is_visible()
     assert page.get_by_role("link", name="Cost Explorer").is_visible()
 
 
@@ -444,7 +486,18 @@ def test_the_project_page_fits_a_phone(
     phone = new_page(chromium, dev_server, PHONE)
     try:
         sign_in(phone, dev_server.email, dev_server.password)
-        for path in ("/", f"/projects/{tour['project']}", tour["service_page"], "/settings"):
+        with dev_server.api() as api:
+            base = f"/projects/{tour['project']}"
+            cache = api.get(f"/api{base}/cache").json()["caches"][0]["id"]
+            bucket = api.get(f"/api{base}/storage").json()["buckets"][0]["id"]
+        for path in (
+            "/",
+            base,
+            tour["service_page"],
+            f"{base}/cache/{cache}",
+            f"{base}/storage/{bucket}",
+            "/settings",
+        ):
             phone.goto(path)
             width = phone.evaluate("document.documentElement.scrollWidth")
             wide = phone.evaluate(

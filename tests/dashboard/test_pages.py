@@ -146,6 +146,33 @@ def _figures(page: str) -> dict[str, str]:
     return {name: text.strip() for name, text in found}
 
 
+def _charts(page: str) -> list[tuple[str, str, str, str]]:
+    """A page's charts: (metric name, accessible name, polyline points, latest value shown)."""
+    return re.findall(
+        r'<figure class="chart" data-chart="(\w+)">\s*<svg role="img" aria-label="([^"]+)"'
+        r'.*?<polyline points="([^"]+)".*?<strong data-latest>([^<]+)</strong>',
+        page,
+        re.S,
+    )
+
+
+def _check_charts(
+    page: str, series: dict[str, list[dict[str, float]]], shown: dict[str, str]
+) -> None:
+    """Each figure of `series` is drawn, inside the chart's box, with its newest point's value
+    shown as the figure itself is (so `shown` maps a value to its text)."""
+    charts = _charts(page)
+    assert [name for name, *_ in charts] == list(series)
+    for name, label, points, latest in charts:
+        assert label.endswith("per 5 minutes over the last hour"), label
+        assert len(points.split()) == max(len(series[name]), 2)
+        for point in points.split():
+            x, y = (float(n) for n in point.split(","))
+            assert 0 <= x <= 240 and 0 <= y <= 60, (name, point)
+        if len(series[name]) == 1:  # else the traffic straddled two periods
+            assert latest == shown[name], name
+
+
 def test_a_bucket_page_shows_its_metrics_and_cost(shop_org: Org) -> None:
     from tests.buckets.test_api import (
         _traffic,
@@ -171,6 +198,9 @@ def test_a_bucket_page_shows_its_metrics_and_cost(shop_org: Org) -> None:
         "bytes_downloaded": "1.0 kB",
         "bytes_uploaded": "1.0 kB",
     }
+    # The traffic is seconds old: each figure is (nearly always) all in one period.
+    series = shop_org.api.get(f"{made.path}/metrics").json()["series"]
+    _check_charts(page.text, series, _figures(page.text))
     cost = shop_org.api.get(f"{made.path}/cost").json()
     assert f"estimate <strong>{cost['estimated_monthly_usd']:.2f} USD</strong>" in page.text
     assert cost["cost_explorer_url"].replace("&", "&amp;") in page.text
@@ -192,6 +222,8 @@ def test_a_cache_page_shows_its_metrics_and_cost(shop_org: Org, server: RunningS
     for name in ("cache_hits", "cache_misses", "curr_connections"):
         assert int(shown[name]) <= figures[name], name  # the page read first; counts only grow
     assert "estimate <strong>179.65 USD</strong> a month" in page.text
+    # A chart per figure (no line yet while the new cache has no data point).
+    assert re.findall(r'data-chart="(\w+)"', page.text) == list(figures["series"])
     # Another organization's cache and bucket are "not found".
     other = server.new_org()
     try:

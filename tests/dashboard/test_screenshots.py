@@ -12,44 +12,33 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.dashboard.conftest import DESKTOP, PHONE, DevServer, new_page, sign_in
+from tests.dashboard.conftest import (
+    DESKTOP,
+    PHONE,
+    DevServer,
+    connect_and_install,
+    new_page,
+    ok,
+    sign_in,
+)
 
 pytestmark = pytest.mark.browser
 
 WEB_REPO = "capstan-samples/hello-web"
 
 
-def _ok(response: httpx.Response, *statuses: int) -> Any:
-    assert response.status_code in statuses, response.text
-    return response.json() if response.content else None
-
-
 def _set_up(dev_server: DevServer) -> dict[str, str]:
     """A project with a running web server, a cache and a bucket, made through the API."""
+    connect_and_install(dev_server)
     with dev_server.api() as api:
-        connection = _ok(api.get("/api/cloud_account"), 200)
-        if not connection["active"]:
-            stack = _ok(httpx.post(connection["setup_url"], timeout=60), 200)
-            body = {
-                "account_id": stack["account_id"],
-                "role_name": stack["role_name"],
-                "external_id": connection["external_id"],
-            }
-            _ok(api.post("/api/cloud_account/verification", json=body), 200)
-        if not _ok(api.get("/api/git_host/installations"), 200)["installations"]:
-            redirect = _ok(api.post("/api/git_host/installation_setup"), 200)["redirect_url"]
-            approved = httpx.get(redirect, timeout=60)
-            assert approved.status_code == 302
-            assert httpx.get(approved.headers["location"], timeout=60).status_code == 303
-        project = _ok(
+        project = ok(
             api.post("/api/projects", json={"name": "Storefront", "hostname_suffix": "storefront"}),
             201,
         )
         base = f"/api/projects/{project['id']}"
-        web = _ok(
+        web = ok(
             api.post(
                 f"{base}/web_servers",
                 json={
@@ -62,20 +51,23 @@ def _set_up(dev_server: DevServer) -> dict[str, str]:
             ),
             201,
         )
-        _ok(
+        ok(
             api.put(
                 f"{base}/web_servers/{web['id']}/environment",
                 json={"environment": [{"name": "DATABASE_URL", "value": "postgres://db/shop"}]},
             ),
             202,
         )
-        _ok(api.post(f"{base}/cache", json={"storage_limit_mb": 512}), 201, 202)
-        _ok(api.post(f"{base}/storage", json={"name": "uploads"}), 201, 202)
+        cache = ok(api.post(f"{base}/cache", json={"storage_limit_mb": 512}), 201, 202)
+        ok(api.post(f"{base}/storage", json={"name": "uploads"}), 201, 202)
         deadline = time.monotonic() + 60
         while api.get(f"{base}/web_servers/{web['id']}").json()["status"] != "running":
             assert time.monotonic() < deadline, "the web server did not reach running"
             time.sleep(0.5)
-    return {"project": project["id"], "web": web["id"]}
+        while api.get(f"{base}/cache/{cache['id']}").json()["status"] != "available":
+            assert time.monotonic() < deadline, "the cache did not become available"
+            time.sleep(0.5)
+    return {"project": project["id"], "web": web["id"], "cache": cache["id"]}
 
 
 def test_screenshots_of_the_main_pages(
@@ -88,6 +80,7 @@ def test_screenshots_of_the_main_pages(
         "projects": "/",
         "project": f"/projects/{ids['project']}",
         "service": f"/projects/{ids['project']}/web_servers/{ids['web']}",
+        "cache": f"/projects/{ids['project']}/cache/{ids['cache']}",
         "settings": "/settings",
     }
     taken = []

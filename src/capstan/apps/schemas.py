@@ -22,7 +22,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from capstan.cloud.deploy import MAX_VALUE_BYTES
 from capstan.cloud.fargate import CPU_VALUES
-from capstan.schemas import SPEND_UNAVAILABLE, Request, Response
+from capstan.schemas import SERIES, SPEND_UNAVAILABLE, MetricPoint, Request, Response
 
 DNS_LABEL = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 # Git forbids spaces, "~^:?*[\" and control characters in ref names (the rest in `_branch_rules`).
@@ -381,20 +381,6 @@ class LogLine(Response):
 
 class Logs(Response):
     lines: list[LogLine]
-
-
-class MetricPoint(Response):
-    timestamp: datetime = Field(description="The start of the 5-minute period.")
-    value: float = Field(
-        description="The figure for that period: a percentage is the period's, a count or a "
-        "number of bytes is what the period had."
-    )
-
-
-SERIES = (
-    "The last hour per 5 minutes, oldest first: for each figure above, a point for each period "
-    "that had data in CloudWatch (a period without data has no point)."
-)
 
 
 class ContainerSeries(Response):

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from capstan.schemas import SPEND_UNAVAILABLE, Request, Response
+from capstan.schemas import SERIES, SPEND_UNAVAILABLE, MetricPoint, Request, Response
 
 LABEL_MAX = 100
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -74,6 +74,14 @@ class BucketDeleting(Response):
     status: Literal["deleting"] = "deleting"
 
 
+class BucketSeries(Response):
+    get_requests: list[MetricPoint] = Field(description="GET and HEAD requests in each period.")
+    put_requests: list[MetricPoint] = Field(description="PUT and POST requests in each period.")
+    delete_requests: list[MetricPoint]
+    bytes_downloaded: list[MetricPoint]
+    bytes_uploaded: list[MetricPoint]
+
+
 class BucketMetrics(Response):
     get_requests: int = Field(description="GET and HEAD requests for objects.")
     put_requests: int = Field(description="PUT (including copies) and POST requests.")
@@ -81,6 +89,7 @@ class BucketMetrics(Response):
     bytes_downloaded: int
     bytes_uploaded: int
     period_seconds: int
+    series: BucketSeries = Field(description=SERIES)
 
 
 class BucketCost(Response):

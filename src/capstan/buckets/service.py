@@ -198,7 +198,7 @@ async def _read(
 
 async def metrics(
     session: AsyncSession, caller: Principal, cloud: Cloud, project_id: str, bucket_id: str
-) -> dict[str, int]:
+) -> dict[str, Any]:
     bucket = await get(session, caller, project_id, bucket_id)
     now = utcnow()
     return await _read(

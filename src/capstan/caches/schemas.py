@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from capstan.cloud.caches import MAX_STORAGE_LIMIT_MB, MIN_STORAGE_LIMIT_MB
-from capstan.schemas import SPEND_UNAVAILABLE, Request, Response
+from capstan.schemas import SERIES, SPEND_UNAVAILABLE, MetricPoint, Request, Response
 
 StorageLimit = Annotated[
     int,
@@ -70,12 +70,22 @@ class CacheDeleting(Response):
     status: Literal["deleting"] = "deleting"
 
 
+class CacheSeries(Response):
+    cache_hits: list[MetricPoint] = Field(description="Hits in each period.")
+    cache_misses: list[MetricPoint] = Field(description="Misses in each period.")
+    memory_used_bytes: list[MetricPoint] = Field(description="The most memory used in each period.")
+    curr_connections: list[MetricPoint] = Field(
+        description="The most connections at once in each period."
+    )
+
+
 class CacheMetrics(Response):
     cache_hits: int
     cache_misses: int
     memory_used_bytes: int
     curr_connections: int
     period_seconds: int = Field(description="The window the figures cover, ending now.")
+    series: CacheSeries = Field(description=SERIES)
 
 
 class CacheCost(Response):

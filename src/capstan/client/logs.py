@@ -1,10 +1,8 @@
 """`capstan logs`: a service's (or a preview's) recent lines, and `--follow`.
 
-Following polls `GET .../logs?since=...`. A line can reach the log store after lines stamped
-later than it (CloudWatch takes events late and out of order), so each read goes back
-`OVERLAP` before the newest line seen, and lines already printed are recognised by their
-timestamp and message (counted, so two identical lines in the same millisecond both print once):
-no line is printed twice, and none stamped within `OVERLAP` of the newest is skipped.
+Following polls `GET .../logs?since=...`; `capstan.log_follow.LogFollower` (shared with the
+dashboard's streamed logs) says which lines of each read are new: no line is printed twice, and
+none that reaches the log store late (within `OVERLAP` of the newest) is skipped.
 Ctrl-C ends following with exit 0: it is how one stops following, not a failure.
 """
 
@@ -12,7 +10,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
@@ -29,10 +26,11 @@ from capstan.client.context import (
     examples,
 )
 from capstan.client.output import Output
+from capstan.log_follow import OVERLAP, READ_LIMIT, LogFollower
 
-OVERLAP = timedelta(seconds=10)
+__all__ = ["OVERLAP", "LogFollower", "follow_lines", "logs", "parse_since", "register"]
+
 POLL_SECONDS = 1.0
-READ_LIMIT = 1000  # the API's largest page
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
@@ -126,38 +124,6 @@ def follow_lines(
         done += 1
 
 
-class LogFollower:
-    """Which lines of a read are new: each read covers from `OVERLAP` before the newest line
-    seen; what was printed is remembered (counted) until it falls out of that window."""
-
-    def __init__(self, overlap: timedelta = OVERLAP) -> None:
-        self.overlap = overlap
-        self.newest: datetime | None = None
-        self.printed: Counter[tuple[datetime, str]] = Counter()
-
-    def since(self, start: datetime | None) -> datetime | None:
-        if self.newest is None:
-            return start
-        return self.newest - self.overlap
-
-    def fresh(self, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        in_read: Counter[tuple[datetime, str]] = Counter()
-        new: list[dict[str, Any]] = []
-        for line in lines:
-            key = (_moment(line["timestamp"]), str(line["message"]))
-            in_read[key] += 1
-            if in_read[key] > self.printed[key]:
-                self.printed[key] += 1
-                new.append(line)
-            if self.newest is None or key[0] > self.newest:
-                self.newest = key[0]
-        if self.newest is not None:
-            floor = self.newest - self.overlap
-            for key in [key for key in self.printed if key[0] < floor]:
-                del self.printed[key]
-        return new
-
-
 def parse_since(text: str, *, now: datetime) -> datetime:
     """`10m` (ago) or an RFC 3339 date-time with a zone."""
     duration = _DURATION.match(text.strip())
@@ -174,11 +140,6 @@ def parse_since(text: str, *, now: datetime) -> datetime:
             "(2026-01-31T12:00:00Z)."
         )
     return moment
-
-
-def _moment(text: str) -> datetime:
-    moment = datetime.fromisoformat(text)
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _print(out: Output, line: dict[str, Any]) -> None:

@@ -58,22 +58,29 @@ class BucketDriver:
         s3.delete_bucket(self._customer, bucket_name)
         return not s3.bucket_exists(self._customer, bucket_name)
 
-    def metrics(self, bucket_name: str, *, now: datetime) -> dict[str, int]:
+    def metrics(self, bucket_name: str, *, now: datetime) -> dict[str, Any]:
         return _metrics(self._customer, bucket_name, now=now)
 
     def costs(self, bucket_id: str, bucket_name: str, *, now: datetime) -> dict[str, float | str]:
         return _costs(self._customer, bucket_id, bucket_name, self._region, now=now)
 
 
-def _requests_last_hour(aws: AwsSession, bucket_name: str, *, now: datetime) -> dict[str, int]:
-    """Sums over the last hour of the bucket's request metrics, by `_REQUESTS` key."""
+def _request_queries(bucket_name: str) -> list[cloudwatch.MetricQuery]:
     dimensions = {"BucketName": bucket_name, "FilterId": s3.REQUEST_METRICS_ID}
-    queries = [
+    return [
         cloudwatch.MetricQuery(key, "AWS/S3", name, dimensions, "Sum")
         for key, name in _REQUESTS.items()
     ]
+
+
+def _requests_last_hour(aws: AwsSession, bucket_name: str, *, now: datetime) -> dict[str, int]:
+    """Sums over the last hour of the bucket's request metrics, by `_REQUESTS` key."""
     values = cloudwatch.aggregate(
-        aws, queries, start=now - timedelta(seconds=PERIOD_SECONDS), end=now, period_seconds=60
+        aws,
+        _request_queries(bucket_name),
+        start=now - timedelta(seconds=PERIOD_SECONDS),
+        end=now,
+        period_seconds=60,
     )
     return {key: int(sum(values.get(key, []))) for key in _REQUESTS}
 
@@ -92,18 +99,37 @@ def _size_bytes(aws: AwsSession, bucket_name: str, *, now: datetime) -> float:
     return max(values.get("size", []), default=0.0)
 
 
-def _metrics(aws: AwsSession, bucket_name: str, *, now: datetime) -> dict[str, int]:
-    """The bucket metrics object: GET counts GET and HEAD, PUT counts PUT (copies are PUTs)
-    and POST."""
+# The bucket metrics object's figures, each the sum of these request metrics (`_REQUESTS` keys):
+# GET counts GET and HEAD, PUT counts PUT (copies are PUTs) and POST.
+_FIGURES = {
+    "get_requests": ("get", "head"),
+    "put_requests": ("put", "post"),
+    "delete_requests": ("delete",),
+    "bytes_downloaded": ("down",),
+    "bytes_uploaded": ("up",),
+}
+
+
+def _metrics(aws: AwsSession, bucket_name: str, *, now: datetime) -> dict[str, Any]:
+    """The bucket metrics object: each figure over the last hour, and under `series` per 5
+    minutes."""
     counts = _requests_last_hour(aws, bucket_name, now=now)
-    return {
-        "get_requests": counts["get"] + counts["head"],
-        "put_requests": counts["put"] + counts["post"],
-        "delete_requests": counts["delete"],
-        "bytes_downloaded": counts["down"],
-        "bytes_uploaded": counts["up"],
-        "period_seconds": PERIOD_SECONDS,
+    points = cloudwatch.series(
+        aws,
+        _request_queries(bucket_name),
+        start=now - timedelta(seconds=PERIOD_SECONDS),
+        end=now,
+        period_seconds=cloudwatch.SERIES_PERIOD_SECONDS,
+    )
+    result: dict[str, Any] = {
+        figure: sum(counts[key] for key in keys) for figure, keys in _FIGURES.items()
     }
+    result["period_seconds"] = PERIOD_SECONDS
+    result["series"] = {
+        figure: cloudwatch.as_points(cloudwatch.sum_points(*(points[key] for key in keys)))
+        for figure, keys in _FIGURES.items()
+    }
+    return result
 
 
 def _costs(

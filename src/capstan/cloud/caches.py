@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from capstan.cloud.aws import cloudwatch, network
 from capstan.cloud.aws import elasticache as aws
@@ -69,6 +69,8 @@ class CacheMetrics:
     memory_used_bytes: int
     curr_connections: int
     period_seconds: int
+    # Each figure per 5 minutes over the window: `{"timestamp", "value"}` points, oldest first.
+    series: dict[str, list[dict[str, Any]]]
 
 
 _STATUSES: dict[str, CacheStatus] = {
@@ -144,7 +146,8 @@ class CacheDriver:
 
     def metrics(self, cache_id: str) -> CacheMetrics:
         """CloudWatch over the last hour: hits and misses (sums), the most memory used and the
-        most connections at once."""
+        most connections at once; under `series` each of them per 5 minutes (a period's sum or
+        its most)."""
         end = self._clock()
         start = end - timedelta(seconds=METRICS_PERIOD_SECONDS)
         dimensions = {"clusterId": aws.cache_name(cache_id)}
@@ -161,12 +164,25 @@ class CacheDriver:
         values = cloudwatch.aggregate(
             self._customer, queries, start=start, end=end, period_seconds=60
         )
+        points = cloudwatch.series(
+            self._customer,
+            queries,
+            start=start,
+            end=end,
+            period_seconds=cloudwatch.SERIES_PERIOD_SECONDS,
+        )
         return CacheMetrics(
             cache_hits=int(sum(values["hits"])),
             cache_misses=int(sum(values["misses"])),
             memory_used_bytes=int(max(values["memory"], default=0)),
             curr_connections=int(max(values["connections"], default=0)),
             period_seconds=METRICS_PERIOD_SECONDS,
+            series={
+                "cache_hits": cloudwatch.as_points(points["hits"]),
+                "cache_misses": cloudwatch.as_points(points["misses"]),
+                "memory_used_bytes": cloudwatch.as_points(points["memory"]),
+                "curr_connections": cloudwatch.as_points(points["connections"]),
+            },
         )
 
 

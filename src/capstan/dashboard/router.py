@@ -6,26 +6,28 @@ decide what a person sees: no session is a redirect to the sign-in page, another
 organization's id is the API's 404, shown as "not found". Changes are made by the browser
 against `/api/...` with the CSRF token (`static/dashboard.js`); none is made here.
 
-Parts of a page that change on their own (statuses, deployments, logs, the certificate) are
-partials that htmx polls: `.../live` and `.../logs`.
+Parts of a page that change on their own (statuses, deployments, the certificate) are partials
+that htmx polls (`.../live`); logs stream as Server-Sent Events (`.../logs/stream`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.templating import Jinja2Templates
 
 from capstan.cloud.fargate import FARGATE_MEMORY
 from capstan.config import CloudMode, Settings
 from capstan.dashboard.api import Api, ApiRefused, api_for
+from capstan.log_follow import READ_LIMIT, LogFollower
 
 HERE = Path(__file__).parent
 STATIC_PATH = "/static"
@@ -82,6 +84,15 @@ METRIC_LABELS = {
     "error_rate_percent": "Error rate",
     "bytes_transferred_1h": "Bytes transferred",
     "cache_hit_rate_percent": "Cache hit rate",
+    "cache_hits": "Hits",
+    "cache_misses": "Misses",
+    "memory_used_bytes": "Memory used",
+    "curr_connections": "Connections",
+    "get_requests": "GET and HEAD requests",
+    "put_requests": "PUT and POST requests",
+    "delete_requests": "DELETE requests",
+    "bytes_downloaded": "Bytes downloaded",
+    "bytes_uploaded": "Bytes uploaded",
 }
 templates.env.globals.update(
     chart=_chart, chart_size=(CHART_WIDTH, CHART_HEIGHT), metric_labels=METRIC_LABELS
@@ -373,8 +384,13 @@ async def _service_live(
     }
 
 
-@router.get("/projects/{project_id}/{kind}/{service_id}/logs", response_class=HTMLResponse)
-async def service_logs(
+# How often a followed log is read again, and how many lines a follower starts with.
+LOGS_POLL_SECONDS = 1.0
+LOGS_FIRST_LINES = 200
+
+
+@router.get("/projects/{project_id}/{kind}/{service_id}/logs/stream")
+async def service_logs_stream(
     request: Request,
     project_id: str,
     kind: str,
@@ -382,14 +398,65 @@ async def service_logs(
     api: DashboardApi,
     preview: str | None = None,
 ) -> Response:
-    async def load(api: Api) -> dict[str, Any]:
-        base = f"/api/projects/{project_id}/{_kind(kind)['path']}/{service_id}"
-        if preview:
-            base = f"{base}/previews/{quote(preview, safe='')}"
-        logs = await api.get(f"{base}/logs", limit=200)
-        return {"lines": logs["lines"]}
+    """A service's (or a preview's) log lines as Server-Sent Events: first `reset` with the
+    newest lines, then `lines` with each new line once, for as long as the browser listens.
 
-    return await _page(request, api, "partials/logs.html", load, partial=True)
+    Every read is `GET .../logs` of the API under the browser's cookie (the first one before the
+    stream starts, so a refusal is an ordinary answer); `LogFollower` (the one `capstan logs
+    --follow` uses) decides which lines are new. A refusal later (the session ended) is an
+    `end` event with the API's message, and the stream closes."""
+    try:
+        await api.get("/api/session")  # first: without a session, sign in (whatever the path)
+        path = f"/api/projects/{project_id}/{_kind_path(kind)}/{quote(service_id, safe='')}"
+        if preview:
+            path = f"{path}/previews/{quote(preview, safe='')}"
+        path = f"{path}/logs"
+        first = await api.get(path, limit=LOGS_FIRST_LINES)
+    except ApiRefused as refused:
+        return _refusal_page(request, refused, partial=True)
+    follower = LogFollower()
+    shown = follower.fresh(first["lines"])
+
+    async def events() -> AsyncIterator[str]:
+        yield _event("reset", _log_lines(shown))
+        # The handler's own client closes when it returns: the stream reads through its own.
+        async with asynccontextmanager(api_for)(request) as reader:
+            while True:
+                await asyncio.sleep(LOGS_POLL_SECONDS)
+                since = follower.since(None)
+                params: dict[str, Any] = {"limit": READ_LIMIT}
+                if since is not None:
+                    params["since"] = since.isoformat()
+                try:
+                    lines = (await reader.get(path, **params))["lines"]
+                except ApiRefused as refused:
+                    yield _event("end", refused.message)
+                    return
+                new = follower.fresh(lines)
+                # A comment when nothing is new: a browser that left is noticed at once.
+                yield _event("lines", _log_lines(new)) if new else ":\n\n"
+
+    return StreamingResponse(
+        events(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+def _kind_path(kind: str) -> str:
+    path: str = _kind(kind)["path"]
+    return path
+
+
+def _log_lines(lines: list[dict[str, Any]]) -> str:
+    return templates.get_template("partials/logs.html").render(lines=lines)
+
+
+def _event(name: str, data: str) -> str:
+    """One Server-Sent Event: each line of `data` on a `data:` line of its own (a carriage
+    return in a log message too: it would end the field early in the browser)."""
+    lines = data.splitlines() or [""]
+    return f"event: {name}\n" + "".join(f"data: {line}\n" for line in lines) + "\n"
 
 
 # Organization settings -----------------------------------------------------------------------

@@ -100,6 +100,16 @@ def as_points(found: list[tuple[datetime, float]]) -> list[dict[str, Any]]:
     return [{"timestamp": stamp, "value": round(value, 2)} for stamp, value in found]
 
 
+def sum_points(*many: list[tuple[datetime, float]]) -> list[tuple[datetime, float]]:
+    """Several `series` added up per period (say, GET and HEAD requests), oldest first: a period
+    is in the answer when any of them had data in it."""
+    totals: dict[datetime, float] = {}
+    for found in many:
+        for stamp, value in found:
+            totals[stamp] = totals.get(stamp, 0.0) + value
+    return sorted(totals.items())
+
+
 def rate_points(
     counted: list[tuple[datetime, float]], of: list[tuple[datetime, float]]
 ) -> list[dict[str, Any]]:

@@ -260,6 +260,18 @@ document.addEventListener("click", (event) => {
   }
 });
 
+// A field whose change has consequences (data-warn-changed) says so, next to it and announced, as
+// soon as its value differs from the saved one; `{value}` in the text is the new value.
+document.addEventListener("input", (event) => {
+  const input = event.target;
+  if (!(input instanceof HTMLInputElement) || input.dataset.warnChanged === undefined) return;
+  const note = document.querySelector(`[data-warning-for="${input.id}"]`);
+  if (!note) return;
+  const value = input.value.trim();
+  note.textContent =
+    value !== "" && value !== input.defaultValue ? input.dataset.warnChanged.replace("{value}", value) : "";
+});
+
 // A repository's default branch fills the branch field when it is picked.
 document.addEventListener("change", (event) => {
   const select = event.target;
@@ -269,10 +281,40 @@ document.addEventListener("change", (event) => {
   if (branch && chosen?.dataset.branch) branch.value = chosen.dataset.branch;
 });
 
-// Followed logs stay scrolled to the newest line.
-document.addEventListener("htmx:afterSwap", (event) => {
-  const logs = event.target;
-  if (logs.id === "logs" && document.getElementById("follow")?.checked) {
-    logs.scrollTop = logs.scrollHeight;
-  }
-});
+// Logs stream from the server (Server-Sent Events from `data-stream`): `reset` replaces what is
+// shown with the newest lines, `lines` adds new ones (the server sends each line once), `end`
+// says why the stream stopped. Unticking Follow closes the stream; choosing another source or
+// ticking it again starts a new one. The lines are HTML the server rendered (escaped).
+function followLogs() {
+  const logs = document.getElementById("logs");
+  const source = document.getElementById("logs-source");
+  const follow = document.getElementById("follow");
+  if (!logs?.dataset.stream || !source || !follow) return;
+  let stream = null;
+  const toNewest = () => { if (follow.checked) logs.scrollTop = logs.scrollHeight; };
+  const start = () => {
+    stream?.close();
+    const url = new URL(logs.dataset.stream, window.location.href);
+    if (source.value) url.searchParams.set("preview", source.value);
+    const opened = new EventSource(url);
+    stream = opened;
+    opened.addEventListener("reset", (event) => {
+      logs.innerHTML = event.data;
+      toNewest();
+      if (!follow.checked) opened.close(); // only the lines of the chosen source, once
+    });
+    opened.addEventListener("lines", (event) => {
+      logs.querySelector(":scope > .muted")?.remove(); // "No log lines yet."
+      logs.insertAdjacentHTML("beforeend", event.data);
+      toNewest();
+    });
+    opened.addEventListener("end", (event) => {
+      opened.close();
+      say(event.data, { alert: true });
+    });
+  };
+  source.addEventListener("change", start);
+  follow.addEventListener("change", () => (follow.checked ? start() : stream?.close()));
+  start();
+}
+followLogs();
