@@ -29,6 +29,7 @@ def test_the_layer_contracts_are_configured() -> None:
         "domain-not-cloud-aws",
         "domain-not-sandbox",
         "client-is-an-api-client",
+        "aws-smoke-is-a-client",
     }
 
 
