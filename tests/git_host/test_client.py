@@ -162,15 +162,18 @@ def test_a_key_the_git_host_does_not_know(server: RunningServer) -> None:
 
 def test_failures_of_the_git_host_are_retryable(server: RunningServer) -> None:
     installation_id = sandbox_install(server)
+    # Only this installation's calls fail: the server's workers call the git host meanwhile
+    # (other tests' deployments), and would take an unscoped failure instead.
+    mine = f"/api/app/installations/{installation_id}"
     for status in (500, 503, 429):
-        inject_failures(server, status)
+        inject_failures(server, status, path=mine)
         with pytest.raises(RetryableGitHostError):
             with_client(server, lambda client: client.get_installation(installation_id))
-    inject_failures(server, 429, retry_after=17)
+    inject_failures(server, 429, retry_after=17, path=mine)
     with pytest.raises(RetryableGitHostError) as raised:
         with_client(server, lambda client: client.list_repositories(installation_id))
     assert raised.value.retry_after_seconds == 17
-    inject_failures(server, 403)  # forbidden, not a rate limit: terminal
+    inject_failures(server, 403, path=mine)  # forbidden, not a rate limit: terminal
     with pytest.raises(TerminalGitHostError):
         with_client(server, lambda client: client.get_installation(installation_id))
     installation = with_client(server, lambda client: client.get_installation(installation_id))

@@ -423,7 +423,7 @@ def test_manual_post_of_an_installation_the_flow_saw(org: Org) -> None:
 
 def test_manual_post_while_the_git_host_fails(org: Org) -> None:
     installation_id = install(org)
-    inject_failures(org.server, 502)
+    inject_failures(org.server, 502, path=f"/api/app/installations/{installation_id}")
     response = org.api.post(
         "/api/git_host/installations", json={"installation_id": installation_id}
     )
@@ -453,7 +453,7 @@ def test_installation_removed_at_the_git_host(org: Org) -> None:
 
 def test_repositories_while_the_git_host_fails(org: Org) -> None:
     installation_id = install(org)
-    inject_failures(org.server, 500)
+    inject_failures(org.server, 500, path=f"/api/app/installations/{installation_id}")
     response = org.api.get(f"/api/git_host/installations/{installation_id}/repositories")
     assert_error(response, 502, "git_host_unavailable")
     response = org.api.get(f"/api/git_host/installations/{installation_id}/repositories")

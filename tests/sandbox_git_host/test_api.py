@@ -339,7 +339,9 @@ def test_uninstall_revokes_the_installation_and_its_tokens(server: RunningServer
 
 def test_injected_failures_answer_once_each(server: RunningServer) -> None:
     installation_id = sandbox_install(server)
-    inject_failures(server, 503, count=2, retry_after=9)
+    inject_failures(
+        server, 503, count=2, retry_after=9, path=f"/api/app/installations/{installation_id}"
+    )
     with api(server) as client:
         path = f"app/installations/{installation_id}"
         for _ in range(2):
