@@ -41,50 +41,28 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 import boto3
-import httpx
 from botocore.exceptions import BotoCoreError, ClientError
 
+from capstan import aws_smoke_checks as checks
+from capstan import aws_smoke_report as report
+from capstan.aws_smoke_checks import SmokeFailure
+from capstan.aws_smoke_report import Row
 from capstan.client import config as client_config
 from capstan.client.api import Api, ApiFailure, CliError, connect, new_idempotency_key
 from capstan.client.output import Output
-from capstan.cloud.aws import elasticache, names
+from capstan.cloud.aws import names
 from capstan.cloud.aws.inventory import Found, capstan_resources
 from capstan.cloud.aws.session import AwsSession, Endpoint
 
 SAMPLES = "capstan-samples"
 DEFAULT_TIMEOUT_SECONDS = 2400.0  # CloudFront distributions and certificates take minutes
 DEFAULT_POLL_SECONDS = 5.0
-HTTP_TIMEOUT_SECONDS = 15.0
-PROBE_OBJECT = "capstan-aws-smoke.txt"
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_NOT_CONFIGURED = 2
-
-
-class SmokeFailure(Exception):
-    """The sentence the smoke test ends with when something did not work."""
-
-
-@dataclass
-class Row:
-    """One line of the table: a resource, when it was ready, what answered, when it was gone."""
-
-    resource: str
-    ready_s: float | None = None
-    check: str = ""
-    deleted_s: float | None = None
-
-    def cells(self) -> dict[str, Any]:
-        return {
-            "resource": self.resource,
-            "ready": _seconds(self.ready_s),
-            "check": self.check or "-",
-            "deleted": _seconds(self.deleted_s),
-        }
 
 
 @dataclass
@@ -182,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     except (SmokeFailure, CliError, ClientError, BotoCoreError, KeyboardInterrupt) as error:
         smoke.clean_up()
         smoke.print_table()
-        out.error(f"The AWS smoke test failed: {_sentence(error)}")
+        out.error(f"The AWS smoke test failed: {report.sentence(error)}")
         return EXIT_FAILED
     finally:
         smoke.close()
@@ -378,33 +356,11 @@ class Smoke:
                         ) from None
                     self.sleep(self.options.poll)
 
-    def _get_url(self, url: str) -> httpx.Response:
-        """GET `url`, or through `--front` with its hostname as Host."""
-        parts = urlsplit(url)
-        try:
-            if self.options.front:
-                target = f"{self.options.front}{parts.path or '/'}"
-                headers = {"Host": parts.netloc}
-                return httpx.get(target, headers=headers, timeout=HTTP_TIMEOUT_SECONDS)
-            return httpx.get(url, follow_redirects=True, timeout=HTTP_TIMEOUT_SECONDS)
-        except httpx.HTTPError as error:
-            raise SmokeFailure(f"{url} cannot be reached ({type(error).__name__})") from error
-
     def _check_web_server(self, made: Made) -> str:
-        url = str(made.body.get("url") or "")
-        answer = self._get_url(url)
-        if not 200 <= answer.status_code < 400:
-            raise SmokeFailure(f"{url} answered {answer.status_code}")
-        return f"{url} answered {answer.status_code}"
+        return checks.check_web_server(str(made.body.get("url") or ""), self.options.front)
 
     def _check_site(self, made: Made) -> str:
-        url = str(made.body.get("url") or "")
-        answer = self._get_url(url)
-        if answer.status_code != 200:
-            raise SmokeFailure(f"{url} answered {answer.status_code}")
-        if "<html" not in answer.text.lower():
-            raise SmokeFailure(f"{url} answered 200 but not an HTML index")
-        return f"{url} served its index ({len(answer.content)} bytes of HTML)"
+        return checks.check_site(str(made.body.get("url") or ""), self.options.front)
 
     def _check_worker(self, made: Made) -> str:
         lines = self.api.get(f"{made.path}/logs").get("lines") or []
@@ -413,79 +369,13 @@ class Smoke:
         return f"{len(lines)} log lines, the last: {str(lines[-1].get('message'))[:60]!r}"
 
     def _check_bucket(self, made: Made) -> str:
-        bucket = str(made.body["arn"]).rsplit(":", 1)[-1]
-        s3 = self._aws().client("s3")
-        tags = {t["Key"]: t["Value"] for t in s3.get_bucket_tagging(Bucket=bucket)["TagSet"]}
-        if tags.get(names.RESOURCE_TAG) != made.id:
-            raise SmokeFailure(f"the bucket {bucket} is not tagged {names.RESOURCE_TAG}={made.id}")
-        written = f"written by the AWS smoke test at {datetime.now(UTC).isoformat()}".encode()
-        s3.put_object(Bucket=bucket, Key=PROBE_OBJECT, Body=written)
-        try:
-            read = s3.get_object(Bucket=bucket, Key=PROBE_OBJECT)["Body"].read()
-        finally:
-            s3.delete_object(Bucket=bucket, Key=PROBE_OBJECT)
-        if read != written:
-            raise SmokeFailure(f"the bucket {bucket} returned other bytes than were written")
-        return f"{bucket} took, returned and removed an object"
+        return checks.check_bucket(self._aws(), str(made.body["arn"]), made.id)
 
     def _check_cache(self, made: Made) -> str:
-        endpoint = str(made.body.get("endpoint") or "")
-        host, _, port_text = endpoint.rpartition(":")
-        if not host or not port_text.isdigit():
-            raise SmokeFailure(f"the API gives no endpoint for it ({endpoint or 'none'})")
-        session = self._aws()
-        name = elasticache.cache_name(made.id)
-        caches = session.client("elasticache").describe_serverless_caches(ServerlessCacheName=name)
-        if len(caches["ServerlessCaches"]) != 1:
-            raise SmokeFailure(f"ElastiCache has no serverless cache {name}")
-        cache = caches["ServerlessCaches"][0]
-        reported = cache.get("Endpoint") or {}
-        if (reported.get("Address"), reported.get("Port")) != (host, int(port_text)):
-            raise SmokeFailure(f"ElastiCache reports {reported}, the API {endpoint}")
-        worker = next(m for m in self.made if m.kind == "worker")
-        worker_groups = self._service_security_groups(worker.id)
-        admitted = self._admitted_groups(cache.get("SecurityGroupIds") or [], int(port_text))
-        through = sorted(worker_groups & admitted)
-        if not through:
-            raise SmokeFailure(
-                f"its security groups admit {sorted(admitted) or 'nothing'} on {port_text}, "
-                f"not the worker's {sorted(worker_groups)}"
-            )
-        return (
-            f"{endpoint} (TLS only) admits the worker's {', '.join(through)} on {port_text}; "
-            "no TLS handshake made (see README)"
-        )
-
-    def _service_security_groups(self, resource_id: str) -> set[str]:
         assert self.project is not None
-        described = (
-            self._aws()
-            .client("ecs")
-            .describe_services(
-                cluster=names.cluster_name(self.project["id"]),
-                services=[names.service_name(resource_id)],
-            )
-        )
-        groups: set[str] = set()
-        for service in described["services"]:
-            network = (service.get("networkConfiguration") or {}).get("awsvpcConfiguration") or {}
-            groups |= set(network.get("securityGroups") or [])
-        if not groups:
-            raise SmokeFailure("the worker's ECS service has no security group")
-        return groups
-
-    def _admitted_groups(self, group_ids: list[str], port: int) -> set[str]:
-        if not group_ids:
-            return set()
-        described = self._aws().client("ec2").describe_security_groups(GroupIds=group_ids)
-        admitted: set[str] = set()
-        for group in described["SecurityGroups"]:
-            for permission in group.get("IpPermissions") or []:
-                protocol = permission.get("IpProtocol")
-                low, high = permission.get("FromPort", 0), permission.get("ToPort", 65535)
-                if protocol in ("tcp", "-1") and (protocol == "-1" or low <= port <= high):
-                    admitted |= {pair["GroupId"] for pair in permission.get("UserIdGroupPairs", [])}
-        return admitted
+        worker = next(m for m in self.made if m.kind == "worker")
+        endpoint = str(made.body.get("endpoint") or "")
+        return checks.check_cache(self._aws(), made.id, endpoint, self.project["id"], worker.id)
 
     # Deleting -----------------------------------------------------------------------------------
 
@@ -560,7 +450,7 @@ class Smoke:
             self._no_leftovers()
         except (SmokeFailure, CliError, ClientError, BotoCoreError) as error:
             self.out.error(
-                f"Cleaning up did not finish: {_sentence(error)} Delete the project "
+                f"Cleaning up did not finish: {report.sentence(error)} Delete the project "
                 f"{self.project.get('hostname_suffix')} in Capstan and check the account."
             )
 
@@ -575,28 +465,11 @@ class Smoke:
         return self.aws
 
     def print_table(self) -> None:
-        """Plain columns, never wrapped (the CLI's tables fold to the terminal's width; this one
-        is read in CI logs and by the tests)."""
         if not self.rows:
             self.out.say("Nothing was deployed.")
             return
-        rows = [row.cells() for row in self.rows]
-        rows.append({"resource": "total", "ready": _seconds(self.elapsed())})
-        headers = {"resource": "resource", "ready": "ready (s)", "deleted": "deleted (s)"}
-        widths = {
-            key: max(len(str(row.get(key) or "-")) for row in [headers, *rows]) for key in headers
-        }
-        for row in [{**headers, "check": "check"}, *rows]:
-            self.out.line(
-                "  ".join(
-                    [
-                        str(row.get("resource") or "-").ljust(widths["resource"]),
-                        str(row.get("ready") or "-").rjust(widths["ready"]),
-                        str(row.get("deleted") or "-").rjust(widths["deleted"]),
-                        str(row.get("check") or "-"),
-                    ]
-                )
-            )
+        for line in report.table(self.rows, self.elapsed()):
+            self.out.line(line)
         if self.leftovers:
             self.out.say(self.leftovers)
 
@@ -609,23 +482,6 @@ class Smoke:
 def _repo(spec: str) -> tuple[str, str]:
     repo, _, branch = spec.partition("@")
     return repo, branch or "main"
-
-
-def _seconds(value: float | None) -> str | None:
-    return None if value is None else f"{value:.1f}"
-
-
-def _sentence(error: BaseException) -> str:
-    if isinstance(error, KeyboardInterrupt):
-        return "interrupted."
-    if isinstance(error, ClientError):
-        code = error.response.get("Error", {}).get("Code", "error")
-        operation = getattr(error, "operation_name", "a call")
-        return f"AWS answered {code} to {operation} with your credentials."
-    if isinstance(error, BotoCoreError):
-        return f"AWS could not be called with your credentials ({type(error).__name__})."
-    text = str(error.message if isinstance(error, CliError) else error)
-    return text if text.endswith(".") else text + "."
 
 
 if __name__ == "__main__":
