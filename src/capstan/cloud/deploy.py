@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
+from capstan.cloud import container_metrics
 from capstan.cloud.aws import (
     autoscaling,
-    cloudwatch,
     codebuild,
     ecr,
     ecs,
@@ -422,69 +422,8 @@ class Deployer(TargetDriver):
         return [LogLine(event.timestamp, event.message) for event in events]
 
     def metrics(self, target: Target) -> dict[str, Any]:
-        """CloudWatch over the last hour: CPU and memory (and, for web servers, requests), and
-        under `series` each of them per 5 minutes."""
-        end = self._clock()
-        start = end - timedelta(hours=1)
-        dimensions = {
-            "ClusterName": names.cluster_name(target.project_id),
-            "ServiceName": names.service_name(target.resource_id),
-        }
-        queries = [
-            cloudwatch.MetricQuery("cpu", "AWS/ECS", "CPUUtilization", dimensions, "Average"),
-            cloudwatch.MetricQuery("memory", "AWS/ECS", "MemoryUtilization", dimensions, "Average"),
-        ]
-        if target.kind == "web_server":
-            group = elbv2.find_target_group(self._customer, target.resource_id)
-            balancer = elbv2.find_load_balancer(self._customer, target.project_id)
-            if group is not None and balancer is not None:
-                alb = {
-                    "TargetGroup": elbv2.metric_dimension(group),
-                    "LoadBalancer": elbv2.metric_dimension(balancer.arn),
-                }
-                queries += [
-                    cloudwatch.MetricQuery(
-                        "requests", "AWS/ApplicationELB", "RequestCount", alb, "Sum"
-                    ),
-                    cloudwatch.MetricQuery(
-                        "errors", "AWS/ApplicationELB", "HTTPCode_Target_5XX_Count", alb, "Sum"
-                    ),
-                ]
-        values = cloudwatch.aggregate(
-            self._customer, queries, start=start, end=end, period_seconds=60
-        )
-        points = cloudwatch.series(
-            self._customer,
-            queries,
-            start=start,
-            end=end,
-            period_seconds=cloudwatch.SERIES_PERIOD_SECONDS,
-        )
-
-        def mean(key: str) -> float:
-            points = values.get(key, [])
-            return round(sum(points) / len(points), 2) if points else 0.0
-
-        result: dict[str, Any] = {
-            "cpu_utilization_percent": mean("cpu"),
-            "memory_utilization_percent": mean("memory"),
-        }
-        if target.kind == "web_server":
-            requests = int(sum(values.get("requests", [])))
-            errors = sum(values.get("errors", []))
-            result["request_count_1h"] = requests
-            result["error_rate_percent"] = round(errors / requests * 100, 2) if requests else 0.0
-        series = {
-            "cpu_utilization_percent": cloudwatch.as_points(points["cpu"]),
-            "memory_utilization_percent": cloudwatch.as_points(points["memory"]),
-        }
-        if target.kind == "web_server":
-            series["request_count_1h"] = cloudwatch.as_points(points.get("requests", []))
-            series["error_rate_percent"] = cloudwatch.rate_points(
-                points.get("errors", []), points.get("requests", [])
-            )
-        result["series"] = series
-        return result
+        """CloudWatch over the last hour (`cloud/container_metrics.py`)."""
+        return container_metrics.read(self._customer, target, now=self._clock())
 
 
 __all__ = [
