@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import httpx
 import pytest
+from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import names
 from capstan.cloud.aws import ssm as ssm_names
@@ -561,3 +562,31 @@ def test_a_first_deployment_makes_no_look_before_an_idempotent_create(
     assert "route53:ListHostedZonesByName" not in made  # the zone id is kept
     assert made.get("elbv2:DescribeTargetGroups", 0) <= 1  # after CreateTargetGroup's refusal
     wait_until(lambda: deployer.delete(target), timeout=10)
+
+
+def test_parameters_made_again_after_a_crash_are_overwritten_and_keep_their_tags(
+    deployer: Deployer, sessions: tuple[AwsSession, AwsSession]
+) -> None:
+    """Parameters are created with their tags in one call; AWS (and the sandbox) refuse tags
+    together with Overwrite, so one that already exists — a crashed pass's, or a build token of
+    an earlier build — is overwritten without them, and keeps the tags it was made with."""
+    customer, _operator = sessions
+    target = worker_target(new_id("prj"))
+    ssm = customer.client("ssm")
+    name = ssm_names.version_path(target.resource_id, "v1") + "API_KEY"
+    tags = names.tag_list(target.project_id, target.resource_id)
+    with pytest.raises(ClientError) as refused:
+        ssm.put_parameter(Name=name, Value="x", Type="SecureString", Overwrite=True, Tags=tags)
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+
+    first = deployer.put_environment(target, {"API_KEY": "k-1"}, "v1")
+    again = deployer.put_environment(target, {"API_KEY": "k-2"}, "v1")  # the replay
+    assert again.parameters == first.parameters
+    assert ssm.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"] == "k-2"
+    token = names.build_token_parameter(target.project_id, target.resource_id, "git")
+    for value in ("t-1", "t-2"):  # two builds of the target
+        ssm_names.put_build_token(customer, target.project_id, target.resource_id, "git", value)
+    assert ssm.get_parameter(Name=token, WithDecryption=True)["Parameter"]["Value"] == "t-2"
+    for parameter in (name, token):
+        listed = ssm.list_tags_for_resource(ResourceType="Parameter", ResourceId=parameter)
+        assert {"Key": "capstan:resource", "Value": target.resource_id} in listed["TagList"]
