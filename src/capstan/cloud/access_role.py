@@ -30,12 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from capstan.cloud.access_policy import (
-    BOUNDARY_SUFFIX,
-    CAPSTAN_ROLE_PATH,
-    access_statements,
-    any_region,
-)
+from capstan.cloud.access_policy import access_statements
+from capstan.cloud.access_scope import BOUNDARY_SUFFIX, CAPSTAN_ROLE_PATH, any_region
 
 DEFAULT_ROLE_NAME = "CapstanAccess"
 STACK_NAME = "capstan-access"
