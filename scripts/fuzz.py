@@ -132,8 +132,8 @@ ACCEPTED_FOR_VALID_DATA = ["2xx", "400", "401", "403", "404", "409", "422", "429
 # Kinds whose DELETE answers `{id, status: deleting}` (the spec's contract for caches and buckets,
 # and databases in their style): the row stays readable as `deleting` until the cloud resource is
 # gone, and only then answers 404. Schemathesis' use_after_free check (ST301) wants a 404 at once,
-# which would contradict the spec, so it is off for requests under these kinds' items only; it stays on for
-# everything deleted at once (projects, services, previews, tokens, installations).
+# which would contradict the spec, so it is off for requests under these kinds' items only; it
+# stays on for everything deleted at once (projects, services, previews, tokens, installations).
 DELETED_IN_THE_BACKGROUND = r"^/api/projects/\{project_id\}/(cache|storage|databases)/"
 
 
