@@ -93,15 +93,15 @@ screenshots: $(VENV)/.installed-browser
 
 ## make check: lint, format check, type check and the import layers (pyproject.toml's contracts)
 check: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python scripts/lint_role.py
 
 format: $(VENV)/.installed-test
-	$(BIN)/ruff check --fix src tests bench
-	$(BIN)/ruff format src tests bench
+	$(BIN)/ruff check --fix src tests bench scripts
+	$(BIN)/ruff format src tests bench scripts
 
 ## make bench: deploy N = 1, 10, 100 web servers against a zero-delay sandbox, then the API against
 ## a bare FastAPI floor with wrk (bench/api.py), metrics and cost reads beside a plain read
