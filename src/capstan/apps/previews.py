@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.apps import environment as environments
 from capstan.apps import service as services
 from capstan.apps.models import Deployment, Preview, Service
 from capstan.auth.principal import Principal
@@ -37,7 +38,7 @@ async def preview_environment(
     site preview answers those of its last build (the ones its next build will use before it
     has built at all)."""
     if service.kind != services.STATIC_WEBSITE:
-        return services.read_environment(box, preview)
+        return environments.read_environment(box, preview)
     built = await session.scalar(
         select(Deployment)
         .where(Deployment.preview_id == preview.id, Deployment.build_environment.is_not(None))
@@ -45,7 +46,7 @@ async def preview_environment(
         .limit(1)
     )
     if built is None:
-        return services.read_environment(box, preview)
+        return environments.read_environment(box, preview)
     value = box.open_json(built.build_environment, owner=built.id)
     return list(value) if isinstance(value, list) else []
 
@@ -124,7 +125,9 @@ async def create_preview(
         ),
     )
     # A preview starts with a copy of the parent's environment; after that it is its own.
-    preview.environment = box.seal_json(services.read_environment(box, service), owner=preview.id)
+    preview.environment = box.seal_json(
+        environments.read_environment(box, service), owner=preview.id
+    )
     await services.start_deployment(
         session, service, preview, trigger="create", bump=False, new_environment=True
     )

@@ -26,6 +26,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 
+from capstan.apps import environment as environments
 from capstan.apps import previews, releases
 from capstan.apps import service as services
 from capstan.apps.containers import ContainerSteps
@@ -87,7 +88,7 @@ class TargetReconciler:
         self._cloud = cloud
         self._git_host = git_host
         self._settings = settings
-        box = services.environment_box(settings.require_secret_key())
+        box = environments.environment_box(settings.require_secret_key())
         self._box = box
         containers = ContainerSteps(cloud, settings, box, rollout_deadline)
         self._steps: dict[str, Steps] = {
@@ -203,7 +204,7 @@ class TargetReconciler:
                 # A newer environment came with a newer deployment, which superseded this one.
                 raise DeploymentChanged(deployment.id)
             # The release keeps the values of its environment version (sealed to itself).
-            variables = services.read_environment(self._box, subject.row)
+            variables = environments.read_environment(self._box, subject.row)
             deployment.environment = self._box.seal_json(variables, owner=deployment.id)
         waiting = await steps.prepare(session, subject, deployment, deployer)
         if waiting is not None:

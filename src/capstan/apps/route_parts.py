@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 from fastapi import Depends
 
+from capstan.apps import environment as environments
 from capstan.apps import observe, schemas
-from capstan.apps import service as services
 from capstan.apps.deploying import target_of
 from capstan.apps.models import Preview, Service
 from capstan.auth.principal import Caller
@@ -38,7 +38,7 @@ Reader = Annotated[TargetReader, Depends(_reader)]
 
 
 def box(settings: Settings) -> SecretBox:
-    return services.environment_box(settings.require_secret_key())
+    return environments.environment_box(settings.require_secret_key())
 
 
 async def logs_of(

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Response, status
 from pydantic import BaseModel, create_model
 
+from capstan.apps import environment as environments
 from capstan.apps import observe, releases, route_parts, schemas
 from capstan.apps import service as services
 from capstan.apps.deploying import target_of
@@ -224,8 +225,8 @@ def make_router(spec: Kind) -> APIRouter:
         response: Response,
     ) -> dict[str, Any]:
         service = await services.get(session, caller, project_id, spec.kind, service_id)
-        response.headers["ETag"] = services.environment_etag(service)
-        return {"environment": services.read_environment(box(settings), service)}
+        response.headers["ETag"] = environments.environment_etag(service)
+        return {"environment": environments.read_environment(box(settings), service)}
 
     @router.put(
         f"{item}/environment",
@@ -245,7 +246,7 @@ def make_router(spec: Kind) -> APIRouter:
         if_match: Annotated[str | None, Header()] = None,
     ) -> schemas.Deploying:
         variables = [v.model_dump() for v in body.environment]
-        await services.put_environment(
+        await environments.put_environment(
             session,
             caller,
             project_id,

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.apps import environment as environments
 from capstan.apps import service as services
 from capstan.apps.models import Service
 from capstan.auth.principal import Principal
@@ -102,7 +103,9 @@ def _service_steps(
             ]
             environment = None
             if desired_env is not None:
-                current_env = current_environment(services.read_environment(box, service), known)
+                current_env = current_environment(
+                    environments.read_environment(box, service), known
+                )
                 env_changes = environment_changes(current_env, desired_env)
                 if env_changes:
                     fields += env_changes

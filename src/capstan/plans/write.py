@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.apps import environment as environments
 from capstan.apps import schemas as app_schemas
 from capstan.apps import service as services
 from capstan.auth.principal import Principal
@@ -115,7 +116,7 @@ async def _write_service(
         variables = app_schemas.Environment.model_validate(
             {"environment": await _resolved(session, caller, project, step.environment)}
         ).model_dump()["environment"]
-        await services.put_environment(
+        await environments.put_environment(
             session, caller, project.id, kind, service.id, box, variables
         )
         deploys = True
