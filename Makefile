@@ -45,7 +45,7 @@ $(VENV)/.installed-fuzz: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test,fuzz]'
 	touch $@ $(VENV)/.installed-test $(VENV)/.installed-dev
 
-## make fuzz: schemathesis (all checks) against a live `capstan server --dev` with real ids, for
+## make fuzz: schemathesis (every check) against a live `capstan server --dev` with real ids, for
 ## at most FUZZ_SECONDS (default 300); fails on any 5xx or schema violation
 FUZZ_SECONDS ?= 300
 fuzz: $(VENV)/.installed-fuzz

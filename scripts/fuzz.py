@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import schemathesis
+from schemathesis.config import SchemathesisConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -136,11 +138,45 @@ ACCEPTED_FOR_VALID_DATA = ["2xx", "400", "401", "403", "404", "409", "422", "429
 # stays on for everything deleted at once (projects, services, previews, tokens, installations).
 DELETED_IN_THE_BACKGROUND = r"^/api/projects/\{project_id\}/(cache|storage|databases)/"
 
+# Every check runs (schemathesis' default). The command line must not name checks: `--checks all`
+# is an explicit setting that wins over the file's per-operation `enabled = false` (a CI run failed
+# on ST301 that way), so the file sets what `--checks all` would add, and `check_config` proves
+# the override holds as the command line will see it before the run starts.
+MAX_RESPONSE_SECONDS = 10.0
+
+
+def check_config(path: Path, openapi_url: str) -> None:
+    """Fail unless use_after_free is off for exactly DELETED_IN_THE_BACKGROUND's operations."""
+    config = SchemathesisConfig.from_path(str(path))
+    # As `st run` applies its options when none names a check.
+    config.projects.override.checks.update(included_check_names=None)
+    project = config.projects.get_default()
+    schema = schemathesis.openapi.from_url(openapi_url, config=config)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    wanted = {op.label for op in operations if re.match(DELETED_IN_THE_BACKGROUND, op.path)}
+    off = set()
+    for op in operations:
+        checks = project.checks_config_for(operation=op, phase="stateful")
+        if not checks.use_after_free.enabled:
+            off.add(op.label)
+        if not checks.max_response_time.enabled or not checks.not_a_server_error.enabled:
+            raise SystemExit(f"fuzz: the configuration turns a check off for {op.label}")
+    if not wanted or off != wanted:
+        raise SystemExit(f"fuzz: use_after_free is off for {sorted(off)}, wanted {sorted(wanted)}")
+    print(
+        f"fuzz: every check on; use_after_free off for {len(off)} of {len(operations)} operations",
+        flush=True,
+    )
+
 
 def write_config(path: Path, ids: dict[str, str]) -> None:
     lines = ["[parameters]"]
     lines += [f'"path.{name}" = {json.dumps(value)}' for name, value in ids.items()]
     lines += [
+        "",
+        "[checks]",
+        # What `--checks all` adds to the defaults (every check on): a response-time limit.
+        f"max_response_time = {MAX_RESPONSE_SECONDS}",
         "",
         "[checks.positive_data_acceptance]",
         f"expected-statuses = {json.dumps(ACCEPTED_FOR_VALID_DATA)}",
@@ -164,6 +200,7 @@ def main() -> int:
         print(f"fuzzing {base_url} for at most {seconds} s with {ids}", flush=True)
         config = work / "schemathesis.toml"
         write_config(config, ids)
+        check_config(config, f"{base_url}/docs/api")
         report = work / "report"
         run = subprocess.run(  # noqa: S603
             [
@@ -172,8 +209,6 @@ def main() -> int:
                 str(config),
                 "run",
                 f"{base_url}/docs/api",
-                "--checks",
-                "all",
                 "--max-time",
                 str(seconds),
                 "--header",
