@@ -13,6 +13,7 @@ from typing import TypeVar
 
 import jwt
 import pytest
+import uvicorn
 from cryptography.hazmat.primitives import serialization
 from pydantic import SecretStr
 
@@ -347,3 +348,15 @@ def test_the_oauth_endpoint_failing_is_retryable(server: RunningServer) -> None:
 
 async def _value(value: T) -> T:
     return value
+
+
+def test_pooled_connections_expire_before_the_servers_keep_alive(server: RunningServer) -> None:
+    """A connection the server may be closing is never reused: uvicorn (the sandbox git host's
+    server) closes idle ones after its keep-alive; the client lets them go sooner. A POST (a
+    token, an OAuth code) sent on one the server closed would fail, and may not be resent."""
+
+    async def expiry(client: GitHubAppClient) -> float:
+        pool = client._http._transport._pool  # type: ignore[attr-defined]
+        return float(pool._keepalive_expiry)
+
+    assert with_client(server, expiry) < uvicorn.Config(app=None).timeout_keep_alive

@@ -71,6 +71,11 @@ REQUEST_TIMEOUT_SECONDS = 15.0
 # How a request fails when the server closed the kept-alive connection it was sent on.
 _CONNECTION_DROPPED = (httpx.RemoteProtocolError, httpx.ReadError)
 _IDEMPOTENT = frozenset({"GET", "HEAD"})
+# A pooled connection is reused only while it is younger than the servers' own keep-alive
+# (uvicorn, which serves the sandbox git host, closes idle ones after 5 s; GitHub keeps them
+# longer): at httpx's default of 5 s a request could be written to a connection the server was
+# closing that moment and fail with a ReadError, which a POST may not resend.
+KEEPALIVE_EXPIRY_SECONDS = 2.0
 USER_AUTHORIZATION_NOT_CONFIGURED = (
     "CAPSTAN_GITHUB_CLIENT_ID and CAPSTAN_GITHUB_CLIENT_SECRET are not set: the install callback "
     "refuses to record installations until they are. Set them to the GitHub App's client id and a "
@@ -376,6 +381,7 @@ async def open_git_host(settings: Settings) -> AsyncIterator[GitHubAppClient]:
             "User-Agent": USER_AGENT,
         },
         timeout=REQUEST_TIMEOUT_SECONDS,
+        limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_SECONDS),
         follow_redirects=False,
     ) as http:
         client = GitHubAppClient(
