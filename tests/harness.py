@@ -27,6 +27,12 @@ T = TypeVar("T")
 PASSWORD = "correct horse battery staple"
 
 
+# Test clients let a kept-alive connection go after 2 s, before the server's own keep-alive
+# (uvicorn: 5 s) can close it: at httpx's default (also 5 s) a request could be written to a
+# connection the server was closing that moment and fail with a ReadError under load.
+POOL_LIMITS = httpx.Limits(keepalive_expiry=2.0)
+
+
 def free_socket() -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -53,6 +59,7 @@ class RunningServer:
         return self.settings.base_url
 
     def client(self, **kwargs: Any) -> httpx.Client:
+        kwargs.setdefault("limits", POOL_LIMITS)
         return httpx.Client(base_url=self.base_url, timeout=30, **kwargs)
 
     def unique(self, stem: str) -> str:
@@ -119,6 +126,10 @@ class Org:
 
 class Browser(httpx.Client):
     csrf: str = ""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("limits", POOL_LIMITS)
+        super().__init__(**kwargs)
 
     def request(self, method: str, url: Any, **kwargs: Any) -> httpx.Response:  # type: ignore[override]
         if method.upper() in {"POST", "PUT", "PATCH", "DELETE"} and self.csrf:
