@@ -16,7 +16,9 @@ then creates N web servers at once, and measures until all N are `running`:
 
 With `--timeline`, each run also prints its reconcile passes (kind, resource, start and length
 in seconds from the first create request, outcome) and when each deployment reached running:
-where a deployment's time goes.
+where a deployment's time goes. With `--profile DIR`, the server runs under `bench/profiled.py`
+and yappi profiles its CPU (every thread) from the first create request until all N are running;
+each N's top functions go to DIR/profile-N.txt (needs `pip install yappi`).
 
 Run from the repository root:  .venv/bin/python bench/deploy.py  [--sizes 1,10,100] [--timeline]
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sqlite3
 import sys
 import tempfile
@@ -40,7 +43,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.apps.processes import (  # noqa: E402 (the repository root is on the path now)
+import tests.apps.processes  # noqa: E402 (the repository root is on the path now)
+from tests.apps.processes import (  # noqa: E402
     bearer_client,
     capstan_env,
     connect_cloud_account,
@@ -169,7 +173,12 @@ def timeline(database: Path, origin: datetime) -> list[str]:
     return [line for start, line in sorted(lines) if start >= 0]  # the warm-up's left out
 
 
-def run(n: int, timeout: float, *, with_timeline: bool = False) -> Run:
+def run(n: int, timeout: float, *, with_timeline: bool = False, profile: Path | None = None) -> Run:
+    extra = {}
+    if profile is not None:
+        # The server through the profiling wrapper (plain `capstan` for the other processes).
+        tests.apps.processes.CAPSTAN = [sys.executable, str(ROOT / "bench" / "profiled.py")]
+        extra["BENCH_PROFILE_OUT"] = str(profile.resolve() / f"profile-{n}.txt")
     with tempfile.TemporaryDirectory(prefix="capstan-bench-") as tmp, processes(Path(tmp)) as procs:
         sandbox, sandbox_url = procs.sandbox(build_seconds=0, task_start_seconds=0)
         port = free_port()
@@ -177,7 +186,7 @@ def run(n: int, timeout: float, *, with_timeline: bool = False) -> Run:
         server = procs.server(
             "server",
             ["--dev", "--data-dir", str(data_dir), "--port", str(port)],
-            capstan_env(CAPSTAN_SANDBOX_CLOUD_URL=sandbox_url),
+            capstan_env(CAPSTAN_SANDBOX_CLOUD_URL=sandbox_url, **extra),
         )
         token = server.wait_for_line(r"Dev API token \(shown once\): (capstan_\w+)").group(1)
         base_url = f"http://127.0.0.1:{port}"
@@ -201,6 +210,8 @@ def run(n: int, timeout: float, *, with_timeline: bool = False) -> Run:
             warm_up_calls = sum(
                 _difference(calls_before["by_service"], warm_calls["by_service"]).values()
             )
+            if profile is not None:
+                os.kill(server.pid, signal.SIGUSR1)
             server_before, sandbox_before = cpu_seconds(server.pid), cpu_seconds(sandbox.pid)
             started = time.monotonic()
             origin = datetime.now(UTC)
@@ -215,6 +226,12 @@ def run(n: int, timeout: float, *, with_timeline: bool = False) -> Run:
             seconds = time.monotonic() - started
             server_cpu = cpu_seconds(server.pid) - server_before
             sandbox_cpu = cpu_seconds(sandbox.pid) - sandbox_before
+            if profile is not None:
+                written = profile / f"profile-{n}.txt"
+                written.unlink(missing_ok=True)
+                os.kill(server.pid, signal.SIGUSR2)
+                while not written.exists() and time.monotonic() < started + timeout:
+                    time.sleep(0.1)
             calls_after = aws_calls(stats)
             passes = timeline(data_dir / "capstan.db", origin) if with_timeline else []
         by_service = _difference(calls_after["by_service"], calls_before["by_service"])
@@ -268,10 +285,20 @@ def main() -> None:
     parser.add_argument(
         "--timeline", action="store_true", help="print each run's passes and deployments"
     )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="profile the server's CPU with yappi; each N's top functions to DIR/profile-N.txt",
+    )
     arguments = parser.parse_args()
+    if arguments.profile is not None:
+        arguments.profile.mkdir(parents=True, exist_ok=True)
     runs = []
     for n in (int(size) for size in arguments.sizes.split(",")):
-        result = run(n, arguments.timeout, with_timeline=arguments.timeline)
+        result = run(
+            n, arguments.timeout, with_timeline=arguments.timeline, profile=arguments.profile
+        )
         for line in result.timeline:
             print(f"  N={n} {line}")
         print(

@@ -224,8 +224,9 @@ class TargetReconciler:
             deployment.commit_sha = await self._git_host.branch_head(
                 service.installation_id, service.repo, subject.branch
             )
-        # A one-hour token for this one repository, read-only, handed to this build only.
-        token = await self._git_host.create_installation_token(
+        # A token for this one repository, read-only, with at least half an hour left: the one
+        # the branch was read with (kept by the client per scope, `git_host/client.py`).
+        token = await self._git_host.installation_token(
             service.installation_id, repositories=[name], permissions={"contents": "read"}
         )
         build_id = await steps.start_build(session, subject, deployment, deployer, token.token)

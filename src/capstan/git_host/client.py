@@ -7,18 +7,26 @@ production, the sandbox git host (`capstan.sandbox.git_host`) in `--dev` and in 
 come out as the `GitHostError` tree (`git_host.errors`) and nothing httpx-shaped; the values
 it answers and the payloads it reads are in `git_host.payloads`.
 
-Installation tokens are returned to the caller and never logged or stored here; their `repr`
-hides the secret. So does a `UserAccessToken`'s; the install flow only calls
+Installation tokens are never logged or written anywhere; their `repr` hides the secret. Each is
+kept in this process's memory, per installation and scope (repositories and permissions), and
+reused while at least `TOKEN_MIN_LIFE` of its hour is left (`installation_token`): a deployment
+needs the same read-only token for its branch and its build, and every deployment of a repository
+within half an hour can share it, instead of one token per git host call. A reused token the git
+host refuses (401: revoked) is forgotten and minted anew, once; `create_installation_token`
+always mints. So does a `UserAccessToken`'s; the install flow only calls
 `user_installation_ids`, in which the user's token is exchanged, used for one listing and dropped.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 import httpx
@@ -31,6 +39,7 @@ from capstan.config import ConfigurationError, Settings
 from capstan.git_host.errors import (
     BadVerificationCode,
     ClientCredentialsRefused,
+    CredentialsRefused,
     GitHostError,
     GitHostNotConfigured,
     GitHostNotFound,
@@ -57,6 +66,7 @@ from capstan.git_host.payloads import (
 )
 
 log = logging.getLogger("capstan.git_host")
+T = TypeVar("T")
 
 API_VERSION = "2022-11-28"
 USER_AGENT = f"capstan/{__version__}"
@@ -76,6 +86,14 @@ _IDEMPOTENT = frozenset({"GET", "HEAD"})
 # longer): at httpx's default of 5 s a request could be written to a connection the server was
 # closing that moment and fail with a ReadError, which a POST may not resend.
 KEEPALIVE_EXPIRY_SECONDS = 2.0
+# An installation token lives an hour; it is reused while at least this much of it is left, so a
+# build handed a reused token still has half an hour to start and clone with it.
+TOKEN_MIN_LIFE = timedelta(minutes=30)
+# Scopes (installation, repositories, permissions) whose token is kept; the least recently used
+# goes first.
+TOKEN_CACHE_SIZE = 1024
+# (installation id, repository names or None, permissions or None)
+_TokenScope = tuple[int, tuple[str, ...] | None, tuple[tuple[str, str], ...] | None]
 USER_AUTHORIZATION_NOT_CONFIGURED = (
     "CAPSTAN_GITHUB_CLIENT_ID and CAPSTAN_GITHUB_CLIENT_SECRET are not set: the install callback "
     "refuses to record installations until they are. Set them to the GitHub App's client id and a "
@@ -112,6 +130,10 @@ class GitHubAppClient:
         self.client_id = client_id
         self._client_secret = client_secret
         self._jwt: tuple[str, int] | None = None
+        self._tokens: OrderedDict[_TokenScope, InstallationToken] = OrderedDict()
+        self._minting: dict[_TokenScope, asyncio.Lock] = {}
+        # The clock tokens' lives are read with (tests move it).
+        self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
 
     @property
     def api_base(self) -> str:
@@ -194,43 +216,107 @@ class GitHubAppClient:
             ),
         )
 
+    async def installation_token(
+        self,
+        installation_id: int,
+        repositories: list[str] | None = None,
+        permissions: Mapping[str, str] | None = None,
+    ) -> InstallationToken:
+        """A token for an installation with exactly this scope (as `create_installation_token`),
+        reused while at least `TOKEN_MIN_LIFE` of it is left, else minted (once for callers that
+        ask at the same time)."""
+        scope = _scope(installation_id, repositories, permissions)
+        token = self._kept(scope)
+        if token is not None:
+            return token
+        lock = self._minting.setdefault(scope, asyncio.Lock())
+        try:
+            async with lock:
+                token = self._kept(scope)
+                if token is None:
+                    token = await self.create_installation_token(
+                        installation_id, repositories, permissions
+                    )
+                    self._tokens[scope] = token
+                    self._tokens.move_to_end(scope)
+                    while len(self._tokens) > TOKEN_CACHE_SIZE:
+                        self._tokens.popitem(last=False)
+                return token
+        finally:
+            if not lock.locked():
+                self._minting.pop(scope, None)
+
+    def _kept(self, scope: _TokenScope) -> InstallationToken | None:
+        token = self._tokens.get(scope)
+        if token is None:
+            return None
+        expires_at = token.expires_at
+        if expires_at.tzinfo is None:
+            expires_at = expires_at.replace(tzinfo=UTC)
+        if expires_at - self.now() < TOKEN_MIN_LIFE:
+            del self._tokens[scope]
+            return None
+        self._tokens.move_to_end(scope)
+        return token
+
+    async def _with_token(
+        self,
+        installation_id: int,
+        repositories: list[str] | None,
+        permissions: Mapping[str, str],
+        call: Callable[[InstallationToken], Awaitable[T]],
+    ) -> T:
+        """`call` with the scope's kept token; if the git host refuses it (401: revoked before
+        its time), forget it and call once more with a token minted anew."""
+        token = await self.installation_token(installation_id, repositories, permissions)
+        try:
+            return await call(token)
+        except CredentialsRefused:
+            scope = _scope(installation_id, repositories, permissions)
+            if self._tokens.get(scope) is token:
+                del self._tokens[scope]
+            token = await self.installation_token(installation_id, repositories, permissions)
+            return await call(token)
+
     async def list_repositories(
         self, installation_id: int, *, per_page: int = MAX_PAGE_SIZE
     ) -> list[Repository]:
         """Every repository the installation can see, following the `Link: rel="next"` chain."""
-        token = await self.create_installation_token(
-            installation_id, permissions={"metadata": "read"}
-        )
-        repositories: list[Repository] = []
-        async for response in self._pages(
-            "/installation/repositories", bearer=token.token, per_page=per_page
-        ):
-            page = parse(RepositoryPage, response)
-            repositories.extend(
-                Repository(
-                    id=r.id,
-                    full_name=r.full_name,
-                    private=r.private,
-                    default_branch=r.default_branch,
+
+        async def listing(token: InstallationToken) -> list[Repository]:
+            repositories: list[Repository] = []
+            async for response in self._pages(
+                "/installation/repositories", bearer=token.token, per_page=per_page
+            ):
+                page = parse(RepositoryPage, response)
+                repositories.extend(
+                    Repository(
+                        id=r.id,
+                        full_name=r.full_name,
+                        private=r.private,
+                        default_branch=r.default_branch,
+                    )
+                    for r in page.repositories
                 )
-                for r in page.repositories
-            )
-        return repositories
+            return repositories
+
+        return await self._with_token(installation_id, None, {"metadata": "read"}, listing)
 
     async def branch_head(self, installation_id: int, repo: str, branch: str) -> str:
         """The commit sha at the head of `branch` of `repo` ("owner/name"), read with a token
-        scoped to that one repository."""
+        scoped to that one repository (`contents: read`, the one a build of it is handed)."""
         name = repo.split("/", 1)[1]
-        token = await self.create_installation_token(
-            installation_id, repositories=[name], permissions={"contents": "read"}
-        )
-        try:
-            response = await self._send(
-                "GET", f"/repos/{repo}/branches/{quote(branch, safe='')}", bearer=token.token
-            )
-        except GitHostNotFound as error:
-            raise GitHostNotFound(f"{repo} has no branch {branch!r}.") from error
-        return parse(BranchPayload, response).commit.sha
+
+        async def head(token: InstallationToken) -> str:
+            try:
+                response = await self._send(
+                    "GET", f"/repos/{repo}/branches/{quote(branch, safe='')}", bearer=token.token
+                )
+            except GitHostNotFound as error:
+                raise GitHostNotFound(f"{repo} has no branch {branch!r}.") from error
+            return parse(BranchPayload, response).commit.sha
+
+        return await self._with_token(installation_id, [name], {"contents": "read"}, head)
 
     # The user who installed ----------------------------------------------------------------------
 
@@ -354,6 +440,16 @@ class GitHubAppClient:
         raise failure(method, response)
 
 
+def _scope(
+    installation_id: int, repositories: list[str] | None, permissions: Mapping[str, str] | None
+) -> _TokenScope:
+    return (
+        installation_id,
+        None if repositories is None else tuple(sorted(repositories)),
+        None if permissions is None else tuple(sorted(permissions.items())),
+    )
+
+
 def load_app_key(settings: Settings) -> RSAPrivateKey | None:
     pem = settings.github_private_key_pem()
     if pem is None:
@@ -406,6 +502,7 @@ async def open_git_host(settings: Settings) -> AsyncIterator[GitHubAppClient]:
 __all__ = [
     "BadVerificationCode",
     "ClientCredentialsRefused",
+    "CredentialsRefused",
     "GitHostError",
     "GitHostNotConfigured",
     "GitHostNotFound",

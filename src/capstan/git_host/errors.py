@@ -8,6 +8,7 @@ GitHostError
     ├── UserAuthorizationRefused             the code exchange answered an OAuth error
     │   ├── BadVerificationCode              the code is wrong, expired or already used
     │   └── ClientCredentialsRefused         the client id or secret is wrong
+    ├── CredentialsRefused      401: a token or the app's JWT was refused (expired, revoked)
     └── GitHostNotFound         404
         └── NoSuchInstallation  the installation does not exist (or was uninstalled)
 """
@@ -47,6 +48,11 @@ class GitHostNotConfigured(TerminalGitHostError):
 
 class GitHostNotFound(TerminalGitHostError):
     pass
+
+
+class CredentialsRefused(TerminalGitHostError):
+    """401: the credentials sent were refused (a reused installation token is then minted anew,
+    once)."""
 
 
 class UserAuthorizationNotConfigured(GitHostNotConfigured):
@@ -98,7 +104,7 @@ def failure(method: str, response: httpx.Response) -> GitHostError:
     if status == 404:
         return GitHostNotFound(f"The git host has no such resource ({what}).")
     if status == 401:
-        return TerminalGitHostError(f"The git host refused Capstan's credentials: {message}")
+        return CredentialsRefused(f"The git host refused Capstan's credentials: {message}")
     return TerminalGitHostError(f"The git host refused the request ({what}): {message}")
 
 

@@ -23,7 +23,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, delete, event, func, not_, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    case,
+    delete,
+    event,
+    func,
+    insert,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -176,49 +188,51 @@ async def claim(
     busy: Collection[tuple[str, str]] = (),
     clock: Clock = utc_now,
 ) -> list[Claim]:
-    """Lease up to `limit` due, unheld rows of `kinds` to `owner`. Commits.
+    """Lease up to `limit` due, unheld rows of `kinds` to `owner`, earliest due first. Commits.
 
-    `busy` are the (kind, resource id) pairs whose passes `owner` is still running: never claimed
-    again by it, even when their lease lapsed (a stalled heartbeat), so one worker never runs two
-    passes of a resource at once.
+    One statement: an UPDATE of the rows a sub-select picks (on PostgreSQL locked with `SKIP
+    LOCKED`), answering what it leased with `RETURNING`; the condition that the row is free is
+    checked again by the UPDATE itself. `busy` are the (kind, resource id) pairs whose passes
+    `owner` is still running: never claimed again by it, even when their lease lapsed (a stalled
+    heartbeat), so one worker never runs two passes of a resource at once.
     """
     now = clock()
     free = or_(QueueItem.lease_expires_at.is_(None), QueueItem.lease_expires_at < now)
-    query = (
+    due = (
         select(QueueItem.kind, QueueItem.resource_id)
         .where(QueueItem.due_at <= now, free, *_claimable(kinds, busy))
         .order_by(QueueItem.due_at)
         .limit(limit)
     )
     if _dialect(session) == "postgresql":
-        query = query.with_for_update(skip_locked=True)
-    candidates = (await session.execute(query)).all()
-    claims = []
-    expires = now + timedelta(seconds=lease_seconds)
-    for kind, resource_id in candidates:
-        result = await session.execute(
+        due = due.with_for_update(skip_locked=True)
+    rows = list(
+        await session.execute(
             update(QueueItem)
-            .where(QueueItem.kind == kind, QueueItem.resource_id == resource_id, free)
-            .values(lease_owner=owner, lease_expires_at=expires)
-            .returning(QueueItem.version, QueueItem.attempts, QueueItem.polls)
+            .where(tuple_(QueueItem.kind, QueueItem.resource_id).in_(due), free)
+            .values(lease_owner=owner, lease_expires_at=now + timedelta(seconds=lease_seconds))
+            .returning(
+                QueueItem.kind,
+                QueueItem.resource_id,
+                QueueItem.version,
+                QueueItem.attempts,
+                QueueItem.polls,
+                QueueItem.due_at,
+            )
         )
-        row = result.one_or_none()
-        if row is not None:
-            claims.append(Claim(kind, resource_id, row.version, row.attempts, row.polls))
+    )
     await session.commit()
-    return claims
+    rows.sort(key=lambda row: row.due_at)
+    return [Claim(r.kind, r.resource_id, r.version, r.attempts, r.polls) for r in rows]
 
 
 def _claimable(kinds: list[str], busy: Collection[tuple[str, str]]) -> list[ColumnElement[bool]]:
     """Rows of `kinds` that are not dead and not among the `busy` ones."""
-    return [
-        QueueItem.kind.in_(kinds),
-        QueueItem.attempts < MAX_ATTEMPTS,
-        *(
-            not_(and_(QueueItem.kind == kind, QueueItem.resource_id == resource_id))
-            for kind, resource_id in busy
-        ),
-    ]
+    claimable = [QueueItem.kind.in_(kinds), QueueItem.attempts < MAX_ATTEMPTS]
+    if busy:
+        # One expanding parameter, so the statement is compiled once whatever `busy` holds.
+        claimable.append(tuple_(QueueItem.kind, QueueItem.resource_id).not_in(list(busy)))
+    return claimable
 
 
 async def next_due(
@@ -273,13 +287,16 @@ async def finish(
     error: str | None = None,
     started_at: datetime | None = None,
     clock: Clock = utc_now,
-) -> None:
-    """Record the outcome of a pass and release the lease. Commits.
+) -> datetime | None:
+    """Record the outcome of a pass and release the lease. Commits; answers when the row is due
+    again (None: it is gone, or it was not `owner`'s any more).
 
     Done (none of `requeue_after`, `poll`, `error`): the row goes away — unless the resource was
     enqueued again during the pass, in which case it is due again at once. `poll`: the operation
     is still under way; the row is due after the poll's wait for the looks made so far, and counts
     one more. `requeue_after`: due after that wait, and a later poll starts from its first wait.
+    The row's change says whether `owner` still held it (`RETURNING`), and the pass record follows
+    in the same transaction: two statements and the commit.
     """
     mine = and_(
         QueueItem.kind == claim.kind,
@@ -287,35 +304,20 @@ async def finish(
         QueueItem.lease_owner == owner,
     )
     now = clock()
-    held = await session.scalar(select(QueueItem.version).where(mine))
-    session.add(
-        ReconcilePass(
-            kind=claim.kind,
-            resource_id=claim.resource_id,
-            owner=owner,
-            started_at=started_at or now,
-            finished_at=now,
-            outcome=(
-                "lost"
-                if held is None
-                else ("dead" if claim.attempts + 1 >= MAX_ATTEMPTS else "error")
-                if error is not None
-                else "requeue"
-                if requeue_after is not None or poll is not None
-                else "done"
-            ),
-            error=error[:4000] if error else None,
-        )
-    )
+    held: bool
+    due: datetime | None = None
     if error is None and requeue_after is None and poll is None:
         removed = await session.execute(
-            delete(QueueItem).where(mine, QueueItem.version == claim.version)
+            delete(QueueItem)
+            .where(mine, QueueItem.version == claim.version)
+            .returning(QueueItem.version)
         )
-        if removed.rowcount:  # type: ignore[attr-defined]
-            await session.commit()
-            return
-        # Enqueued again during the pass: due now (its due time was kept), counts restarted.
-        changes: dict[str, object] = {"attempts": 0, "polls": 0, "last_error": None}
+        held = removed.first() is not None
+        # Unless enqueued again during the pass: then due now (its due time was kept), counts
+        # restarted.
+        changes: dict[str, object] | None = (
+            None if held else {"attempts": 0, "polls": 0, "last_error": None}
+        )
     elif error is not None:
         attempts = claim.attempts + 1
         wait = timedelta(seconds=backoff_seconds(attempts))
@@ -334,10 +336,35 @@ async def finish(
             wait, looks = timedelta(seconds=requeue_after), 0
         changes = {"attempts": 0, "polls": looks, "last_error": None}
         changes["due_at"] = _earliest_if_changed(claim, now + wait, now)
+    if changes is not None:
+        due = await session.scalar(
+            update(QueueItem)
+            .where(mine)
+            .values(lease_owner=None, lease_expires_at=None, **changes)
+            .returning(QueueItem.due_at)
+        )
+        held = due is not None
     await session.execute(
-        update(QueueItem).where(mine).values(lease_owner=None, lease_expires_at=None, **changes)
+        insert(ReconcilePass).values(
+            kind=claim.kind,
+            resource_id=claim.resource_id,
+            owner=owner,
+            started_at=started_at or now,
+            finished_at=now,
+            outcome=(
+                "lost"
+                if not held
+                else ("dead" if claim.attempts + 1 >= MAX_ATTEMPTS else "error")
+                if error is not None
+                else "requeue"
+                if requeue_after is not None or poll is not None
+                else "done"
+            ),
+            error=error[:4000] if error else None,
+        )
     )
     await session.commit()
+    return due
 
 
 def _earliest_if_changed(claim: Claim, later: datetime, now: datetime) -> ColumnElement[datetime]:

@@ -15,7 +15,12 @@ given, so tests move time instead of sleeping.
 
 A worker with nothing due does not poll: it sleeps until the earliest row can be claimed, until
 an enqueue wakes it (`queue.on_enqueue` in this process, `queue.listening` across processes on
-PostgreSQL) or, as a safety net, for `idle_poll_seconds` at most. A finished pass wakes it too.
+PostgreSQL) or, as a safety net, for `idle_poll_seconds` at most. A finished pass wakes it too,
+to fill the slot it freed, but the worker looks for work only when some may be due: after an
+enqueue or a wake, after the safety net's wait, when its last claim filled every free slot (more
+may be waiting), or when the earliest due time it knows of (the queue's, or the one a finish
+answered) has come. So a pass costs one claim statement and one finish, not a claim that finds
+nothing after every finish.
 """
 
 from __future__ import annotations
@@ -108,10 +113,16 @@ class Worker:
         self._wake = asyncio.Event()
         self._last_heartbeat = time.monotonic()
         self._next_due: datetime | None = None
+        # Some work may be claimable now: look before sleeping again.
+        self._look = True
 
     def wake(self) -> None:
         """Look for work now instead of at the next poll (e.g. after an API change)."""
+        self._look = True
         self._wake.set()
+
+    def _may_look(self) -> bool:
+        return self._look or (self._next_due is not None and self._next_due <= self._clock())
 
     async def run(self, stop: asyncio.Event) -> None:
         forget_waker = queue.on_enqueue(self.wake)
@@ -133,7 +144,7 @@ class Worker:
         try:
             while not stop.is_set():
                 free = self.settings.concurrency - len(self._in_flight)
-                claims = await self._claim(free) if free > 0 else []
+                claims = await self._claim(free) if free > 0 and self._may_look() else []
                 for claim in claims:
                     task = asyncio.create_task(self._process(claim))
                     tasks.add(task)
@@ -169,24 +180,29 @@ class Worker:
             await session.commit()
 
     async def _claim(self, limit: int) -> list[Claim]:
+        """Claim up to `limit` due rows; when fewer were due, learn when the next one is."""
+        self._look = False
         try:
             async with self._sessionmaker() as session:
-                busy = list(self._in_flight)
                 claims = await queue.claim(
                     session,
                     owner=self.owner,
                     kinds=list(self._reconcilers),
                     limit=limit,
                     lease_seconds=self.settings.lease_seconds,
-                    busy=busy,
+                    busy=list(self._in_flight),
                     clock=self._clock,
                 )
-                if not claims:
+                if len(claims) >= limit:
+                    self._look = True  # more may be due: look again when a slot frees
+                else:
+                    busy = [*self._in_flight, *((c.kind, c.resource_id) for c in claims)]
                     self._next_due = await queue.next_due(
                         session, kinds=list(self._reconcilers), busy=busy
                     )
         except Exception:
             log.exception("claiming work failed; retrying at the next poll")
+            self._look, self._next_due = True, None
             return []
         for claim in claims:
             self._in_flight[(claim.kind, claim.resource_id)] = claim
@@ -221,7 +237,7 @@ class Worker:
         finally:
             self._in_flight.pop((claim.kind, claim.resource_id), None)
         async with self._sessionmaker() as session:
-            await queue.finish(
+            due = await queue.finish(
                 session,
                 claim,
                 owner=self.owner,
@@ -231,7 +247,9 @@ class Worker:
                 started_at=started_at,
                 clock=self._clock,
             )
-        self.wake()  # a slot is free, and the row may be due again soon
+        if due is not None and (self._next_due is None or due < self._next_due):
+            self._next_due = due  # the row is due again then (at once if enqueued meanwhile)
+        self._wake.set()  # a slot is free: look if something is due
 
     async def _heartbeat(self) -> None:
         started = time.monotonic()
@@ -277,11 +295,13 @@ class Worker:
             self._wake.clear()
             return
         waiters = [asyncio.create_task(self._wake.wait()), asyncio.create_task(stop.wait())]
-        await asyncio.wait(
+        done, _ = await asyncio.wait(
             waiters, timeout=self._sleep_seconds(), return_when=asyncio.FIRST_COMPLETED
         )
         for waiter in waiters:
             waiter.cancel()
+        if not done:  # the wait ran out: look (the safety net, or the next row's due time)
+            self._look = True
         self._wake.clear()
 
     @staticmethod
