@@ -20,6 +20,7 @@ Used by `capstan.db.make_engine` for `sqlite+aiosqlite` URLs, as the engine's DB
 from __future__ import annotations
 
 import collections
+import re
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -34,6 +35,9 @@ from sqlalchemy.util import EMPTY_DICT
 from sqlalchemy.util.concurrency import await_
 
 _Outcome = tuple[Any, list[Any], int, Any, bool]
+# A statement that only reads: SQLAlchemy's SELECTs (no `SELECT ... FOR UPDATE` on SQLite) and
+# PRAGMA reads; anything else (INSERT ... RETURNING, a CTE that writes) takes the trip.
+_READ = re.compile(r"\s*SELECT\b", re.IGNORECASE)
 
 
 def _run(connection: sqlite3.Connection, operation: str, parameters: Any, many: bool) -> _Outcome:
@@ -103,10 +107,17 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
         adapted = self._adapt_connection
         assert isinstance(adapted, OneTripConnection)
         adapted.in_transaction = True  # until SQLite says otherwise
+        outcome: _Outcome
         try:
-            outcome: _Outcome = await_(
-                self._connection._execute(_run, self._connection._conn, operation, parameters, many)
-            )
+            if not many and _READ.match(operation):
+                # Here, in the event loop's thread: no trip (see the module's docstring).
+                outcome = _run(self._connection._conn, operation, parameters, many)
+            else:
+                outcome = await_(
+                    self._connection._execute(
+                        _run, self._connection._conn, operation, parameters, many
+                    )
+                )
         except Exception as error:
             adapted._handle_exception(error)
         self._description, rows, self._rowcount, self._lastrowid, adapted.in_transaction = outcome
