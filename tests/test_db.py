@@ -1,5 +1,6 @@
-"""The engine's drivers: SQLite's one trip per statement (the same results and transactions as
-the stock adapter), and PostgreSQL's ping of connections that sat idle."""
+"""The engine's drivers: SQLite's reads in the event loop's thread and one trip per other
+statement (the same results and transactions as the stock adapter), and PostgreSQL's ping of
+connections that sat idle."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def _count_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return trips
 
 
-def test_a_read_only_transaction_costs_one_trip_per_statement(
+def test_a_read_only_transaction_makes_no_trip(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def work(engine: AsyncEngine) -> None:
@@ -60,9 +61,36 @@ def test_a_read_only_transaction_costs_one_trip_per_statement(
             assert list(names) == ["a", "b"]
             assert await session.scalar(text("SELECT count(*) FROM t")) == 2
             await session.commit()
-        # Two statements, and neither COMMIT nor the pool's ROLLBACK on return: SQLite had no
-        # transaction open for them to end.
-        assert trips == ["_run", "_run"]
+        # Both SELECTs ran in the event loop's thread, and neither COMMIT nor the pool's
+        # ROLLBACK on return made a trip: SQLite had no transaction open for them to end.
+        assert trips == []
+
+    _sqlite(tmp_path, work)
+
+
+def test_a_read_does_not_wait_for_another_connections_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SELECT runs in the event loop's thread: in WAL mode it reads the last committed state
+    while another connection holds the write lock (were it to wait for that lock instead, it
+    would block the loop, and this test, for the 30 s busy timeout, then fail)."""
+
+    async def work(engine: AsyncEngine) -> None:
+        async with engine.begin() as connection:
+            await connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)"))
+            await connection.execute(text("INSERT INTO t (name) VALUES ('a')"))
+        async with engine.connect() as writer, engine.connect() as reader:
+            await writer.execute(text("INSERT INTO t (name) VALUES ('b')"))  # the lock, held
+            trips = _count_trips(monkeypatch)
+            rows = (await reader.execute(text("SELECT name FROM t ORDER BY id"))).scalars()
+            assert list(rows) == ["a"]
+            assert trips == []
+            # In the writer's own transaction its SELECT sees its write.
+            rows = (await writer.execute(text("SELECT name FROM t ORDER BY id"))).scalars()
+            assert list(rows) == ["a", "b"]
+            await writer.commit()
+            rows = (await reader.execute(text("SELECT name FROM t ORDER BY id"))).scalars()
+            assert list(rows) == ["a", "b"]
 
     _sqlite(tmp_path, work)
 

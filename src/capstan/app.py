@@ -8,11 +8,13 @@ a production install (no `sandbox` extra) never imports it.
 
 from __future__ import annotations
 
+import gc
 import logging
 import random
 import re
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -69,6 +71,7 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
                 )
                 worker = make_worker(runtime)
                 app.state.worker = await stack.enter_async_context(running_worker(worker))
+            stack.enter_context(_startup_objects_frozen())
             yield
 
     app = FastAPI(
@@ -121,6 +124,35 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
     app.add_middleware(RequestIdMiddleware)  # added last: outermost
     install_openapi(app)
     return app
+
+
+# Apps serving in this process (one, but the tests start many): the last to stop unfreezes.
+_serving = 0
+_serving_lock = threading.Lock()
+
+
+@contextmanager
+def _startup_objects_frozen() -> Iterator[None]:
+    """What exists once the app has started (modules, botocore's service models, in sandbox mode
+    the whole fake cloud: about a million objects) is left out of the cyclic garbage collector's
+    passes while the app serves (`gc.freeze`), and handed back to it when the app stops.
+
+    Under concurrent requests the objects of requests in flight outlive the young generations
+    and trigger full collections; each walked every object of the process, hundreds of
+    milliseconds during which no request moves. Reference counting still frees these objects as
+    ever; only a reference cycle among them that becomes garbage while serving waits for the
+    app to stop."""
+    global _serving
+    with _serving_lock:
+        gc.freeze()
+        _serving += 1
+    try:
+        yield
+    finally:
+        with _serving_lock:
+            _serving -= 1
+            if _serving == 0:
+                gc.unfreeze()
 
 
 def _install_error_handlers(app: FastAPI) -> None:

@@ -95,9 +95,13 @@ def created_at_column() -> Mapped[datetime]:
 
 def make_engine(url: str, *, schema: str | None = None, **kwargs: Any) -> AsyncEngine:
     if url.startswith("sqlite"):
-        # One trip to aiosqlite's thread per statement, none for a COMMIT with nothing to end.
+        # One trip to aiosqlite's thread per statement that writes, none for one that only reads
+        # (run in the event loop's thread, hence check_same_thread) or a COMMIT with nothing to end.
         engine = create_async_engine(
-            url, module=sqlite_driver.dbapi(), connect_args={"timeout": 30}, **kwargs
+            url,
+            module=sqlite_driver.dbapi(),
+            connect_args={"timeout": 30, "check_same_thread": False},
+            **kwargs,
         )
 
         @event.listens_for(engine.sync_engine, "connect")

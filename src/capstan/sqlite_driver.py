@@ -1,4 +1,4 @@
-"""SQLAlchemy's aiosqlite adapter, one trip to the connection's thread per statement.
+"""SQLAlchemy's aiosqlite adapter: reads in the event loop's thread, one trip per other statement.
 
 aiosqlite runs each SQLite connection in a thread of its own; every call the event loop makes on
 it is a trip there and back (queue, wake the thread, wait for the interpreter lock, wake the
@@ -7,12 +7,21 @@ fetch the rows, close the cursor), and one each for COMMIT and for the pool's RO
 connection goes back — ten trips for a request that runs two SELECTs, and under load those trips,
 not SQLite, were most of a request's cost.
 
-This adapter runs the whole statement (cursor, execute, rows, close) as one call in the
-connection's thread and brings back what SQLAlchemy reads afterwards (description, rows,
-rowcount, lastrowid). It also learns there whether SQLite has a transaction open: Python's
-sqlite3 opens one only before a write, so after reads only there is nothing for COMMIT or
-ROLLBACK to end, and they are answered without the trip (sqlite3 would do nothing with them).
-The SQL sent and the transactions are exactly those of the stock adapter.
+This adapter runs the whole statement (cursor, execute, rows, close) as one call and brings back
+what SQLAlchemy reads afterwards (description, rows, rowcount, lastrowid). A statement that
+writes (or anything but a SELECT) makes that call in the connection's thread: it may wait for
+another connection's write lock (the busy timeout), which must not stall the event loop. A
+SELECT makes it in the event loop's thread, with no trip at all: in WAL mode (`db.make_engine`
+sets it) a reader never waits for a writer, it reads the last committed state (SQLite's only
+exceptions: a connection in exclusive locking mode, which Capstan never sets, and the recovery
+or clean-up of the WAL when a connection opens or the last one closes; a connection's first
+statements, its PRAGMAs, make the trip). The connection is used by one statement at a time
+either way (SQLAlchemy awaits each), hence `check_same_thread=False`.
+
+It also learns whether SQLite has a transaction open: Python's sqlite3 opens one only before a
+write, so after reads only there is nothing for COMMIT or ROLLBACK to end, and they are answered
+without the trip (sqlite3 would do nothing with them). The SQL sent and the transactions are
+exactly those of the stock adapter.
 
 Used by `capstan.db.make_engine` for `sqlite+aiosqlite` URLs, as the engine's DBAPI `module`.
 """
@@ -20,6 +29,7 @@ Used by `capstan.db.make_engine` for `sqlite+aiosqlite` URLs, as the engine's DB
 from __future__ import annotations
 
 import collections
+import re
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -34,6 +44,9 @@ from sqlalchemy.util import EMPTY_DICT
 from sqlalchemy.util.concurrency import await_
 
 _Outcome = tuple[Any, list[Any], int, Any, bool]
+# A statement that only reads: SQLAlchemy's SELECTs (no `SELECT ... FOR UPDATE` on SQLite) and
+# PRAGMA reads; anything else (INSERT ... RETURNING, a CTE that writes) takes the trip.
+_READ = re.compile(r"\s*SELECT\b", re.IGNORECASE)
 
 
 def _run(connection: sqlite3.Connection, operation: str, parameters: Any, many: bool) -> _Outcome:
@@ -51,6 +64,10 @@ def _run(connection: sqlite3.Connection, operation: str, parameters: Any, many: 
         return description, rows, cursor.rowcount, cursor.lastrowid, connection.in_transaction
     finally:
         cursor.close()
+
+
+async def _run_here(connection: sqlite3.Connection, operation: str, parameters: Any) -> _Outcome:
+    return _run(connection, operation, parameters, many=False)
 
 
 class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
@@ -103,10 +120,18 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
         adapted = self._adapt_connection
         assert isinstance(adapted, OneTripConnection)
         adapted.in_transaction = True  # until SQLite says otherwise
+        outcome: _Outcome
         try:
-            outcome: _Outcome = await_(
-                self._connection._execute(_run, self._connection._conn, operation, parameters, many)
-            )
+            if not many and _READ.match(operation):
+                # In the event loop's thread: no trip (see the module's docstring). Awaited, as
+                # SQLAlchemy's async API requires of a statement, though it never suspends.
+                outcome = await_(_run_here(self._connection._conn, operation, parameters))
+            else:
+                outcome = await_(
+                    self._connection._execute(
+                        _run, self._connection._conn, operation, parameters, many
+                    )
+                )
         except Exception as error:
             adapted._handle_exception(error)
         self._description, rows, self._rowcount, self._lastrowid, adapted.in_transaction = outcome

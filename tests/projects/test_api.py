@@ -31,6 +31,26 @@ def test_create_get_list_project(org: Org) -> None:
     assert {"id", "name", "hostname_suffix"} <= set(listed.json()[0])
 
 
+def test_reads_answer_what_the_response_models_make(org: Org) -> None:
+    """GET one project and the list serialise their models themselves (once): the bytes are
+    those FastAPI makes from the same model for the create's answer, and a list item is the
+    project without its settings."""
+    created = org.api.post(
+        "/api/projects", json={"name": "Bytes", "hostname_suffix": org.server.unique("bytes")}
+    )
+    assert created.status_code == 201, created.text
+    project = created.json()
+    one = org.api.get(f"/api/projects/{project['id']}")
+    assert one.status_code == 200
+    assert one.headers["content-type"] == created.headers["content-type"] == "application/json"
+    assert one.content == created.content
+    assert project["preview_ttl_hours"] is None  # shown although null
+    listed = org.api.get("/api/projects")
+    assert listed.headers["content-type"] == "application/json"
+    settings = {"git_settings", "preview_ttl_hours", "max_previews"}
+    assert listed.json() == [{k: v for k, v in project.items() if k not in settings}]
+
+
 def test_region_is_optional_and_validated(org: Org) -> None:
     assert _create(org, region="eu-west-1")["region"] == "eu-west-1"
     bad = org.api.post(

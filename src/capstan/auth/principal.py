@@ -82,10 +82,12 @@ async def _from_bearer(session: DbSession, authorization: str) -> Principal:
     )
 
 
-# Every bearer request runs this: built once, its columns only (no ORM object to assemble), so a
-# request pays for neither building the statement nor its cache key.
-_TOKEN_BY_HASH = select(ApiToken.id, ApiToken.organization_id, ApiToken.created_by_user_id).where(
-    ApiToken.secret_hash == bindparam("secret_hash")
+# Every bearer request runs this: built once, so a request pays for neither building the
+# statement nor its cache key; of the table's columns, not the mapped class's attributes, so it
+# runs as a Core statement (no ORM compile state, autoflush or row loading to go through).
+_TOKENS = ApiToken.__table__.c
+_TOKEN_BY_HASH = select(_TOKENS.id, _TOKENS.organization_id, _TOKENS.created_by_user_id).where(
+    _TOKENS.secret_hash == bindparam("secret_hash")
 )
 
 

@@ -19,6 +19,7 @@ from capstan.projects.schemas import (
     GitSettingsUpdate,
     ProjectCreate,
     ProjectListItem,
+    ProjectOut,
     ProjectUpdate,
 )
 from capstan.registry import ResourceKind
@@ -28,6 +29,11 @@ from capstan.registry import ResourceKind
 def known_regions() -> frozenset[str]:
     """The AWS commercial regions where Capstan's services exist (from botocore's own data)."""
     return frozenset(botocore.session.get_session().get_available_regions("ecs"))
+
+
+# The reads' statements are of the table's columns, not the mapped class's: Core statements (no
+# ORM compile state, autoflush or row loading).
+_COLUMNS = Project.__table__.c
 
 
 async def get(session: AsyncSession, caller: Principal, project_id: str) -> Project:
@@ -46,6 +52,32 @@ _BY_ID = select(Project).where(
 )
 
 
+async def read(session: AsyncSession, caller: Principal, project_id: str) -> ProjectOut:
+    """What GET shows of a project: read as a row of the shown columns, not as an ORM object
+    (nothing changes it; no identity map, no change tracking)."""
+    row = (
+        await session.execute(
+            _SHOWN_BY_ID, {"project_id": project_id, "organization_id": caller.organization_id}
+        )
+    ).first()
+    if row is None:
+        raise NotFound("No such project.")
+    shown = row._asdict()
+    shown["git_settings"] = {
+        "delete_previews_on_branch_delete": shown.pop("delete_previews_on_branch_delete")
+    }
+    return ProjectOut.model_validate(shown)
+
+
+_SHOWN_BY_ID = select(
+    *(_COLUMNS[name] for name in ProjectOut.model_fields if name != "git_settings"),
+    _COLUMNS.delete_previews_on_branch_delete,
+).where(
+    _COLUMNS.id == bindparam("project_id"),
+    _COLUMNS.organization_id == bindparam("organization_id"),
+)
+
+
 async def list_(session: AsyncSession, caller: Principal) -> Sequence[Row[Any]]:
     """The organization's projects, oldest first: the list's columns only, as rows (a list of
     hundreds costs no ORM objects, identity map or change tracking that nobody uses)."""
@@ -53,9 +85,9 @@ async def list_(session: AsyncSession, caller: Principal) -> Sequence[Row[Any]]:
 
 
 _LIST = (
-    select(*(getattr(Project, name) for name in ProjectListItem.model_fields))
-    .where(Project.organization_id == bindparam("organization_id"))
-    .order_by(Project.created_at, Project.id)
+    select(*(_COLUMNS[name] for name in ProjectListItem.model_fields))
+    .where(_COLUMNS.organization_id == bindparam("organization_id"))
+    .order_by(_COLUMNS.created_at, _COLUMNS.id)
 )
 
 
