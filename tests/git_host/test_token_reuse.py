@@ -10,12 +10,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from capstan.git_host.client import (
-    TOKEN_MIN_LIFE,
     CredentialsRefused,
     GitHubAppClient,
     NoSuchInstallation,
     open_git_host,
 )
+from capstan.git_host.kept_tokens import TOKEN_MIN_LIFE
 from tests.harness import RunningServer
 from tests.sandbox_git_host.helpers import inject_failures, sandbox_install, uninstall
 

@@ -8,7 +8,7 @@ come out as the `GitHostError` tree (`git_host.errors`) and nothing httpx-shaped
 it answers and the payloads it reads are in `git_host.payloads`.
 
 Installation tokens are never logged or written anywhere; their `repr` hides the secret. Each is
-kept in this process's memory, per installation and scope (repositories and permissions), and
+kept in this process's memory, per installation and scope (`git_host.kept_tokens`), and
 reused while at least `TOKEN_MIN_LIFE` of its hour is left (`installation_token`): a deployment
 needs the same read-only token for its branch and its build, and every deployment of a repository
 within half an hour can share it, instead of one token per git host call. A reused token the git
@@ -19,13 +19,11 @@ always mints. So does a `UserAccessToken`'s; the install flow only calls
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
@@ -50,6 +48,7 @@ from capstan.git_host.errors import (
     UserAuthorizationRefused,
     failure,
 )
+from capstan.git_host.kept_tokens import KeptTokens, token_scope
 from capstan.git_host.payloads import (
     BranchPayload,
     Installation,
@@ -86,14 +85,6 @@ _IDEMPOTENT = frozenset({"GET", "HEAD"})
 # longer): at httpx's default of 5 s a request could be written to a connection the server was
 # closing that moment and fail with a ReadError, which a POST may not resend.
 KEEPALIVE_EXPIRY_SECONDS = 2.0
-# An installation token lives an hour; it is reused while at least this much of it is left, so a
-# build handed a reused token still has half an hour to start and clone with it.
-TOKEN_MIN_LIFE = timedelta(minutes=30)
-# Scopes (installation, repositories, permissions) whose token is kept; the least recently used
-# goes first.
-TOKEN_CACHE_SIZE = 1024
-# (installation id, repository names or None, permissions or None)
-_TokenScope = tuple[int, tuple[str, ...] | None, tuple[tuple[str, str], ...] | None]
 USER_AUTHORIZATION_NOT_CONFIGURED = (
     "CAPSTAN_GITHUB_CLIENT_ID and CAPSTAN_GITHUB_CLIENT_SECRET are not set: the install callback "
     "refuses to record installations until they are. Set them to the GitHub App's client id and a "
@@ -130,8 +121,7 @@ class GitHubAppClient:
         self.client_id = client_id
         self._client_secret = client_secret
         self._jwt: tuple[str, int] | None = None
-        self._tokens: OrderedDict[_TokenScope, InstallationToken] = OrderedDict()
-        self._minting: dict[_TokenScope, asyncio.Lock] = {}
+        self._tokens = KeptTokens()
         # The clock tokens' lives are read with (tests move it).
         self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
 
@@ -225,39 +215,22 @@ class GitHubAppClient:
         """A token for an installation with exactly this scope (as `create_installation_token`),
         reused while at least `TOKEN_MIN_LIFE` of it is left, else minted (once for callers that
         ask at the same time)."""
-        scope = _scope(installation_id, repositories, permissions)
-        token = self._kept(scope)
+        scope = token_scope(installation_id, repositories, permissions)
+        token = self._tokens.get(scope, self.now())
         if token is not None:
             return token
-        lock = self._minting.setdefault(scope, asyncio.Lock())
+        lock = self._tokens.minting_lock(scope)
         try:
             async with lock:
-                token = self._kept(scope)
+                token = self._tokens.get(scope, self.now())
                 if token is None:
                     token = await self.create_installation_token(
                         installation_id, repositories, permissions
                     )
-                    self._tokens[scope] = token
-                    self._tokens.move_to_end(scope)
-                    while len(self._tokens) > TOKEN_CACHE_SIZE:
-                        self._tokens.popitem(last=False)
+                    self._tokens.keep(scope, token)
                 return token
         finally:
-            if not lock.locked():
-                self._minting.pop(scope, None)
-
-    def _kept(self, scope: _TokenScope) -> InstallationToken | None:
-        token = self._tokens.get(scope)
-        if token is None:
-            return None
-        expires_at = token.expires_at
-        if expires_at.tzinfo is None:
-            expires_at = expires_at.replace(tzinfo=UTC)
-        if expires_at - self.now() < TOKEN_MIN_LIFE:
-            del self._tokens[scope]
-            return None
-        self._tokens.move_to_end(scope)
-        return token
+            self._tokens.release_lock(scope, lock)
 
     async def _with_token(
         self,
@@ -272,9 +245,7 @@ class GitHubAppClient:
         try:
             return await call(token)
         except CredentialsRefused:
-            scope = _scope(installation_id, repositories, permissions)
-            if self._tokens.get(scope) is token:
-                del self._tokens[scope]
+            self._tokens.forget(token_scope(installation_id, repositories, permissions), token)
             token = await self.installation_token(installation_id, repositories, permissions)
             return await call(token)
 
@@ -438,16 +409,6 @@ class GitHubAppClient:
         if response.is_success:
             return response
         raise failure(method, response)
-
-
-def _scope(
-    installation_id: int, repositories: list[str] | None, permissions: Mapping[str, str] | None
-) -> _TokenScope:
-    return (
-        installation_id,
-        None if repositories is None else tuple(sorted(repositories)),
-        None if permissions is None else tuple(sorted(permissions.items())),
-    )
 
 
 def load_app_key(settings: Settings) -> RSAPrivateKey | None:
