@@ -76,6 +76,12 @@ class Settings(BaseSettings):
     worker_lease_seconds: float = 30.0
     resync_seconds: float = 300.0
     rollout_deadline_seconds: float = 900.0
+    # A project made with a VPC of its own moves to the network its account shares in the region
+    # (`cloud/network_move.py`); off keeps such projects where they are until it is turned on.
+    move_own_networks: bool = True
+    # After a move points DNS at the new load balancer, the old one keeps answering this long for
+    # resolvers that still hold the old record (an alias to a load balancer lives 60 s).
+    network_move_drain_seconds: float = 300.0
 
     session_idle_seconds: int = 7 * 24 * 3600
     session_absolute_seconds: int = 30 * 24 * 3600

@@ -43,6 +43,7 @@ def deployer_for(
     what this process knows of the project's network (keyed by when that network was made).
     A static website's own steps are its `site` part."""
     ready_at = project.network_ready_at
+    generation = project.network_generation
 
     def make(customer: AwsSession) -> Deployer:
         return Deployer(
@@ -51,6 +52,7 @@ def deployer_for(
             domain=settings.domain,
             cache=cache,
             network_version=ready_at.isoformat() if ready_at is not None else None,
+            network_generation=generation,
         )
 
     return customer_driver(cloud, account, project.region, make)

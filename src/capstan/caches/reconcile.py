@@ -70,7 +70,9 @@ class CacheReconciler(RowReconciler[Cache, CacheContext]):
             # The project network reconciler makes it (this cache counts as one of its users).
             await enqueue(session, network.QUEUE_KIND, project.id)
             return PollAgain(NETWORK_POLL)
-        spec = CacheSpec(cache.id, project.id, cache.storage_limit_mb)
+        spec = CacheSpec(
+            cache.id, project.id, cache.storage_limit_mb, project.network_generations[-1]
+        )
         try:
             async with service.driver_for(self._cloud, account, project.region) as driver:
                 state = await self._cloud.run(lambda: driver.ensure(spec))

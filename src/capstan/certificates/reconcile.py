@@ -98,6 +98,7 @@ class CertificateReconciler:
                 )
             )
             account = await session.get(CloudAccount, project.organization_id)
+            generations = project.network_generations
             await session.commit()  # the cloud work below holds no transaction open
             if not rows:
                 return Done()
@@ -108,7 +109,11 @@ class CertificateReconciler:
             converging: Result = Done()
             waits: list[float] = []
             async with driver_for(
-                self._cloud, account, self._settings.domain, region=project.region
+                self._cloud,
+                account,
+                self._settings.domain,
+                region=project.region,
+                network_generations=generations,
             ) as driver:
                 if current is not None:
                     converging = await self._converge(session, project, current, driver)

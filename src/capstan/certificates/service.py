@@ -20,6 +20,7 @@ project's row lock; a certificate's own status moves only along `STATES`.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -64,15 +65,23 @@ SHOWN = {REQUESTING: PENDING, PENDING: PENDING, ISSUED: ISSUED, FAILED: FAILED}
 
 
 def driver_for(
-    cloud: Cloud, account: CloudAccount, domain: str, *, region: str
+    cloud: Cloud,
+    account: CloudAccount,
+    domain: str,
+    *,
+    region: str,
+    network_generations: Sequence[int] = (0,),
 ) -> AbstractAsyncContextManager[CertificateDriver]:
-    """The certificate driver in the account's role, in the project's `region`; validation
-    records go into the operator's zone of `domain`."""
+    """The certificate driver in the account's role, in the project's `region`, serving on the
+    load balancers of the project's `network_generations`; validation records go into the
+    operator's zone of `domain`."""
     return customer_driver(
         cloud,
         account,
         region,
-        lambda customer: CertificateDriver(customer, cloud.operator, domain=domain),
+        lambda customer: CertificateDriver(
+            customer, cloud.operator, domain=domain, network_generations=network_generations
+        ),
     )
 
 

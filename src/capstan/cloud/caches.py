@@ -45,6 +45,8 @@ class CacheSpec:
     cache_id: str  # "cch_…"
     project_id: str  # "prj_…"
     storage_limit_mb: int
+    # The generation of the project's network it is made in: its newest (`Project`).
+    network_generation: int = 0
 
     @property
     def data_storage_gb(self) -> int:
@@ -108,7 +110,7 @@ class CacheDriver:
         is available with a smaller one. The cache's state after that step."""
         cache = aws.describe(self._customer, spec.cache_id)
         if cache is None:
-            project = network.find_network(self._customer, spec.project_id)
+            project = network.find_network(self._customer, spec.project_id, spec.network_generation)
             if project is None:
                 raise RetryableCloudError(
                     NETWORK_NOT_READY, "The project's network is not complete yet."

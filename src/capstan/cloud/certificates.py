@@ -13,6 +13,7 @@ again).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 from capstan.cloud.aws import acm, elbv2, names, route53
 from capstan.cloud.aws.acm import CertificateInfo, ValidationRecord
@@ -40,10 +41,27 @@ class CertificateDriver:
     """`customer`: a session in the organization's account; `operator`: Capstan's own account,
     holding the zone of `domain`."""
 
-    def __init__(self, customer: AwsSession, operator: AwsSession, *, domain: str) -> None:
+    def __init__(
+        self,
+        customer: AwsSession,
+        operator: AwsSession,
+        *,
+        domain: str,
+        network_generations: Sequence[int] = (0,),
+    ) -> None:
         self._customer = customer
         self._operator = operator
         self._domain = domain.rstrip(".")
+        # Each generation of the project's network that may exist (two while it moves): each
+        # one's load balancer serves the certificate.
+        self._network_generations = tuple(network_generations)
+
+    def _balancers(self, project_id: str) -> list[elbv2.LoadBalancer]:
+        found = (
+            elbv2.find_load_balancer(self._customer, project_id, generation)
+            for generation in self._network_generations
+        )
+        return [balancer for balancer in found if balancer is not None]
 
     def _tags(self, project_id: str, generation: int) -> dict[str, str]:
         # The certificate is one of the project's shared resources, like its load balancer.
@@ -82,28 +100,25 @@ class CertificateDriver:
         """Serve `arn` over HTTPS on the project's load balancer, with every host rule of its
         HTTP listener; nothing to do while the project has no load balancer (the network
         reconciler adds the listener when it makes one)."""
-        balancer = elbv2.find_load_balancer(self._customer, project_id)
-        if balancer is None:
-            return
-        https = elbv2.ensure_https_listener(self._customer, project_id, balancer.arn, arn)
-        elbv2.mirror_host_rules(self._customer, project_id, balancer.listener_arn, https)
+        for balancer in self._balancers(project_id):
+            https = elbv2.ensure_https_listener(self._customer, project_id, balancer.arn, arn)
+            elbv2.mirror_host_rules(self._customer, project_id, balancer.listener_arn, https)
 
     def detach(self, project_id: str, arn: str, *, replacement: str | None, keep: bool) -> bool:
         """Stop serving `arn`: the HTTPS listener swaps to `replacement`; without one it goes,
         unless `keep` (a replacement is on its way). True when `arn` is no longer served."""
-        balancer = elbv2.find_load_balancer(self._customer, project_id)
-        if balancer is None:
-            return True
-        https = elbv2.find_https_listener(self._customer, balancer.arn)
-        if https is None or https.certificate_arn != arn:
-            return True
-        if replacement is not None:
-            elbv2.ensure_https_listener(self._customer, project_id, balancer.arn, replacement)
-            return True
-        if keep:
-            return False
-        elbv2.delete_https_listener(self._customer, balancer.arn)
-        return True
+        served = False
+        for balancer in self._balancers(project_id):
+            https = elbv2.find_https_listener(self._customer, balancer.arn)
+            if https is None or https.certificate_arn != arn:
+                continue
+            if replacement is not None:
+                elbv2.ensure_https_listener(self._customer, project_id, balancer.arn, replacement)
+            elif keep:
+                served = True
+            else:
+                elbv2.delete_https_listener(self._customer, balancer.arn)
+        return not served
 
     def delete(self, arn: str) -> bool:
         """Delete the certificate; False while something still uses it (ACM refuses then)."""

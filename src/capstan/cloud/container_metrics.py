@@ -12,13 +12,15 @@ from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.target import Target
 
 
-def read(customer: AwsSession, target: Target, *, now: datetime) -> dict[str, Any]:
+def read(
+    customer: AwsSession, target: Target, *, now: datetime, generation: int = 0
+) -> dict[str, Any]:
     """CloudWatch over the last hour: CPU and memory (and, for web servers, requests), and
-    under `series` each of them per 5 minutes."""
+    under `series` each of them per 5 minutes; from the project network's `generation`."""
     end = now
     start = end - timedelta(hours=1)
     dimensions = {
-        "ClusterName": names.cluster_name(target.project_id),
+        "ClusterName": names.cluster_name(target.project_id, generation),
         "ServiceName": names.service_name(target.resource_id),
     }
     queries = [
@@ -26,8 +28,8 @@ def read(customer: AwsSession, target: Target, *, now: datetime) -> dict[str, An
         cloudwatch.MetricQuery("memory", "AWS/ECS", "MemoryUtilization", dimensions, "Average"),
     ]
     if target.kind == "web_server":
-        group = elbv2.find_target_group(customer, target.resource_id)
-        balancer = elbv2.find_load_balancer(customer, target.project_id)
+        group = elbv2.find_target_group(customer, target.resource_id, generation)
+        balancer = elbv2.find_load_balancer(customer, target.project_id, generation)
         if group is not None and balancer is not None:
             alb = {
                 "TargetGroup": elbv2.metric_dimension(group),

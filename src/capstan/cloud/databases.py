@@ -50,6 +50,8 @@ class DatabaseSpec:
     storage_gb: int
     high_availability: bool
     backup_retention_days: int
+    # The generation of the project's network it is made in: its newest (`Project`).
+    network_generation: int = 0
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ class DatabaseDriver:
         apply the spec's changes when it is available and differs. Its state after that step."""
         instance = aws.describe(self._customer, spec.database_id)
         if instance is None:
-            project = network.find_network(self._customer, spec.project_id)
+            project = network.find_network(self._customer, spec.project_id, spec.network_generation)
             if project is None:
                 raise RetryableCloudError(
                     NETWORK_NOT_READY, "The project's network is not complete yet."

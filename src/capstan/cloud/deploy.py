@@ -85,9 +85,12 @@ class Deployer(TargetDriver):
         clock: Callable[[], datetime] = utcnow,
         cache: ProjectCache | None = None,
         network_version: str | None = None,
+        network_generation: int = 0,
     ) -> None:
         super().__init__(customer, operator, domain=domain, clock=clock)
-        self.network = NetworkDriver(customer, cache=cache, network_version=network_version)
+        self.network = NetworkDriver(
+            customer, cache=cache, network_version=network_version, generation=network_generation
+        )
         self.builds = BuildDriver(customer, clock=clock)
         # A static website's own steps (storage, certificate, publication), on the same sessions.
         self.site = SiteDriver(customer, operator, domain=self._domain, clock=clock)
@@ -239,6 +242,7 @@ class Deployer(TargetDriver):
                 target.resource_id,
                 project.network.vpc_id,
                 spec.health_path or "/",
+                self.network.generation,
             )
             self._put_host_rule(target, project.balancer, target_group, target.hostname)
         ecs.ensure_service(
@@ -272,9 +276,8 @@ class Deployer(TargetDriver):
     def describe_rollout(self, target: Target, task_definition_arn: str) -> Rollout:
         """completed: the PRIMARY deployment runs `task_definition_arn` with every task running
         (and, for a web server, as many healthy targets); failed: ECS gave the rollout up."""
-        cluster = names.cluster_name(target.project_id)
         service = ecs.describe_service(
-            self._customer, cluster, names.service_name(target.resource_id)
+            self._customer, self._cluster(target), names.service_name(target.resource_id)
         )
         if service is None or service.status != "ACTIVE":
             return Rollout("failed", 0, 0, "The service does not exist.")
@@ -302,9 +305,7 @@ class Deployer(TargetDriver):
         healthy = deployment.running
         if target.kind == "web_server":
             # The service names its target group: no look-up by name.
-            group = next(iter(service.target_groups), None) or elbv2.find_target_group(
-                self._customer, target.resource_id
-            )
+            group = next(iter(service.target_groups), None) or self._target_group(target)
             health = elbv2.target_health(self._customer, group) if group else []
             healthy = sum(1 for item in health if item.state == "healthy")
             problems = [
@@ -333,7 +334,7 @@ class Deployer(TargetDriver):
         if target.kind != "web_server" or not target.hostname:
             return
         project = self.network.resources(target.project_id)
-        group = elbv2.find_target_group(self._customer, target.resource_id)
+        group = self._target_group(target)
         if group is not None:
             self._put_host_rule(target, project.balancer, group, target.hostname)
         self._point_dns(target.hostname, project.balancer)
@@ -344,17 +345,18 @@ class Deployer(TargetDriver):
 
     def delete(self, target: Target) -> bool:
         """Remove everything of the target, in order; True when nothing of it is left."""
-        cluster = names.cluster_name(target.project_id)
+        cluster = self._cluster(target)
         service = names.service_name(target.resource_id)
+        generation = self.network.generation
         autoscaling.delete_scaling(self._customer, cluster, service)
         ecs.delete_service(self._customer, cluster, target.resource_id)
-        group = elbv2.find_target_group(self._customer, target.resource_id)
+        group = self._target_group(target)
         if group is not None:
-            balancer = elbv2.find_load_balancer(self._customer, target.project_id)
+            balancer = elbv2.find_load_balancer(self._customer, target.project_id, generation)
             if balancer is not None:
                 self._remove_host_rule(balancer, group)
             try:
-                elbv2.delete_target_group(self._customer, target.resource_id)
+                elbv2.delete_target_group(self._customer, target.resource_id, generation)
             except TerminalCloudError as error:
                 if error.code != "resource_in_use":
                     raise
@@ -378,13 +380,11 @@ class Deployer(TargetDriver):
         """What of the target still exists, by kind of resource ([] when it is all gone)."""
         left: list[str] = []
         state = ecs.describe_service(
-            self._customer,
-            names.cluster_name(target.project_id),
-            names.service_name(target.resource_id),
+            self._customer, self._cluster(target), names.service_name(target.resource_id)
         )
         if state is not None and state.status == "ACTIVE":
             left.append("ecs service")
-        if elbv2.find_target_group(self._customer, target.resource_id):
+        if self._target_group(target):
             left.append("target group")
         if target.hostname:
             zone = route53.find_zone(self._operator, self._domain)
@@ -423,7 +423,15 @@ class Deployer(TargetDriver):
 
     def metrics(self, target: Target) -> dict[str, Any]:
         """CloudWatch over the last hour (`cloud/container_metrics.py`)."""
-        return container_metrics.read(self._customer, target, now=self._clock())
+        return container_metrics.read(
+            self._customer, target, now=self._clock(), generation=self.network.generation
+        )
+
+    def _cluster(self, target: Target) -> str:
+        return names.cluster_name(target.project_id, self.network.generation)
+
+    def _target_group(self, target: Target) -> str | None:
+        return elbv2.find_target_group(self._customer, target.resource_id, self.network.generation)
 
 
 __all__ = [

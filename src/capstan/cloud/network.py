@@ -74,6 +74,8 @@ class NetworkDriver:
 
     With a `cache` and the `network_version` the caller expects, what it learns of a project is
     shared across passes of this process; without, it is kept for this driver's life only.
+    `generation` is the generation of the project's network its targets run in (0 unless the
+    project has moved to a new network: `cloud/network_move.py`).
     """
 
     def __init__(
@@ -82,25 +84,29 @@ class NetworkDriver:
         *,
         cache: ProjectCache | None = None,
         network_version: str | None = None,
+        generation: int = 0,
     ) -> None:
         self._customer = customer
+        self.generation = generation
         self._projects: dict[str, ProjectResources] = {}
         self._roles: dict[str, dict[str, str]] = {}
         # Shared across passes when the caller says which version of the network it expects.
         self._cache = cache if network_version is not None else None
-        self._network_version = network_version or ""
+        # A moved project's next generation is another network: never answered from the old.
+        self._network_version = (network_version or "") + (f"#{generation}" if generation else "")
 
     def ensure_project_network(self, project_id: str, certificate_arn: str | None = None) -> None:
         """Security groups (in the shared VPC, made first if missing), load balancer + listener,
         cluster, roles; with the project's issued `certificate_arn`, an HTTPS listener too."""
-        net = aws_network.ensure_network(self._customer, project_id)
-        balancer = elbv2.ensure_load_balancer(self._customer, project_id, net)
+        generation = self.generation
+        net = aws_network.ensure_network(self._customer, project_id, generation)
+        balancer = elbv2.ensure_load_balancer(self._customer, project_id, net, generation)
         if certificate_arn is not None:
             https = elbv2.ensure_https_listener(
                 self._customer, project_id, balancer.arn, certificate_arn
             )
             elbv2.mirror_host_rules(self._customer, project_id, balancer.listener_arn, https)
-        cluster = ecs.ensure_cluster(self._customer, project_id)
+        cluster = ecs.ensure_cluster(self._customer, project_id, generation)
         self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
         self._projects[project_id] = ProjectResources(net, balancer, cluster)
         self._remember(project_id)
@@ -124,19 +130,23 @@ class NetworkDriver:
         """The project's task role may do exactly `statements` beyond running its tasks."""
         iam.put_task_grants(self._customer, project_id, statements)
 
-    def delete_project_network(self, project_id: str) -> bool:
-        """Remove the project's shared resources once no target uses them; True when gone."""
-        if ecs.active_services(self._customer, project_id):
-            return False
-        balancer = elbv2.find_load_balancer(self._customer, project_id)
-        if balancer is not None and elbv2.has_rules(self._customer, balancer.listener_arn):
-            return False
+    def delete_project_network(self, project_id: str, *, also: tuple[int, ...] = ()) -> bool:
+        """Remove the project's shared resources once no target uses them; True when gone.
+        `also`: other generations of its network that may exist (a move under way)."""
+        generations = sorted({self.generation, *also})
+        for generation in generations:
+            if ecs.active_services(self._customer, project_id, generation):
+                return False
+            balancer = elbv2.find_load_balancer(self._customer, project_id, generation)
+            if balancer is not None and elbv2.has_rules(self._customer, balancer.listener_arn):
+                return False
         self._projects.pop(project_id, None)
         self._roles.pop(project_id, None)
         if self._cache is not None:
             self._cache.forget(project_id)
-        elbv2.delete_load_balancer(self._customer, project_id)
-        ecs.delete_cluster(self._customer, project_id)
+        for generation in generations:
+            elbv2.delete_load_balancer(self._customer, project_id, generation)
+            ecs.delete_cluster(self._customer, project_id, generation)
         try:
             gone = aws_network.delete_network(self._customer, project_id)
         except RetryableCloudError as error:
@@ -144,10 +154,10 @@ class NetworkDriver:
                 raise
             return False
         iam.delete_project_roles(self._customer, project_id)
-        return (
-            gone
-            and elbv2.find_load_balancer(self._customer, project_id) is None
-            and not ecs.cluster_exists(self._customer, project_id)
+        return gone and all(
+            elbv2.find_load_balancer(self._customer, project_id, generation) is None
+            and not ecs.cluster_exists(self._customer, project_id, generation)
+            for generation in generations
         )
 
     def resources(self, project_id: str) -> ProjectResources:
@@ -156,12 +166,17 @@ class NetworkDriver:
         project = self._projects.get(project_id)
         if project is not None:
             return project
-        net = aws_network.find_network(self._customer, project_id)
-        balancer = elbv2.find_load_balancer(self._customer, project_id)
-        if net is None or balancer is None or not ecs.cluster_exists(self._customer, project_id):
+        generation = self.generation
+        net = aws_network.find_network(self._customer, project_id, generation)
+        balancer = elbv2.find_load_balancer(self._customer, project_id, generation)
+        if (
+            net is None
+            or balancer is None
+            or not ecs.cluster_exists(self._customer, project_id, generation)
+        ):
             self.ensure_project_network(project_id)
             return self._projects[project_id]
-        project = ProjectResources(net, balancer, names.cluster_name(project_id))
+        project = ProjectResources(net, balancer, names.cluster_name(project_id, generation))
         self._projects[project_id] = project
         return project
 

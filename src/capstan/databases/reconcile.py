@@ -45,7 +45,7 @@ class DatabaseContext:
     account: CloudAccount | None
 
 
-def spec_of(database: Database) -> DatabaseSpec:
+def spec_of(database: Database, network_generation: int = 0) -> DatabaseSpec:
     return DatabaseSpec(
         database_id=database.id,
         project_id=database.project_id,
@@ -55,6 +55,7 @@ def spec_of(database: Database) -> DatabaseSpec:
         storage_gb=database.storage_gb,
         high_availability=database.high_availability,
         backup_retention_days=database.backup_retention_days,
+        network_generation=network_generation,
     )
 
 
@@ -83,7 +84,7 @@ class DatabaseReconciler(RowReconciler[Database, DatabaseContext]):
         if project.network_ready_at is None:
             await enqueue(session, network.QUEUE_KIND, project.id)
             return PollAgain(NETWORK_POLL)
-        spec = spec_of(database)
+        spec = spec_of(database, project.network_generations[-1])
         try:
             async with service.driver_for(self._cloud, account, project.region) as driver:
                 state = await self._cloud.run(lambda: driver.ensure(spec))

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 from capstan.cloud import AwsSession
 from capstan.cloud.network import NetworkDriver
+from capstan.cloud.network_move import NetworkMove
 from capstan.cloud_account.models import CloudAccount
 from capstan.cloud_account.session import customer_driver
 from capstan.projects.models import Project
@@ -21,10 +22,16 @@ async def deployer_for(
 ) -> AsyncIterator[NetworkDriver]:
     ready_at = project.network_ready_at
     version = ready_at.isoformat() if ready_at is not None else None
+    generation = project.network_generation
     cloud = runtime.cloud
 
     def make(customer: AwsSession) -> NetworkDriver:
-        return NetworkDriver(customer, cache=runtime.project_cache, network_version=version)
+        return NetworkDriver(
+            customer,
+            cache=runtime.project_cache,
+            network_version=version,
+            generation=generation,
+        )
 
     async with customer_driver(cloud, account, project.region, make) as deployer:
         yield deployer
@@ -37,3 +44,23 @@ async def shared_deployer_for(
     """The network driver for what an account's projects share in `region` (no project)."""
     async with customer_driver(runtime.cloud, account, region, NetworkDriver) as deployer:
         yield deployer
+
+
+@asynccontextmanager
+async def move_for(
+    runtime: Runtime, account: CloudAccount, project: Project, generation: int
+) -> AsyncIterator[NetworkMove]:
+    """The driver of the project's move from network `generation` to the next."""
+    cloud, project_id = runtime.cloud, project.id
+
+    def make(customer: AwsSession) -> NetworkMove:
+        return NetworkMove(
+            customer,
+            cloud.operator,
+            domain=runtime.settings.domain,
+            project_id=project_id,
+            generation=generation,
+        )
+
+    async with customer_driver(cloud, account, project.region, make) as move:
+        yield move

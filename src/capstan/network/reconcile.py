@@ -26,10 +26,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan import registry
 from capstan.cloud.errors import RetryableCloudError, TerminalCloudError
-from capstan.cloud.network import SHARED_NOT_READY
+from capstan.cloud.network import SHARED_NOT_READY, NetworkDriver
 from capstan.cloud_account.models import CloudAccount
 from capstan.db import utcnow
-from capstan.network import shared
+from capstan.network import moving, shared
 from capstan.network.deploying import deployer_for
 from capstan.network.service import QUEUE_KIND
 from capstan.projects.models import Project
@@ -102,9 +102,11 @@ class ProjectNetworkReconciler:
                         await session.commit()
                         raise
                     await registry.network_ready(kinds, session, project_id)
-                    result: Result = Done()
-                elif await self._cloud.run(lambda: deployer.delete_project_network(project_id)):
+                    # A project with a VPC of its own moves into the shared one, a step a pass.
+                    result: Result = await moving.advance(self._runtime, session, project, account)
+                elif await self._removed(deployer, project, account):
                     project.network_ready_at = None
+                    project.network_move = project.network_moved_at = None
                     # The shared network goes with the account's last project network.
                     await shared.enqueue(session, account_id, region)
                     result = Done()
@@ -112,3 +114,13 @@ class ProjectNetworkReconciler:
                     result = PollAgain(self._poll)
             await session.commit()
             return result
+
+    async def _removed(
+        self, deployer: NetworkDriver, project: Project, account: CloudAccount
+    ) -> bool:
+        """Remove the project's network (every generation of it a move left); True when gone."""
+        generations = project.network_generations
+        await moving.wind_down(self._runtime, project, account)
+        return await self._cloud.run(
+            lambda: deployer.delete_project_network(project.id, also=generations)
+        )

@@ -27,6 +27,14 @@ class Project(Base):
     # Set while the project's shared network (VPC, load balancer, cluster, roles) exists in the
     # organization's account; managed by the project network reconciler.
     network_ready_at: Mapped[datetime | None]
+    # The generation of the network the project's targets run in (`cloud/network_move.py`): 0
+    # for the first; one more once a project made with a VPC of its own has moved to the shared
+    # one. `network_move` is the move under way: "building" (the next generation is being made
+    # beside the current one) or "draining" (DNS points at the new one, since
+    # `network_moved_at`; the old one is removed once resolvers have let it go).
+    network_generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    network_move: Mapped[str | None] = mapped_column(String(16))
+    network_moved_at: Mapped[datetime | None]
     # Git settings: a deleted branch, or a closed pull request, removes its previews.
     delete_previews_on_branch_delete: Mapped[bool] = mapped_column(
         Boolean, default=False, server_default=false()
@@ -37,6 +45,16 @@ class Project(Base):
     max_previews: Mapped[int] = mapped_column(Integer, default=20, server_default="20")
     created_at: Mapped[datetime] = created_at_column()
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    @property
+    def network_generations(self) -> tuple[int, ...]:
+        """Every generation of the project's network that may exist in the cloud now."""
+        current = self.network_generation
+        if self.network_move == "building":
+            return (current, current + 1)
+        if self.network_move == "draining":
+            return (current - 1, current)
+        return (current,)
 
     @property
     def git_settings(self) -> dict[str, Any]:

@@ -63,9 +63,9 @@ def _client(session: AwsSession) -> Any:
     return session.client("ecs")
 
 
-def ensure_cluster(session: AwsSession, project_id: str) -> str:
+def ensure_cluster(session: AwsSession, project_id: str, generation: int = 0) -> str:
     ecs = _client(session)
-    name = names.cluster_name(project_id)
+    name = names.cluster_name(project_id, generation)
     with aws_errors():
         found = ecs.describe_clusters(clusters=[name])["clusters"]
         if any(cluster.get("status") == "ACTIVE" for cluster in found):
@@ -78,15 +78,17 @@ def ensure_cluster(session: AwsSession, project_id: str) -> str:
     return name
 
 
-def cluster_exists(session: AwsSession, project_id: str) -> bool:
+def cluster_exists(session: AwsSession, project_id: str, generation: int = 0) -> bool:
     with aws_errors():
-        found = _client(session).describe_clusters(clusters=[names.cluster_name(project_id)])
+        found = _client(session).describe_clusters(
+            clusters=[names.cluster_name(project_id, generation)]
+        )
     return any(cluster.get("status") == "ACTIVE" for cluster in found["clusters"])
 
 
-def active_services(session: AwsSession, project_id: str) -> list[str]:
+def active_services(session: AwsSession, project_id: str, generation: int = 0) -> list[str]:
     ecs = _client(session)
-    cluster = names.cluster_name(project_id)
+    cluster = names.cluster_name(project_id, generation)
     arns: list[str] = []
     with aws_errors():
         try:
@@ -107,9 +109,9 @@ def active_services(session: AwsSession, project_id: str) -> list[str]:
     return active
 
 
-def delete_cluster(session: AwsSession, project_id: str) -> None:
+def delete_cluster(session: AwsSession, project_id: str, generation: int = 0) -> None:
     with aws_errors(), ignoring("ClusterNotFoundException"):
-        _client(session).delete_cluster(cluster=names.cluster_name(project_id))
+        _client(session).delete_cluster(cluster=names.cluster_name(project_id, generation))
 
 
 def _container(spec: ContainerSpec) -> dict[str, Any]:
@@ -286,8 +288,10 @@ def ensure_service(
     subnet_ids: tuple[str, ...],
     security_group_id: str,
     target_group_arn: str | None,
+    desired_count: int = 1,
 ) -> None:
-    """Create the service, or roll it to `task_definition_arn` if it runs something else."""
+    """Create the service (with `desired_count` tasks), or roll it to `task_definition_arn` if
+    it runs something else."""
     ecs = _client(session)
     name = names.service_name(resource_id)
     network = {
@@ -314,7 +318,7 @@ def ensure_service(
             "cluster": cluster,
             "serviceName": name,
             "taskDefinition": task_definition_arn,
-            "desiredCount": 1,
+            "desiredCount": desired_count,
             "launchType": "FARGATE",
             "networkConfiguration": network,
             "deploymentConfiguration": DEPLOYMENT_CONFIGURATION,
@@ -337,6 +341,14 @@ def ensure_service(
             ]
             arguments["healthCheckGracePeriodSeconds"] = 60
         ecs.create_service(**arguments)
+
+
+def revision(task_definition_arn: str | None) -> int:
+    """A task definition's revision (`…:<n>`); each deployment registers a newer one."""
+    if not task_definition_arn:
+        return 0
+    tail = task_definition_arn.rpartition(":")[2]
+    return int(tail) if tail.isdigit() else 0
 
 
 def delete_service(session: AwsSession, cluster: str, resource_id: str) -> bool:

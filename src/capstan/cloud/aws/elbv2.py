@@ -19,6 +19,7 @@ from capstan.cloud.aws.calls import error_code, ignoring
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.network import ProjectNetwork
 from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.errors import TerminalCloudError
 
 _MAX_PRIORITY = 50_000
 # A host-header condition value holds at most 128 characters (a DNS name up to 253).
@@ -68,11 +69,15 @@ def _client(session: AwsSession) -> Any:
     return session.client("elbv2")
 
 
-def find_load_balancer(session: AwsSession, project_id: str) -> LoadBalancer | None:
+def find_load_balancer(
+    session: AwsSession, project_id: str, generation: int = 0
+) -> LoadBalancer | None:
     elbv2 = _client(session)
     with aws_errors():
         try:
-            found = elbv2.describe_load_balancers(Names=[names.load_balancer_name(project_id)])
+            found = elbv2.describe_load_balancers(
+                Names=[names.load_balancer_name(project_id, generation)]
+            )
         except ClientError as error:
             if error_code(error) == "LoadBalancerNotFound":
                 return None
@@ -91,12 +96,12 @@ def find_load_balancer(session: AwsSession, project_id: str) -> LoadBalancer | N
 
 
 def ensure_load_balancer(
-    session: AwsSession, project_id: str, network: ProjectNetwork
+    session: AwsSession, project_id: str, network: ProjectNetwork, generation: int = 0
 ) -> LoadBalancer:
     elbv2 = _client(session)
     tags = names.tag_list(project_id, project_id)
     with aws_errors():
-        name = names.load_balancer_name(project_id)
+        name = names.load_balancer_name(project_id, generation)
         try:
             balancer = elbv2.describe_load_balancers(Names=[name])["LoadBalancers"][0]
         except ClientError as error:
@@ -131,15 +136,15 @@ def ensure_load_balancer(
     )
 
 
-def delete_load_balancer(session: AwsSession, project_id: str) -> None:
+def delete_load_balancer(session: AwsSession, project_id: str, generation: int = 0) -> None:
     elbv2 = _client(session)
-    balancer = find_load_balancer(session, project_id)
+    balancer = find_load_balancer(session, project_id, generation)
     with aws_errors():
         if balancer is None:
             try:
-                found = elbv2.describe_load_balancers(Names=[names.load_balancer_name(project_id)])[
-                    "LoadBalancers"
-                ]
+                found = elbv2.describe_load_balancers(
+                    Names=[names.load_balancer_name(project_id, generation)]
+                )["LoadBalancers"]
             except ClientError as error:
                 if error_code(error) != "LoadBalancerNotFound":
                     raise
@@ -160,11 +165,11 @@ def has_rules(session: AwsSession, listener_arn: str) -> bool:
     return any(not rule.get("IsDefault") for rule in rules)
 
 
-def find_target_group(session: AwsSession, resource_id: str) -> str | None:
+def find_target_group(session: AwsSession, resource_id: str, generation: int = 0) -> str | None:
     with aws_errors():
         try:
             groups = _client(session).describe_target_groups(
-                Names=[names.target_group_name(resource_id)]
+                Names=[names.target_group_name(resource_id, generation)]
             )["TargetGroups"]
         except ClientError as error:
             if error_code(error) == "TargetGroupNotFound":
@@ -174,7 +179,12 @@ def find_target_group(session: AwsSession, resource_id: str) -> str | None:
 
 
 def ensure_target_group(
-    session: AwsSession, project_id: str, resource_id: str, vpc_id: str, health_path: str
+    session: AwsSession,
+    project_id: str,
+    resource_id: str,
+    vpc_id: str,
+    health_path: str,
+    generation: int = 0,
 ) -> str:
     elbv2 = _client(session)
     settings: dict[str, Any] = {
@@ -189,7 +199,7 @@ def ensure_target_group(
         # inside the image (curl, a shell) can be assumed.
         "Matcher": {"HttpCode": "200-399"},
     }
-    name = names.target_group_name(resource_id)
+    name = names.target_group_name(resource_id, generation)
     with aws_errors():
         try:
             # CreateTargetGroup is the look: AWS answers the existing group for the same name
@@ -225,8 +235,48 @@ def ensure_target_group(
     return arn
 
 
-def delete_target_group(session: AwsSession, resource_id: str) -> None:
-    arn = find_target_group(session, resource_id)
+def health_path(session: AwsSession, target_group_arn: str) -> str:
+    """The path a target group's health check asks for."""
+    with aws_errors():
+        groups = _client(session).describe_target_groups(TargetGroupArns=[target_group_arn])
+    return str(groups["TargetGroups"][0].get("HealthCheckPath") or "/")
+
+
+def groups_in_vpc(session: AwsSession, vpc_id: str) -> list[str]:
+    """The ARNs of every target group in `vpc_id`."""
+    found: list[str] = []
+    with aws_errors():
+        for page in _client(session).get_paginator("describe_target_groups").paginate():
+            found += [
+                str(group["TargetGroupArn"])
+                for group in page["TargetGroups"]
+                if group.get("VpcId") == vpc_id
+            ]
+    return found
+
+
+def host_of(session: AwsSession, listener_arn: str, target_group_arn: str) -> str | None:
+    """The host-header value of the listener's rule forwarding to the target group, if any."""
+    with aws_errors():
+        rule = _rule_for(_client(session), listener_arn, target_group_arn)
+    hosts = _hosts(rule) if rule is not None else []
+    return hosts[0] if hosts else None
+
+
+def delete_target_group_arn(session: AwsSession, target_group_arn: str) -> bool:
+    """Delete a target group; False while a service's draining targets still hold it."""
+    try:
+        with aws_errors(), ignoring("TargetGroupNotFound"):
+            _client(session).delete_target_group(TargetGroupArn=target_group_arn)
+    except TerminalCloudError as error:
+        if error.code != "resource_in_use":
+            raise
+        return False
+    return True
+
+
+def delete_target_group(session: AwsSession, resource_id: str, generation: int = 0) -> None:
+    arn = find_target_group(session, resource_id, generation)
     if arn is None:
         return
     with aws_errors(), ignoring("TargetGroupNotFound"):

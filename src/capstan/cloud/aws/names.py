@@ -59,16 +59,19 @@ def service_name(resource_id: str) -> str:
     return f"capstan-{resource_id}"
 
 
-def cluster_name(project_id: str) -> str:
-    return f"capstan-{project_id}"
+def cluster_name(project_id: str, generation: int = 0) -> str:
+    """The project's ECS cluster. A project's network has a generation: 0 for the one it was
+    made with, one more each time it moves to a new network (`cloud/network_move.py`), whose
+    load balancer, target groups and cluster run beside the old ones until the move is done."""
+    return f"capstan-{project_id}" + (f"-n{generation}" if generation else "")
 
 
-def load_balancer_name(project_id: str) -> str:
-    return short_name("cp", project_id)
+def load_balancer_name(project_id: str, generation: int = 0) -> str:
+    return short_name("cp", project_id + (f"n{generation}" if generation else ""))
 
 
-def target_group_name(resource_id: str) -> str:
-    return short_name("cp", resource_id)
+def target_group_name(resource_id: str, generation: int = 0) -> str:
+    return short_name("cp", resource_id + (f"n{generation}" if generation else ""))
 
 
 def repository_name(resource_id: str) -> str:

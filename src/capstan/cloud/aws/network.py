@@ -2,8 +2,10 @@
 the services': the container port from the load balancer's group only) in the account's shared
 VPC and subnets (`shared_network`). Everything is found by its tags or names first.
 
-A project made before the shared VPC has a VPC of its own (tagged with the project): it keeps
-using it while it exists, and deleting the project removes it (`delete_network`).
+A project made before the shared VPC has a VPC of its own (tagged with the project): its first
+network (generation 0) uses it while it exists. The network reconciler moves such a project to
+the shared VPC (`cloud/network_move.py`: its next generation is made there, then the old one is
+removed with the VPC); deleting the project removes it too (`delete_network`).
 """
 
 from __future__ import annotations
@@ -50,11 +52,14 @@ def _project_filters(project_id: str, **extra: str) -> list[dict[str, Any]]:
     return filters
 
 
-def find_network(session: AwsSession, project_id: str) -> ProjectNetwork | None:
-    """The project's network if it is complete, else None."""
+def find_network(
+    session: AwsSession, project_id: str, generation: int = 0
+) -> ProjectNetwork | None:
+    """The project's network if it is complete, else None: in its own VPC for generation 0 of
+    a project that has one, else in the shared VPC."""
     ec2 = session.client("ec2")
     with aws_errors():
-        legacy = _legacy_vpc(ec2, project_id)
+        legacy = _legacy_vpc(ec2, project_id) if generation == 0 else None
         if legacy is not None:
             subnets = ec2.describe_subnets(
                 Filters=_project_filters(project_id, **{"vpc-id": legacy})
@@ -75,13 +80,13 @@ def find_network(session: AwsSession, project_id: str) -> ProjectNetwork | None:
     return ProjectNetwork(vpc_id, subnet_ids, alb_group, services_group)
 
 
-def ensure_network(session: AwsSession, project_id: str) -> ProjectNetwork:
-    """The project's groups in the shared network; a project that still has a VPC of its own
-    keeps it. RetryableCloudError `shared_network_not_ready` while the shared network is not
-    there (`shared_network.ensure_shared` makes it)."""
+def ensure_network(session: AwsSession, project_id: str, generation: int = 0) -> ProjectNetwork:
+    """The project's groups in the shared network; generation 0 of a project that still has a
+    VPC of its own keeps it. RetryableCloudError `shared_network_not_ready` while the shared
+    network is not there (`shared_network.ensure_shared` makes it)."""
     ec2 = session.client("ec2")
     with aws_errors():
-        legacy = _legacy_vpc(ec2, project_id) is not None
+        legacy = generation == 0 and _legacy_vpc(ec2, project_id) is not None
     if legacy:
         found = find_network(session, project_id)
         if found is not None:
@@ -144,6 +149,40 @@ def delete_network(session: AwsSession, project_id: str) -> bool:
             raise
         left = ec2.describe_security_groups(Filters=_project_filters(project_id))
         return not left["SecurityGroups"] and _legacy_vpc(ec2, project_id) is None
+
+
+def own_vpc(session: AwsSession, project_id: str) -> str | None:
+    """The VPC of the project's own, made before the shared network, if it still has one."""
+    with aws_errors():
+        return _legacy_vpc(session.client("ec2"), project_id)
+
+
+def others_in_own_vpc(session: AwsSession, project_id: str, vpc_id: str) -> list[str]:
+    """The security groups in the project's own VPC besides its two and the default: each is
+    something else that lives there (a cache, a database)."""
+    ours = {_alb_group_name(project_id), _services_group_name(project_id), "default"}
+    with aws_errors():
+        groups = session.client("ec2").describe_security_groups(
+            Filters=[{"Name": "vpc-id", "Values": [vpc_id]}]
+        )["SecurityGroups"]
+    return sorted(group["GroupName"] for group in groups if group["GroupName"] not in ours)
+
+
+def delete_own_vpc(session: AwsSession, project_id: str) -> bool:
+    """Remove the project's own VPC and what Capstan put in it, once it has moved to the shared
+    network; True when it is gone, False while AWS still holds network interfaces in it."""
+    ec2 = session.client("ec2")
+    with aws_errors():
+        legacy = _legacy_vpc(ec2, project_id)
+        if legacy is None:
+            return True
+        try:
+            delete_vpc(ec2, legacy, "The project's own network")
+        except RetryableCloudError as error:
+            if error.code == "dependency_violation":
+                return False  # network interfaces of its load balancer and tasks linger
+            raise
+        return _legacy_vpc(ec2, project_id) is None
 
 
 def _legacy_vpc(ec2: Any, project_id: str) -> str | None:

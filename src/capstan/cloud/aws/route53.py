@@ -88,6 +88,24 @@ def _forget_zone(session: AwsSession, zone_id: str) -> bool:
     return False
 
 
+def aliases_of(session: AwsSession, zone_id: str, dns_name: str) -> list[str]:
+    """The names of the zone's A records that alias `dns_name` (a load balancer's)."""
+    wanted = _fqdn(dns_name).lower()
+    found: list[str] = []
+    with aws_errors():
+        for page in (
+            _client(session)
+            .get_paginator("list_resource_record_sets")
+            .paginate(HostedZoneId=zone_id)
+        ):
+            for record in page["ResourceRecordSets"]:
+                alias = record.get("AliasTarget") or {}
+                target = _fqdn(str(alias.get("DNSName") or "")).lower()
+                if record["Type"] == "A" and target.removeprefix("dualstack.") == wanted:
+                    found.append(str(record["Name"]).rstrip("."))
+    return found
+
+
 def find_record(session: AwsSession, zone_id: str, hostname: str) -> dict[str, Any] | None:
     with aws_errors():
         answer = _client(session).list_resource_record_sets(

@@ -36,6 +36,7 @@ from capstan.sandbox.cloud import (
     route53,
     s3_metrics,
     sts,
+    vpc_checks,
 )
 from capstan.sandbox.cloud import cloudfront as cloudfront_extension
 from capstan.sandbox.cloud.authorization import Authorizer
@@ -96,6 +97,7 @@ def install_extensions() -> None:
     limits.install()
     ec2_quotas.install()
     load_balancer_limits.install()
+    vpc_checks.install()
     log_pages.install()
     authorization.install()
 

@@ -1,0 +1,271 @@
+"""A project made with a VPC of its own (before the shared network) moves into the shared VPC by
+its network reconciler's passes, while its web server keeps answering every request: the next
+generation (load balancer, target groups, cluster) is made in the shared VPC beside the old one,
+every service mirrored there, DNS switched once the mirrors are healthy, and the old generation
+removed with the VPC. Afterwards the project deploys into the new generation, and deleting it
+leaves nothing tagged. A project whose VPC holds a cache is not moved (it would lose it)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from capstan.cloud.aws import names
+from capstan.cloud.aws.inventory import capstan_resources
+from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.network_move import NetworkMove
+from capstan.projects.models import Project
+from capstan.reconcile.queue import enqueue
+from capstan.sandbox.cloud.simulator import simulator
+from tests.apps.helpers import ready
+from tests.apps.processes import account_sessions, wait_all_running
+from tests.harness import Org, RunningServer, run_db
+
+
+@pytest.fixture
+def quick_cloud() -> Iterator[None]:
+    before = simulator().configure(build_seconds=0, task_start_seconds=0.5)
+    yield
+    simulator().configure(
+        build_seconds=before.build_seconds, task_start_seconds=before.task_start_seconds
+    )
+
+
+@pytest.fixture
+def moves_held(server: RunningServer) -> Iterator[RunningServer]:
+    """Moves off until the test turns them on; a short drain (the sandbox's DNS has no caches)."""
+    settings = server.settings
+    before = (settings.move_own_networks, settings.network_move_drain_seconds)
+    settings.move_own_networks = False
+    settings.network_move_drain_seconds = 1.0
+    yield server
+    settings.move_own_networks, settings.network_move_drain_seconds = before
+
+
+@pytest.fixture
+def fresh_org(server: RunningServer) -> Iterator[Org]:
+    org = server.new_org()
+    try:
+        yield org
+    finally:
+        org.close()
+
+
+def make_own_vpc(admin: AwsSession, project_id: str) -> str:
+    """The network the driver made for a project before the shared one: a VPC, two subnets,
+    an internet gateway and the project's two groups, all tagged with the project."""
+    ec2 = admin.client("ec2")
+    spec = {"ResourceType": "vpc", "Tags": names.tag_list(project_id, project_id)}
+    vpc_id = ec2.create_vpc(CidrBlock="10.0.0.0/16", TagSpecifications=[spec])["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(
+            VpcId=vpc_id,
+            CidrBlock=cidr,
+            AvailabilityZone=f"us-east-1{zone}",
+            TagSpecifications=[{**spec, "ResourceType": "subnet"}],
+        )["Subnet"]["SubnetId"]
+        for zone, cidr in (("a", "10.0.0.0/20"), ("b", "10.0.16.0/20"))
+    ]
+    gateway = ec2.create_internet_gateway(
+        TagSpecifications=[{**spec, "ResourceType": "internet-gateway"}]
+    )["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=gateway, VpcId=vpc_id)
+    table = ec2.create_route_table(
+        VpcId=vpc_id, TagSpecifications=[{**spec, "ResourceType": "route-table"}]
+    )["RouteTable"]["RouteTableId"]
+    ec2.create_route(RouteTableId=table, DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway)
+    for subnet in subnets:
+        ec2.associate_route_table(RouteTableId=table, SubnetId=subnet)
+    groups = {}
+    for name in ("load-balancer", "services"):
+        groups[name] = ec2.create_security_group(
+            GroupName=f"capstan-{project_id}-{name}",
+            Description="Capstan",
+            VpcId=vpc_id,
+            TagSpecifications=[{**spec, "ResourceType": "security-group"}],
+        )["GroupId"]
+    ec2.authorize_security_group_ingress(
+        GroupId=groups["load-balancer"],
+        IpPermissions=[
+            {
+                "IpProtocol": "tcp",
+                "FromPort": port,
+                "ToPort": port,
+                "IpRanges": [{"CidrIp": "0.0.0.0/0"}],
+            }
+            for port in (80, 443)
+        ],
+    )
+    ec2.authorize_security_group_ingress(
+        GroupId=groups["services"],
+        IpPermissions=[
+            {
+                "IpProtocol": "tcp",
+                "FromPort": names.CONTAINER_PORT,
+                "ToPort": names.CONTAINER_PORT,
+                "UserIdGroupPairs": [{"GroupId": groups["load-balancer"]}],
+            }
+        ],
+    )
+    return str(vpc_id)
+
+
+class Probe:
+    """Asks the web server's URL (through the sandbox's front: DNS → load balancer → target
+    group → task) every 50 ms on a thread, and keeps every answer's status."""
+
+    def __init__(self, server: RunningServer, hostname: str) -> None:
+        self.statuses: list[int] = []
+        self._stop = threading.Event()
+        self._client = server.client(headers={"Host": hostname})
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.statuses.append(self._client.get("/").status_code)
+            except httpx.HTTPError:
+                self.statuses.append(0)
+            time.sleep(0.05)
+
+    def __enter__(self) -> Probe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._client.close()
+
+
+def _project(server: RunningServer, project_id: str) -> Project:
+    async def read(session: Any) -> Project:
+        found = await session.scalar(select(Project).where(Project.id == project_id))
+        assert found is not None
+        return found
+
+    return run_db(server.settings, read)
+
+
+def _ask_network_pass(server: RunningServer, project_id: str) -> None:
+    async def ask(session: Any) -> None:
+        await enqueue(session, "project_network", project_id)
+        await session.commit()
+
+    run_db(server.settings, ask)
+
+
+def _services(admin: AwsSession, cluster: str) -> dict[str, dict[str, Any]]:
+    ecs = admin.client("ecs")
+    arns = ecs.list_services(cluster=cluster)["serviceArns"]
+    if not arns:
+        return {}
+    described = ecs.describe_services(cluster=cluster, services=arns)["services"]
+    return {item["serviceName"]: item for item in described if item["status"] == "ACTIVE"}
+
+
+@pytest.mark.usefixtures("quick_cloud")
+def test_a_project_with_its_own_vpc_moves_to_the_shared_one_without_missing_a_request(
+    moves_held: RunningServer, fresh_org: Org
+) -> None:
+    server, org = moves_held, fresh_org
+    shop = ready(org)
+    project_id = shop.project["id"]
+    account_id = org.api.get("/api/cloud_account").json()["account_id"]
+    assert server.settings.sandbox_cloud_url
+    with account_sessions(server.settings.sandbox_cloud_url, account_id) as (admin, _operator):
+        own_vpc = make_own_vpc(admin, project_id)
+        web = shop.create_web_server()
+        worker = shop.create_worker()
+        paths = [f"{shop.base}/web_servers/{web['id']}", f"{shop.base}/workers/{worker['id']}"]
+        wait_all_running(org.api, paths, timeout=120)
+        old_cluster = names.cluster_name(project_id)
+        services = _services(admin, old_cluster)
+        assert len(services) == 2
+        subnet = services[f"capstan-{web['id']}"]["networkConfiguration"]["awsvpcConfiguration"][
+            "subnets"
+        ][0]
+        ec2 = admin.client("ec2")
+        [found] = ec2.describe_subnets(SubnetIds=[subnet])["Subnets"]
+        assert found["VpcId"] == own_vpc  # it runs in its own VPC, as before the shared one
+        hostname = org.api.get(paths[0]).json()["url"].split("//")[1].split(":")[0].split("/")[0]
+
+        with Probe(server, hostname) as probe:
+            time.sleep(0.5)
+            server.settings.move_own_networks = True
+            _ask_network_pass(server, project_id)
+            deadline = time.monotonic() + 180
+            while True:
+                project = _project(server, project_id)
+                if project.network_generation == 1 and project.network_move is None:
+                    break
+                assert time.monotonic() < deadline, (project.network_move, probe.statuses[-5:])
+                time.sleep(0.3)
+            time.sleep(0.5)
+        assert len(probe.statuses) > 20
+        assert set(probe.statuses) == {200}, sorted(set(probe.statuses))
+
+        # The old generation and the VPC are gone; the services run in the shared VPC.
+        vpcs = ec2.describe_vpcs()["Vpcs"]
+        assert own_vpc not in [vpc["VpcId"] for vpc in vpcs]
+        assert _services(admin, old_cluster) == {}
+        new_services = _services(admin, names.cluster_name(project_id, 1))
+        assert set(new_services) == {f"capstan-{web['id']}", f"capstan-{worker['id']}"}
+        [shared] = [vpc for vpc in vpcs if not vpc["IsDefault"]]
+        for service in new_services.values():
+            [subnet] = service["networkConfiguration"]["awsvpcConfiguration"]["subnets"][:1]
+            [found] = ec2.describe_subnets(SubnetIds=[subnet])["Subnets"]
+            assert found["VpcId"] == shared["VpcId"]
+        elbv2 = admin.client("elbv2")
+        balancers = elbv2.describe_load_balancers()["LoadBalancers"]
+        assert [b["LoadBalancerName"] for b in balancers] == [
+            names.load_balancer_name(project_id, 1)
+        ]
+        assert balancers[0]["VpcId"] == shared["VpcId"]
+
+        # Deployments now go to the new generation.
+        assert org.api.post(f"{paths[0]}/redeploy").status_code == 202
+        time.sleep(0.5)
+        wait_all_running(org.api, paths, timeout=120)
+        rolled = _services(admin, names.cluster_name(project_id, 1))[f"capstan-{web['id']}"]
+        assert rolled["taskDefinition"] != new_services[f"capstan-{web['id']}"]["taskDefinition"]
+        assert org.api.get(f"{paths[0]}/metrics").status_code == 200
+
+        # Deleting everything leaves nothing tagged with the project.
+        for path in paths:
+            assert org.api.delete(path).status_code in (200, 202, 204)
+        deadline = time.monotonic() + 120
+        while org.api.delete(shop.base).status_code != 204:
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
+        deadline = time.monotonic() + 60
+        while capstan_resources(admin, project_id):
+            assert time.monotonic() < deadline, capstan_resources(admin)
+            time.sleep(0.3)
+
+
+def test_a_project_whose_vpc_holds_a_cache_is_not_moved(
+    moves_held: RunningServer, fresh_org: Org
+) -> None:
+    server, org = moves_held, fresh_org
+    shop = ready(org)
+    project_id = shop.project["id"]
+    account_id = org.api.get("/api/cloud_account").json()["account_id"]
+    assert server.settings.sandbox_cloud_url
+    with account_sessions(server.settings.sandbox_cloud_url, account_id) as (admin, operator):
+        vpc_id = make_own_vpc(admin, project_id)
+        move = NetworkMove(
+            admin, operator, domain=server.settings.domain, project_id=project_id, generation=0
+        )
+        assert move.has_own_vpc()
+        assert move.blockers() == []
+        admin.client("ec2").create_security_group(
+            GroupName="capstan-cch_0123", Description="a cache", VpcId=vpc_id
+        )
+        assert move.blockers() == ["capstan-cch_0123"]
