@@ -118,10 +118,11 @@ def make_own_vpc(admin: AwsSession, project_id: str) -> str:
 
 class Probe:
     """Asks the web server's URL (through the sandbox's front: DNS → load balancer → target
-    group → task) every 50 ms on a thread, and keeps every answer's status."""
+    group → task) every 50 ms on a thread, and keeps every answer's status and time."""
 
     def __init__(self, server: RunningServer, hostname: str) -> None:
         self.statuses: list[int] = []
+        self.times: list[float] = []
         self._stop = threading.Event()
         self._client = server.client(headers={"Host": hostname})
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -129,9 +130,11 @@ class Probe:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self.statuses.append(self._client.get("/").status_code)
+                status = self._client.get("/").status_code
             except httpx.HTTPError:
-                self.statuses.append(0)
+                status = 0
+            self.times.append(time.monotonic())
+            self.statuses.append(status)
             time.sleep(0.05)
 
     def __enter__(self) -> Probe:
@@ -197,19 +200,26 @@ def test_a_project_with_its_own_vpc_moves_to_the_shared_one_without_missing_a_re
         hostname = org.api.get(paths[0]).json()["url"].split("//")[1].split(":")[0].split("/")[0]
 
         with Probe(server, hostname) as probe:
-            time.sleep(0.5)
+            while len(probe.statuses) < 3:
+                time.sleep(0.05)
+            started = time.monotonic()
             server.settings.move_own_networks = True
             _ask_network_pass(server, project_id)
-            deadline = time.monotonic() + 180
+            deadline = started + 180
             while True:
                 project = _project(server, project_id)
                 if project.network_generation == 1 and project.network_move is None:
                     break
                 assert time.monotonic() < deadline, (project.network_move, probe.statuses[-5:])
-                time.sleep(0.3)
-            time.sleep(0.5)
-        assert len(probe.statuses) > 20
+                time.sleep(0.1)
+            ended = time.monotonic()
+            while probe.times[-1] < ended + 0.5:
+                time.sleep(0.05)
         assert set(probe.statuses) == {200}, sorted(set(probe.statuses))
+        # The probe asked before, during (building and draining: at least the drain's second)
+        # and after the move.
+        during = [at for at in probe.times if started < at < ended]
+        assert len(during) >= 3, (len(probe.times), ended - started)
 
         # The old generation and the VPC are gone; the services run in the shared VPC.
         vpcs = ec2.describe_vpcs()["Vpcs"]
