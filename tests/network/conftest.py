@@ -5,6 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from capstan.sandbox.cloud import quotas
+from tests.harness import Org, RunningServer
 from tests.sandbox.conftest import endpoint
 
 
@@ -16,4 +17,14 @@ def restore_quotas() -> Iterator[None]:
     quotas.configure(**{name: getattr(before, name) for name in before.__dataclass_fields__})
 
 
-__all__ = ["endpoint", "restore_quotas"]
+@pytest.fixture
+def fresh_org(server: RunningServer) -> Iterator[Org]:
+    """A new organization: its own sandbox account, with nothing in it but the default VPC."""
+    org = server.new_org()
+    try:
+        yield org
+    finally:
+        org.close()
+
+
+__all__ = ["endpoint", "fresh_org", "restore_quotas"]

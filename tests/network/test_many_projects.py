@@ -17,7 +17,7 @@ from capstan.sandbox.cloud import quotas
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, new_shop, ready
 from tests.apps.processes import account_sessions, statuses
-from tests.harness import Org, RunningServer
+from tests.harness import Org
 
 PROJECTS = 20
 QUOTA_SENTENCE = "Your AWS account has reached its limit of VPCs per region"
@@ -33,16 +33,6 @@ def instant_cloud() -> Iterator[None]:
         task_start_seconds=before.task_start_seconds,
         cache_seconds=before.cache_seconds,
     )
-
-
-@pytest.fixture
-def fresh_org(server: RunningServer) -> Iterator[Org]:
-    """A new organization: its own sandbox account, with nothing in it but the default VPC."""
-    org = server.new_org()
-    try:
-        yield org
-    finally:
-        org.close()
 
 
 def _create(shop: Ready) -> tuple[str, str]:

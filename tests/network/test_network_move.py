@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -23,7 +24,7 @@ from capstan.cloud.network_move import NetworkMove
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
 from capstan.sandbox.cloud.simulator import simulator
-from tests.apps.helpers import ready
+from tests.apps.helpers import Ready, ready
 from tests.apps.processes import account_sessions, wait_all_running
 from tests.harness import Org, RunningServer, run_db
 
@@ -46,15 +47,6 @@ def moves_held(server: RunningServer) -> Iterator[RunningServer]:
     settings.network_move_drain_seconds = 1.0
     yield server
     settings.move_own_networks, settings.network_move_drain_seconds = before
-
-
-@pytest.fixture
-def fresh_org(server: RunningServer) -> Iterator[Org]:
-    org = server.new_org()
-    try:
-        yield org
-    finally:
-        org.close()
 
 
 def make_own_vpc(admin: AwsSession, project_id: str) -> str:
@@ -114,6 +106,18 @@ def make_own_vpc(admin: AwsSession, project_id: str) -> str:
         ],
     )
     return str(vpc_id)
+
+
+@contextmanager
+def own_vpc_project(org: Org) -> Iterator[tuple[Ready, str, AwsSession, AwsSession]]:
+    """A project given the old layout before anything of it is deployed: (the project, its
+    VPC, administrator sessions in the customer's account and in the operator's)."""
+    shop = ready(org)
+    account_id = org.api.get("/api/cloud_account").json()["account_id"]
+    sandbox_url = org.server.settings.sandbox_cloud_url
+    assert sandbox_url
+    with account_sessions(sandbox_url, account_id) as (admin, operator):
+        yield shop, make_own_vpc(admin, shop.project["id"]), admin, operator
 
 
 class Probe:
@@ -178,12 +182,8 @@ def test_a_project_with_its_own_vpc_moves_to_the_shared_one_without_missing_a_re
     moves_held: RunningServer, fresh_org: Org
 ) -> None:
     server, org = moves_held, fresh_org
-    shop = ready(org)
-    project_id = shop.project["id"]
-    account_id = org.api.get("/api/cloud_account").json()["account_id"]
-    assert server.settings.sandbox_cloud_url
-    with account_sessions(server.settings.sandbox_cloud_url, account_id) as (admin, _operator):
-        own_vpc = make_own_vpc(admin, project_id)
+    with own_vpc_project(org) as (shop, own_vpc, admin, _operator):
+        project_id = shop.project["id"]
         web = shop.create_web_server()
         worker = shop.create_worker()
         paths = [f"{shop.base}/web_servers/{web['id']}", f"{shop.base}/workers/{worker['id']}"]
@@ -264,14 +264,13 @@ def test_a_project_whose_vpc_holds_a_cache_is_not_moved(
     moves_held: RunningServer, fresh_org: Org
 ) -> None:
     server, org = moves_held, fresh_org
-    shop = ready(org)
-    project_id = shop.project["id"]
-    account_id = org.api.get("/api/cloud_account").json()["account_id"]
-    assert server.settings.sandbox_cloud_url
-    with account_sessions(server.settings.sandbox_cloud_url, account_id) as (admin, operator):
-        vpc_id = make_own_vpc(admin, project_id)
+    with own_vpc_project(org) as (shop, vpc_id, admin, operator):
         move = NetworkMove(
-            admin, operator, domain=server.settings.domain, project_id=project_id, generation=0
+            admin,
+            operator,
+            domain=server.settings.domain,
+            project_id=shop.project["id"],
+            generation=0,
         )
         assert move.has_own_vpc()
         assert move.blockers() == []

@@ -125,47 +125,43 @@ class NetworkMove:
             if host is not None:
                 self._put_host_rule(project.balancer, resource_id, group, host)
         mirror = ecs.describe_service(self._customer, project.cluster, name)
-        if mirror is None or mirror.status != "ACTIVE":
-            ecs.ensure_service(
-                self._customer,
-                self._project_id,
-                resource_id,
-                cluster=project.cluster,
-                task_definition_arn=task_definition,
-                subnet_ids=project.network.subnet_ids,
-                security_group_id=project.network.services_group_id,
-                target_group_arn=group,
-                desired_count=max(source.desired, 1),
-            )
-            if group is not None:
-                autoscaling.ensure_cpu_scaling(self._customer, project.cluster, name)
-            return "starting"
-        if ecs.revision(mirror.task_definition) < ecs.revision(task_definition):
-            # A deployment of the old generation ran meanwhile: the mirror follows it.
-            ecs.ensure_service(
-                self._customer,
-                self._project_id,
-                resource_id,
-                cluster=project.cluster,
-                task_definition_arn=task_definition,
-                subnet_ids=project.network.subnet_ids,
-                security_group_id=project.network.services_group_id,
-                target_group_arn=group,
-            )
+        made = mirror is not None and mirror.status == "ACTIVE"
+        if (
+            mirror is not None
+            and made
+            and ecs.revision(mirror.task_definition) >= ecs.revision(task_definition)
+        ):
+            return _unsettled(self._customer, mirror)
+        # Made, or rolled to a newer task definition (a deployment of the old generation ran).
+        ecs.ensure_service(
+            self._customer,
+            self._project_id,
+            resource_id,
+            cluster=project.cluster,
+            task_definition_arn=task_definition,
+            subnet_ids=project.network.subnet_ids,
+            security_group_id=project.network.services_group_id,
+            target_group_arn=group,
+            desired_count=max(source.desired, 1),
+        )
+        if made:
             return "rolling to the old service's newer task definition"
-        return _unsettled(self._customer, mirror)
+        if group is not None:
+            autoscaling.ensure_cpu_scaling(self._customer, project.cluster, name)
+        return "starting"
 
     def _put_host_rule(
         self, balancer: elbv2.LoadBalancer, resource_id: str, group: str, host: str
     ) -> None:
-        listeners = [balancer.listener_arn]
-        https = elbv2.find_https_listener(self._customer, balancer.arn)
-        if https is not None:
-            listeners.append(https.arn)
-        for listener in listeners:
+        for listener in self._listeners(balancer):
             elbv2.ensure_host_rule(
                 self._customer, self._project_id, resource_id, listener, group, host
             )
+
+    def _listeners(self, balancer: elbv2.LoadBalancer) -> list[str]:
+        """The load balancer's HTTP listener, and its HTTPS one if it has one."""
+        https = elbv2.find_https_listener(self._customer, balancer.arn)
+        return [balancer.listener_arn] + ([https.arn] if https is not None else [])
 
     def _remove_mirror(self, cluster: str, name: str, balancer: elbv2.LoadBalancer) -> None:
         resource_id = name.removeprefix("capstan-")
@@ -174,11 +170,7 @@ class NetworkMove:
         group = elbv2.find_target_group(self._customer, resource_id, self._new)
         if group is None:
             return
-        listeners = [balancer.listener_arn]
-        https = elbv2.find_https_listener(self._customer, balancer.arn)
-        if https is not None:
-            listeners.append(https.arn)
-        for listener in listeners:
+        for listener in self._listeners(balancer):
             elbv2.delete_host_rule(self._customer, listener, group)
         elbv2.delete_target_group_arn(self._customer, group)
 
