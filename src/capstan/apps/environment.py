@@ -29,7 +29,12 @@ def environment_box(secret_key: bytes) -> SecretBox:
 
 
 def read_environment(box: SecretBox, owner: Service | Preview) -> list[dict[str, str]]:
-    value = box.open_json(owner.environment, owner=owner.id)
+    return open_variables(box, owner.environment, owner.id)
+
+
+def open_variables(box: SecretBox, sealed: bytes | None, owner_id: str) -> list[dict[str, str]]:
+    """A sealed list of variables (`[{"key", "value"}]`) opened; [] when there is none."""
+    value = box.open_json(sealed, owner=owner_id)
     return list(value) if isinstance(value, list) else []
 
 

@@ -47,8 +47,7 @@ async def preview_environment(
     )
     if built is None:
         return environments.read_environment(box, preview)
-    value = box.open_json(built.build_environment, owner=built.id)
-    return list(value) if isinstance(value, list) else []
+    return environments.open_variables(box, built.build_environment, built.id)
 
 
 async def get_preview(
