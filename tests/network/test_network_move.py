@@ -44,7 +44,7 @@ def moves_held(server: RunningServer) -> Iterator[RunningServer]:
     settings = server.settings
     before = (settings.move_own_networks, settings.network_move_drain_seconds)
     settings.move_own_networks = False
-    settings.network_move_drain_seconds = 1.0
+    settings.network_move_drain_seconds = 3.0
     yield server
     settings.move_own_networks, settings.network_move_drain_seconds = before
 
@@ -122,33 +122,45 @@ def own_vpc_project(org: Org) -> Iterator[tuple[Ready, str, AwsSession, AwsSessi
 
 class Probe:
     """Asks the web server's URL (through the sandbox's front: DNS → load balancer → target
-    group → task) every 50 ms on a thread, and keeps every answer's status and time."""
+    group → task) from `THREADS` threads, each again 50 ms after its last answer (under load an
+    answer takes seconds), and keeps every answer's status and time."""
+
+    THREADS = 3
 
     def __init__(self, server: RunningServer, hostname: str) -> None:
-        self.statuses: list[int] = []
-        self.times: list[float] = []
+        self.answers: list[tuple[float, int]] = []
         self._stop = threading.Event()
-        self._client = server.client(headers={"Host": hostname})
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._server, self._hostname = server, hostname
+        self._threads = [
+            threading.Thread(target=self._run, daemon=True) for _ in range(self.THREADS)
+        ]
+
+    @property
+    def statuses(self) -> set[int]:
+        return {status for _at, status in list(self.answers)}
+
+    def between(self, start: float, end: float) -> int:
+        return sum(1 for at, _status in list(self.answers) if start < at < end)
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                status = self._client.get("/").status_code
-            except httpx.HTTPError:
-                status = 0
-            self.times.append(time.monotonic())
-            self.statuses.append(status)
-            time.sleep(0.05)
+        with self._server.client(headers={"Host": self._hostname}) as client:
+            while not self._stop.is_set():
+                try:
+                    status = client.get("/").status_code
+                except httpx.HTTPError:
+                    status = 0
+                self.answers.append((time.monotonic(), status))
+                time.sleep(0.05)
 
     def __enter__(self) -> Probe:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self._stop.set()
-        self._thread.join(timeout=10)
-        self._client.close()
+        for thread in self._threads:
+            thread.join(timeout=30)
 
 
 def _project(server: RunningServer, project_id: str) -> Project:
@@ -200,26 +212,31 @@ def test_a_project_with_its_own_vpc_moves_to_the_shared_one_without_missing_a_re
         hostname = org.api.get(paths[0]).json()["url"].split("//")[1].split(":")[0].split("/")[0]
 
         with Probe(server, hostname) as probe:
-            while len(probe.statuses) < 3:
+            while not probe.answers:
                 time.sleep(0.05)
             started = time.monotonic()
             server.settings.move_own_networks = True
             _ask_network_pass(server, project_id)
             deadline = started + 180
+            switched = None
             while True:
                 project = _project(server, project_id)
+                if project.network_generation == 1 and switched is None:
+                    switched = time.monotonic()  # DNS points at the new generation
                 if project.network_generation == 1 and project.network_move is None:
                     break
-                assert time.monotonic() < deadline, (project.network_move, probe.statuses[-5:])
+                assert time.monotonic() < deadline, (project.network_move, probe.statuses)
                 time.sleep(0.1)
             ended = time.monotonic()
-            while probe.times[-1] < ended + 0.5:
+            while probe.between(ended, float("inf")) < Probe.THREADS:
                 time.sleep(0.05)
-        assert set(probe.statuses) == {200}, sorted(set(probe.statuses))
-        # The probe asked before, during (building and draining: at least the drain's second)
-        # and after the move.
-        during = [at for at in probe.times if started < at < ended]
-        assert len(during) >= 3, (len(probe.times), ended - started)
+        assert probe.statuses == {200}, sorted(probe.statuses)
+        # It asked before the move, while the old generation alone was in DNS (the mirrors being
+        # built), while the old one drained (DNS on the new one), and after.
+        assert probe.between(0, started) >= 1
+        assert switched is not None
+        assert probe.between(started, switched) >= 1, (len(probe.answers), switched - started)
+        assert probe.between(switched, ended) >= 1, (len(probe.answers), ended - switched)
 
         # The old generation and the VPC are gone; the services run in the shared VPC.
         vpcs = ec2.describe_vpcs()["Vpcs"]
