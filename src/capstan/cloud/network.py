@@ -111,6 +111,12 @@ class NetworkDriver:
         self._projects[project_id] = ProjectResources(net, balancer, cluster)
         self._remember(project_id)
 
+    def in_own_vpc(self, project_id: str) -> bool:
+        """Whether the project's network, as this driver made or found it, is in a VPC of the
+        project's own (one made before the shared network: the project is to move)."""
+        project = self._projects.get(project_id)
+        return project is not None and project.network.own_vpc
+
     def ensure_shared_network(self) -> None:
         """The VPC, subnets, gateway and route every project of the account and region shares."""
         with aws_errors():

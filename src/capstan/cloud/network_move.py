@@ -62,9 +62,6 @@ class NetworkMove:
         self._new = generation + 1
         self._next = NetworkDriver(customer, generation=self._new)
 
-    def has_own_vpc(self) -> bool:
-        return aws_network.own_vpc(self._customer, self._project_id) is not None
-
     def blockers(self) -> list[str]:
         """Why the project cannot move now: what else lives in its own VPC ([] when it can,
         and when it has no VPC of its own left)."""

@@ -38,12 +38,18 @@ REFUSED_SECONDS = 600.0
 
 
 async def advance(
-    runtime: Runtime, session: AsyncSession, project: Project, account: CloudAccount
+    runtime: Runtime,
+    session: AsyncSession,
+    project: Project,
+    account: CloudAccount,
+    *,
+    own_vpc: bool,
 ) -> Result:
-    """One step of the project's move, if it has or needs one; the changes are left on
-    `project` for the caller's commit. Done when there is nothing (more) to do."""
+    """One step of the project's move, if it has or needs one (`own_vpc`: the pass found its
+    network in a VPC of its own); the changes are left on `project` for the caller's commit.
+    Done when there is nothing (more) to do."""
     if project.network_move is None and (
-        project.network_generation != 0 or not runtime.settings.move_own_networks
+        not own_vpc or project.network_generation != 0 or not runtime.settings.move_own_networks
     ):
         return Done()
     try:
@@ -73,9 +79,6 @@ async def _step(runtime: Runtime, project: Project, account: CloudAccount) -> Re
     certificate = project.certificate_arn if issued else None
     async with move_for(runtime, account, project, old) as move:
         if moving is None:
-            own_vpc = await cloud.run(move.has_own_vpc)
-            if not own_vpc:
-                return Done()
             blockers = await cloud.run(move.blockers)
             if blockers:
                 log.info(

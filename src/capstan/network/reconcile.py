@@ -103,7 +103,10 @@ class ProjectNetworkReconciler:
                         raise
                     await registry.network_ready(kinds, session, project_id)
                     # A project with a VPC of its own moves into the shared one, a step a pass.
-                    result: Result = await moving.advance(self._runtime, session, project, account)
+                    own_vpc = deployer.in_own_vpc(project_id)
+                    result: Result = await moving.advance(
+                        self._runtime, session, project, account, own_vpc=own_vpc
+                    )
                 elif await self._removed(deployer, project, account):
                     project.network_ready_at = None
                     project.network_move = project.network_moved_at = None

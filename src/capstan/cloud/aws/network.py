@@ -41,6 +41,8 @@ class ProjectNetwork:
     subnet_ids: tuple[str, ...]
     load_balancer_group_id: str
     services_group_id: str
+    # In the project's own VPC (made before the shared one), not the shared VPC.
+    own_vpc: bool = False
 
 
 def _project_filters(project_id: str, **extra: str) -> list[dict[str, Any]]:
@@ -77,7 +79,7 @@ def find_network(
     services_group = groups.get(_services_group_name(project_id))
     if alb_group is None or services_group is None:
         return None
-    return ProjectNetwork(vpc_id, subnet_ids, alb_group, services_group)
+    return ProjectNetwork(vpc_id, subnet_ids, alb_group, services_group, own_vpc=legacy is not None)
 
 
 def ensure_network(session: AwsSession, project_id: str, generation: int = 0) -> ProjectNetwork:
