@@ -25,6 +25,8 @@ the `/api...` part removed (`https://host`, `{base_url}/sandbox/git_host`).
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,6 +35,7 @@ from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import names
 from capstan.cloud.aws.calls import error_code, ignoring
+from capstan.cloud.aws.coalesce import Coalescer
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import RetryableCloudError
@@ -245,12 +248,37 @@ def start_build(
     return str(started["build"]["id"])
 
 
+# One coalescer of build looks per session (an account's role in a region): passes looking at
+# their builds at the same moment share one BatchGetBuilds (it takes up to 100 ids).
+_looks: weakref.WeakKeyDictionary[AwsSession, Coalescer[str, dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+_looks_lock = threading.Lock()
+
+
+def _build_looks(session: AwsSession) -> Coalescer[str, dict[str, Any]]:
+    with _looks_lock:
+        looks = _looks.get(session)
+        if looks is None:
+            owner = weakref.ref(session)  # the coalescer must not keep its session alive
+
+            def fetch(ids: list[str]) -> dict[str, dict[str, Any]]:
+                alive = owner()
+                assert alive is not None  # a caller holds it
+                with aws_errors():
+                    builds = _client(alive).batch_get_builds(ids=ids)["builds"]
+                return {str(build["id"]): build for build in builds}
+
+            looks = _looks[session] = Coalescer(fetch, limit=100)
+        return looks
+
+
 def describe_build(session: AwsSession, build_id: str) -> BuildInfo | None:
-    with aws_errors():
-        builds = _client(session).batch_get_builds(ids=[build_id])["builds"]
-    if not builds:
+    """The build, or None when CodeBuild has no such build; looked at together with the builds
+    other passes look at in the same moment."""
+    build = _build_looks(session).get(build_id)
+    if build is None:
         return None
-    build = builds[0]
     variables = {
         item.get("name"): item.get("value")
         for item in build.get("environment", {}).get("environmentVariables", [])
