@@ -40,11 +40,15 @@ def quick_cloud() -> Iterator[None]:
 
 @pytest.fixture
 def moves_held(server: RunningServer) -> Iterator[RunningServer]:
-    """Moves off until the test turns them on; a short drain (the sandbox's DNS has no caches)."""
+    """Moves off until the test turns them on; a drain of 10 s instead of 300. The drain must
+    outlast any request that read the old record: the sandbox's front reads the DNS record first
+    and the load balancer after, and under a loaded machine one answer took seconds (with a 3 s
+    drain a request that read the record before the switch met the old load balancer deleted:
+    502, as a client holding the old record past the drain would in AWS)."""
     settings = server.settings
     before = (settings.move_own_networks, settings.network_move_drain_seconds)
     settings.move_own_networks = False
-    settings.network_move_drain_seconds = 3.0
+    settings.network_move_drain_seconds = 10.0
     yield server
     settings.move_own_networks, settings.network_move_drain_seconds = before
 
