@@ -30,7 +30,9 @@ async def list_projects(caller: Caller, session: DbSession) -> Response:
 
 async def _list(db: AsyncSession | AsyncConnection, caller: Principal) -> Response:
     # The list leaves out the per-project settings (git_settings): GET one project for those.
-    items = _LIST.validate_python(await service.list_(db, caller), from_attributes=True)
+    rows = await service.list_(db, caller)
+    # Validated from plain dicts: a third of the time pydantic takes reading the rows' attributes.
+    items = _LIST.validate_python([dict(zip(row._fields, row, strict=True)) for row in rows])
     return _json(_LIST.dump_json(items, exclude_none=True))
 
 
