@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from fastapi import Depends, Request
 from sqlalchemy import bindparam, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from capstan.auth.models import ApiToken, BrowserSession, User
 from capstan.auth.secrets import api_token_well_formed, csrf_token_valid, sha256_hex
@@ -42,7 +43,7 @@ async def authenticate(request: Request, session: DbSession) -> Principal:
     settings: Settings = request.app.state.settings
     authorization = request.headers.get("authorization")
     if authorization is not None:
-        return await _from_bearer(session, authorization)
+        return await principal_from_bearer(session, authorization)
     cookie = request.cookies.get(settings.session_cookie_name)
     if cookie is None:
         raise _unauthorized()
@@ -68,7 +69,11 @@ async def authenticate(request: Request, session: DbSession) -> Principal:
     return principal
 
 
-async def _from_bearer(session: DbSession, authorization: str) -> Principal:
+async def principal_from_bearer(
+    session: AsyncSession | AsyncConnection, authorization: str
+) -> Principal:
+    """The token's principal, or 401: on a request's session, or on a bare connection
+    (`bearer_read`)."""
     scheme, _, secret = authorization.partition(" ")
     secret = secret.strip()
     if scheme.lower() != "bearer" or not api_token_well_formed(secret):

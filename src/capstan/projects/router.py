@@ -2,14 +2,18 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 from pydantic import TypeAdapter
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from capstan.auth.principal import Caller
+from capstan.auth.bearer_read import BearerReadRoute, bearer_read
+from capstan.auth.principal import Caller, Principal
 from capstan.db import DbSession
 from capstan.deps import AppKinds, AppSettings
 from capstan.projects import service
 from capstan.projects.schemas import ProjectCreate, ProjectListItem, ProjectOut, ProjectUpdate
 
-router = APIRouter(prefix="/api/projects", tags=["projects"])
+# The two reads answer bearer requests without dependency solving or an ORM session
+# (`auth.bearer_read`); the other routes are ordinary ones.
+router = APIRouter(prefix="/api/projects", tags=["projects"], route_class=BearerReadRoute)
 # certificate_status and certificate_arn appear once HTTPS provisioning has started.
 
 
@@ -19,9 +23,16 @@ router = APIRouter(prefix="/api/projects", tags=["projects"])
     response_model_exclude_none=True,
     summary="The organization's projects",
 )
+@bearer_read(lambda connection, caller, _path: _list(connection, caller))
 async def list_projects(caller: Caller, session: DbSession) -> Response:
+    return await _list(session, caller)
+
+
+async def _list(db: AsyncSession | AsyncConnection, caller: Principal) -> Response:
     # The list leaves out the per-project settings (git_settings): GET one project for those.
-    items = _LIST.validate_python(await service.list_(session, caller), from_attributes=True)
+    rows = await service.list_(db, caller)
+    # Validated from plain dicts: a third of the time pydantic takes reading the rows' attributes.
+    items = _LIST.validate_python([dict(zip(row._fields, row, strict=True)) for row in rows])
     return _json(_LIST.dump_json(items, exclude_none=True))
 
 
@@ -45,8 +56,13 @@ async def create_project(
     response_model_exclude_none=True,
     summary="A project",
 )
+@bearer_read(lambda connection, caller, path: _one(connection, caller, path["project_id"]))
 async def get_project(project_id: str, caller: Caller, session: DbSession) -> Response:
-    project = await service.read(session, caller, project_id)
+    return await _one(session, caller, project_id)
+
+
+async def _one(db: AsyncSession | AsyncConnection, caller: Principal, project_id: str) -> Response:
+    project = await service.read(db, caller, project_id)
     return _json(project.__pydantic_serializer__.to_json(project, exclude_none=True))
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import botocore.session
 from sqlalchemy import Row, bindparam, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from capstan import registry
 from capstan.auth.principal import Principal
@@ -52,7 +52,9 @@ _BY_ID = select(Project).where(
 )
 
 
-async def read(session: AsyncSession, caller: Principal, project_id: str) -> ProjectOut:
+async def read(
+    session: AsyncSession | AsyncConnection, caller: Principal, project_id: str
+) -> ProjectOut:
     """What GET shows of a project: read as a row of the shown columns, not as an ORM object
     (nothing changes it; no identity map, no change tracking)."""
     row = (
@@ -78,7 +80,7 @@ _SHOWN_BY_ID = select(
 )
 
 
-async def list_(session: AsyncSession, caller: Principal) -> Sequence[Row[Any]]:
+async def list_(session: AsyncSession | AsyncConnection, caller: Principal) -> Sequence[Row[Any]]:
     """The organization's projects, oldest first: the list's columns only, as rows (a list of
     hundreds costs no ORM objects, identity map or change tracking that nobody uses)."""
     return (await session.execute(_LIST, {"organization_id": caller.organization_id})).all()
