@@ -3,6 +3,8 @@ reports per deployment)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 
 from capstan.cloud.aws.session import Endpoint
@@ -11,13 +13,14 @@ from capstan.sandbox.cloud.stats import STATS_PATH
 from tests.sandbox.aws import new_account
 
 
-def _stats(endpoint: Endpoint) -> dict[str, dict[str, int]]:
-    answer: dict[str, dict[str, int]] = httpx.get(endpoint.url + STATS_PATH, timeout=30).json()
+def _stats(endpoint: Endpoint) -> dict[str, dict[str, Any]]:
+    answer: dict[str, dict[str, Any]] = httpx.get(endpoint.url + STATS_PATH, timeout=30).json()
     return answer
 
 
 def test_calls_are_counted_by_service_and_by_operation(endpoint: Endpoint) -> None:
-    with organization_access(endpoint, new_account(endpoint, "stats")) as admin:
+    account = new_account(endpoint, "stats")
+    with organization_access(endpoint, account) as admin:
         before = _stats(endpoint)
         ecs = admin.client("ecs")
         for _ in range(3):
@@ -32,3 +35,6 @@ def test_calls_are_counted_by_service_and_by_operation(endpoint: Endpoint) -> No
     assert more("by_operation", "ecs:ListClusters") >= 3
     assert more("by_operation", "ssm:DescribeParameters") >= 1
     assert more("by_service", "ecs") >= more("by_operation", "ecs:ListClusters")
+    # The account's own calls, counted apart from every other caller's: exactly these.
+    mine = after["by_account"][account]  # type: ignore[index]
+    assert mine == {"ecs:ListClusters": 3, "ssm:DescribeParameters": 1}, mine

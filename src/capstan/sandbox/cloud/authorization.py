@@ -40,7 +40,7 @@ from moto.sts.models import sts_backends
 from capstan.sandbox.cloud import iam_catalogue, policy
 from capstan.sandbox.cloud.requests import Call, read_call
 from capstan.sandbox.cloud.resources import ResourceGap, resources_for
-from capstan.sandbox.cloud.stats import OPERATION
+from capstan.sandbox.cloud.stats import ACCOUNT, OPERATION
 from capstan.sandbox.cloud.tags import find_role
 
 log = logging.getLogger(__name__)
@@ -162,6 +162,7 @@ class Authorizer:
         session = session_of(call.access_key) if call is not None else None
         if call is None or session is None:
             return self._app(environ, start_response)
+        environ[ACCOUNT] = session.account
         refusal = self.refusal(call, session)
         if refusal is None:
             return self._app(environ, start_response)
