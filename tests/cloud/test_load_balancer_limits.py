@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from botocore.exceptions import ClientError
 
-from capstan.cloud.aws import elbv2, names
+from capstan.cloud.aws import elbv2, host_rules, names
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.deploy import Deployer, Target
 from capstan.cloud.errors import QuotaExceededError
@@ -25,7 +25,7 @@ def long_hostname_target(project_id: str) -> Target:
     """A web server whose hostname (a 40-character name, a 63-character suffix) is over 128."""
     resource_id = new_id("svc")
     hostname = f"{'w' * 34}-{resource_id[-5:]}.{'s' * 63}.{'d' * 20}.{DOMAIN}"
-    assert len(hostname) > elbv2.HOST_HEADER_CHARS
+    assert len(hostname) > host_rules.HOST_HEADER_CHARS
     return Target(resource_id, project_id, "web_server", hostname)
 
 
@@ -61,7 +61,7 @@ def test_a_hostname_over_128_characters_is_routed_by_a_pattern(
     assert target.hostname
     running(deployer, source, target)
     (value,) = host_values(customer, project_id)
-    assert len(value) == elbv2.HOST_HEADER_CHARS
+    assert len(value) == host_rules.HOST_HEADER_CHARS
     assert fnmatch.fnmatchcase(target.hostname, value)
     other = target.hostname.replace("w" * 34, "x" * 34)
     assert not fnmatch.fnmatchcase(other, value)  # another name in the project: another rule

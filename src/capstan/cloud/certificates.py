@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from capstan.cloud.aws import acm, elbv2, names, route53
+from capstan.cloud.aws import acm, elbv2, host_rules, names, route53
 from capstan.cloud.aws.acm import CertificateInfo, ValidationRecord
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import TerminalCloudError
@@ -102,7 +102,7 @@ class CertificateDriver:
         reconciler adds the listener when it makes one)."""
         for balancer in self._balancers(project_id):
             https = elbv2.ensure_https_listener(self._customer, project_id, balancer.arn, arn)
-            elbv2.mirror_host_rules(self._customer, project_id, balancer.listener_arn, https)
+            host_rules.mirror_host_rules(self._customer, project_id, balancer.listener_arn, https)
 
     def detach(self, project_id: str, arn: str, *, replacement: str | None, keep: bool) -> bool:
         """Stop serving `arn`: the HTTPS listener swaps to `replacement`; without one it goes,

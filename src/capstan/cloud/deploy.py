@@ -33,6 +33,7 @@ from capstan.cloud.aws import (
     ecr,
     ecs,
     elbv2,
+    host_rules,
     iam,
     logs,
     names,
@@ -115,7 +116,7 @@ class Deployer(TargetDriver):
     ) -> None:
         self._on_listeners(
             balancer,
-            lambda listener_arn: elbv2.ensure_host_rule(
+            lambda listener_arn: host_rules.ensure_host_rule(
                 self._customer, target.project_id, target.resource_id, listener_arn, group, hostname
             ),
         )
@@ -123,7 +124,7 @@ class Deployer(TargetDriver):
     def _remove_host_rule(self, balancer: elbv2.LoadBalancer, group: str) -> None:
         self._on_listeners(
             balancer,
-            lambda listener_arn: elbv2.delete_host_rule(self._customer, listener_arn, group),
+            lambda listener_arn: host_rules.delete_host_rule(self._customer, listener_arn, group),
         )
 
     # -- builds -------------------------------------------------------------------------

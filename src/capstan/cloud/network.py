@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from capstan.cloud.aws import ecs, elbv2, iam, names, shared_network
+from capstan.cloud.aws import ecs, elbv2, host_rules, iam, names, shared_network
 from capstan.cloud.aws import network as aws_network
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.network import SHARED_NOT_READY
@@ -105,7 +105,7 @@ class NetworkDriver:
             https = elbv2.ensure_https_listener(
                 self._customer, project_id, balancer.arn, certificate_arn
             )
-            elbv2.mirror_host_rules(self._customer, project_id, balancer.listener_arn, https)
+            host_rules.mirror_host_rules(self._customer, project_id, balancer.listener_arn, https)
         cluster = ecs.ensure_cluster(self._customer, project_id, generation)
         self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
         self._projects[project_id] = ProjectResources(net, balancer, cluster)

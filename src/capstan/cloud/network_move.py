@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from capstan.cloud.aws import autoscaling, ecs, elbv2, names, route53
+from capstan.cloud.aws import autoscaling, ecs, elbv2, host_rules, names, route53
 from capstan.cloud.aws import network as aws_network
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.network import NetworkDriver, ProjectResources
@@ -115,7 +115,7 @@ class NetworkMove:
             )
             old_balancer = elbv2.find_load_balancer(self._customer, self._project_id, self._old)
             host = (
-                elbv2.host_of(self._customer, old_balancer.listener_arn, old_group)
+                host_rules.host_of(self._customer, old_balancer.listener_arn, old_group)
                 if old_balancer is not None
                 else None
             )
@@ -151,7 +151,7 @@ class NetworkMove:
         self, balancer: elbv2.LoadBalancer, resource_id: str, group: str, host: str
     ) -> None:
         for listener in self._listeners(balancer):
-            elbv2.ensure_host_rule(
+            host_rules.ensure_host_rule(
                 self._customer, self._project_id, resource_id, listener, group, host
             )
 
@@ -168,7 +168,7 @@ class NetworkMove:
         if group is None:
             return
         for listener in self._listeners(balancer):
-            elbv2.delete_host_rule(self._customer, listener, group)
+            host_rules.delete_host_rule(self._customer, listener, group)
         elbv2.delete_target_group_arn(self._customer, group)
 
     def wind_down(self) -> None:

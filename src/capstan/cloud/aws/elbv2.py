@@ -1,14 +1,13 @@
 """Elastic Load Balancing v2: the project's Application Load Balancer and HTTP listener (default:
 a fixed 404), and per web server a target group (IP targets on the container port, health check
-on the server's health path) and a host-header rule forwarding the server's hostname to it.
+on the server's health path).
 
-Once the project has a certificate, an HTTPS listener on 443 serves it (TLS 1.2 and 1.3) with the
-same host-header rules as the HTTP listener: `mirror_host_rules` copies them over, and the web
-server paths write and remove each rule on both listeners."""
+Once the project has a certificate, an HTTPS listener on 443 serves it (TLS 1.2 and 1.3). The
+host-header rules forwarding each web server's hostname to its target group, on both listeners,
+are `host_rules`."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +20,6 @@ from capstan.cloud.aws.network import ProjectNetwork
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import TerminalCloudError
 
-_MAX_PRIORITY = 50_000
-# A host-header condition value holds at most 128 characters (a DNS name up to 253).
-HOST_HEADER_CHARS = 128
 # How long a target that is leaving keeps its in-flight requests: long enough for a web request,
 # short enough that a rollout does not hold every old task for AWS's default of 300 s (see
 # docs/decisions.md, "Deregistration delay").
@@ -255,14 +251,6 @@ def groups_in_vpc(session: AwsSession, vpc_id: str) -> list[str]:
     return found
 
 
-def host_of(session: AwsSession, listener_arn: str, target_group_arn: str) -> str | None:
-    """The host-header value of the listener's rule forwarding to the target group, if any."""
-    with aws_errors():
-        rule = _rule_for(_client(session), listener_arn, target_group_arn)
-    hosts = _hosts(rule) if rule is not None else []
-    return hosts[0] if hosts else None
-
-
 def delete_target_group_arn(session: AwsSession, target_group_arn: str) -> bool:
     """Delete a target group; False while a service's draining targets still hold it."""
     try:
@@ -294,97 +282,6 @@ def target_health(session: AwsSession, target_group_arn: str) -> list[TargetHeal
         )
         for item in answer["TargetHealthDescriptions"]
     ]
-
-
-def _rule_for(elbv2: Any, listener_arn: str, target_group_arn: str) -> dict[str, Any] | None:
-    for rule in elbv2.describe_rules(ListenerArn=listener_arn)["Rules"]:
-        for action in rule.get("Actions", []):
-            if action.get("TargetGroupArn") == target_group_arn:
-                return dict(rule)
-            forward = action.get("ForwardConfig", {}).get("TargetGroups", [])
-            if any(group.get("TargetGroupArn") == target_group_arn for group in forward):
-                return dict(rule)
-    return None
-
-
-def host_pattern(hostname: str) -> str:
-    """The host-header value matching `hostname`: the name itself when it fits 128 characters,
-    else its head (the first label and its dot: what tells the project's hostnames apart, since
-    they share the rest) and its tail around a `*`. Only this project's listener holds it, so it
-    matches no other of its hostnames."""
-    if len(hostname) <= HOST_HEADER_CHARS:
-        return hostname
-    head = 64  # a DNS label is at most 63 characters, and its dot
-    tail = HOST_HEADER_CHARS - head - 1
-    return f"{hostname[:head]}*{hostname[-tail:]}"
-
-
-def _host_condition(hostname: str) -> list[dict[str, Any]]:
-    return [{"Field": "host-header", "HostHeaderConfig": {"Values": [host_pattern(hostname)]}}]
-
-
-def _hosts(rule: dict[str, Any]) -> list[str]:
-    for condition in rule.get("Conditions", []):
-        if condition.get("Field") == "host-header":
-            values = condition.get("HostHeaderConfig", {}).get("Values") or condition.get(
-                "Values", []
-            )
-            return [str(value) for value in values]
-    return []
-
-
-def ensure_host_rule(
-    session: AwsSession,
-    project_id: str,
-    resource_id: str,
-    listener_arn: str,
-    target_group_arn: str,
-    hostname: str,
-) -> str:
-    """The listener rule forwarding `hostname` to the target group (host moved if it differs).
-
-    Priorities are unique per listener: start from a hash of the resource id (so concurrent
-    deploys of one project rarely collide) and probe on `PriorityInUse`.
-    """
-    elbv2 = _client(session)
-    with aws_errors():
-        rule = _rule_for(elbv2, listener_arn, target_group_arn)
-        if rule is not None:
-            if _hosts(rule) != [host_pattern(hostname)]:
-                elbv2.modify_rule(RuleArn=rule["RuleArn"], Conditions=_host_condition(hostname))
-            return str(rule["RuleArn"])
-        start = int(hashlib.sha256(resource_id.encode()).hexdigest(), 16) % _MAX_PRIORITY
-        for attempt in range(50):
-            priority = (start + attempt) % _MAX_PRIORITY + 1
-            try:
-                created = elbv2.create_rule(
-                    ListenerArn=listener_arn,
-                    Priority=priority,
-                    Conditions=_host_condition(hostname),
-                    Actions=[{"Type": "forward", "TargetGroupArn": target_group_arn}],
-                    Tags=names.tag_list(project_id, resource_id),
-                )
-            except ClientError as error:
-                if error_code(error) != "PriorityInUse":
-                    raise
-                continue
-            return str(created["Rules"][0]["RuleArn"])
-        created = elbv2.create_rule(  # the last word is AWS's error
-            ListenerArn=listener_arn,
-            Priority=start + 1,
-            Conditions=_host_condition(hostname),
-            Actions=[{"Type": "forward", "TargetGroupArn": target_group_arn}],
-        )
-        return str(created["Rules"][0]["RuleArn"])
-
-
-def delete_host_rule(session: AwsSession, listener_arn: str, target_group_arn: str) -> None:
-    elbv2 = _client(session)
-    with aws_errors():
-        rule = _rule_for(elbv2, listener_arn, target_group_arn)
-        if rule is not None:
-            with ignoring("RuleNotFound"):
-                elbv2.delete_rule(RuleArn=rule["RuleArn"])
 
 
 def find_https_listener(session: AwsSession, load_balancer_arn: str) -> HttpsListener | None:
@@ -448,84 +345,6 @@ def delete_https_listener(session: AwsSession, load_balancer_arn: str) -> None:
         return
     with aws_errors(), ignoring("ListenerNotFound"):
         _client(session).delete_listener(ListenerArn=listener.arn)
-
-
-def mirror_host_rules(
-    session: AwsSession, project_id: str, source_listener_arn: str, target_listener_arn: str
-) -> None:
-    """Make the target listener's host-header rules those of the source listener: the same
-    hostnames forwarded to the same target groups, with the same tags; nothing else.
-
-    A rule the web server paths change on both listeners while this runs could be put back to
-    what the source said before; the source is read again afterwards, and mirrored again if it
-    changed meanwhile."""
-    elbv2 = _client(session)
-    source = _host_rules(elbv2, source_listener_arn)
-    for _attempt in range(3):
-        _mirror(session, elbv2, project_id, source, target_listener_arn)
-        again = _host_rules(elbv2, source_listener_arn)
-        if again == source:
-            return
-        source = again
-
-
-def _host_rules(elbv2: Any, listener_arn: str) -> dict[str, tuple[str, dict[str, str]]]:
-    """target group -> (hostname, tags) of the listener's host-header rules."""
-    with aws_errors():
-        rules = [
-            rule
-            for rule in elbv2.describe_rules(ListenerArn=listener_arn)["Rules"]
-            if not rule.get("IsDefault")
-        ]
-        tags: dict[str, dict[str, str]] = {}
-        arns = [str(rule["RuleArn"]) for rule in rules]
-        for start in range(0, len(arns), 20):
-            for description in elbv2.describe_tags(ResourceArns=arns[start : start + 20])[
-                "TagDescriptions"
-            ]:
-                tags[description["ResourceArn"]] = {
-                    tag["Key"]: tag["Value"] for tag in description.get("Tags", [])
-                }
-    found: dict[str, tuple[str, dict[str, str]]] = {}
-    for rule in rules:
-        group, hosts = _forwarded_group(rule), _hosts(rule)
-        if group is not None and hosts:
-            found[group] = (hosts[0], tags.get(str(rule["RuleArn"]), {}))
-    return found
-
-
-def _mirror(
-    session: AwsSession,
-    elbv2: Any,
-    project_id: str,
-    source: dict[str, tuple[str, dict[str, str]]],
-    target_listener_arn: str,
-) -> None:
-    for group, (hostname, tags) in source.items():
-        ensure_host_rule(
-            session,
-            tags.get(names.PROJECT_TAG, project_id),
-            tags.get(names.RESOURCE_TAG, project_id),
-            target_listener_arn,
-            group,
-            hostname,
-        )
-    with aws_errors():
-        for rule in elbv2.describe_rules(ListenerArn=target_listener_arn)["Rules"]:
-            if rule.get("IsDefault") or _forwarded_group(rule) in source:
-                continue
-            with ignoring("RuleNotFound"):
-                elbv2.delete_rule(RuleArn=rule["RuleArn"])
-
-
-def _forwarded_group(rule: dict[str, Any]) -> str | None:
-    for action in rule.get("Actions", []):
-        if action.get("TargetGroupArn"):
-            return str(action["TargetGroupArn"])
-        for group in action.get("ForwardConfig", {}).get("TargetGroups", []):
-            if group.get("TargetGroupArn"):
-                return str(group["TargetGroupArn"])
-    return None
 
 
 def metric_dimension(arn: str) -> str:
