@@ -85,18 +85,23 @@ class NetworkMove:
             for name in ecs.active_services(self._customer, self._project_id, self._new):
                 if name not in old:
                     self._remove_mirror(project.cluster, name, project.balancer)
+        old_balancer = elbv2.find_load_balancer(self._customer, self._project_id, self._old)
         waiting: list[str] = []
         for name in sorted(old):
             source = ecs.describe_service(self._customer, old_cluster, name)
             if source is None or source.status != "ACTIVE" or not source.task_definition:
                 continue
-            problem = self._mirror_one(name, source, project)
+            problem = self._mirror_one(name, source, project, old_balancer)
             if problem is not None:
                 waiting.append(f"{name}: {problem}")
         return Mirrored(not waiting, tuple(waiting))
 
     def _mirror_one(
-        self, name: str, source: ecs.ServiceState, project: ProjectResources
+        self,
+        name: str,
+        source: ecs.ServiceState,
+        project: ProjectResources,
+        old_balancer: elbv2.LoadBalancer | None,
     ) -> str | None:
         """Mirror one service; None once the mirror has settled, else what it waits for."""
         resource_id = name.removeprefix("capstan-")
@@ -113,7 +118,6 @@ class NetworkMove:
                 elbv2.health_path(self._customer, old_group),
                 self._new,
             )
-            old_balancer = elbv2.find_load_balancer(self._customer, self._project_id, self._old)
             host = (
                 host_rules.host_of(self._customer, old_balancer.listener_arn, old_group)
                 if old_balancer is not None

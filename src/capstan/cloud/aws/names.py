@@ -66,12 +66,17 @@ def cluster_name(project_id: str, generation: int = 0) -> str:
     return f"capstan-{project_id}" + (f"-n{generation}" if generation else "")
 
 
+def _generation(generation: int) -> str:
+    """What a later network generation adds to a load balancer's or target group's id."""
+    return f"n{generation}" if generation else ""
+
+
 def load_balancer_name(project_id: str, generation: int = 0) -> str:
-    return short_name("cp", project_id + (f"n{generation}" if generation else ""))
+    return short_name("cp", project_id + _generation(generation))
 
 
 def target_group_name(resource_id: str, generation: int = 0) -> str:
-    return short_name("cp", resource_id + (f"n{generation}" if generation else ""))
+    return short_name("cp", resource_id + _generation(generation))
 
 
 def repository_name(resource_id: str) -> str:
