@@ -127,8 +127,10 @@ def set_up(base_url: str, token: str) -> dict[str, str]:
 # the 2xx, the rules JSON Schema cannot state — a memory that does not pair with the cpu,
 # duplicate environment names (400), a name taken (409), a cloud account that fails verification
 # (422), the sign-in limits (429), a bearer caller asking for a browser session's CSRF token —
-# and the 401/403/404 of a caller or an id that does not fit. Any 5xx still fails the run.
-ACCEPTED_FOR_VALID_DATA = ["2xx", "400", "401", "403", "404", "409", "422", "429"]
+# the 401/403/404 of a caller or an id that does not fit, and the 412 of an `If-Match` that is a
+# well-formed entity tag but not the environment's current one (a generated tag cannot be). Any
+# 5xx still fails the run.
+ACCEPTED_FOR_VALID_DATA = ["2xx", "400", "401", "403", "404", "409", "412", "422", "429"]
 
 
 # Kinds whose DELETE answers `{id, status: deleting}` (the spec's contract for caches and buckets,

@@ -7,6 +7,7 @@ runs in-process through the same typer program."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import stat
 import time
@@ -313,12 +314,40 @@ def test_put_environment_honours_if_match(shop: Ready) -> None:
     assert shop.org.api.put(path, json=body, headers={"If-Match": "*"}).status_code == 202
 
 
+def test_a_malformed_if_match_is_a_bad_request_and_changes_nothing(shop: Ready) -> None:
+    worker = shop.create_worker(name="etags")
+    path = f"{shop.base}/workers/{worker['id']}/environment"
+    body = {"environment": [{"name": "X", "value": "1"}]}
+    assert shop.org.api.put(path, json=body).status_code == 202
+    etag = shop.org.api.get(path).headers["ETag"]
+    deployments = shop.org.api.get(f"{shop.base}/workers/{worker['id']}/deployments").json()
+    started = [deployment["id"] for deployment in deployments["deployments"]]
+    # Empty (a script's unset variable), unquoted, or a quote left open: the client meant a
+    # version and did not say one, so it is told so (400), not that the version moved (412).
+    for malformed in ("", etag.strip('"'), f"{etag}, abc", '"open', f"{etag},"):
+        refused = shop.org.api.put(path, json={"environment": []}, headers={"If-Match": malformed})
+        assert refused.status_code == 400, (malformed, refused.text)
+        assert refused.json()["error"] == "invalid_request", refused.text
+        assert "If-Match" in refused.json()["message"], refused.text
+    assert shop.org.api.get(path).json()["environment"] == [{"name": "X", "value": "1"}]
+    after = shop.org.api.get(f"{shop.base}/workers/{worker['id']}/deployments").json()
+    # no deployment started (those already under way go on moving: their ids are compared)
+    assert [deployment["id"] for deployment in after["deployments"]] == started
+    # A weak tag never matches (If-Match compares strongly); a list matches by any member.
+    weak = shop.org.api.put(path, json=body, headers={"If-Match": f"W/{etag}"})
+    assert weak.status_code == 412, weak.text
+    listed = shop.org.api.put(path, json=body, headers={"If-Match": f'"other", {etag}'})
+    assert listed.status_code == 202, listed.text
+
+
 def test_the_api_document_declares_the_etag_and_the_412(member: Org) -> None:
     document = member.api.get("/docs/api").json()
     environment = document["paths"]["/api/projects/{project_id}/workers/{service_id}/environment"]
     assert "ETag" in environment["get"]["responses"]["200"]["headers"]
     assert "412" in environment["put"]["responses"]
-    assert "if-match" in [p["name"] for p in environment["put"]["parameters"]]
+    (if_match,) = [p for p in environment["put"]["parameters"] if p["name"] == "if-match"]
+    assert re.fullmatch(if_match["schema"]["pattern"], '"a1", W/"b"')
+    assert not re.search(if_match["schema"]["pattern"], "")
     assert "412" not in environment["get"]["responses"]
 
 

@@ -10,6 +10,7 @@ values reach the cloud through the reconciler, which seals them into each releas
 from __future__ import annotations
 
 import hashlib
+import re
 
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,7 +22,7 @@ from capstan.cloud.deploy import CONTAINER_PORT
 from capstan.cloud.site import SITE_BUILD_VARIABLES
 from capstan.crypto import SecretBox
 from capstan.databases import references
-from capstan.errors import BadRequest, PreconditionFailed
+from capstan.errors import BadRequest, PreconditionFailed, ValidationFailed
 
 
 def environment_box(secret_key: bytes) -> SecretBox:
@@ -49,6 +50,13 @@ async def get_environment(
     return read_environment(box, await get(session, caller, project_id, kind, service_id))
 
 
+# What `If-Match` may hold (RFC 9110 §13.1.1): `*`, or a comma-separated list of entity tags, each
+# quoted and perhaps weak (`W/"…"`, which never matches: If-Match compares strongly). Anything
+# else, an empty value too, is a malformed header: 400, not a 412 for a version nobody named.
+_ENTITY_TAG = r'(?:W/)?"[!#-~]*"'
+IF_MATCH_PATTERN = rf"^(\*|{_ENTITY_TAG}([ \t]*,[ \t]*{_ENTITY_TAG})*)$"
+
+
 def environment_etag(service: Service) -> str:
     """The stored environment's version, for `ETag` and `If-Match`: a digest of its sealed bytes
     (sealed afresh on every write, so every write makes a new one; it says nothing of the
@@ -69,6 +77,18 @@ async def put_environment(
 ) -> Deployment:
     """Replace the whole environment (never a merge) and roll it out; with `if_match`, only if
     it is still the version the client read (412 otherwise)."""
+    if if_match is not None and not re.fullmatch(IF_MATCH_PATTERN, if_match):
+        raise ValidationFailed(
+            'If-Match must be "*" or the ETag of GET environment as it was answered, quotes '
+            "included (several may be separated by commas).",
+            details=[
+                {
+                    "field": "header.if-match",
+                    "type": "if_match_malformed",
+                    "message": "Not an entity tag.",
+                }
+            ],
+        )
     service = await get(session, caller, project_id, kind, service_id)
     _check_reserved(kind, variables)
     await references.check_environment(
@@ -89,7 +109,7 @@ async def _replace_if_unchanged(
     """Compare If-Match with the environment as loaded, then write only if the row still holds
     that environment (a conditional UPDATE): of two concurrent changes from one version, one
     wins and the other gets 412, never a silent overwrite."""
-    tags = {tag.strip() for tag in if_match.split(",")}
+    tags = set(re.findall(rf"\*|{_ENTITY_TAG}", if_match))
     if "*" not in tags and environment_etag(service) not in tags:
         raise PreconditionFailed(
             "The environment changed since it was read (If-Match no longer matches its ETag); "

@@ -243,7 +243,15 @@ def make_router(spec: Kind) -> APIRouter:
         caller: Caller,
         session: DbSession,
         settings: AppSettings,
-        if_match: Annotated[str | None, Header()] = None,
+        if_match: Annotated[
+            str | None,
+            Header(
+                # Published, and checked by the service (for a message that names no regex).
+                json_schema_extra={"pattern": environments.IF_MATCH_PATTERN},
+                description="`*`, or `ETag`s of GET environment (comma-separated): replace only "
+                "if the environment is still one of them.",
+            ),
+        ] = None,
     ) -> schemas.Deploying:
         variables = [v.model_dump() for v in body.environment]
         await environments.put_environment(
