@@ -175,6 +175,11 @@ class TargetReconciler:
             return Done()
         if deployment.status in ("failed", "superseded"):
             return Done()
+        if deployment.generation > subject.row.generation:
+            # The rows were read before the change that made this deployment committed (each
+            # statement sees the latest commits): read them again, or the new release is built
+            # from the old settings (a PATCH's old branch).
+            await _read_again(session, subject)
         steps = self._steps[subject.service.kind]
         try:
             async with self._deployer(account, subject) as deployer:
@@ -375,6 +380,12 @@ class TargetReconciler:
             )
             await session.delete(subject.service)
         await session.flush()
+
+
+async def _read_again(session: AsyncSession, subject: Subject) -> None:
+    await session.refresh(subject.service)
+    if subject.preview is not None:
+        await session.refresh(subject.preview)
 
 
 def _message(error: Exception) -> str:
