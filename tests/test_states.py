@@ -121,3 +121,63 @@ def test_a_move_waiting_on_another_transaction_loses_once_it_commits(database: D
         return deleted, lost, (await stored(sessions, Cache, cache_id)).status
 
     assert database.run(work) == (True, True, "deleting")
+
+
+def test_a_requests_move_follows_a_status_the_reconciler_moved_meanwhile(
+    database: Database,
+) -> None:
+    """A PATCH read the cache while it was creating; the reconciler made it available before the
+    PATCH wrote. The settings the PATCH read still hold, so it resizes from available (not 409)."""
+
+    async def work(sessions: Sessions) -> tuple[bool, bool, str, int, str, int]:
+        cache_id = await add_row(sessions, "cache", "creating", storage_limit_mb=1024)
+        async with sessions() as reconciler, sessions() as api:
+            request = await api.get(Cache, cache_id)
+            assert request is not None and request.status == "creating"
+            worker = await reconciler.get(Cache, cache_id)
+            assert await STATES.move(reconciler, worker, "created")
+            await reconciler.commit()
+            plain = await STATES.move(api, request, "resize", storage_limit_mb=2048)
+            followed = await STATES.move_latest(
+                api, request, "resize", Cache.storage_limit_mb <= 2048, storage_limit_mb=2048
+            )
+            await api.commit()
+            in_memory = request.status, request.storage_limit_mb
+        row = await stored(sessions, Cache, cache_id)
+        return plain, followed, *in_memory, row.status, row.storage_limit_mb
+
+    assert database.run(work) == (False, True, "modifying", 2048, "modifying", 2048)
+
+
+def test_a_requests_move_still_loses_when_what_it_read_changed(database: Database) -> None:
+    async def work(sessions: Sessions) -> tuple[bool, str, int]:
+        cache_id = await add_row(sessions, "cache", "available", storage_limit_mb=1024)
+        async with sessions() as first, sessions() as second:
+            late = await second.get(Cache, cache_id)
+            early = await first.get(Cache, cache_id)
+            assert await STATES.move(first, early, "resize", storage_limit_mb=4096)
+            await first.commit()
+            # status and setting both moved: the guard decides, and it no longer holds
+            moved = await STATES.move_latest(
+                second, late, "resize", Cache.storage_limit_mb <= 2048, storage_limit_mb=2048
+            )
+            await second.commit()
+        row = await stored(sessions, Cache, cache_id)
+        return moved, row.status, row.storage_limit_mb
+
+    assert database.run(work) == (False, "modifying", 4096)
+
+
+def test_a_requests_move_loses_when_the_new_status_refuses_the_event(database: Database) -> None:
+    async def work(sessions: Sessions) -> tuple[bool, str]:
+        cache_id = await add_row(sessions, "cache", "available")
+        async with sessions() as first, sessions() as second:
+            late = await second.get(Cache, cache_id)
+            early = await first.get(Cache, cache_id)
+            assert await STATES.move(first, early, "delete", deleted_at=utcnow())
+            await first.commit()
+            moved = await STATES.move_latest(second, late, "resize", storage_limit_mb=2048)
+            await second.commit()
+        return moved, (await stored(sessions, Cache, cache_id)).status
+
+    assert database.run(work) == (False, "deleting")

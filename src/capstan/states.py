@@ -12,7 +12,9 @@ and moves a row only through `STATES.move(session, cache, "created", *guards, **
 conditional UPDATE (`WHERE id = :id AND status = :current AND guards`) that sets the new status,
 `updated_at` where the model has one, and `changes`. When someone else moved the row first (or a
 guard no longer holds), nothing changes and the answer is False; the caller decides what losing
-means (a request answers 409, a reconcile pass starts over). Nobody assigns `status` by hand.
+means (a request answers 409, a reconcile pass starts over). A request moves with `move_latest`,
+which follows a status the reconciler moved meanwhile (creating to available while a PATCH ran)
+and loses only when what the request read changed. Nobody assigns `status` by hand.
 `move_all` is the same for every row a query names (a newer deployment superseding those under
 way), from every status the table lets take the event.
 """
@@ -29,6 +31,8 @@ from sqlalchemy.orm.attributes import set_committed_value
 from capstan.db import utcnow
 
 M = TypeVar("M")
+# How often a request's move follows a status that keeps moving under it before it answers 409.
+MOVE_ATTEMPTS = 3
 # `None` as a source is "no row yet" (the status a row is created with).
 Status = str | None
 # One row of a table: (from, event, to); `from` may be a tuple, "from any of these".
@@ -102,6 +106,28 @@ class StateMachine(Generic[M]):
         for name, value in values.items():
             set_committed_value(row, name, value)
         return True
+
+    async def move_latest(
+        self,
+        session: AsyncSession,
+        row: M,
+        event: str,
+        *guards: ColumnElement[bool],
+        **changes: Any,
+    ) -> bool:
+        """A request's move: as `move`, but when only the row's status moved meanwhile (a
+        reconciler finishing its work between the request's read and its write), read the status
+        again and move from there if the table allows `event` from it. False when a guard no
+        longer holds (someone changed what the request read) or the new status refuses `event`."""
+        for _ in range(MOVE_ATTEMPTS):
+            if await self.move(session, row, event, *guards, **changes):
+                return True
+            seen = getattr(row, "status")  # noqa: B009 - the model is generic
+            await session.refresh(row, ["status"])
+            status = getattr(row, "status")  # noqa: B009
+            if status == seen or not self.can(status, event):
+                return False  # a guard failed, or the row went where the event cannot follow
+        return False
 
     async def move_all(
         self, session: AsyncSession, event: str, *where: ColumnElement[bool], **changes: Any

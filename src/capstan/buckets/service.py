@@ -143,17 +143,12 @@ async def delete(
     """Finalizer: `deleting` now (a repeated DELETE answers the same); the reconciler empties and
     removes the bucket, and then the row goes."""
     bucket = await get(session, caller, project_id, bucket_id)
-    if STATES.can(bucket.status, "delete") and not await _delete(session, bucket):
-        await session.refresh(bucket)  # moved meanwhile (e.g. to active): delete from there
-        if STATES.can(bucket.status, "delete"):
-            await _delete(session, bucket)
+    if STATES.can(bucket.status, "delete"):
+        # moved meanwhile (e.g. to active): deleted from there
+        await STATES.move_latest(session, bucket, "delete", deleted_at=utcnow())
     await enqueue(session, QUEUE_KIND, bucket.id)
     await enqueue(session, network.QUEUE_KIND, bucket.project_id)
     return bucket
-
-
-async def _delete(session: AsyncSession, bucket: Bucket) -> bool:
-    return await STATES.move(session, bucket, "delete", deleted_at=utcnow())
 
 
 # Buckets of the project, including those still being removed (they still exist).

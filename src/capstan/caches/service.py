@@ -164,7 +164,7 @@ async def resize(
         return cache  # nothing to change
     if not STATES.can(cache.status, "resize"):
         raise CacheNotModifiable(f"The cache is {cache.status}; it can no longer be resized.")
-    grown = await STATES.move(
+    grown = await STATES.move_latest(
         session,
         cache,
         "resize",
@@ -182,7 +182,7 @@ async def delete(session: AsyncSession, caller: Principal, project_id: str, cach
     cache = await get(session, caller, project_id, cache_id)
     if cache.status == DELETING:
         return cache  # already on its way
-    if not await STATES.move(session, cache, "delete", deleted_at=utcnow()):
+    if not await STATES.move_latest(session, cache, "delete", deleted_at=utcnow()):
         raise CacheChanged()
     await enqueue(session, QUEUE_KIND, cache.id)
     return cache

@@ -235,7 +235,7 @@ async def update(
     if not STATES.can(database.status, "modify"):
         raise DatabaseNotModifiable(f"The database is {database.status}; it can no longer change.")
     guards = [getattr(Database, field) == getattr(database, field) for field in SETTINGS]
-    if not await STATES.move(session, database, "modify", *guards, **changes):
+    if not await STATES.move_latest(session, database, "modify", *guards, **changes):
         raise DatabaseChanged()
     await enqueue(session, QUEUE_KIND, database.id)
     return database
@@ -254,7 +254,7 @@ async def delete(
     database = await get(session, caller, project_id, database_id)
     if database.status == DELETING:
         return database  # already on its way (with the snapshot choice made then)
-    moved = await STATES.move(
+    moved = await STATES.move_latest(
         session, database, "delete", deleted_at=utcnow(), skip_final_snapshot=skip_final_snapshot
     )
     if not moved:
