@@ -57,7 +57,8 @@ load: $(VENV)/.installed-test
 	$(BIN)/pytest -m load $(PYTEST_ARGS)
 
 ## make scale: the tests of many resources at once (twenty projects with a web server and a cache
-## each in one account, under AWS's default quotas)
+## each in one account, under AWS's default quotas) and of a project's network moving to the
+## shared VPC while probed (two generations of its services, two minutes)
 scale: $(VENV)/.installed-test
 	$(BIN)/pytest -n 2 -m scale $(PYTEST_ARGS)
 

@@ -60,7 +60,8 @@ class RunningServer:
 
     def client(self, **kwargs: Any) -> httpx.Client:
         kwargs.setdefault("limits", POOL_LIMITS)
-        return httpx.Client(base_url=self.base_url, timeout=30, **kwargs)
+        kwargs.setdefault("timeout", 30)
+        return httpx.Client(base_url=self.base_url, **kwargs)
 
     def unique(self, stem: str) -> str:
         self._counter += 1
@@ -192,6 +193,11 @@ def start_server(
         app,
         log_level="warning",
         proxy_headers=False,  # the app applies CAPSTAN_FORWARDED_ALLOW_IPS itself
+        # The tests' clients keep connections and poll: with uvicorn's 5 s, a loop held up that
+        # long under a loaded CI machine closed a connection as the next poll arrived on it
+        # (httpx's "connection reset by peer", 2 CI runs of 2026-11-27). Not a server behaviour
+        # under test; production keeps uvicorn's default.
+        timeout_keep_alive=60,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
