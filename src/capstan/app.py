@@ -16,6 +16,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -27,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from capstan import __version__
+from capstan.auth.bearer_read import HotReadLane, HotReads
 from capstan.auth.limits import SignInLimiter
 from capstan.auth.router import router as session_router
 from capstan.auth.router import tokens as tokens_router
@@ -117,6 +119,9 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
     app.add_middleware(
         BodyLimitMiddleware, by_path={"/api/git_host/webhooks": git_events.MAX_BODY_BYTES}
     )
+    # Outside the rest: a learned bearer read skips them (`auth.bearer_read`).
+    app.state.hot_reads = HotReads()
+    app.add_middleware(HotReadLane)
     if settings.trusted_proxies:
         # The client address and scheme come from X-Forwarded-For/-Proto only when the TCP peer
         # is one of the configured proxies; otherwise the peer is the client.
@@ -206,6 +211,23 @@ def _detail(error: Any) -> dict[str, Any]:
     }
 
 
+access_log = logging.getLogger("capstan.access")
+
+
+def _log_access(scope: Scope, status: int, request_id: str) -> None:
+    client = scope.get("client")
+    address = f"{client[0]}:{client[1]}" if client else "-"
+    access_log.info(
+        '%s - "%s %s HTTP/%s" %d %s',
+        address,
+        scope["method"],
+        quote(scope["path"]),
+        scope.get("http_version", "1.1"),
+        status,
+        request_id,
+    )
+
+
 def _new_request_id() -> str:
     """`req_` and 128 random bits in hex, as unique as a uuid4's; from the process's seeded
     generator, not a system call per request (an id names a request, it guards nothing)."""
@@ -213,10 +235,17 @@ def _new_request_id() -> str:
 
 
 class RequestIdMiddleware:
-    """Gives every response an `X-Request-Id` and turns unexpected failures into the error shape.
+    """Gives every response an `X-Request-Id`, writes the access log and turns unexpected
+    failures into the error shape.
 
     It sits inside Starlette's own error middleware, so it catches what the handlers did not and
     answers a 500 `{error, message}` carrying the request id, after logging the traceback.
+
+    The access log (`capstan.access`, at INFO, a line as a response starts) replaces uvicorn's:
+    the same line with the request id after it, so a line and the traceback of its failure can
+    be found together, and without the query string, which may carry a secret (an install
+    callback's code). uvicorn's costs more than a bare FastAPI app's whole request: it copies
+    each record and styles it (the decision "An access log of our own").
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -238,6 +267,8 @@ class RequestIdMiddleware:
                 headers = [(k, v) for k, v in message.get("headers", []) if k != b"x-request-id"]
                 headers.append((b"x-request-id", request_id.encode()))
                 message["headers"] = headers
+                if access_log.isEnabledFor(logging.INFO):
+                    _log_access(scope, message["status"], request_id)
             await send(message)
 
         try:

@@ -105,6 +105,7 @@ def server(
             host=host,
             port=port,
             log_level="info",
+            access_log=False,  # the app writes its own (`capstan.access`, with request ids)
             proxy_headers=False,
             timeout_graceful_shutdown=5,
         )

@@ -173,3 +173,12 @@ class OneTripDbapi(AsyncAdapt_aiosqlite_dbapi):
 
 def dbapi() -> OneTripDbapi:
     return OneTripDbapi(aiosqlite, sqlite3)
+
+
+def sqlite3_connection(driver_connection: Any) -> sqlite3.Connection | None:
+    """The sqlite3 connection under a pooled connection's driver connection (aiosqlite's), for
+    `db_reads` to run a SELECT on in the event loop's thread as `OneTripCursor` does; None for
+    another driver's."""
+    if isinstance(driver_connection, aiosqlite.Connection):
+        return driver_connection._conn
+    return None

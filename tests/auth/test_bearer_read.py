@@ -9,9 +9,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
-from sqlalchemy import event
+import pytest
+from sqlalchemy import bindparam, event, select
 from sqlalchemy.orm import Session
 
+from capstan.auth.token_reads import for_token
+from capstan.db_reads import DriverReads
+from capstan.projects.models import Project
 from tests.harness import Org, RunningServer
 
 _VARYING = {"date", "x-request-id"}
@@ -86,3 +90,47 @@ def test_bearer_reads_open_no_orm_session(make_server: Callable[..., RunningServ
             assert len(begun) == 1
     finally:
         org.close()
+
+
+def test_on_postgresql_the_token_and_the_read_are_one_statement(
+    org: Org, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not org.server.settings.sqlalchemy_url.startswith("postgresql"):
+        pytest.skip("SQLite keeps the token's look-up and the read apart: no round trip to save")
+    ids = [
+        org.api.post(
+            "/api/projects",
+            json={"name": f"One {index}", "hostname_suffix": org.server.unique("o")},
+        ).json()["id"]
+        for index in range(3)
+    ]
+    statements: list[str] = []
+    fetch = DriverReads._fetch
+
+    async def counted(self: DriverReads, compiled: Any, params: Any) -> Any:
+        statements.append(compiled.sql)
+        return await fetch(self, compiled, params)
+
+    monkeypatch.setattr(DriverReads, "_fetch", counted)
+    browser = org.browser()  # the ordinary route, for what the answer must be
+    for path in (f"/api/projects/{ids[1]}", "/api/projects"):
+        statements.clear()
+        assert _answer(org.api.get(path)) == _answer(browser.get(path)), path  # same order too
+        assert len(statements) == 1 and "JOIN LATERAL" in statements[0], statements
+    # Nothing to show: the token and the read apart then, to tell a bad token from a missing row.
+    statements.clear()
+    assert org.api.get("/api/projects/prj_nothing").status_code == 404
+    assert len(statements) == 3, statements
+    with org.server.client() as client:
+        refused = client.get(f"/api/projects/{ids[1]}", headers={"Authorization": "Bearer x"})
+        assert refused.status_code == 401
+
+
+def test_a_read_for_a_token_must_take_the_callers_organization() -> None:
+    with pytest.raises(ValueError, match="organization_id"):
+        for_token(select(Project.__table__.c.id))
+    unordered = select(Project.__table__.c.id).where(
+        Project.__table__.c.organization_id == bindparam("organization_id")
+    )
+    with pytest.raises(ValueError, match="ordered by selected columns"):
+        for_token(unordered.order_by(Project.__table__.c.created_at))

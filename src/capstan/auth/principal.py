@@ -12,12 +12,12 @@ from typing import Annotated, Literal
 
 from fastapi import Depends, Request
 from sqlalchemy import bindparam, select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from capstan.auth.models import ApiToken, BrowserSession, User
 from capstan.auth.secrets import api_token_well_formed, csrf_token_valid, sha256_hex
 from capstan.config import Settings
 from capstan.db import DbSession, utcnow
+from capstan.db_reads import Reads, SessionReads
 from capstan.errors import Forbidden, Unauthorized
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -43,7 +43,7 @@ async def authenticate(request: Request, session: DbSession) -> Principal:
     settings: Settings = request.app.state.settings
     authorization = request.headers.get("authorization")
     if authorization is not None:
-        return await principal_from_bearer(session, authorization)
+        return await principal_from_bearer(SessionReads(session), authorization)
     cookie = request.cookies.get(settings.session_cookie_name)
     if cookie is None:
         raise _unauthorized()
@@ -69,21 +69,32 @@ async def authenticate(request: Request, session: DbSession) -> Principal:
     return principal
 
 
-async def principal_from_bearer(
-    session: AsyncSession | AsyncConnection, authorization: str
-) -> Principal:
-    """The token's principal, or 401: on a request's session, or on a bare connection
-    (`bearer_read`)."""
+def bearer_secret_hash(authorization: str) -> str:
+    """The hash an `Authorization: Bearer <API token>` header's token is stored by; 401 when the
+    header is not one."""
     scheme, _, secret = authorization.partition(" ")
     secret = secret.strip()
     if scheme.lower() != "bearer" or not api_token_well_formed(secret):
         raise _unauthorized("Send `Authorization: Bearer <API token>`.")
-    row = (await session.execute(_TOKEN_BY_HASH, {"secret_hash": sha256_hex(secret)})).first()
+    return sha256_hex(secret)
+
+
+async def principal_from_bearer(reads: Reads, authorization: str) -> Principal:
+    """The token's principal, or 401: read through a request's session, or on the driver
+    (`bearer_read`)."""
+    return await principal_from_secret_hash(reads, bearer_secret_hash(authorization))
+
+
+async def principal_from_secret_hash(reads: Reads, secret_hash: str) -> Principal:
+    """The principal of the token stored by `secret_hash` (`bearer_secret_hash`), or 401."""
+    row = await reads.first(_TOKEN_BY_HASH, {"secret_hash": secret_hash})
     if row is None:
         raise _unauthorized("This API token is not valid or has been revoked.")
-    token_id, organization_id, user_id = row
     return Principal(
-        organization_id=organization_id, user_id=user_id, via="token", token_id=token_id
+        organization_id=row["organization_id"],
+        user_id=row["created_by_user_id"],
+        via="token",
+        token_id=row["id"],
     )
 
 

@@ -1,18 +1,17 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
-from pydantic import TypeAdapter
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from capstan.auth.bearer_read import BearerReadRoute, bearer_read
 from capstan.auth.principal import Caller, Principal
 from capstan.db import DbSession
+from capstan.db_reads import Reads, SessionReads
 from capstan.deps import AppKinds, AppSettings
 from capstan.projects import service
 from capstan.projects.schemas import ProjectCreate, ProjectListItem, ProjectOut, ProjectUpdate
 
-# The two reads answer bearer requests without dependency solving or an ORM session
-# (`auth.bearer_read`); the other routes are ordinary ones.
+# The two reads answer bearer requests on the database driver, without dependency solving or an
+# ORM session (`auth.bearer_read`); the other routes are ordinary ones.
 router = APIRouter(prefix="/api/projects", tags=["projects"], route_class=BearerReadRoute)
 # certificate_status and certificate_arn appear once HTTPS provisioning has started.
 
@@ -25,15 +24,11 @@ router = APIRouter(prefix="/api/projects", tags=["projects"], route_class=Bearer
 )
 @bearer_read(lambda connection, caller, _path: _list(connection, caller))
 async def list_projects(caller: Caller, session: DbSession) -> Response:
-    return await _list(session, caller)
+    return await _list(SessionReads(session), caller)
 
 
-async def _list(db: AsyncSession | AsyncConnection, caller: Principal) -> Response:
-    # The list leaves out the per-project settings (git_settings): GET one project for those.
-    rows = await service.list_(db, caller)
-    # Validated from plain dicts: a third of the time pydantic takes reading the rows' attributes.
-    items = _LIST.validate_python([dict(zip(row._fields, row, strict=True)) for row in rows])
-    return _json(_LIST.dump_json(items, exclude_none=True))
+async def _list(reads: Reads, caller: Principal) -> Response:
+    return _json(await service.list_json(reads, caller))
 
 
 @router.post(
@@ -58,19 +53,14 @@ async def create_project(
 )
 @bearer_read(lambda connection, caller, path: _one(connection, caller, path["project_id"]))
 async def get_project(project_id: str, caller: Caller, session: DbSession) -> Response:
-    return await _one(session, caller, project_id)
+    return await _one(SessionReads(session), caller, project_id)
 
 
-async def _one(db: AsyncSession | AsyncConnection, caller: Principal, project_id: str) -> Response:
-    project = await service.read(db, caller, project_id)
-    return _json(project.__pydantic_serializer__.to_json(project, exclude_none=True))
+async def _one(reads: Reads, caller: Principal, project_id: str) -> Response:
+    return _json(await service.read_json(reads, caller, project_id))
 
 
-# The reads serialise their models once, as the response_model's rules say (exclude_none), and
-# answer the bytes: FastAPI would validate what it was given again before serialising it.
-_LIST = TypeAdapter(list[ProjectListItem])
-
-
+# The reads answer the bytes the service rendered, as the response_model's rules say.
 def _json(body: bytes) -> Response:
     return Response(body, media_type="application/json")
 

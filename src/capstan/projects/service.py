@@ -7,12 +7,14 @@ from functools import cache
 from typing import Any
 
 import botocore.session
-from sqlalchemy import Row, bindparam, select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from pydantic import TypeAdapter
+from sqlalchemy import bindparam, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan import registry
 from capstan.auth.principal import Principal
 from capstan.db import flush_unique
+from capstan.db_reads import Reads
 from capstan.errors import BadRequest, HostnameSuffixTaken, NotFound, ProjectNotEmpty
 from capstan.projects.models import Project
 from capstan.projects.schemas import (
@@ -52,23 +54,27 @@ _BY_ID = select(Project).where(
 )
 
 
-async def read(
-    session: AsyncSession | AsyncConnection, caller: Principal, project_id: str
-) -> ProjectOut:
-    """What GET shows of a project: read as a row of the shown columns, not as an ORM object
-    (nothing changes it; no identity map, no change tracking)."""
-    row = (
-        await session.execute(
-            _SHOWN_BY_ID, {"project_id": project_id, "organization_id": caller.organization_id}
-        )
-    ).first()
-    if row is None:
+async def read_json(reads: Reads, caller: Principal, project_id: str) -> bytes:
+    """What GET shows of a project, as its JSON: read as a row of the shown columns, not as an
+    ORM object (nothing changes it; no identity map, no change tracking)."""
+    shown = await reads.rendered(
+        _SHOWN_BY_ID,
+        {"project_id": project_id, "organization_id": caller.organization_id},
+        _render_one,
+    )
+    if not shown:
         raise NotFound("No such project.")
-    shown = row._asdict()
-    shown["git_settings"] = {
-        "delete_previews_on_branch_delete": shown.pop("delete_previews_on_branch_delete")
+    return shown[0]
+
+
+def _render_one(row: dict[str, Any]) -> bytes:
+    # Serialised once, as the routes' response_model rules say (exclude_none): FastAPI would
+    # validate what it was given again before serialising it.
+    row["git_settings"] = {
+        "delete_previews_on_branch_delete": row.pop("delete_previews_on_branch_delete")
     }
-    return ProjectOut.model_validate(shown)
+    project = ProjectOut.model_validate(row)
+    return project.__pydantic_serializer__.to_json(project, exclude_none=True)
 
 
 _SHOWN_BY_ID = select(
@@ -80,10 +86,22 @@ _SHOWN_BY_ID = select(
 )
 
 
-async def list_(session: AsyncSession | AsyncConnection, caller: Principal) -> Sequence[Row[Any]]:
-    """The organization's projects, oldest first: the list's columns only, as rows (a list of
-    hundreds costs no ORM objects, identity map or change tracking that nobody uses)."""
-    return (await session.execute(_LIST, {"organization_id": caller.organization_id})).all()
+async def list_json(reads: Reads, caller: Principal) -> bytes:
+    """The organization's projects, oldest first, as the list's JSON: the list's columns only, as
+    plain rows (a list of hundreds costs no ORM objects, identity map or change tracking that
+    nobody uses), each rendered on its own (`Reads.rendered`: kept while the row is unchanged).
+    Compact JSON, so the items joined by commas are the list's own serialisation."""
+    items = await reads.rendered(_LIST, {"organization_id": caller.organization_id}, _render_item)
+    return b"[" + b",".join(items) + b"]"
+
+
+def _render_item(row: dict[str, Any]) -> bytes:
+    # The list leaves out the per-project settings (git_settings): GET one project for those.
+    # Validated from plain dicts: a third of the time pydantic takes reading the rows' attributes.
+    return _ITEM.dump_json(_ITEM.validate_python(row), exclude_none=True)
+
+
+_ITEM = TypeAdapter(ProjectListItem)
 
 
 _LIST = (
