@@ -21,7 +21,6 @@ Run from the repository root:  .venv/bin/python bench/idle.py  [--seconds 30] [-
 from __future__ import annotations
 
 import argparse
-import os
 import sqlite3
 import sys
 import tempfile
@@ -33,6 +32,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.deploy import cpu_seconds  # noqa: E402
 from tests.apps.processes import (  # noqa: E402
     bearer_client,
     capstan_env,
@@ -47,13 +47,7 @@ from tests.apps.processes import (  # noqa: E402
 
 from capstan.db import new_id  # noqa: E402 (the repository root is on the path now)
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 GOAL_EMPTY, GOAL_SETTLED = 0.5, 5.0
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def core_percent(pid: int, seconds: float) -> float:
