@@ -10,7 +10,7 @@ import secrets
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from capstan.reconcile import queue
 from capstan.reconcile.models import QueueItem, ReconcilePass
@@ -240,6 +240,94 @@ def test_a_worker_never_claims_again_a_resource_whose_pass_it_is_still_running(
         return during
 
     assert run(server, work) == ["s"]
+
+
+def test_a_pass_another_worker_took_over_stops_and_is_recorded_as_lost(
+    server: RunningServer,
+) -> None:
+    """A starved worker's lease lapsed and another worker claimed the row: the first learns it at
+    its next heartbeat and stops its pass there (as a crash would), instead of racing the new
+    owner to the cloud; the pass is recorded as lost and the row stays the new owner's."""
+    clock = FakeClock()
+    started, stopped = asyncio.Event(), asyncio.Event()
+
+    async def outcome(_id: str, _n: int) -> Result:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+        return Done()
+
+    recorder = Recorder(outcome)
+
+    async def work(sessions: Sessions) -> tuple[list[str], list[QueueItem]]:
+        stop = asyncio.Event()
+        # A heartbeat every 0.1 s (a third of the lease), in real time.
+        settings = WorkerSettings(poll_seconds=0.01, lease_seconds=0.3)
+        worker = Worker(sessions, [recorder], settings, owner="A", clock=clock)
+        loop = asyncio.create_task(worker.run(stop))
+        await enqueue_ids(sessions, recorder.kind, "t", clock=clock)
+        worker.wake()
+        await asyncio.wait_for(started.wait(), timeout=10)
+        async with sessions() as session:  # B's claim of the lapsed row, as it writes it
+            await session.execute(
+                update(QueueItem)
+                .where(QueueItem.kind == recorder.kind)
+                .values(lease_owner="B", lease_expires_at=clock.now + timedelta(seconds=30))
+            )
+            await session.commit()
+        await asyncio.wait_for(stopped.wait(), timeout=10)
+        stop.set()
+        await asyncio.wait_for(loop, timeout=10)
+        async with sessions() as session:
+            outcomes = await session.scalars(
+                select(ReconcilePass.outcome).where(ReconcilePass.kind == recorder.kind)
+            )
+            return list(outcomes), await queue_rows(sessions, recorder.kind)
+
+    outcomes, (row,) = run(server, work)
+    assert outcomes == ["lost"]
+    assert recorder.passes == ["t"]
+    assert row.lease_owner == "B"
+
+
+def test_a_heartbeat_does_not_wait_for_a_row_an_unfinished_transaction_holds(
+    server: RunningServer,
+) -> None:
+    """A request that enqueued a resource holds its row until it commits: the heartbeat extends
+    every other lease at once and that one at a later beat, instead of waiting (one request's
+    slow commit once held up all eight leases of a worker until they lapsed)."""
+    if server.backend != "postgresql":
+        pytest.skip("SQLite has one writer at a time: there every write waits for the other")
+    kind = f"test-{secrets.token_hex(4)}"
+    clock = FakeClock()
+
+    async def work(sessions: Sessions) -> tuple[set[tuple[str, str]], dict[str, object]]:
+        await enqueue_ids(sessions, kind, "p", "q", clock=clock)
+        async with sessions() as session:
+            claims = await queue.claim(
+                session, owner="A", kinds=[kind], limit=2, lease_seconds=3, clock=clock
+            )
+        async with sessions() as request:
+            await queue.enqueue(request, kind, "p", clock=clock)  # p's row locked, uncommitted
+            clock.advance(2)
+            async with sessions() as session:
+                gone = await asyncio.wait_for(
+                    queue.heartbeat(
+                        session, owner="A", claims=claims, lease_seconds=3, clock=clock
+                    ),
+                    timeout=5,
+                )
+            await request.commit()
+        rows = await queue_rows(sessions, kind)
+        return gone, {r.resource_id: r.lease_expires_at for r in rows}
+
+    gone, expiries = run(server, work)
+    assert gone == set()  # both still A's
+    assert expiries["q"] == clock.now + timedelta(seconds=3)  # extended
+    assert expiries["p"] == clock.now + timedelta(seconds=1)  # left for the next beat
 
 
 def test_resync_enqueues_every_live_resource(server: RunningServer) -> None:

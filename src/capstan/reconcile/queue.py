@@ -257,18 +257,30 @@ async def heartbeat(
     claims: list[Claim],
     lease_seconds: float,
     clock: Clock = utc_now,
-) -> int:
-    """Extend the leases `owner` still holds; answers how many it still holds. Commits."""
+) -> set[tuple[str, str]]:
+    """Extend the leases `owner` still holds; answers the (kind, resource id) of `claims` it no
+    longer holds (another worker took the row over, or the pass finished meanwhile). Commits.
+
+    On PostgreSQL a row another transaction has locked (an enqueue not yet committed) is left for
+    the next beat instead of waited for: one request holding one row must not hold up the
+    extension of every lease this worker holds. What is held is read without locks, so the
+    answer never waits either.
+    """
     if not claims:
-        return 0
-    keys = [and_(QueueItem.kind == c.kind, QueueItem.resource_id == c.resource_id) for c in claims]
-    result = await session.execute(
+        return set()
+    keys = [(c.kind, c.resource_id) for c in claims]
+    mine = select(QueueItem.kind, QueueItem.resource_id).where(
+        tuple_(QueueItem.kind, QueueItem.resource_id).in_(keys), QueueItem.lease_owner == owner
+    )
+    extend = mine.with_for_update(skip_locked=True) if _dialect(session) == "postgresql" else mine
+    await session.execute(
         update(QueueItem)
-        .where(or_(*keys), QueueItem.lease_owner == owner)
+        .where(tuple_(QueueItem.kind, QueueItem.resource_id).in_(extend))
         .values(lease_expires_at=clock() + timedelta(seconds=lease_seconds))
     )
+    held = {(row.kind, row.resource_id) for row in await session.execute(mine)}
     await session.commit()
-    return int(result.rowcount)  # type: ignore[attr-defined]
+    return set(keys) - held
 
 
 def backoff_seconds(attempts: int) -> float:

@@ -110,6 +110,9 @@ class Worker:
         self.settings = settings or WorkerSettings()
         self.owner = owner or worker_name()
         self._in_flight: dict[tuple[str, str], Claim] = {}
+        # The passes under way, and those another worker took over (stopped at the next await).
+        self._passes: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._taken_over: set[tuple[str, str]] = set()
         self._wake = asyncio.Event()
         self._last_heartbeat = time.monotonic()
         self._next_due: datetime | None = None
@@ -149,6 +152,7 @@ class Worker:
                     task = asyncio.create_task(self._process(claim))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
+                    self._passes[(claim.kind, claim.resource_id)] = task
                 if not claims:
                     await self._sleep(stop)
         finally:
@@ -209,6 +213,7 @@ class Worker:
         return claims
 
     async def _process(self, claim: Claim) -> None:
+        key = (claim.kind, claim.resource_id)
         reconciler = self._reconcilers[claim.kind]
         started_at = self._clock()
         requeue_after: float | None = None
@@ -220,6 +225,14 @@ class Worker:
                 requeue_after = result.seconds
             elif isinstance(result, PollAgain):
                 poll = result.poll
+        except asyncio.CancelledError:
+            if key not in self._taken_over:
+                raise  # the worker is stopping
+            # Another worker holds the row now and runs its own pass: this one stopped where it
+            # was (its transaction rolled back), as a crash would; `finish` records it as lost.
+            this = asyncio.current_task()
+            assert this is not None
+            this.uncancel()
         except Exception as failure:
             attempt = claim.attempts + 1
             log.log(
@@ -235,7 +248,9 @@ class Worker:
             )
             error = f"{type(failure).__name__}: {failure}"
         finally:
-            self._in_flight.pop((claim.kind, claim.resource_id), None)
+            self._in_flight.pop(key, None)
+            self._passes.pop(key, None)
+            self._taken_over.discard(key)
         async with self._sessionmaker() as session:
             due = await queue.finish(
                 session,
@@ -263,20 +278,32 @@ class Worker:
             )
         claims = list(self._in_flight.values())
         async with self._sessionmaker() as session:
-            held = await queue.heartbeat(
+            gone = await queue.heartbeat(
                 session,
                 owner=self.owner,
                 claims=claims,
                 lease_seconds=self.settings.lease_seconds,
                 clock=self._clock,
             )
-        if held < len(claims):
+        # Rows of passes still under way: another worker took them over after their lease
+        # lapsed (a pass that finished meanwhile released its row itself).
+        taken = [c for c in claims if self._in_flight.get((c.kind, c.resource_id)) is c]
+        taken = [c for c in taken if (c.kind, c.resource_id) in gone]
+        if taken:
             log.warning(
-                "lost %d of %d leases to other workers (heartbeat took %.1f s)",
-                len(claims) - held,
+                "another worker took over %d of %d passes after their lease lapsed (heartbeat "
+                "took %.1f s); stopping them: %s",
+                len(taken),
                 len(claims),
                 time.monotonic() - started,
+                ", ".join(f"{c.kind} {c.resource_id}" for c in taken),
             )
+        for claim in taken:
+            key = (claim.kind, claim.resource_id)
+            task = self._passes.get(key)  # none for `run_until_idle`'s passes
+            if task is not None:
+                self._taken_over.add(key)
+                task.cancel()
 
     def _sleep_seconds(self) -> float:
         """With every slot busy, `poll_seconds`; else until the next row is due, at most
