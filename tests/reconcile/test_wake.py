@@ -8,10 +8,15 @@ import asyncio
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.db import make_engine, make_sessionmaker
 from capstan.reconcile import queue
+from capstan.reconcile.models import QueueItem, ReconcilePass
 from capstan.reconcile.worker import RequeueAfter, Result, Worker, WorkerSettings
 from tests.harness import RunningServer
 from tests.reconcile.helpers import Recorder, Sessions, enqueue_ids, run
@@ -134,3 +139,52 @@ def test_on_postgresql_an_enqueue_in_another_process_wakes_the_worker(
         return recorder.passes
 
     assert run(server, work) == ["from-afar"]
+
+
+def test_on_sqlite_an_idle_worker_looks_again_only_after_another_connection_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite has no LISTEN: a worker's wait runs out every `idle_poll_seconds` so that it sees
+    what another process enqueued. It looks then only if some other connection committed since
+    (`PRAGMA data_version`): an idle server makes no claim at all. A database of its own, so no
+    other test's worker commits into it."""
+    ran = asyncio.Event()
+    recorder = _recorder_signalling(ran)
+    url = f"sqlite+aiosqlite:///{tmp_path / 'queue.db'}"
+    looks: list[str] = []
+    claim = queue.claim
+
+    async def counted_claim(session: AsyncSession, **arguments: Any) -> list[queue.Claim]:
+        looks.append(recorder.kind)
+        return await claim(session, **arguments)
+
+    monkeypatch.setattr(queue, "claim", counted_claim)
+
+    async def main() -> tuple[int, list[str]]:
+        engine = make_engine(url)
+        async with engine.begin() as connection:
+            tables = [QueueItem.__table__, ReconcilePass.__table__]
+            await connection.run_sync(QueueItem.metadata.create_all, tables=tables)
+        try:
+            worker = Worker(
+                make_sessionmaker(engine),
+                [recorder],
+                WorkerSettings(poll_seconds=0.02, idle_poll_seconds=0.02),
+            )
+            running = Running(worker)
+            await asyncio.sleep(1.0)  # fifty waits that ran out
+            idle_looks = len(looks)
+            elsewhere = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", ENQUEUE_ELSEWHERE, url, "", recorder.kind,
+                stderr=subprocess.PIPE,
+            )  # fmt: skip
+            _, errors = await elsewhere.communicate()
+            assert elsewhere.returncode == 0, errors.decode()
+            await running.until(ran)  # found at a later wait's end, with no wake
+            return idle_looks, recorder.passes
+        finally:
+            await engine.dispose()
+
+    idle_looks, passes = asyncio.run(main())
+    assert idle_looks <= 3, idle_looks  # the first look, and the first wait's (nothing seen yet)
+    assert passes == ["from-afar"]

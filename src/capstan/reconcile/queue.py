@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -33,6 +33,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    text,
     tuple_,
     update,
 )
@@ -168,6 +169,31 @@ async def listening(
             driver.remove_termination_listener(lost)
             with suppress(Exception):  # a broken connection has no listener to remove
                 await driver.remove_listener(CHANNEL, heard)
+
+
+CommitCount = Callable[[], Awaitable[int]]
+
+
+@asynccontextmanager
+async def commits_counted(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> AsyncIterator[CommitCount | None]:
+    """On SQLite: a function answering `PRAGMA data_version` on a connection held while inside,
+    a number that changes whenever another connection (of this process or another) commits —
+    so a worker whose safety-net wait ran out can tell that nobody wrote anything since it last
+    looked, and skip the look. Elsewhere None: PostgreSQL's LISTEN hears the other processes."""
+    engine = sessionmaker.kw["bind"]
+    if engine.dialect.name != "sqlite":
+        yield None
+        return
+    async with engine.connect() as connection:
+
+        async def count() -> int:
+            value = await connection.scalar(text("PRAGMA data_version"))
+            await connection.rollback()  # no transaction left open on the held connection
+            return int(value)
+
+        yield count
 
 
 def _dialect(session: AsyncSession) -> str:

@@ -118,6 +118,9 @@ class Worker:
         self._next_due: datetime | None = None
         # Some work may be claimable now: look before sleeping again.
         self._look = True
+        # On SQLite, commits by any other connection so far (`queue.commits_counted`).
+        self._commits: queue.CommitCount | None = None
+        self._commits_seen: int | None = None
 
     def wake(self) -> None:
         """Look for work now instead of at the next poll (e.g. after an API change)."""
@@ -130,7 +133,10 @@ class Worker:
     async def run(self, stop: asyncio.Event) -> None:
         forget_waker = queue.on_enqueue(self.wake)
         try:
-            async with queue.listening(self._sessionmaker, self.wake):
+            async with (
+                queue.listening(self._sessionmaker, self.wake),
+                queue.commits_counted(self._sessionmaker) as self._commits,
+            ):
                 await self._run(stop)
         finally:
             forget_waker()
@@ -327,9 +333,23 @@ class Worker:
         )
         for waiter in waiters:
             waiter.cancel()
-        if not done:  # the wait ran out: look (the safety net, or the next row's due time)
-            self._look = True
+        if not done:  # the wait ran out: the next row's due time (`_may_look`), or the safety net
+            self._look = await self._written_since_last_wait()
         self._wake.clear()
+
+    async def _written_since_last_wait(self) -> bool:
+        """Whether anything may have been enqueued unheard since the last wait ran out: on SQLite,
+        whether any other connection committed since (an idle server then skips the look, which
+        cost more than everything else it does); elsewhere always."""
+        if self._commits is None:
+            return True
+        try:
+            commits = await self._commits()
+        except Exception:
+            log.exception("reading SQLite's commit count failed; looking anyway")
+            return True
+        written, self._commits_seen = commits != self._commits_seen, commits
+        return written
 
     @staticmethod
     async def _every(
