@@ -16,10 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.db import make_engine, make_sessionmaker
 from capstan.reconcile import queue
-from capstan.reconcile.models import QueueItem, ReconcilePass
 from capstan.reconcile.worker import RequeueAfter, Result, Worker, WorkerSettings
 from tests.harness import RunningServer
 from tests.reconcile.helpers import Recorder, Sessions, enqueue_ids, run
+from tests.state_rows import migrated
 
 # No poll would come within any test's patience.
 ASLEEP = WorkerSettings(poll_seconds=60, idle_poll_seconds=60)
@@ -150,7 +150,7 @@ def test_on_sqlite_an_idle_worker_looks_again_only_after_another_connection_comm
     other test's worker commits into it."""
     ran = asyncio.Event()
     recorder = _recorder_signalling(ran)
-    url = f"sqlite+aiosqlite:///{tmp_path / 'queue.db'}"
+    url = next(migrated("sqlite", tmp_path)).url  # the migrations' schema, in a file of its own
     looks: list[str] = []
     claim = queue.claim
 
@@ -162,9 +162,6 @@ def test_on_sqlite_an_idle_worker_looks_again_only_after_another_connection_comm
 
     async def main() -> tuple[int, list[str]]:
         engine = make_engine(url)
-        async with engine.begin() as connection:
-            tables = [QueueItem.__table__, ReconcilePass.__table__]
-            await connection.run_sync(QueueItem.metadata.create_all, tables=tables)
         try:
             worker = Worker(
                 make_sessionmaker(engine),

@@ -22,7 +22,7 @@ router = APIRouter(prefix="/api/projects", tags=["projects"], route_class=Bearer
     response_model_exclude_none=True,
     summary="The organization's projects",
 )
-@bearer_read(lambda connection, caller, _path: _list(connection, caller))
+@bearer_read(lambda reads, caller, _path: _list(reads, caller))
 async def list_projects(caller: Caller, session: DbSession) -> Response:
     return await _list(SessionReads(session), caller)
 
@@ -51,7 +51,7 @@ async def create_project(
     response_model_exclude_none=True,
     summary="A project",
 )
-@bearer_read(lambda connection, caller, path: _one(connection, caller, path["project_id"]))
+@bearer_read(lambda reads, caller, path: _one(reads, caller, path["project_id"]))
 async def get_project(project_id: str, caller: Caller, session: DbSession) -> Response:
     return await _one(SessionReads(session), caller, project_id)
 

@@ -291,10 +291,13 @@ class Worker:
                 lease_seconds=self.settings.lease_seconds,
                 clock=self._clock,
             )
-        # Rows of passes still under way: another worker took them over after their lease
-        # lapsed (a pass that finished meanwhile released its row itself).
-        taken = [c for c in claims if self._in_flight.get((c.kind, c.resource_id)) is c]
-        taken = [c for c in taken if (c.kind, c.resource_id) in gone]
+        # Rows no longer held whose passes are still under way: another worker took them over
+        # after their lease lapsed (a pass that finished meanwhile released its row itself).
+        taken = [
+            c
+            for c in claims
+            if (c.kind, c.resource_id) in gone and self._in_flight.get((c.kind, c.resource_id)) is c
+        ]
         if taken:
             log.warning(
                 "another worker took over %d of %d passes after their lease lapsed (heartbeat "
