@@ -34,11 +34,12 @@ import io
 import json
 import os
 import sys
-import tarfile
-import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
+
+# `urllib.request` (with http.client and email) and `tarfile` are imported by the one tool that
+# needs them (`git checkout`, `docker build`): every tool is a process of its own, and a build
+# starts six; importing them all each time was most of a build's time in a zero-delay sandbox.
 
 SANDBOX_FILE = "capstan-sandbox.json"
 DEFAULT_IMAGE_FILES = {
@@ -89,6 +90,8 @@ def _repository_of(url: str) -> str:
 
 
 def _api(path: str, token: str | None) -> dict[str, object]:
+    import urllib.request  # lazily: see the imports
+
     url = os.environ.get("GIT_API_URL", "").rstrip("/") + path
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"not a git host: {url}")
@@ -150,6 +153,8 @@ def _clone(global_config: dict[str, str], args: list[str]) -> int:
 
 
 def _checkout(args: list[str]) -> int:
+    import urllib.error  # lazily: see the imports
+
     refs = [arg for arg in args if not arg.startswith("-")]
     root = Path.cwd()
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()
@@ -200,6 +205,8 @@ def _ignored(relative: str, patterns: list[str]) -> bool:
 
 
 def _layer(context: Path) -> bytes:
+    import tarfile  # lazily: see the imports
+
     ignore = context / ".dockerignore"
     patterns = []
     if ignore.exists():
