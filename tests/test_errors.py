@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import FastAPI
+from sqlalchemy import text
 
 from capstan import body_limit
 from tests.harness import Org, RunningServer
@@ -101,3 +105,45 @@ def test_bodies_over_the_limit_are_413_before_any_route_reads_them(org: Org) -> 
     )
     assert created.status_code == 201, created.text
     assert created.json()["name"] == "Streamed"
+
+
+def test_a_write_the_database_cannot_take_is_503_to_retry_and_leaves_nothing(
+    make_server: Callable[..., RunningServer],
+) -> None:
+    holding, release = threading.Event(), threading.Event()
+
+    def add_holding_route(app: FastAPI) -> None:
+        @app.post("/hold")
+        async def hold() -> None:
+            # The pool's only connection, held as a long request would hold it.
+            async with app.state.sessionmaker() as session:
+                await session.execute(text("SELECT 1"))
+                holding.set()
+                await asyncio.to_thread(release.wait, 30)
+
+    server = make_server(
+        configure_app=add_holding_route,
+        worker_concurrency=0,
+        database_pool_size=1,
+        database_pool_timeout_seconds=0.3,
+    )
+    org = server.new_org()
+    body = {"name": "Later", "hostname_suffix": "later"}
+    try:
+        with server.client() as client, ThreadPoolExecutor(1) as pool:
+            held = pool.submit(client.post, "/hold")
+            assert holding.wait(30)
+            try:
+                refused = org.api.post("/api/projects", json=body)
+            finally:
+                release.set()
+            assert held.result().status_code == 200
+        assert refused.status_code == 503, refused.text
+        assert refused.headers["retry-after"] == "5"
+        assert refused.json()["error"] == "database_unavailable"
+        assert refused.headers["x-request-id"] in refused.json()["message"]
+        assert "QueuePool" not in refused.text and "timed out" not in refused.text
+        assert org.api.get("/api/projects").json() == []
+        assert org.api.post("/api/projects", json=body).status_code == 201
+    finally:
+        org.close()

@@ -37,6 +37,7 @@ from capstan.cloud_account.router import router as cloud_account_router
 from capstan.config import CloudMode, GitHostMode, Settings
 from capstan.dashboard import mount_dashboard
 from capstan.db import engine_for, make_sessionmaker, utcnow
+from capstan.db_unavailable import RETRY_AFTER_SECONDS, database_unavailable
 from capstan.errors import ApiError, ValidationFailed
 from capstan.git_host import events as git_events
 from capstan.git_host.client import open_git_host
@@ -239,7 +240,9 @@ class RequestIdMiddleware:
     failures into the error shape.
 
     It sits inside Starlette's own error middleware, so it catches what the handlers did not and
-    answers a 500 `{error, message}` carrying the request id, after logging the traceback.
+    answers a 500 `{error, message}` carrying the request id, after logging the traceback — or a
+    503 `database_unavailable` with `Retry-After` when the database could not serve the request
+    at all (a full pool, a refused or lost connection; `db_unavailable`), logged as a warning.
 
     The access log (`capstan.access`, at INFO, a line as a response starts) replaces uvicorn's:
     the same line with the request id after it, so a line and the traceback of its failure can
@@ -273,15 +276,35 @@ class RequestIdMiddleware:
 
         try:
             await self.app(scope, receive, send_with_id)
-        except Exception:
-            log.exception("unhandled error in request %s", request_id)
+        except Exception as error:
+            unavailable = database_unavailable(error)
+            if unavailable:  # nothing to fix here: the client may try again (`db_unavailable`)
+                log.warning("request %s: the database is unavailable: %r", request_id, error)
+            else:
+                log.exception("unhandled error in request %s", request_id)
             if started:
                 raise
-            response = JSONResponse(
-                {
-                    "error": "internal_error",
-                    "message": f"Something went wrong on our side (request {request_id}).",
-                },
-                status_code=500,
-            )
+            response = _unavailable(request_id) if unavailable else _internal_error(request_id)
             await response(scope, receive, send_with_id)
+
+
+def _internal_error(request_id: str) -> JSONResponse:
+    return JSONResponse(
+        {
+            "error": "internal_error",
+            "message": f"Something went wrong on our side (request {request_id}).",
+        },
+        status_code=500,
+    )
+
+
+def _unavailable(request_id: str) -> JSONResponse:
+    return JSONResponse(
+        {
+            "error": "database_unavailable",
+            "message": "Capstan cannot reach its database right now; try again shortly "
+            f"(request {request_id}).",
+        },
+        status_code=503,
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
