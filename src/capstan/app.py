@@ -38,7 +38,7 @@ from capstan.config import CloudMode, GitHostMode, Settings
 from capstan.dashboard import mount_dashboard
 from capstan.db import engine_for, make_sessionmaker, utcnow
 from capstan.db_unavailable import RETRY_AFTER_SECONDS, database_unavailable
-from capstan.errors import ApiError, ValidationFailed
+from capstan.errors import ApiError, DatabaseUnavailable, ValidationFailed
 from capstan.git_host import events as git_events
 from capstan.git_host.client import open_git_host
 from capstan.idempotency.middleware import IdempotencyMiddleware
@@ -164,7 +164,7 @@ def _startup_objects_frozen() -> Iterator[None]:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, error: ApiError) -> JSONResponse:
-        return JSONResponse(error.body(), status_code=error.status_code, headers=error.headers)
+        return _error_response(error)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
@@ -284,27 +284,17 @@ class RequestIdMiddleware:
                 log.exception("unhandled error in request %s", request_id)
             if started:
                 raise
-            response = _unavailable(request_id) if unavailable else _internal_error(request_id)
-            await response(scope, receive, send_with_id)
+            answer = (
+                DatabaseUnavailable(
+                    "Capstan cannot reach its database right now; try again shortly "
+                    f"(request {request_id}).",
+                    retry_after_seconds=RETRY_AFTER_SECONDS,
+                )
+                if unavailable
+                else ApiError(f"Something went wrong on our side (request {request_id}).")
+            )
+            await _error_response(answer)(scope, receive, send_with_id)
 
 
-def _internal_error(request_id: str) -> JSONResponse:
-    return JSONResponse(
-        {
-            "error": "internal_error",
-            "message": f"Something went wrong on our side (request {request_id}).",
-        },
-        status_code=500,
-    )
-
-
-def _unavailable(request_id: str) -> JSONResponse:
-    return JSONResponse(
-        {
-            "error": "database_unavailable",
-            "message": "Capstan cannot reach its database right now; try again shortly "
-            f"(request {request_id}).",
-        },
-        status_code=503,
-        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-    )
+def _error_response(error: ApiError) -> JSONResponse:
+    return JSONResponse(error.body(), status_code=error.status_code, headers=error.headers)

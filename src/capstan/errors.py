@@ -13,7 +13,8 @@
     ├── PreconditionFailed (412 precondition_failed)   If-Match no longer matches
     ├── PayloadTooLarge (413 payload_too_large)
     ├── Unprocessable (422)                  cloud verification failures (own body shape)
-    └── TooManyRequests (429 too_many_requests, with Retry-After)
+    ├── TooManyRequests (429 too_many_requests, with Retry-After)
+    └── DatabaseUnavailable (503 database_unavailable, with Retry-After)
 """
 
 from __future__ import annotations
@@ -126,3 +127,15 @@ class TooManyRequests(ApiError):
     def __init__(self, message: str | None = None, *, retry_after_seconds: int) -> None:
         super().__init__(message, headers={"Retry-After": str(max(1, retry_after_seconds))})
         self.retry_after_seconds = retry_after_seconds
+
+
+class DatabaseUnavailable(ApiError):
+    """503: the database could not serve the request at all (`db_unavailable`); nothing was
+    written, and the same request may be sent again."""
+
+    status_code = 503
+    code = "database_unavailable"
+    default_message = "Capstan cannot reach its database right now; try again shortly."
+
+    def __init__(self, message: str | None = None, *, retry_after_seconds: int) -> None:
+        super().__init__(message, headers={"Retry-After": str(retry_after_seconds)})
