@@ -127,7 +127,9 @@ def server(
         _drop_schema(database_url, schema)
 
 
-def _drop_schema(database_url: str, schema: str) -> None:
+def execute_once(database_url: str, statement: str) -> None:
+    """Run one statement on its own connection and commit it (a schema or a role made or
+    dropped around a test)."""
     import asyncio
 
     from sqlalchemy import text
@@ -135,13 +137,17 @@ def _drop_schema(database_url: str, schema: str) -> None:
     from capstan.config import async_database_url
     from capstan.db import make_engine
 
-    async def drop() -> None:
+    async def execute() -> None:
         engine = make_engine(async_database_url(database_url))
         async with engine.begin() as connection:
-            await connection.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+            await connection.execute(text(statement))
         await engine.dispose()
 
-    asyncio.run(drop())
+    asyncio.run(execute())
+
+
+def _drop_schema(database_url: str, schema: str) -> None:
+    execute_once(database_url, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan.apps.models import Deployment, Service
@@ -24,12 +24,12 @@ from capstan.auth.models import Organization
 from capstan.buckets.models import Bucket
 from capstan.caches.models import Cache
 from capstan.certificates.models import Certificate
-from capstan.config import async_database_url
 from capstan.databases.models import Database as DatabaseRow
 from capstan.db import make_engine, make_sessionmaker, new_id
 from capstan.migrations import upgrade
 from capstan.projects.models import Project
 from capstan.states import IllegalMove, StateMachine
+from tests.conftest import _drop_schema
 from tests.harness import test_settings
 
 T = TypeVar("T")
@@ -76,14 +76,7 @@ def migrated(backend: str, tmp: Path) -> Iterator[Database]:
     upgrade(settings)
     yield Database(backend, settings.sqlalchemy_url, schema)
     if schema:
-
-        async def drop() -> None:
-            engine = make_engine(async_database_url(url))
-            async with engine.begin() as connection:
-                await connection.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-            await engine.dispose()
-
-        asyncio.run(drop())
+        _drop_schema(url, schema)
 
 
 # -- rows ---------------------------------------------------------------------------------------

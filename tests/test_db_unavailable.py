@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from capstan.config import async_database_url
 from capstan.db_unavailable import database_unavailable
 from tests.apps.processes import free_port
-from tests.conftest import POSTGRES_URL
+from tests.conftest import POSTGRES_URL, execute_once
 
 needs_postgres = pytest.mark.skipif(
     not POSTGRES_URL, reason="PostgreSQL not configured: set CAPSTAN_TEST_DATABASE_URL"
@@ -52,20 +52,10 @@ def test_a_refused_connection_is_unavailable() -> None:
     assert not database_unavailable(ConnectionRefusedError(111, "Connection refused"))
 
 
-def _admin(statement: str) -> None:
-    async def run() -> None:
-        engine = create_async_engine(async_database_url(POSTGRES_URL or ""))
-        async with engine.begin() as connection:
-            await connection.execute(text(statement))
-        await engine.dispose()
-
-    asyncio.run(run())
-
-
 @needs_postgres
 def test_a_role_out_of_connections_is_unavailable_and_a_wrong_database_is_not() -> None:
     role = f"capstan_no_room_{secrets.token_hex(3)}"
-    _admin(f"CREATE ROLE {role} LOGIN CONNECTION LIMIT 0")
+    execute_once(POSTGRES_URL or "", f"CREATE ROLE {role} LOGIN CONNECTION LIMIT 0")
     try:
         full = _failure_of(_asyncpg_url(username=role))
         assert "too many connections" in str(full)
@@ -74,7 +64,7 @@ def test_a_role_out_of_connections_is_unavailable_and_a_wrong_database_is_not() 
         assert "does not exist" in str(missing)
         assert not database_unavailable(missing)
     finally:
-        _admin(f"DROP ROLE {role}")
+        execute_once(POSTGRES_URL or "", f"DROP ROLE {role}")
 
 
 def test_a_full_pool_and_a_locked_sqlite_file_are_unavailable_a_constraint_is_not(
