@@ -13,13 +13,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from moto.moto_server.werkzeug_app import (
-    DomainDispatcherApplication,
-    MotoRequestHandler,
-    create_backend_app,
-)
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from moto.server import ThreadedMotoServer
-from werkzeug.serving import make_server
 
 from capstan.sandbox.cloud import (
     acm,
@@ -40,19 +35,18 @@ from capstan.sandbox.cloud import (
 )
 from capstan.sandbox.cloud import cloudfront as cloudfront_extension
 from capstan.sandbox.cloud.authorization import Authorizer
+from capstan.sandbox.cloud.keep_alive import KeepAliveServer
 from capstan.sandbox.cloud.simulator import Simulator, simulator
 from capstan.sandbox.cloud.stats import CallCounter
 
 
 class _CountingMotoServer(ThreadedMotoServer):
     """moto's threaded server with the call counter of `stats` and the IAM authorizer of
-    `authorization` in front of it."""
+    `authorization` in front of it, keeping its clients' connections open (`keep_alive`)."""
 
     def _server_entry(self) -> None:
         app = CallCounter(Authorizer(DomainDispatcherApplication(create_backend_app)))
-        self._server = make_server(
-            self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
-        )
+        self._server = KeepAliveServer(self._ip_address, self._port, app)
         self._server_ready_event.set()
         self._server.serve_forever()
 
@@ -76,7 +70,8 @@ class SandboxCloud:
             self._stopped = True
         simulator().release()
         self._server.stop()
-        # ThreadedMotoServer shuts the loop down but leaves the listening socket open.
+        # ThreadedMotoServer shuts the loop down but leaves the listening socket open, and the
+        # connections its clients keep (`KeepAliveServer.server_close` closes both).
         wsgi_server = getattr(self._server, "_server", None)
         if wsgi_server is not None:
             wsgi_server.server_close()
