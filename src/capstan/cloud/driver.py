@@ -19,7 +19,7 @@ import anyio
 import anyio.to_thread
 
 from capstan.cloud.aws import route53, sts
-from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
+from capstan.cloud.aws.session import CLOUD_THREADS, AwsSession, Credentials, Endpoint
 from capstan.cloud.credentials import AssumedRoleCache, RoleRef, utcnow
 from capstan.cloud.errors import CloudError
 from capstan.cloud.spend import SpendCache
@@ -27,8 +27,6 @@ from capstan.config import ConfigurationError, Settings
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-# boto3 calls block; at most this many run at once per process, in worker threads.
-CLOUD_THREADS = 32
 # A session whose credentials were renewed stays open this long for the steps still using it
 # (credentials are renewed five minutes before they expire; no step takes longer).
 RETIRED_SESSION_GRACE = timedelta(minutes=10)

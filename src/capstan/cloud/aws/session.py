@@ -18,11 +18,18 @@ import botocore.session
 from botocore.config import Config
 from botocore.loaders import Loader, create_loader
 
+# boto3 calls block; a process's cloud runs at most this many at once, in worker threads
+# (`driver.Cloud.run`).
+CLOUD_THREADS = 32
+
 _CLIENT_CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 4},
     connect_timeout=5,
     read_timeout=30,
     user_agent_extra="capstan",
+    # A client is shared by every thread of the cloud; with botocore's default pool of 10, the
+    # 11th call at once opened a connection (a TLS handshake, against AWS) and dropped it after.
+    max_pool_connections=CLOUD_THREADS,
 )
 
 
