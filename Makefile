@@ -113,6 +113,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/api.py
 	$(BIN)/python bench/reads.py
 	$(BIN)/python bench/idle.py
+	$(BIN)/python bench/sandbox_calls.py
 
 migrate: $(VENV)/.installed-dev
 	$(BIN)/capstan migrate
