@@ -11,9 +11,8 @@ Run from the repository root:  .venv/bin/python bench/sandbox_calls.py  [--calls
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,35 +21,19 @@ import boto3
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.apps.processes import capstan_env, free_port  # noqa: E402
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-CAPSTAN = [sys.executable, "-m", "capstan"]
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+from bench.deploy import cpu_seconds  # noqa: E402 (the repository root is on the path now)
+from tests.apps.processes import processes  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1000)
     calls = parser.parse_args().calls
-    port = free_port()
-    sandbox = subprocess.Popen(
-        [*CAPSTAN, "sandbox", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=capstan_env(),
-        text=True,
-    )
-    try:
-        assert sandbox.stdout is not None
-        sandbox.stdout.readline()  # "sandbox cloud at …": it is listening
+    with tempfile.TemporaryDirectory(prefix="capstan-bench-") as tmp, processes(Path(tmp)) as procs:
+        sandbox, url = procs.sandbox(build_seconds=0, task_start_seconds=0)
         ecs = boto3.client(
             "ecs",
-            endpoint_url=f"http://127.0.0.1:{port}",
+            endpoint_url=url,
             region_name="us-east-1",
             aws_access_key_id="bench",
             aws_secret_access_key="bench",
@@ -67,9 +50,6 @@ def main() -> None:
             f"ecs:ListClusters x{calls}: {1000 * wall / calls:.3f} ms a call, client CPU "
             f"{1000 * client / calls:.3f} ms, sandbox CPU {1000 * server / calls:.3f} ms"
         )
-    finally:
-        sandbox.terminate()
-        sandbox.wait(timeout=20)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from capstan.cloud.aws.session import CLOUD_THREADS, AwsSession, Credentials, Endpoint
-from capstan.sandbox.cloud.keep_alive import KeepAliveServer
+from tests.sandbox.wsgi_server import serving
 
 AT_ONCE = 20  # more than botocore's default pool of 10, at most CLOUD_THREADS
 assert 10 < AT_ONCE <= CLOUD_THREADS
@@ -39,14 +39,9 @@ class _Endpoint:
 @pytest.fixture
 def ecs() -> Iterator[_Endpoint]:
     app = _Endpoint()
-    server = KeepAliveServer("127.0.0.1", 0, app)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    app.url = f"http://127.0.0.1:{server.server_port}"
-    yield app
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving(app) as server:
+        app.url = f"http://127.0.0.1:{server.server_port}"
+        yield app
 
 
 def test_calls_at_once_reuse_the_connections_of_the_calls_before_them(ecs: _Endpoint) -> None:

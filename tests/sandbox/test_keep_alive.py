@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.client
 import socket
-import threading
 from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
@@ -19,6 +18,7 @@ from botocore.exceptions import EndpointConnectionError
 from capstan.sandbox.cloud.keep_alive import KeepAliveServer
 from capstan.sandbox.cloud.server import start_sandbox_cloud
 from capstan.sandbox.cloud.stats import STATS_PATH
+from tests.sandbox.wsgi_server import serving
 
 
 def _app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
@@ -38,13 +38,8 @@ def _app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
 
 @pytest.fixture
 def served() -> Iterator[KeepAliveServer]:
-    server = KeepAliveServer("127.0.0.1", 0, _app)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving(_app) as server:
+        yield server
 
 
 @pytest.fixture

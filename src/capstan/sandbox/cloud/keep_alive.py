@@ -101,18 +101,23 @@ class KeepAliveHandler(MotoRequestHandler):
                     answer.close()
         except Exception:
             self.server.log("error", f"Error on request:\n{traceback.format_exc()}")
-            return "500 Internal Server Error", [("Content-Type", "text/plain")], [b"Internal"]
+            return (
+                "500 Internal Server Error",
+                [("Content-Type", "text/plain")],
+                [b"Internal Server Error"],
+            )
         return started[0], started[1], chunks
 
     def _send(self, method: str, status: str, headers: list[tuple[str, str]], body: bytes) -> None:
-        code, _, reason = status.partition(" ")
-        self.send_response(int(code), reason)
+        code_text, _, reason = status.partition(" ")
+        code = int(code_text)
+        self.send_response(code, reason)
         for name, value in headers:
             # A HEAD's length is the app's: that of the body a GET would have.
             keep = name.lower() not in _HOP_BY_HOP
             if keep or (method == "HEAD" and name.lower() == "content-length"):
                 self.send_header(name, value)
-        if int(code) in _NO_BODY_STATUSES or int(code) < 200:
+        if code in _NO_BODY_STATUSES or code < 200:
             body = b""
         elif method != "HEAD":
             self.send_header("Content-Length", str(len(body)))
