@@ -185,5 +185,9 @@ def test_on_sqlite_an_idle_worker_looks_again_only_after_another_connection_comm
 
     idle, passes = asyncio.run(main())
     assert len(idle) >= 5, idle  # the waits did run out, again and again
-    assert sum(idle) <= 2, idle  # the first one (nothing seen before it), one more at most
+    # The first looked (nothing seen before it); the rest look only after a commit by another
+    # connection. A stray commit to the file now and then was seen under a full suite (3 looks
+    # of the idle second's waits, once in five runs); a worker that looked after every wait
+    # that ran out (the behaviour this guards against) looks at all of them.
+    assert sum(idle) <= max(2, len(idle) // 4), idle
     assert passes == ["from-afar"]
