@@ -107,9 +107,9 @@ def test_on_postgresql_the_token_and_the_read_are_one_statement(
     statements: list[str] = []
     fetch = DriverReads._fetch
 
-    async def counted(self: DriverReads, compiled: Any, params: Any) -> Any:
+    async def counted(self: DriverReads, compiled: Any, *arguments: Any) -> Any:
         statements.append(compiled.sql)
-        return await fetch(self, compiled, params)
+        return await fetch(self, compiled, *arguments)
 
     monkeypatch.setattr(DriverReads, "_fetch", counted)
     browser = org.browser()  # the ordinary route, for what the answer must be
