@@ -37,6 +37,7 @@ from capstan.cloud_account.router import router as cloud_account_router
 from capstan.config import CloudMode, GitHostMode, Settings
 from capstan.dashboard import mount_dashboard
 from capstan.db import engine_for, make_sessionmaker, utcnow
+from capstan.db_reads import ReadGate
 from capstan.db_unavailable import RETRY_AFTER_SECONDS, database_unavailable
 from capstan.errors import ApiError, DatabaseUnavailable, ValidationFailed
 from capstan.git_host import events as git_events
@@ -62,6 +63,10 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = engine_for(settings)
         app.state.sessionmaker = make_sessionmaker(engine)
+        app.state.read_gate = ReadGate(
+            settings.database_pool_size + settings.database_max_overflow,
+            settings.database_pool_timeout_seconds,
+        )
         app.state.sign_in_limiter = SignInLimiter(settings)
         async with AsyncExitStack() as stack:
             stack.push_async_callback(engine.dispose)

@@ -84,7 +84,7 @@ async def _answer(
 ) -> Response:
     engine: AsyncEngine = app.state.sessionmaker.kw["bind"]
     secret_hash = bearer_secret_hash(authorization)
-    async with driver_reads(engine) as reads:
+    async with driver_reads(engine, app.state.read_gate) as reads:
         if reads.remote:  # PostgreSQL: the token and the read in one statement, one round trip
             try:
                 return await read(TokenReads(reads, secret_hash), PENDING, path_params)
