@@ -70,6 +70,7 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
         app.state.sign_in_limiter = SignInLimiter(settings)
         async with AsyncExitStack() as stack:
             stack.push_async_callback(engine.dispose)
+            stack.push_async_callback(app.state.read_gate.close)
             stack.callback(app.state.sign_in_limiter.close)
             app.state.cloud = await stack.enter_async_context(open_configured_cloud(settings))
             app.state.git_host = await stack.enter_async_context(open_git_host(settings))
