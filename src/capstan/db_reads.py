@@ -153,9 +153,11 @@ class DriverReads:
         kept = compiled.kept.setdefault(render, {})
         answer = []
         for values in raw:
-            key = tuple(values)  # an asyncpg Record or a sqlite3 tuple: the raw values
-            body = kept.get(key)
+            # An asyncpg Record hashes and compares as the tuple of its values (a sqlite3 row is
+            # that tuple): looked up as it is, made a tuple only to be kept.
+            body = kept.get(values)
             if body is None:
+                key = tuple(values)
                 body = render(_rows(compiled, [key])[0])
                 if len(kept) >= KEPT_ROWS:
                     kept.clear()
