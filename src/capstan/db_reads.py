@@ -103,12 +103,12 @@ class DriverReads:
     """`Reads` on one pooled connection's driver (sqlite3 in the event loop's thread, as
     `sqlite_driver` runs a SELECT, or asyncpg)."""
 
-    def __init__(self, dialect: Dialect, driver_connection: Any) -> None:
+    def __init__(
+        self, dialect: Dialect, driver_connection: Any, reader: _SqliteReader | None = None
+    ) -> None:
         self.dialect = dialect
-        # The SQLite file's read connection, with the answers it keeps (`_SqliteReader`).
-        self.reader = driver_connection if isinstance(driver_connection, _SqliteReader) else None
-        if self.reader is not None:
-            driver_connection = self.reader.connection
+        # A SQLite file's read connection (`driver_connection`), with the answers it keeps.
+        self.reader = reader
         self.sqlite = (
             driver_connection
             if isinstance(driver_connection, sqlite3.Connection)
@@ -126,17 +126,13 @@ class DriverReads:
         return rows[0] if rows else None
 
     async def all(self, statement: Select[Any], params: Mapping[str, Any]) -> list[Row]:
-        compiled = _compiled(statement, self.dialect)
-        values = tuple(params[name] for name in compiled.parameters)
-        answers = None if self.reader is None else self.reader.unchanged()
+        compiled, values, answers = self._prepared(statement, params)
         return _rows(compiled, await self._fetch(compiled, values, answers))
 
     async def rendered(
         self, statement: Select[Any], params: Mapping[str, Any], render: Render
     ) -> list[bytes]:
-        compiled = _compiled(statement, self.dialect)
-        values = tuple(params[name] for name in compiled.parameters)
-        answers = None if self.reader is None else self.reader.unchanged()
+        compiled, values, answers = self._prepared(statement, params)
         if answers is not None:
             bodies = answers.get((compiled.sql, values, render))
             if bodies is not None:
@@ -146,6 +142,15 @@ class DriverReads:
         if answers is not None:
             answers.keep((compiled.sql, values, render), bodies)
         return list(bodies)
+
+    def _prepared(
+        self, statement: Select[Any], params: Mapping[str, Any]
+    ) -> tuple[_Compiled, tuple[Any, ...], _Answers | None]:
+        """The statement compiled, its parameters' values in order, and the answers kept (a SQLite
+        file's reader only)."""
+        compiled = _compiled(statement, self.dialect)
+        values = tuple(params[name] for name in compiled.parameters)
+        return compiled, values, None if self.reader is None else self.reader.unchanged()
 
     def _render(self, compiled: _Compiled, raw: Sequence[Any], render: Render) -> list[bytes]:
         if compiled.kept is None:
@@ -316,23 +321,17 @@ class ReadGate:
 async def driver_reads(
     engine: AsyncEngine, gate: ReadGate | None = None
 ) -> AsyncIterator[DriverReads]:
-    """Driver reads on PostgreSQL: a connection of the engine's pool, through `gate` if there is
-    one, and back to the pool afterwards (its reset is a no-op when nothing but these reads ran:
-    no transaction was begun). On a SQLite file: the engine's one read connection
-    (`_sqlite_reader`), which is never waited for."""
+    """Driver reads on PostgreSQL: a connection of the engine's pool through `gate` (the app's;
+    without one, a gate of one place for these reads alone), back to the pool afterwards (its
+    reset is a no-op when nothing but these reads ran: no transaction was begun). On a SQLite
+    file: the engine's one read connection (`_sqlite_reader`), which is never waited for."""
     reader = _sqlite_reader(engine)
     if reader is not None:
-        yield DriverReads(engine.dialect, reader)
+        yield DriverReads(engine.dialect, reader.connection, reader)
         return
-    if gate is not None:
-        async with gate.connection(engine) as pooled:
-            yield DriverReads(engine.dialect, pooled.driver_connection)
-        return
-    pooled = await engine.raw_connection()
-    try:
+    own = gate or ReadGate(1, timeout_seconds=0.0)  # its one place is free: it never waits
+    async with own.connection(engine) as pooled:
         yield DriverReads(engine.dialect, pooled.driver_connection)
-    finally:
-        await greenlet_spawn(pooled.close)
 
 
 _READERS: weakref.WeakKeyDictionary[Engine, _SqliteReader] = weakref.WeakKeyDictionary()
