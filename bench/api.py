@@ -86,9 +86,12 @@ class Load:
     cpu_ms: float  # the server process's CPU time (all threads) per request answered
 
 
-def wrk(url: str, token: str, seconds: int, pid: int) -> Load:
+def wrk(
+    url: str, token: str, seconds: int, pid: int, *, script: Path | None = None, **variables: str
+) -> Load:
     """wrk's throughput and 99th percentile latency for `url` (non-2xx answers count as errors),
-    and the CPU the server `pid` spent on each request."""
+    and the CPU the server `pid` spent on each request. With `script`, wrk's Lua script makes
+    the requests (`variables` in its environment)."""
     cpu_before = cpu_seconds(pid)
     finished = subprocess.run(
         [
@@ -99,11 +102,13 @@ def wrk(url: str, token: str, seconds: int, pid: int) -> Load:
             "--latency",
             "-H",
             f"Authorization: Bearer {token}",
+            *(["-s", str(script)] if script else []),
             url,
         ],
         capture_output=True,
         text=True,
         check=True,
+        env={**os.environ, **variables},
     )
     cpu = cpu_seconds(pid) - cpu_before
     out = finished.stdout
