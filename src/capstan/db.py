@@ -99,8 +99,8 @@ def make_engine(url: str, *, schema: str | None = None, **kwargs: Any) -> AsyncE
         # (run in the event loop's thread, hence check_same_thread) or a COMMIT with nothing to end.
         engine = create_async_engine(
             url,
-            module=sqlite_driver.dbapi(),
-            connect_args={"timeout": 30, "check_same_thread": False},
+            module=sqlite_driver.dbapi(busy_timeout_seconds=SQLITE_BUSY_TIMEOUT_SECONDS),
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
             **kwargs,
         )
 
@@ -109,7 +109,7 @@ def make_engine(url: str, *, schema: str | None = None, **kwargs: Any) -> AsyncE
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_SECONDS * 1000}")
             cursor.close()
 
         return engine
@@ -120,6 +120,10 @@ def make_engine(url: str, *, schema: str | None = None, **kwargs: Any) -> AsyncE
     _ping_after_idle(engine)
     return engine
 
+
+# How long a SQLite connection waits for the database's write lock (and for its turn to write,
+# `sqlite_driver.WriteTurn`) before its statement fails.
+SQLITE_BUSY_TIMEOUT_SECONDS = 30
 
 # A connection back in the pool for less than this answered its last statement moments ago; one
 # idle longer may have been closed meanwhile (a restarted server, a proxy's idle timeout).
