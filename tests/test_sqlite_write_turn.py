@@ -40,10 +40,11 @@ async def _names(engine: AsyncEngine) -> list[str]:
 
 
 async def _until_waiting(turn: sqlite_driver.WriteTurn, count: int) -> None:
-    for _ in range(100):
+    """Until `count` writers wait (each first opens its connection: trips to its thread)."""
+    for _ in range(1000):
         if len(turn._lock._waiters or ()) == count:
             return
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.01)
     raise AssertionError(f"{count} writers never waited for the turn")
 
 
