@@ -11,6 +11,10 @@ then creates N web servers at once, and measures until all N are `running`:
   `running` (read from the server's SQLite file, so that polling costs the server nothing);
 - control-plane CPU: user + system time of the `capstan server` process only (from
   /proc/<pid>/stat), per deployment — the sandbox runs in its own process and is reported apart;
+- the sandbox's builds' CPU: its finished subprocesses' (each build's shell and the sandbox's
+  `git`, `docker`, `aws` tools, Python programs), apart from the sandbox's own;
+- machine busy: the share of all cores' time not idle over the run (from /proc/stat): when it
+  is near 100 %, the run waited for the cores, whoever used them;
 - AWS calls: counted by the sandbox itself (a WSGI middleware in front of moto answers
   `GET /_capstan/stats`), per deployment.
 
@@ -65,6 +69,8 @@ class Run:
     seconds: float
     server_cpu: float
     sandbox_cpu: float
+    builds_cpu: float
+    machine_busy: float
     aws_calls: int
     by_service: dict[str, int]
     by_operation: dict[str, int]
@@ -81,11 +87,20 @@ class Run:
         return self.aws_calls / self.n
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (fields 14 and 15 of /proc/<pid>/stat)."""
+def cpu_seconds(pid: int, *, children: bool = False) -> float:
+    """User + system CPU time of a process so far (fields 14 and 15 of /proc/<pid>/stat); with
+    `children`, of its children that have ended and been waited for instead (16 and 17)."""
     stat = Path(f"/proc/{pid}/stat").read_text()
     fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    first = 13 if children else 11
+    return (int(fields[first]) + int(fields[first + 1])) / CLOCK_TICKS
+
+
+def machine_ticks() -> tuple[int, int]:
+    """All cores' (busy, total) clock ticks so far (the first line of /proc/stat)."""
+    values = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = values[3] + values[4]  # idle, iowait
+    return sum(values) - idle, sum(values)
 
 
 def aws_calls(client: httpx.Client) -> dict[str, dict[str, int]]:
@@ -213,6 +228,8 @@ def run(n: int, timeout: float, *, with_timeline: bool = False, profile: Path | 
             if profile is not None:
                 os.kill(server.pid, signal.SIGUSR1)
             server_before, sandbox_before = cpu_seconds(server.pid), cpu_seconds(sandbox.pid)
+            builds_before = cpu_seconds(sandbox.pid, children=True)
+            busy_before, ticks_before = machine_ticks()
             started = time.monotonic()
             origin = datetime.now(UTC)
 
@@ -226,6 +243,9 @@ def run(n: int, timeout: float, *, with_timeline: bool = False, profile: Path | 
             seconds = time.monotonic() - started
             server_cpu = cpu_seconds(server.pid) - server_before
             sandbox_cpu = cpu_seconds(sandbox.pid) - sandbox_before
+            builds_cpu = cpu_seconds(sandbox.pid, children=True) - builds_before
+            busy, ticks = machine_ticks()
+            machine_busy = (busy - busy_before) / max(ticks - ticks_before, 1)
             if profile is not None:
                 written = profile / f"profile-{n}.txt"
                 written.unlink(missing_ok=True)
@@ -241,6 +261,8 @@ def run(n: int, timeout: float, *, with_timeline: bool = False, profile: Path | 
             seconds,
             server_cpu,
             sandbox_cpu,
+            builds_cpu,
+            machine_busy,
             sum(by_service.values()),
             by_service,
             by_operation,
@@ -255,13 +277,15 @@ def report(runs: list[Run]) -> None:
     print()
     print(
         f"{'N':>4} | {'all running':>11} | {'per deploy':>10} | {'CP CPU/deploy':>13} | "
-        f"{'sandbox CPU/deploy':>18} | {'AWS calls/deploy':>16} || ratios vs N={base.n}: "
+        f"{'sandbox CPU/deploy':>18} | {'builds CPU/deploy':>17} | {'machine busy':>12} | "
+        f"{'AWS calls/deploy':>16} || ratios vs N={base.n}: "
         "time/deploy, CPU/deploy, calls/deploy"
     )
     for item in runs:
         print(
             f"{item.n:>4} | {item.seconds:>10.2f}s | {item.seconds / item.n:>9.3f}s | "
             f"{item.cpu_per_deployment:>12.3f}s | {item.sandbox_cpu / item.n:>17.3f}s | "
+            f"{item.builds_cpu / item.n:>16.3f}s | {item.machine_busy:>11.0%} | "
             f"{item.calls_per_deployment:>16.1f} || "
             f"{(item.seconds / item.n) / (base.seconds / base.n):>5.2f}  "
             f"{item.cpu_per_deployment / base.cpu_per_deployment:>5.2f}  "
@@ -303,7 +327,8 @@ def main() -> None:
             print(f"  N={n} {line}")
         print(
             f"N={n}: all running in {result.seconds:.2f}s, control-plane CPU "
-            f"{result.server_cpu:.2f}s, sandbox CPU {result.sandbox_cpu:.2f}s, "
+            f"{result.server_cpu:.2f}s, sandbox CPU {result.sandbox_cpu:.2f}s (its builds "
+            f"{result.builds_cpu:.2f}s more), machine busy {result.machine_busy:.0%}, "
             f"{result.aws_calls} AWS calls (the warm-up deployment, with the project's network: "
             f"{result.warm_up_seconds:.2f}s, {result.warm_up_calls} AWS calls)",
             flush=True,
