@@ -30,10 +30,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
@@ -48,6 +49,8 @@ from tests.apps.processes import (  # noqa: E402 (the repository root is on the 
     free_port,
 )
 from tests.conftest import _drop_schema  # noqa: E402
+
+T = TypeVar("T")
 
 CONNECTIONS = 64
 # One wrk thread: on this 2-core machine that is a core for the load and a core for the server
@@ -223,14 +226,42 @@ def _show(load: Load) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def wrk_parser(description: str) -> argparse.ArgumentParser:
+    """The options every wrk bench takes: `--seconds` and `--postgres`."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--seconds", type=int, default=10, help="wrk's duration per measurement")
     parser.add_argument(
         "--postgres",
         default=os.environ.get("CAPSTAN_TEST_DATABASE_URL"),
         help="a PostgreSQL URL to measure too (default: CAPSTAN_TEST_DATABASE_URL)",
     )
+    if shutil.which("wrk") is None:
+        raise SystemExit("the benchmarks through wrk need it: apt-get install -y wrk")
+    return parser
+
+
+def each_database(
+    measure: Callable[[str, dict[str, str]], T],
+    postgres: str | None,
+    extra: dict[str, str],
+    *,
+    sqlite: bool = True,
+) -> dict[str, T]:
+    """`measure(database, server settings)` on SQLite, then on PostgreSQL (when a URL is given)
+    in a schema of its own, dropped afterwards."""
+    runs = {"sqlite": measure("sqlite", dict(extra))} if sqlite else {}
+    if postgres:
+        schema = f"capstan_bench_{secrets.token_hex(3)}"
+        settings = {**extra, "CAPSTAN_DATABASE_URL": postgres, "CAPSTAN_DATABASE_SCHEMA": schema}
+        try:
+            runs["postgresql"] = measure("postgresql", settings)
+        finally:
+            _drop_schema(postgres, schema)
+    return runs
+
+
+def main() -> None:
+    parser = wrk_parser(__doc__.splitlines()[0])
     parser.add_argument(
         "--server-env",
         action="append",
@@ -243,23 +274,12 @@ def main() -> None:
     )
     arguments = parser.parse_args()
     extra = dict(setting.split("=", 1) for setting in arguments.server_env)
-    if shutil.which("wrk") is None:
-        raise SystemExit("bench/api.py needs wrk: apt-get install -y wrk")
-    runs = {} if arguments.skip_sqlite else {"sqlite": measure("sqlite", extra, arguments.seconds)}
-    if arguments.postgres:
-        schema = f"capstan_bench_api_{secrets.token_hex(3)}"
-        try:
-            runs["postgresql"] = measure(
-                "postgresql",
-                {
-                    **extra,
-                    "CAPSTAN_DATABASE_URL": arguments.postgres,
-                    "CAPSTAN_DATABASE_SCHEMA": schema,
-                },
-                arguments.seconds,
-            )
-        finally:
-            _drop_schema(arguments.postgres, schema)
+    runs = each_database(
+        lambda database, settings: measure(database, settings, arguments.seconds),
+        arguments.postgres,
+        extra,
+        sqlite=not arguments.skip_sqlite,
+    )
     print()
     print(
         f"{'database':<10} {'request':<6} | {'capstan req/s':>13} {'p99':>9} {'CPU/req':>9} | "

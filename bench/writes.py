@@ -12,10 +12,6 @@ Run from the repository root:  .venv/bin/python bench/writes.py  [--seconds 10] 
 
 from __future__ import annotations
 
-import argparse
-import os
-import secrets
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -23,9 +19,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.api import PROJECTS, Load, _show, capstan_server, wrk  # noqa: E402
+from bench.api import (  # noqa: E402
+    PROJECTS,
+    Load,
+    _show,
+    capstan_server,
+    each_database,
+    wrk,
+    wrk_parser,
+)
 from tests.apps.processes import bearer_client, free_port  # noqa: E402
-from tests.conftest import _drop_schema  # noqa: E402
 
 SCRIPT = ROOT / "bench" / "patch.lua"
 
@@ -55,24 +58,12 @@ def measure(database: str, env: dict[str, str], seconds: int) -> Load:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=int, default=10, help="wrk's duration per measurement")
-    parser.add_argument(
-        "--postgres",
-        default=os.environ.get("CAPSTAN_TEST_DATABASE_URL"),
-        help="a PostgreSQL URL to measure too (default: CAPSTAN_TEST_DATABASE_URL)",
+    arguments = wrk_parser(__doc__.splitlines()[0]).parse_args()
+    runs = each_database(
+        lambda database, settings: measure(database, settings, arguments.seconds),
+        arguments.postgres,
+        {},
     )
-    arguments = parser.parse_args()
-    if shutil.which("wrk") is None:
-        raise SystemExit("bench/writes.py needs wrk: apt-get install -y wrk")
-    runs = {"sqlite": measure("sqlite", {}, arguments.seconds)}
-    if arguments.postgres:
-        schema = f"capstan_bench_writes_{secrets.token_hex(3)}"
-        try:
-            env = {"CAPSTAN_DATABASE_URL": arguments.postgres, "CAPSTAN_DATABASE_SCHEMA": schema}
-            runs["postgresql"] = measure("postgresql", env, arguments.seconds)
-        finally:
-            _drop_schema(arguments.postgres, schema)
     print()
     print(f"{'database':<10} {'request':<6} | {'req/s':>7} {'p99':>10} {'CPU/req':>9} | errors")
     for database, load in runs.items():
