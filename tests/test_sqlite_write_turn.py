@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import aiosqlite
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -92,11 +93,13 @@ def test_a_wait_longer_than_the_busy_timeout_fails_as_sqlite_would(
     _sqlite(tmp_path, work)
 
 
+@pytest.mark.parametrize("dropped_by", ["rollback", "close"])
 def test_a_turn_its_holder_dropped_is_taken_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dropped_by: str
 ) -> None:
     """A connection whose transaction ended without its rollback or close giving the turn back
-    (here, rolled back under the adapter) does not stop the others for the busy timeout."""
+    (here, rolled back or closed under the adapter) does not stop the others for the busy
+    timeout."""
     monkeypatch.setattr(db, "SQLITE_BUSY_TIMEOUT_SECONDS", 5)
     monkeypatch.setattr(sqlite_driver, "ABANDONED_LOOK_SECONDS", 0.05)
 
@@ -106,11 +109,18 @@ def test_a_turn_its_holder_dropped_is_taken_back(
         async with engine.connect() as dropped:
             await dropped.execute(text("INSERT INTO t (name) VALUES ('lost')"))
             raw = await dropped.get_raw_connection()
-            raw.driver_connection._conn.rollback()  # type: ignore[union-attr]
+            driver = raw.driver_connection
+            assert isinstance(driver, aiosqlite.Connection)
+            if dropped_by == "rollback":
+                driver._conn.rollback()
+            else:
+                await driver.close()
             assert turn.holder is not None
             started = asyncio.get_running_loop().time()
             await _insert_and_commit(engine, "next")
             assert asyncio.get_running_loop().time() - started < 5
+            if dropped_by == "close":
+                await dropped.invalidate()
         assert await _names(engine) == ["next"]
 
     _sqlite(tmp_path, work)

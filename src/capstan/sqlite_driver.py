@@ -32,6 +32,8 @@ A connection about to write while another of the engine's holds the turn now wai
 in the event loop, woken the moment the holder's transaction ends. SQLite's own lock and busy
 timeout still stand between processes (and between engines). A wait longer than the busy timeout
 fails as SQLite's does (`OperationalError: database is locked`, answered 503).
+
+Used by `capstan.db.make_engine` for `sqlite+aiosqlite` URLs, as the engine's DBAPI `module`.
 """
 
 from __future__ import annotations
@@ -233,7 +235,7 @@ class OneTripConnection(AsyncAdapt_aiosqlite_connection):
 
     def sqlite_in_transaction(self) -> bool:
         """Whether SQLite has a transaction open here (False once the connection is closed)."""
-        connection = self._connection._conn
+        connection = self._connection._connection  # aiosqlite's; None once closed
         return connection is not None and connection.in_transaction
 
     def abandoned(self) -> bool:
