@@ -18,7 +18,7 @@ or clean-up of the WAL when a connection opens or the last one closes; a connect
 statements, its PRAGMAs, make the trip). The connection is used by one statement at a time
 either way (SQLAlchemy awaits each), hence `check_same_thread=False`.
 
-It also learns whether SQLite has a transaction open: Python's sqlite3 opens one only before a
+It also asks sqlite3 whether a transaction is open: Python's sqlite3 opens one only before a
 write, so after reads only there is nothing for COMMIT or ROLLBACK to end, and they are answered
 without the trip (sqlite3 would do nothing with them). The SQL sent and the transactions are
 exactly those of the stock adapter.
@@ -57,7 +57,7 @@ from sqlalchemy.util.concurrency import await_
 
 log = logging.getLogger("capstan.db")
 
-_Outcome = tuple[Any, list[Any], int, Any, bool]
+_Outcome = tuple[Any, list[Any], int, Any]
 # A statement that only reads: SQLAlchemy's SELECTs (no `SELECT ... FOR UPDATE` on SQLite) and
 # PRAGMA reads; anything else (INSERT ... RETURNING, a CTE that writes) takes the trip.
 _READ = re.compile(r"\s*SELECT\b", re.IGNORECASE)
@@ -75,7 +75,7 @@ def _run(connection: sqlite3.Connection, operation: str, parameters: Any, many: 
             cursor.execute(operation, parameters)
         description = cursor.description
         rows = cursor.fetchall() if description else []
-        return description, rows, cursor.rowcount, cursor.lastrowid, connection.in_transaction
+        return description, rows, cursor.rowcount, cursor.lastrowid
     finally:
         cursor.close()
 
@@ -196,7 +196,6 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
         try:
             if not reads and turn.holder is not adapted:
                 await_(turn.take(adapted))
-            adapted.in_transaction = True  # until SQLite says otherwise
             adapted.mid_statement = True
             if reads:
                 # In the event loop's thread: no trip (see the module's docstring). Awaited, as
@@ -210,54 +209,45 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
                 )
         except Exception as error:
             adapted.mid_statement = False
-            adapted.in_transaction = adapted.sqlite_in_transaction()
             if not adapted.in_transaction:
                 turn.give_back(adapted)
             adapted._handle_exception(error)
         adapted.mid_statement = False
-        self._description, rows, self._rowcount, self._lastrowid, adapted.in_transaction = outcome
+        self._description, rows, self._rowcount, self._lastrowid = outcome
         self._rows = collections.deque(rows)
         if not adapted.in_transaction:
             turn.give_back(adapted)
 
 
 class OneTripConnection(AsyncAdapt_aiosqlite_connection):
-    __slots__ = ("in_transaction", "mid_statement")
+    __slots__ = ("mid_statement",)
 
     _cursor_cls = OneTripCursor  # type: ignore[assignment]
     dbapi: OneTripDbapi
 
     def __init__(self, dbapi: Any, connection: Any) -> None:
         super().__init__(dbapi, connection)
-        # Unknown until a statement has run here: COMMIT and ROLLBACK make their trip.
-        self.in_transaction = True
         self.mid_statement = False
 
-    def sqlite_in_transaction(self) -> bool:
-        """Whether SQLite has a transaction open here (False once the connection is closed)."""
+    @property
+    def in_transaction(self) -> bool:
+        """Whether SQLite has a transaction open here (False once the connection is closed):
+        read from sqlite3 between statements (one runs at a time on a connection)."""
         connection = self._connection._connection  # aiosqlite's; None once closed
         return connection is not None and connection.in_transaction
 
     def abandoned(self) -> bool:
         """Holding the turn with no statement running and no transaction open."""
-        return not self.mid_statement and not self.sqlite_in_transaction()
-
-    def cursor(self, server_side: bool = False) -> Any:
-        if server_side:
-            # The stock streaming cursor, whose statements this adapter does not see.
-            self.in_transaction = True
-        return super().cursor(server_side)
+        return not self.mid_statement and not self.in_transaction
 
     def commit(self) -> None:
         if self.in_transaction:
             super().commit()
-            self.in_transaction = False
         self.dbapi.write_turn.give_back(self)
 
     def rollback(self) -> None:
         if self.in_transaction:
             super().rollback()
-            self.in_transaction = False
         self.dbapi.write_turn.give_back(self)
 
     def close(self) -> None:
