@@ -5,7 +5,7 @@ statements built once at import. Run through SQLAlchemy, each execution pays for
 an execution context, a result object and the greenlet bridge — several times what SQLite or
 asyncpg spend on the statement. `DriverReads` runs the same statements on the driver's own
 connection (on PostgreSQL checked out of the engine's pool, so the pool's size, pings and limits
-hold; on SQLite the engine's one read connection, see `_sqlite_reader`): each
+hold; on SQLite the engine's one read connection, see `db_kept.sqlite_reader`): each
 statement compiled once per dialect, its rows converted by the very result processors SQLAlchemy
 would apply (a UTC timestamp, a SQLite boolean), so a row reads the same either way.
 `SessionReads` runs them on an ordinary session or connection, for the routes that have one.
@@ -22,36 +22,29 @@ conversion and the model's validation and serialisation. Only statements whose e
 of a type whose equal values look the same (text, integers, booleans, timestamps, bytes) keep
 them: a `Decimal('1.0')` equals `Decimal('1.00')`, a float `0.0` equals `-0.0`.
 
-On a SQLite file the reads' connection also keeps its whole answers (a statement's rows, and what
-`rendered` made of them, by its parameters) for as long as the database is unchanged:
-`PRAGMA data_version` (a microsecond) tells it when any other connection, of this process or
-another, has committed since it last looked, and the connection itself can write nothing. A read
-is a function of the database and its parameters — statements that ask for the time or chance are
-refused at compile time — so an answer kept is the one the statement would give. The project
-list's 100 rows cost sqlite3 ~170 µs to fetch as Python values (1.7 µs a row, measured): most of
-such a request's CPU, and nothing at all while nothing was written.
+Whole answers (a statement's rows, and what `rendered` made of them, by its parameters) are also
+kept for as long as the database is unchanged: `db_kept` says how each database tells that.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from sqlalchemy import DateTime, Select, TypeDecorator, event, exc, func, literal_column
-from sqlalchemy.engine import Dialect, Engine
+from sqlalchemy import DateTime, Select, TypeDecorator, exc, func, literal_column
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 from sqlalchemy.sql.elements import ColumnClause
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.visitors import iterate
 from sqlalchemy.util import greenlet_spawn
 
-from capstan import sqlite_driver
+from capstan import db_kept, sqlite_driver
 
 Row = dict[str, Any]
 # A row's bytes (a response item's JSON): a function of the row alone, nothing else.
@@ -91,6 +84,8 @@ class SessionReads:
 class _Compiled:
     sql: str
     parameters: tuple[str, ...]  # the bound names, in the order the SQL takes them
+    # On PostgreSQL: where among them the SQL takes the kept answer's snapshot (`db_kept`).
+    snapshot_at: int
     keys: tuple[str, ...]
     # (key, processor) of the columns that have a processor
     converted: tuple[tuple[str, Callable[[Any], Any]], ...]
@@ -101,10 +96,15 @@ class _Compiled:
 
 class DriverReads:
     """`Reads` on one pooled connection's driver (sqlite3 in the event loop's thread, as
-    `sqlite_driver` runs a SELECT, or asyncpg)."""
+    `sqlite_driver` runs a SELECT, or asyncpg), their answers kept while the database is
+    unchanged (`db_kept`): by a SQLite file's `reader`, by PostgreSQL's `snapshots`."""
 
     def __init__(
-        self, dialect: Dialect, driver_connection: Any, reader: _SqliteReader | None = None
+        self,
+        dialect: Dialect,
+        driver_connection: Any,
+        reader: db_kept.SqliteReader | None = None,
+        snapshots: db_kept.Answers | None = None,
     ) -> None:
         self.dialect = dialect
         # A SQLite file's read connection (`driver_connection`), with the answers it keeps.
@@ -115,6 +115,7 @@ class DriverReads:
             else sqlite_driver.sqlite3_connection(driver_connection)
         )
         self.asyncpg = None if self.sqlite is not None else driver_connection
+        self.snapshots = db_kept.Answers() if snapshots is None else snapshots
 
     @property
     def remote(self) -> bool:
@@ -126,31 +127,57 @@ class DriverReads:
         return rows[0] if rows else None
 
     async def all(self, statement: Select[Any], params: Mapping[str, Any]) -> list[Row]:
-        compiled, values, answers = self._prepared(statement, params)
-        return _rows(compiled, await self._fetch(compiled, values, answers))
+        compiled, values = self._prepared(statement, params)
+        return _rows(compiled, await self._answer(compiled, values, (compiled.sql, values), list))
 
     async def rendered(
         self, statement: Select[Any], params: Mapping[str, Any], render: Render
     ) -> list[bytes]:
-        compiled, values, answers = self._prepared(statement, params)
-        if answers is not None:
-            bodies = answers.get((compiled.sql, values, render))
-            if bodies is not None:
-                return list(bodies)
-        raw = await self._fetch(compiled, values, answers)
-        bodies = self._render(compiled, raw, render)
-        if answers is not None:
-            answers.keep((compiled.sql, values, render), bodies)
+        compiled, values = self._prepared(statement, params)
+        bodies = await self._answer(
+            compiled,
+            values,
+            (compiled.sql, values, render),
+            lambda raw: self._render(compiled, raw, render),
+        )
         return list(bodies)
 
     def _prepared(
         self, statement: Select[Any], params: Mapping[str, Any]
-    ) -> tuple[_Compiled, tuple[Any, ...], _Answers | None]:
-        """The statement compiled, its parameters' values in order, and the answers kept (a SQLite
-        file's reader only)."""
+    ) -> tuple[_Compiled, tuple[Any, ...]]:
+        """The statement compiled and its parameters' values in order."""
         compiled = _compiled(statement, self.dialect)
-        values = tuple(params[name] for name in compiled.parameters)
-        return compiled, values, None if self.reader is None else self.reader.unchanged()
+        return compiled, tuple(params[name] for name in compiled.parameters)
+
+    async def _answer(
+        self,
+        compiled: _Compiled,
+        values: tuple[Any, ...],
+        key: tuple[Any, ...],
+        make: Callable[[Sequence[Any]], list[Any]],
+    ) -> list[Any]:
+        """What `make` makes of the statement's raw rows, or what it made of them before, kept
+        under `key` while the database is unchanged. Never changed once kept."""
+        if self.asyncpg is not None:
+            kept = self.snapshots.get(key)
+            asked = list(values)
+            asked.insert(compiled.snapshot_at, None if kept is None else kept[0])
+            raw = await self.asyncpg.fetch(compiled.sql, *asked)
+            snapshot = raw[0][0]
+            if kept is not None and kept[0] == snapshot:
+                return kept[1]  # type: ignore[no-any-return]
+            answer = make([row[2:] for row in raw if row[1] is not None])
+            self.snapshots.keep(key, (snapshot, answer), len(answer))
+            return answer
+        assert self.sqlite is not None
+        if self.reader is None:  # not a file: the pool's connection, nothing kept
+            return make(self.sqlite.execute(compiled.sql, values).fetchall())
+        answers = self.reader.unchanged()
+        found: list[Any] | None = answers.get(key)
+        if found is None:
+            found = make(self.sqlite.execute(compiled.sql, values).fetchall())
+            answers.keep(key, found, len(found))
+        return found
 
     def _render(self, compiled: _Compiled, raw: Sequence[Any], render: Render) -> list[bytes]:
         if compiled.kept is None:
@@ -158,70 +185,17 @@ class DriverReads:
         kept = compiled.kept.setdefault(render, {})
         answer = []
         for values in raw:
-            # An asyncpg Record hashes and compares as the tuple of its values (a sqlite3 row is
-            # that tuple): looked up as it is, made a tuple only to be kept.
+            # A sqlite3 row is the tuple of its values (an asyncpg Record's are sliced to one):
+            # looked up as it is.
             body = kept.get(values)
             if body is None:
                 key = tuple(values)
                 body = render(_rows(compiled, [key])[0])
-                if len(kept) >= KEPT_ROWS:
+                if len(kept) >= db_kept.KEPT_ROWS:
                     kept.clear()
                 kept[key] = body
             answer.append(body)
         return answer
-
-    async def _fetch(
-        self, compiled: _Compiled, values: tuple[Any, ...], answers: _Answers | None
-    ) -> Sequence[Any]:
-        if self.sqlite is None:
-            return await self.asyncpg.fetch(compiled.sql, *values)  # type: ignore[union-attr,no-any-return]
-        if answers is None:
-            return self.sqlite.execute(compiled.sql, values).fetchall()
-        raw: list[Any] | None = answers.get((compiled.sql, values))
-        if raw is None:
-            raw = self.sqlite.execute(compiled.sql, values).fetchall()
-            answers.keep((compiled.sql, values), raw)
-        return raw
-
-
-# Rendered rows kept per statement and render function (a row of the project list and its bytes,
-# 0.7 KB measured on SQLite: 7 MB at most); past it they are dropped all at once. The same bound
-# holds the rows of the answers a SQLite reader keeps (`_Answers`).
-KEPT_ROWS = 10_000
-
-
-class _Answers(dict[tuple[Any, ...], Any]):
-    """The answers a SQLite reader gave since the database last changed, by statement and
-    parameters (and render function): rows or bodies, never changed once kept."""
-
-    rows = 0
-
-    def keep(self, key: tuple[Any, ...], answer: list[Any]) -> None:
-        if self.rows + len(answer) > KEPT_ROWS:
-            self.clear()
-            self.rows = 0
-        self[key] = answer
-        self.rows += len(answer)
-
-
-class _SqliteReader:
-    """A SQLite file's read connection (`_sqlite_reader`) and the answers it keeps while the
-    database is unchanged (see the module's docstring)."""
-
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self.connection = connection
-        self.version: int | None = None
-        self.answers = _Answers()
-
-    def unchanged(self) -> _Answers:
-        """The answers kept, none if another connection committed since the last look. A commit
-        between this look and the read that follows it only makes that read's answer newer than
-        the version it is kept under: the next look drops it."""
-        (version,) = self.connection.execute("PRAGMA data_version").fetchone()
-        if version != self.version:
-            self.version = version
-            self.answers = _Answers()
-        return self.answers
 
 
 # Types whose equal values are rendered alike (see the module's docstring).
@@ -324,42 +298,16 @@ async def driver_reads(
     """Driver reads on PostgreSQL: a connection of the engine's pool through `gate` (the app's;
     without one, a gate of one place for these reads alone), back to the pool afterwards (its
     reset is a no-op when nothing but these reads ran: no transaction was begun). On a SQLite
-    file: the engine's one read connection (`_sqlite_reader`), which is never waited for."""
-    reader = _sqlite_reader(engine)
+    file: the engine's one read connection (`db_kept.sqlite_reader`), which is never waited for."""
+    reader = db_kept.sqlite_reader(engine)
     if reader is not None:
         yield DriverReads(engine.dialect, reader.connection, reader)
         return
     own = gate or ReadGate(1, timeout_seconds=0.0)  # its one place is free: it never waits
     async with own.connection(engine) as pooled:
-        yield DriverReads(engine.dialect, pooled.driver_connection)
-
-
-_READERS: weakref.WeakKeyDictionary[Engine, _SqliteReader] = weakref.WeakKeyDictionary()
-
-
-def _sqlite_reader(engine: AsyncEngine) -> _SqliteReader | None:
-    """A SQLite file engine's connection for driver reads, opened on first use, closed when the
-    engine is disposed; None for another database.
-
-    A SQLite read runs start to finish in the event loop's thread and never waits on a lock
-    (WAL; see `sqlite_driver`), so no two requests ever use the connection at once and one
-    serves them all, without the pool's checkout and return, a third of such a read's cost. It
-    is `query_only`: nothing can write through it. Each SELECT reads the last committed state
-    (sqlite3 opens no transaction for a SELECT)."""
-    if engine.dialect.name != "sqlite":
-        return None
-    sync_engine = engine.sync_engine
-    reader = _READERS.get(sync_engine)
-    if reader is not None:
-        return reader
-    path = engine.url.database
-    if not path or path == ":memory:" or path.startswith("file:"):
-        return None  # another connection would be another database: use the pool's
-    connection = sqlite3.connect(path, timeout=30, check_same_thread=False)
-    connection.execute("PRAGMA query_only = ON")
-    reader = _READERS[sync_engine] = _SqliteReader(connection)
-    event.listen(sync_engine, "engine_disposed", lambda _engine: connection.close())
-    return reader
+        yield DriverReads(
+            engine.dialect, pooled.driver_connection, snapshots=db_kept.snapshot_answers(engine)
+        )
 
 
 # The SQL functions a driver read may call: those whose answer depends on their arguments alone
@@ -392,9 +340,13 @@ def _compiled(statement: Select[Any], dialect: Dialect) -> _Compiled:
     processors = [
         column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns
     ]
-    run = statement
-    if dialect.name == "postgresql" and any(_zoned(column) for column in columns):
-        run, processors = _timestamps_as_text(statement, columns, processors)
+    run, offset = statement, 0
+    if dialect.name == "postgresql":
+        # Its snapshot and whether a row is there before the statement's own columns.
+        run, offset = db_kept.with_snapshot(statement), 2
+        processors = [None, None, *processors]
+        if any(_zoned(column) for column in columns):
+            run, processors = _timestamps_as_text(run, list(run.selected_columns), processors)
     compiled = run.compile(dialect=dialect)
     names = tuple(compiled.positiontup or ())
     for name in names:
@@ -404,11 +356,12 @@ def _compiled(statement: Select[Any], dialect: Dialect) -> _Compiled:
     made = _Compiled(
         kept={} if all(_keepable(column) for column in columns) else None,
         sql=compiled.string,
-        parameters=names,
+        parameters=tuple(name for name in names if name != db_kept.KEPT_SNAPSHOT),
+        snapshot_at=names.index(db_kept.KEPT_SNAPSHOT) if offset else -1,
         keys=keys,
         converted=tuple(
             (key, process)
-            for key, process in zip(keys, processors, strict=True)
+            for key, process in zip(keys, processors[offset:], strict=True)
             if process is not None
         ),
     )

@@ -105,13 +105,13 @@ def test_on_postgresql_the_token_and_the_read_are_one_statement(
         for index in range(3)
     ]
     statements: list[str] = []
-    fetch = DriverReads._fetch
+    answer = DriverReads._answer
 
     async def counted(self: DriverReads, compiled: Any, *arguments: Any) -> Any:
         statements.append(compiled.sql)
-        return await fetch(self, compiled, *arguments)
+        return await answer(self, compiled, *arguments)
 
-    monkeypatch.setattr(DriverReads, "_fetch", counted)
+    monkeypatch.setattr(DriverReads, "_answer", counted)
     browser = org.browser()  # the ordinary route, for what the answer must be
     for path in (f"/api/projects/{ids[1]}", "/api/projects"):
         statements.clear()

@@ -1,5 +1,5 @@
 """On a SQLite file the driver reads' connection keeps its answers while the database is
-unchanged (`db_reads._SqliteReader`): a read then runs no statement but `PRAGMA data_version`,
+unchanged (`db_kept.SqliteReader`): a read then runs no statement but `PRAGMA data_version`,
 and any commit by another connection — of this process or another — is seen by the next read."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects import sqlite
 
-from capstan import db_reads
+from capstan import db_kept, db_reads
 from capstan.auth.models import Organization
 from capstan.db import make_engine, make_sessionmaker
 from capstan.projects import service
@@ -164,7 +164,7 @@ def test_kept_answers_are_not_changed_by_what_a_caller_does_with_them(database: 
 def test_kept_answers_hold_at_most_kept_rows(
     database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(db_reads, "KEPT_ROWS", 3)
+    monkeypatch.setattr(db_kept, "KEPT_ROWS", 3)
 
     async def work(engine: Any) -> list[int]:
         held = []

@@ -35,6 +35,7 @@ from sqlalchemy.sql.visitors import replacement_traverse
 
 from capstan.auth.models import ApiToken
 from capstan.auth.principal import Principal
+from capstan.db_kept import order_keys
 from capstan.db_reads import DriverReads, Render, Row
 
 ORGANIZATION = "organization_id"
@@ -103,19 +104,6 @@ def for_token(statement: Select[Any]) -> Select[Any]:
         select(*shown.c)
         .select_from(token.join(shown, true()))
         .where(token.c.secret_hash == bindparam("secret_hash"))
-        .order_by(*(shown.c[key] for key in _order_keys(statement)))
+        .order_by(*(shown.c[key] for key in order_keys(statement)))
     )
     return joined
-
-
-def _order_keys(statement: Select[Any]) -> list[str]:
-    """The keys of the selected columns `statement` is ordered by (the lateral's rows need the
-    outer statement to keep their order; SQL promises none otherwise)."""
-    selected = {id(column): str(column.key) for column in statement.selected_columns}
-    keys = []
-    for clause in statement._order_by_clauses:  # no public accessor
-        key = selected.get(id(clause))
-        if key is None:
-            raise ValueError(f"a read for a token is ordered by selected columns; {clause} is not")
-        keys.append(key)
-    return keys
