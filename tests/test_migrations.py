@@ -15,10 +15,11 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
+from sqlalchemy.dialects import postgresql, sqlite
 
-from capstan.config import Settings
+from capstan.config import ConfigurationError, Settings
 from capstan.db import make_engine
-from capstan.migrations import alembic_config, upgrade
+from capstan.migrations import alembic_config, require_supported, upgrade
 from capstan.models import Base
 
 POSTGRES_URL = os.environ.get("CAPSTAN_TEST_DATABASE_URL")
@@ -70,3 +71,18 @@ def test_postgresql_schema_matches_the_models(tmp_path: Path) -> None:
             await engine.dispose()
 
         asyncio.run(drop())
+
+
+def test_a_postgresql_older_than_13_is_refused_before_any_migration() -> None:
+    """The driver reads select `pg_current_snapshot()` (PostgreSQL 13 on): an older server is
+    refused with a clear error, which `capstan migrate`, `server` and `worker` print, not half
+    migrated. (No PostgreSQL 12 runs here: the dialect is told the version it would read.)"""
+    dialect = postgresql.dialect()
+    dialect.server_version_info = (12, 19)
+    refused = r"needs PostgreSQL 13 or newer.*PostgreSQL 12\.19"
+    with pytest.raises(ConfigurationError, match=refused):
+        require_supported(dialect)
+    for version in ((13, 0), (17, 2)):
+        dialect.server_version_info = version
+        require_supported(dialect)
+    require_supported(sqlite.dialect())

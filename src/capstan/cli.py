@@ -63,7 +63,10 @@ def _migrate(settings: Settings) -> None:
 
     if settings.database_url is None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-    upgrade(settings)
+    try:
+        upgrade(settings)
+    except ConfigurationError as error:  # a database Capstan cannot run on
+        raise _fail(str(error)) from error
 
 
 @app.command()

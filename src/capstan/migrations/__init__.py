@@ -8,8 +8,9 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import text
+from sqlalchemy.engine import Dialect
 
-from capstan.config import Settings
+from capstan.config import ConfigurationError, Settings
 from capstan.db import make_engine
 
 HERE = Path(__file__).parent
@@ -20,6 +21,22 @@ def alembic_config(settings: Settings) -> Config:
     config.set_main_option("script_location", str(HERE))
     config.attributes["settings"] = settings
     return config
+
+
+# The oldest PostgreSQL Capstan runs on: its driver reads select `pg_current_snapshot()` (new in
+# 13; see `db_kept`). Every release of PostgreSQL still supported upstream has it.
+OLDEST_POSTGRESQL = 13
+
+
+def require_supported(dialect: Dialect) -> None:
+    """Refuse, before any migration runs, a database Capstan cannot run on."""
+    version = dialect.server_version_info
+    if dialect.name == "postgresql" and version is not None and version[0] < OLDEST_POSTGRESQL:
+        shown = ".".join(str(part) for part in version)
+        raise ConfigurationError(
+            f"Capstan needs PostgreSQL {OLDEST_POSTGRESQL} or newer; the database at "
+            f"CAPSTAN_DATABASE_URL is PostgreSQL {shown}."
+        )
 
 
 def upgrade(settings: Settings, revision: str = "head") -> None:

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection
 
 from capstan.config import Settings
 from capstan.db import UtcDateTime, make_engine
+from capstan.migrations import require_supported
 from capstan.models import Base
 
 settings: Settings = context.config.attributes["settings"]
@@ -23,6 +24,7 @@ def _render_item(type_: str, obj: Any, autogen_context: Any) -> str | Literal[Fa
 
 
 def _run(connection: Connection) -> None:
+    require_supported(connection.dialect)
     context.configure(
         connection=connection,
         target_metadata=Base.metadata,
