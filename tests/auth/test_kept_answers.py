@@ -1,43 +1,66 @@
-"""On a SQLite file the driver reads' connection keeps its answers while the database is
-unchanged (`db_kept.SqliteReader`): a read then runs no statement but `PRAGMA data_version`,
-and any commit by another connection — of this process or another — is seen by the next read."""
+"""Driver reads keep their answers while the database is unchanged (`db_kept`).
+
+On a SQLite file the reads' connection runs no statement but `PRAGMA data_version` for an answer
+kept (`db_kept.SqliteReader`). On PostgreSQL each read is one statement that selects its
+snapshot and ships its rows only when that is not the kept answer's (`db_kept.with_snapshot`).
+On both, any commit by another connection — of this process or another — is seen by the next
+read, and on PostgreSQL so is a writer already running when the answer was kept."""
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
+import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import asyncpg
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.dialects import sqlite
 
 from capstan import db_kept, db_reads
-from capstan.auth.models import Organization
-from capstan.db import make_engine, make_sessionmaker
+from capstan.auth.models import ApiToken, Organization
+from capstan.auth.token_reads import for_token
+from capstan.db import make_sessionmaker
+from capstan.db_reads import DriverReads
 from capstan.projects import service
 from capstan.projects.models import Project
-from tests.state_rows import migrated
+from tests.state_rows import Database, migrated
 
 T = TypeVar("T")
 _ORGANIZATION = {"organization_id": "org_kept"}
+_COUNT = (
+    select(func.count().label("projects"))
+    .select_from(Project)
+    .where(Project.organization_id == bindparam("organization_id"))
+)
 
 
 def _render(row: dict[str, Any]) -> bytes:
     return str(row["name"]).encode()
 
 
-@pytest.fixture
-def database(tmp_path: Path) -> str:
-    """A SQLite file of its own, by the migrations, with an organization and two projects."""
-    url = next(migrated("sqlite", tmp_path)).url
+def _filled(backend: str, tmp: Path) -> Iterator[Database]:
+    """A database of `backend` of its own, by the migrations, with an organization, its token and
+    two projects (a PostgreSQL schema is dropped afterwards)."""
+    if backend == "postgresql" and not os.environ.get("CAPSTAN_TEST_DATABASE_URL"):
+        pytest.skip("PostgreSQL not configured: set CAPSTAN_TEST_DATABASE_URL")
+    databases = migrated(backend, tmp)
+    made = next(databases)
 
-    async def fill(engine: Any) -> None:
-        async with make_sessionmaker(engine)() as session:
+    async def fill(sessions: Any) -> None:
+        async with sessions() as session:
             session.add(Organization(id=_ORGANIZATION["organization_id"], name="Kept"))
+            await session.flush()
+            session.add(
+                ApiToken(
+                    organization_id=_ORGANIZATION["organization_id"],
+                    name="kept",
+                    secret_hash="kept-hash",
+                )
+            )
             for name in ("First", "Second"):
                 session.add(
                     Project(
@@ -49,52 +72,101 @@ def database(tmp_path: Path) -> str:
                 )
             await session.commit()
 
-    _on(url, fill)
-    return url
+    made.run(fill)
+    yield made
+    next(databases, None)
 
 
-def _on(url: str, work: Callable[[Any], Awaitable[T]]) -> T:
-    async def main() -> T:
-        engine = make_engine(url)
-        try:
-            return await work(engine)
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(main())
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    yield from _filled(request.param, tmp_path)
 
 
-def _statements(reads: db_reads.DriverReads) -> list[str]:
-    """The SQL the reads' connection runs from now on."""
-    ran: list[str] = []
-    assert reads.sqlite is not None
-    reads.sqlite.set_trace_callback(ran.append)
-    return ran
+@pytest.fixture
+def sqlite_file(tmp_path: Path) -> Iterator[Database]:
+    yield from _filled("sqlite", tmp_path)
 
 
-def test_an_unchanged_database_is_answered_from_what_was_kept(
-    database: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    rendered = []
-    render_rows = db_reads.DriverReads._render
+@pytest.fixture
+def postgres(tmp_path: Path) -> Iterator[Database]:
+    yield from _filled("postgresql", tmp_path)
 
-    def counted(reads: db_reads.DriverReads, *arguments: Any) -> list[bytes]:
+
+def _on(database: Database, work: Callable[[Any], Awaitable[T]]) -> T:
+    """`work(engine)` on a short-lived engine of `database`'s."""
+    return database.run(lambda sessions: work(sessions.kw["bind"]))
+
+
+async def _elsewhere(database: Database, sql: str) -> None:
+    """`sql` run and committed by another process."""
+    if database.backend == "sqlite":
+        program = (
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1].split(':///', 1)[1]); "
+            "c.execute(sys.argv[3]); c.commit()"
+        )
+    else:
+        program = (
+            "import asyncio, asyncpg, sys\n"
+            "async def main():\n"
+            "    c = await asyncpg.connect(sys.argv[1].replace('+asyncpg', ''),\n"
+            "                              server_settings={'search_path': sys.argv[2]})\n"
+            "    await c.execute(sys.argv[3])\n"
+            "    await c.close()\n"
+            "asyncio.run(main())\n"
+        )
+    done = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", program, database.url, str(database.schema), sql
+    )
+    assert await done.wait() == 0
+
+
+def _counted_renders(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The rows `DriverReads` renders from now on (a kept answer renders none)."""
+    rendered: list[Any] = []
+    render_rows = DriverReads._render
+
+    def counted(reads: DriverReads, *arguments: Any) -> list[bytes]:
         rendered.append(arguments)
         return render_rows(reads, *arguments)
 
-    monkeypatch.setattr(db_reads.DriverReads, "_render", counted)
+    monkeypatch.setattr(DriverReads, "_render", counted)
+    return rendered
+
+
+def _kept_rows(reads: DriverReads) -> int:
+    return reads.reader.answers.rows if reads.reader is not None else reads.snapshots.rows
+
+
+class _Shipped:
+    """A PostgreSQL read's driver connection, counting the rows each statement shipped."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.rows: list[int] = []
+
+    async def fetch(self, sql: str, *values: Any) -> Any:
+        raw = await self.connection.fetch(sql, *values)
+        self.rows.append(len(raw))
+        return raw
+
+
+def test_an_unchanged_sqlite_file_is_answered_from_what_was_kept(
+    sqlite_file: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rendered = _counted_renders(monkeypatch)
 
     async def work(engine: Any) -> tuple[list[list[bytes]], list[str]]:
         answers = []
         async with db_reads.driver_reads(engine) as reads:
-            assert reads.reader is not None  # a file: the engine's one read connection
-            ran = _statements(reads)
+            assert reads.reader is not None and reads.sqlite is not None  # the one read connection
+            ran: list[str] = []
+            reads.sqlite.set_trace_callback(ran.append)
             for _ in range(3):
                 answers.append(await reads.rendered(service._LIST, _ORGANIZATION, _render))
-            reads.sqlite.set_trace_callback(None)  # type: ignore[union-attr]
+            reads.sqlite.set_trace_callback(None)
         return answers, ran
 
-    answers, ran = _on(database, work)
+    answers, ran = _on(sqlite_file, work)
     assert answers == [[b"First", b"Second"]] * 3
     selects = [statement for statement in ran if statement.startswith("SELECT")]
     assert len(selects) == 1, ran  # the list's statement ran once
@@ -102,39 +174,46 @@ def test_an_unchanged_database_is_answered_from_what_was_kept(
     assert len(rendered) == 1  # the bodies were kept too, not only the rows
 
 
-def test_a_commit_by_another_connection_is_answered_at_once(database: str) -> None:
-    path = database.removeprefix("sqlite:///").removeprefix("sqlite+aiosqlite:///")
+def test_an_unchanged_postgresql_answer_ships_no_rows(
+    postgres: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rendered = _counted_renders(monkeypatch)
 
+    async def work(engine: Any) -> tuple[list[list[bytes]], list[int]]:
+        answers = []
+        for _ in range(3):  # each read a connection of the pool's, the answers the engine's
+            async with db_reads.driver_reads(engine) as reads:
+                shipped = reads.asyncpg = _Shipped(reads.asyncpg)
+                answers.append(await reads.rendered(service._LIST, _ORGANIZATION, _render))
+                answers.append(await reads.rendered(service._LIST, _ORGANIZATION, _render))
+        return answers, shipped.rows
+
+    answers, shipped = _on(postgres, work)
+    assert answers == [[b"First", b"Second"]] * 6
+    assert shipped == [1, 1]  # the last two reads: the snapshot's row alone
+    assert len(rendered) == 1  # the first read's rows, rendered once
+
+
+def test_what_another_connection_or_process_commits_is_answered_at_once(
+    database: Database,
+) -> None:
     async def work(engine: Any) -> list[list[bytes]]:
         answers = []
         async with db_reads.driver_reads(engine) as reads:
             answers.append(await reads.rendered(service._LIST, _ORGANIZATION, _render))
-            # Another connection of this process: the engine's own pool.
-            async with make_sessionmaker(engine)() as session:
-                await session.execute(
-                    update(Project).where(Project.name == "First").values(name="One")
-                )
+            async with make_sessionmaker(engine)() as session:  # another connection of the pool
+                renamed = update(Project).where(Project.name == "First").values(name="One")
+                await session.execute(renamed)
                 await session.commit()
             answers.append(await reads.rendered(service._LIST, _ORGANIZATION, _render))
-            # Another process.
-            elsewhere = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-c",
-                "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
-                "c.execute(\"UPDATE projects SET name = 'Two' WHERE name = 'Second'\"); "
-                "c.commit()",
-                path,
-            )
-            assert await elsewhere.wait() == 0
+            await _elsewhere(database, "UPDATE projects SET name = 'Two' WHERE name = 'Second'")
             answers.append(await reads.rendered(service._LIST, _ORGANIZATION, _render))
-            # A plain sqlite3 connection of this process, deleting a row.
-            other = sqlite3.connect(path)
-            other.execute("DELETE FROM projects WHERE name = 'One'")
-            other.commit()
-            other.close()
+            await _elsewhere(database, "DELETE FROM projects WHERE name = 'One'")
             answers.append(await reads.rendered(service._LIST, _ORGANIZATION, _render))
             rows = await reads.all(service._LIST, _ORGANIZATION)
-        return [*answers, [row["name"].encode() for row in rows]]
+            (counted,) = await reads.all(_COUNT, _ORGANIZATION)
+        names = [row["name"].encode() for row in rows]
+        return [*answers, names, [str(counted["projects"]).encode()]]
 
     assert _on(database, work) == [
         [b"First", b"Second"],
@@ -142,10 +221,69 @@ def test_a_commit_by_another_connection_is_answered_at_once(database: str) -> No
         [b"One", b"Two"],
         [b"Two"],
         [b"Two"],
+        [b"1"],
     ]
 
 
-def test_kept_answers_are_not_changed_by_what_a_caller_does_with_them(database: str) -> None:
+def test_a_writer_running_when_an_answer_was_kept_is_seen_once_it_commits(
+    postgres: Database,
+) -> None:
+    """The kept answer's snapshot lists the writer as still running: its commit changes the
+    snapshot, though no transaction began after it."""
+
+    async def work(engine: Any) -> list[Any]:
+        seen: list[Any] = []
+        writer = await asyncpg.connect(
+            postgres.url.replace("+asyncpg", ""),
+            server_settings={"search_path": str(postgres.schema)},
+        )
+        try:
+            async with db_reads.driver_reads(engine) as reads:
+                await reads.all(_COUNT, _ORGANIZATION)  # kept before the writer began
+                transaction = writer.transaction()
+                await transaction.start()
+                await writer.execute("UPDATE projects SET name = 'Later' WHERE name = 'First'")
+                seen.append(await reads.all(_COUNT, _ORGANIZATION))  # a new snapshot: read again
+                shipped = reads.asyncpg = _Shipped(reads.asyncpg)
+                seen.append(await reads.rendered(service._LIST, _ORGANIZATION, _render))
+                seen.append(await reads.rendered(service._LIST, _ORGANIZATION, _render))
+                await transaction.commit()
+                seen.append(await reads.rendered(service._LIST, _ORGANIZATION, _render))
+                seen.append(shipped.rows)
+        finally:
+            await writer.close()
+        return seen
+
+    assert _on(postgres, work) == [
+        [{"projects": 2}],
+        [b"First", b"Second"],
+        [b"First", b"Second"],  # kept: the writer has not committed
+        [b"Later", b"Second"],
+        [2, 1, 2],
+    ]
+
+
+def test_a_token_revoked_elsewhere_reads_nothing_at_once(postgres: Database) -> None:
+    token_list = for_token(service._LIST)  # PostgreSQL's: the token joined into the read
+
+    async def work(engine: Any) -> list[list[bytes]]:
+        answers = []
+        for revoke in (False, True):
+            if revoke:
+                await _elsewhere(postgres, "DELETE FROM api_tokens WHERE secret_hash = 'kept-hash'")
+            async with db_reads.driver_reads(engine) as reads:
+                for _ in range(2):
+                    answers.append(
+                        await reads.rendered(token_list, {"secret_hash": "kept-hash"}, _render)
+                    )
+        return answers
+
+    assert _on(postgres, work) == [[b"First", b"Second"]] * 2 + [[], []]
+
+
+def test_kept_answers_are_not_changed_by_what_a_caller_does_with_them(
+    database: Database,
+) -> None:
     async def work(engine: Any) -> tuple[list[Any], list[Any]]:
         async with db_reads.driver_reads(engine) as reads:
             bodies = await reads.rendered(service._LIST, _ORGANIZATION, _render)
@@ -162,19 +300,18 @@ def test_kept_answers_are_not_changed_by_what_a_caller_does_with_them(database: 
 
 
 def test_kept_answers_hold_at_most_kept_rows(
-    database: str, monkeypatch: pytest.MonkeyPatch
+    database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(db_kept, "KEPT_ROWS", 3)
 
     async def work(engine: Any) -> list[int]:
         held = []
-        async with db_reads.driver_reads(engine) as reads:
-            assert reads.reader is not None
-            for _ in range(2):
+        for _ in range(2):
+            async with db_reads.driver_reads(engine) as reads:
                 await reads.rendered(service._LIST, _ORGANIZATION, _render)  # 2 rows kept
-                held.append(reads.reader.answers.rows)
+                held.append(_kept_rows(reads))
                 await reads.all(service._LIST, _ORGANIZATION)  # 2 more: past 3, dropped first
-                held.append(reads.reader.answers.rows)
+                held.append(_kept_rows(reads))
         return held
 
     assert _on(database, work) == [2, 2, 2, 2]
