@@ -30,8 +30,9 @@ OLDEST_POSTGRESQL = 13
 
 def require_supported(dialect: Dialect) -> None:
     """Refuse, before any migration runs, a database Capstan cannot run on."""
-    version = dialect.server_version_info
-    if dialect.name == "postgresql" and version is not None and version[0] < OLDEST_POSTGRESQL:
+    version = dialect.server_version_info or ()
+    major = version[0] if version else None
+    if dialect.name == "postgresql" and isinstance(major, int) and major < OLDEST_POSTGRESQL:
         shown = ".".join(str(part) for part in version)
         raise ConfigurationError(
             f"Capstan needs PostgreSQL {OLDEST_POSTGRESQL} or newer; the database at "
