@@ -30,7 +30,7 @@ import sqlite3
 import weakref
 from typing import Any
 
-from sqlalchemy import Select, Text, bindparam, cast, event, func, select, true
+from sqlalchemy import Select, Text, bindparam, cast, event, func, literal_column, select, true
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -121,12 +121,16 @@ def with_snapshot(statement: Select[Any]) -> Select[Any]:
     `:kept_snapshot` (see the module's docstring), as
 
         SELECT now.snapshot, asked.present, asked.* FROM (SELECT pg_current_snapshot()::text
-        AS snapshot) AS now LEFT JOIN LATERAL (SELECT <statement's columns>, true AS present
-        ... AND now.snapshot IS DISTINCT FROM :kept_snapshot) AS asked ON true
+        AS snapshot OFFSET 0) AS now LEFT JOIN LATERAL (SELECT <statement's columns>, true AS
+        present ... AND now.snapshot IS DISTINCT FROM :kept_snapshot) AS asked ON true
 
     in the statement's order. Its first row's `snapshot` is always there; its rows are those
     whose `present` is true (none: one row of NULLs after the snapshot)."""
-    now = select(cast(func.pg_current_snapshot(), Text).label("snapshot")).subquery("now")
+    # OFFSET 0 keeps the subquery from being pulled up into the outer statement, where its
+    # snapshot would be made again for every row (`EXPLAIN VERBOSE` shows it evaluated once with
+    # it, in the join's output without it).
+    snapshot = cast(func.pg_current_snapshot(), Text).label("snapshot")
+    now = select(snapshot).offset(literal_column("0")).subquery("now")
     asked = statement.add_columns(true().label("present")).where(
         now.c.snapshot.is_distinct_from(bindparam(KEPT_SNAPSHOT, type_=Text))
     )
