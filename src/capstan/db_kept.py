@@ -19,9 +19,9 @@ as long as nothing has been committed since. Each database tells that differentl
   snapshot. Any commit that wrote, anywhere in the cluster, makes the next read of each answer
   read its rows again: one round trip each way, never a second one.
 
-The project list's 100 rows cost sqlite3 ~170 µs to fetch as Python values, and PostgreSQL
-~0.5 ms of its own CPU (`bench/api.py`): most of such a request's cost, and nothing at all while
-nothing was written.
+The project list's 100 rows cost sqlite3 ~170 µs to fetch as Python values, and PostgreSQL's
+backends ~0.5 ms of CPU a request (their /proc figures under wrk): most of such a request's
+cost, and nothing at all while nothing was written.
 """
 
 from __future__ import annotations
