@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import fnmatch
 import html
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,29 +89,53 @@ def answering(
             "distribution; the sandbox front shows web servers and static websites only.",
         )
     region = dns_name.split(".elb.")[0].rsplit(".", 1)[-1]
-    for account_id in _accounts(endpoint):
-        try:
-            with organization_access(endpoint, account_id) as admin, aws_errors():
-                found = _behind_load_balancer(admin, region, dns_name, hostname)
-        except CloudError:
-            continue  # an account the organization cannot enter (its management account)
-        if found is not None:
-            if isinstance(found, NoAnswer):
-                return found
-            return Answering(hostname=hostname, account_id=account_id, **found)
-    return NoAnswer(502, f"The load balancer {dns_name} that {hostname} points to is gone.")
+    owned = _in_its_account(
+        endpoint, dns_name, lambda admin: _behind_load_balancer(admin, region, dns_name, hostname)
+    )
+    if owned is None:
+        return NoAnswer(502, f"The load balancer {dns_name} that {hostname} points to is gone.")
+    account_id, found = owned
+    if isinstance(found, NoAnswer):
+        return found
+    return Answering(hostname=hostname, account_id=account_id, **found)
 
 
 def _site(endpoint: Endpoint, dns_name: str, hostname: str, path: str) -> SiteObject | NoAnswer:
-    for account_id in _accounts(endpoint):
+    owned = _in_its_account(
+        endpoint, dns_name, lambda admin: _behind_distribution(admin, dns_name, hostname, path)
+    )
+    if owned is None:
+        return NoAnswer(502, f"The distribution {dns_name} that {hostname} points to is gone.")
+    return owned[1]  # type: ignore[no-any-return]
+
+
+# The account each DNS name was last found in, by sandbox: looked in first. A sandbox may hold
+# hundreds of accounts (the test suite makes one an organization), each a role to assume and a
+# listing; the others are still looked in when the name is not there. Dropped all at once past
+# `_OWNERS_KEPT` names.
+_OWNERS: dict[tuple[str | None, str], str] = {}
+_OWNERS_KEPT = 10_000
+
+
+def _in_its_account(
+    endpoint: Endpoint, dns_name: str, look: Callable[[AwsSession], Any]
+) -> tuple[str, Any] | None:
+    """(account, what `look` found there, not None) in the first of the organization's accounts
+    where it finds anything; None when it finds nothing in any."""
+    key = (endpoint.url, dns_name)
+    known = _OWNERS.get(key)
+    for account_id in _accounts(endpoint, first=known):
         try:
             with organization_access(endpoint, account_id) as admin, aws_errors():
-                found = _behind_distribution(admin, dns_name, hostname, path)
+                found = look(admin)
         except CloudError:
             continue  # an account the organization cannot enter (its management account)
         if found is not None:
-            return found
-    return NoAnswer(502, f"The distribution {dns_name} that {hostname} points to is gone.")
+            if len(_OWNERS) >= _OWNERS_KEPT:
+                _OWNERS.clear()
+            _OWNERS[key] = account_id
+            return account_id, found
+    return None
 
 
 def _behind_distribution(
@@ -167,14 +192,19 @@ def _object_key(path: str, viewer_function: bool, root_object: str) -> str:
     return path.lstrip("/")
 
 
-def _accounts(endpoint: Endpoint) -> list[str]:
+def _accounts(endpoint: Endpoint, *, first: str | None) -> Iterator[str]:
+    """The organization's accounts, `first` (when given) before the others, which are only
+    listed when it is not the one looked for."""
+    if first is not None:
+        yield first
     with management_session(endpoint) as management, aws_errors():
         organizations = management.client("organizations")
-        return [
+        listed = [
             account["Id"]
             for page in organizations.get_paginator("list_accounts").paginate()
             for account in page["Accounts"]
         ]
+    yield from (account_id for account_id in listed if account_id != first)
 
 
 def _behind_load_balancer(
