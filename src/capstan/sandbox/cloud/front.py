@@ -20,6 +20,9 @@ origin access control does. The front reads the bucket as the account's administ
 what the distribution points at, not whether the bucket policy would let it read (the site
 tests check that policy).
 
+Whichever sandbox account owns a load balancer or distribution is found by entering the
+organization's accounts in turn; the one found is entered first the next time (`_OWNERS`).
+
 `ServiceFrontMiddleware` serves both for requests whose Host is under the service domain (mounted
 by `create_app` in sandbox mode only); every other request passes through untouched.
 """
