@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import httpx
 import pytest
 from botocore.exceptions import ClientError
 
@@ -19,7 +18,6 @@ from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud.pricing import bucket_monthly_usd, monthly_run_rate_usd
 from capstan.cloud.spend import SpendDriver
 from capstan.sandbox.cloud.simulator import simulator
-from capstan.sandbox.cloud.stats import STATS_PATH
 from tests.cloud.deploy_helpers import (
     BROKEN,
     COMMIT,
@@ -36,6 +34,7 @@ from tests.cloud.deploy_helpers import (
     worker_target,
 )
 from tests.polling import wait_until
+from tests.sandbox.aws import calls, calls_since
 
 pytestmark = pytest.mark.usefixtures("fast_simulator")
 
@@ -499,23 +498,6 @@ def test_environment_versions_live_side_by_side_and_unneeded_ones_are_pruned(
     assert left == [f"{root}dep_two/MODE"]
 
 
-def _calls(endpoint: Endpoint, account: str | None = None) -> dict[str, int]:
-    """The sandbox's calls by operation: all of them, or those of `account`'s role sessions (the
-    sandbox is shared with the reconcilers of other tests' servers, still at work)."""
-    stats = httpx.get(endpoint.url + STATS_PATH, timeout=30).json()
-    answer: dict[str, int] = (
-        stats["by_operation"] if account is None else stats["by_account"].get(account, {})
-    )
-    return answer
-
-
-def _made(endpoint: Endpoint, before: dict[str, int], account: str | None = None) -> dict[str, int]:
-    after = _calls(endpoint, account)
-    return {
-        key: after[key] - before.get(key, 0) for key in after if after[key] - before.get(key, 0)
-    }
-
-
 def test_a_first_deployment_makes_no_look_before_an_idempotent_create(
     deployer: Deployer,
     sessions: tuple[AwsSession, AwsSession],
@@ -532,13 +514,13 @@ def test_a_first_deployment_makes_no_look_before_an_idempotent_create(
     target = web_target(project_id)
     deployer.describe_rollout(target, "no-such-task-definition")  # the zone, seen once before
 
-    before = _calls(endpoint, account)
+    before = calls(endpoint, account)
     finished = deployer.describe_build(build(deployer, target, source))
     assert finished.image_uri is not None
     environment = deployer.put_environment(target, {"API_KEY": "k-1", "EMPTY": ""}, "v1")
     arn = deployer.deploy(task_spec(target, finished.image_uri, environment))
     settle(deployer, target, arn)
-    made = _made(endpoint, before, account)
+    made = calls_since(endpoint, before, account)
     assert made["codebuild:StartBuild"] == 1  # counted: the deployer's role is in `account`
 
     for look in (
@@ -563,10 +545,10 @@ def test_a_first_deployment_makes_no_look_before_an_idempotent_create(
         assert {"Key": "capstan:resource", "Value": target.resource_id} in tags["TagList"]
 
     # Deployed again (a new release): what exists is found by its create, nothing is read twice.
-    before = _calls(endpoint)
+    before = calls(endpoint)
     again = deployer.deploy(task_spec(target, finished.image_uri, environment))
     settle(deployer, target, again)
-    made = _made(endpoint, before)
+    made = calls_since(endpoint, before)
     assert "route53:ListHostedZonesByName" not in made  # the zone id is kept
     assert made.get("elbv2:DescribeTargetGroups", 0) <= 1  # after CreateTargetGroup's refusal
     wait_until(lambda: deployer.delete(target), timeout=10)

@@ -3,13 +3,10 @@ following DNS, the load balancer's host rule, the target group and the ECS servi
 
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
-
-from capstan.sandbox.cloud.stats import STATS_PATH
+from capstan.cloud.aws.session import Endpoint
 from tests.apps.helpers import ready
 from tests.harness import Org
+from tests.sandbox.aws import calls, calls_since
 
 
 def test_a_running_web_server_answers_at_its_hostname(org: Org) -> None:
@@ -31,19 +28,12 @@ def test_a_running_web_server_answers_at_its_hostname(org: Org) -> None:
     assert secret not in page.text  # names only, never values
     # Again: the account found the first time is looked in first, the organization's others (a
     # role to assume and a listing each; the whole suite makes hundreds) not even listed.
-    before = _operations(org)
+    sandbox = Endpoint(region="us-east-1", url=org.server.settings.sandbox_cloud_url)
+    before = calls(sandbox)
     with org.server.client() as visitor:
         again = visitor.get("/", headers={"Host": host})
     assert again.status_code == 200 and newest["id"] in again.text
-    after = _operations(org)
-    listing = "organizations:ListAccounts"
-    assert after.get(listing, 0) - before.get(listing, 0) == 0
-
-
-def _operations(org: Org) -> dict[str, Any]:
-    """The sandbox's AWS calls so far, by operation."""
-    url = str(org.server.settings.sandbox_cloud_url) + STATS_PATH
-    return dict(httpx.get(url, timeout=30).json()["by_operation"])
+    assert "organizations:ListAccounts" not in calls_since(sandbox, before)
 
 
 def test_a_hostname_nothing_serves_is_404(org: Org) -> None:

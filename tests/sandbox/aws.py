@@ -6,14 +6,37 @@ import json
 import secrets
 from typing import Any
 
+import httpx
+
 from capstan.cloud.access_role import STACK_NAME, role_template
 from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
 from capstan.sandbox.cloud.accounts import ensure_account, management_session, organization_access
 from capstan.sandbox.cloud.console import launch_stack
 from capstan.sandbox.cloud.operator import CONTROL_PLANE, bootstrap_control_plane
+from capstan.sandbox.cloud.stats import STATS_PATH
 
 EXTERNAL_ID = "ext-" + "b" * 28
+
+
+def calls(endpoint: Endpoint, account: str | None = None) -> dict[str, int]:
+    """The sandbox's calls by operation: all of them, or those of `account`'s role sessions (the
+    sandbox is shared with the reconcilers of other tests' servers, still at work)."""
+    stats = httpx.get(f"{endpoint.url}{STATS_PATH}", timeout=30).json()
+    answer: dict[str, int] = (
+        stats["by_operation"] if account is None else stats["by_account"].get(account, {})
+    )
+    return answer
+
+
+def calls_since(
+    endpoint: Endpoint, before: dict[str, int], account: str | None = None
+) -> dict[str, int]:
+    """The calls by operation made since `calls` answered `before` (those made at least once)."""
+    after = calls(endpoint, account)
+    return {
+        key: after[key] - before.get(key, 0) for key in after if after[key] - before.get(key, 0)
+    }
 
 
 def new_account(endpoint: Endpoint, stem: str = "test") -> str:
