@@ -85,7 +85,7 @@ class _Compiled:
     sql: str
     parameters: tuple[str, ...]  # the bound names, in the order the SQL takes them
     # On PostgreSQL: where among them the SQL takes the kept answer's snapshot (`db_kept`).
-    snapshot_at: int
+    snapshot_at: int | None
     keys: tuple[str, ...]
     # (key, processor) of the columns that have a processor
     converted: tuple[tuple[str, Callable[[Any], Any]], ...]
@@ -115,7 +115,8 @@ class DriverReads:
             else sqlite_driver.sqlite3_connection(driver_connection)
         )
         self.asyncpg = None if self.sqlite is not None else driver_connection
-        self.snapshots = db_kept.Answers() if snapshots is None else snapshots
+        # PostgreSQL's kept answers: the engine's (`db_kept.snapshot_answers`).
+        self.snapshots = snapshots
 
     @property
     def remote(self) -> bool:
@@ -159,6 +160,7 @@ class DriverReads:
         """What `make` makes of the statement's raw rows, or what it made of them before, kept
         under `key` while the database is unchanged. Never changed once kept."""
         if self.asyncpg is not None:
+            assert self.snapshots is not None and compiled.snapshot_at is not None
             kept = self.snapshots.get(key)
             asked = list(values)
             asked.insert(compiled.snapshot_at, None if kept is None else kept[0])
@@ -357,7 +359,7 @@ def _compiled(statement: Select[Any], dialect: Dialect) -> _Compiled:
         kept={} if all(_keepable(column) for column in columns) else None,
         sql=compiled.string,
         parameters=tuple(name for name in names if name != db_kept.KEPT_SNAPSHOT),
-        snapshot_at=names.index(db_kept.KEPT_SNAPSHOT) if offset else -1,
+        snapshot_at=names.index(db_kept.KEPT_SNAPSHOT) if offset else None,
         keys=keys,
         converted=tuple(
             (key, process)
