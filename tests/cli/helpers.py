@@ -21,6 +21,11 @@ from typer.testing import CliRunner, Result
 from capstan.cli import app
 
 CAPSTAN = str(Path(sys.executable).parent / "capstan")
+# Runs argv[1:] with SIGINT's default disposition (exec keeps a default, and an ignored one).
+_SIGINT_DEFAULT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
 IN_PROCESSES = bool(os.environ.get("CAPSTAN_TEST_CLI_PROCESSES"))
 
 
@@ -93,8 +98,11 @@ class Cli:
         )
 
     def start(self, *args: str) -> subprocess.Popen[str]:
+        """The installed entry point, started, with ctrl-c's SIGINT at its default as in a
+        terminal (a shell's background job, such as a suite started with `&`, ignores it, and
+        its children would inherit that)."""
         return subprocess.Popen(
-            [CAPSTAN, *args],
+            [sys.executable, "-c", _SIGINT_DEFAULT, CAPSTAN, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

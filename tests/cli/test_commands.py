@@ -219,7 +219,9 @@ def test_logs_and_logs_follow_until_ctrl_c(cli: Cli, shop: Ready) -> None:
         follower.send_signal(signal.SIGINT)
         rest, errors = follower.communicate(timeout=30)
     finally:
-        follower.kill() if follower.poll() is None else None
+        if follower.poll() is None:
+            follower.kill()
+            follower.communicate()  # reaped and its pipes closed, not left to another test
     assert follower.returncode == 0, errors
     assert "Traceback" not in errors and "Stopped following." in errors
     printed += [json.loads(line) for line in rest.splitlines()]
