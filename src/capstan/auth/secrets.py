@@ -22,7 +22,16 @@ API_TOKEN_PREFIX = "capstan_"  # noqa: S105 (a public prefix, not a secret)
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _hasher = PasswordHasher()
 # Verified when no user has the given email, so an unknown email costs as much as a wrong password.
-_DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
+# Made at the first such check, not on import: a hash is ~170 ms of CPU that every process paid
+# at start (`capstan migrate`, `admin`, each worker), most of them never checking a password.
+_dummy_hash: str | None = None
+
+
+def _dummy() -> str:
+    global _dummy_hash
+    if _dummy_hash is None:
+        _dummy_hash = _hasher.hash(secrets.token_urlsafe(16))
+    return _dummy_hash
 
 
 def use_hash_cost(*, time_cost: int, memory_cost_kib: int, parallelism: int) -> None:
@@ -30,11 +39,11 @@ def use_hash_cost(*, time_cost: int, memory_cost_kib: int, parallelism: int) -> 
     hash is always checked at the cost it was made with. The default is argon2-cffi's (RFC 9106's
     second recommendation: 64 MiB, 3 passes) — about 170 ms of CPU per hash here. The test suite
     lowers it: it hashes and checks a few thousand passwords that protect nothing."""
-    global _hasher, _DUMMY_HASH
+    global _hasher, _dummy_hash
     _hasher = PasswordHasher(
         time_cost=time_cost, memory_cost=memory_cost_kib, parallelism=parallelism
     )
-    _DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
+    _dummy_hash = None  # made again at this cost
 
 
 MIN_PASSWORD_LENGTH = 12
@@ -58,7 +67,7 @@ def hash_password(password: str) -> str:
 
 def verify_password(password_hash: str | None, password: str) -> bool:
     try:
-        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+        return _hasher.verify(password_hash or _dummy(), password) and password_hash is not None
     except (VerificationError, InvalidHashError):
         return False
 
