@@ -34,9 +34,7 @@ def calls_since(
 ) -> dict[str, int]:
     """The calls by operation made since `calls` answered `before` (those made at least once)."""
     after = calls(endpoint, account)
-    return {
-        key: after[key] - before.get(key, 0) for key in after if after[key] - before.get(key, 0)
-    }
+    return {key: made for key in after if (made := after[key] - before.get(key, 0))}
 
 
 def new_account(endpoint: Endpoint, stem: str = "test") -> str:

@@ -33,7 +33,7 @@ import fnmatch
 import html
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -92,7 +92,7 @@ def answering(
             "distribution; the sandbox front shows web servers and static websites only.",
         )
     region = dns_name.split(".elb.")[0].rsplit(".", 1)[-1]
-    owned = _in_its_account(
+    owned: tuple[str, dict[str, Any] | NoAnswer] | None = _in_its_account(
         endpoint, dns_name, lambda admin: _behind_load_balancer(admin, region, dns_name, hostname)
     )
     if owned is None:
@@ -104,12 +104,12 @@ def answering(
 
 
 def _site(endpoint: Endpoint, dns_name: str, hostname: str, path: str) -> SiteObject | NoAnswer:
-    owned = _in_its_account(
+    owned: tuple[str, SiteObject | NoAnswer] | None = _in_its_account(
         endpoint, dns_name, lambda admin: _behind_distribution(admin, dns_name, hostname, path)
     )
     if owned is None:
         return NoAnswer(502, f"The distribution {dns_name} that {hostname} points to is gone.")
-    return owned[1]  # type: ignore[no-any-return]
+    return owned[1]
 
 
 # The account each DNS name was last found in, by sandbox: looked in first. A sandbox may hold
@@ -118,11 +118,12 @@ def _site(endpoint: Endpoint, dns_name: str, hostname: str, path: str) -> SiteOb
 # `_OWNERS_KEPT` names.
 _OWNERS: dict[tuple[str | None, str], str] = {}
 _OWNERS_KEPT = 10_000
+Found = TypeVar("Found")
 
 
 def _in_its_account(
-    endpoint: Endpoint, dns_name: str, look: Callable[[AwsSession], Any]
-) -> tuple[str, Any] | None:
+    endpoint: Endpoint, dns_name: str, look: Callable[[AwsSession], Found | None]
+) -> tuple[str, Found] | None:
     """(account, what `look` found there, not None) in the first of the organization's accounts
     where it finds anything; None when it finds nothing in any."""
     key = (endpoint.url, dns_name)
