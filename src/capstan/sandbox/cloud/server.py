@@ -27,6 +27,7 @@ from capstan.sandbox.cloud import (
     limits,
     load_balancer_limits,
     log_pages,
+    moto_work,
     rds,
     route53,
     s3_metrics,
@@ -95,6 +96,7 @@ def install_extensions() -> None:
     vpc_checks.install()
     log_pages.install()
     authorization.install()
+    moto_work.install()
 
 
 def start_sandbox_cloud(
