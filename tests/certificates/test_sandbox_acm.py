@@ -22,11 +22,8 @@ def sessions(sandbox_cloud_url: str | None) -> Iterator[tuple[AwsSession, AwsSes
     """A customer account's administrator, and another account that holds the DNS zone."""
     assert sandbox_cloud_url
     endpoint = Endpoint(region=REGION, url=sandbox_cloud_url)
-    with (
-        organization_access(endpoint, new_account(endpoint, "acm")) as customer,
-        management_session(endpoint) as dns,
-    ):
-        yield customer, dns
+    with organization_access(endpoint, new_account(endpoint, "acm")) as customer:
+        yield customer, management_session(endpoint)
 
 
 def _zone(dns: AwsSession, name: str, *, private: bool = False) -> str:

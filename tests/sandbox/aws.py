@@ -43,11 +43,11 @@ def new_account(endpoint: Endpoint, stem: str = "test") -> str:
 
 
 def account_named(endpoint: Endpoint, name: str) -> str | None:
-    with management_session(endpoint) as management:
-        for page in management.client("organizations").get_paginator("list_accounts").paginate():
-            for account in page["Accounts"]:
-                if account["Name"] == name:
-                    return str(account["Id"])
+    organizations = management_session(endpoint).client("organizations")
+    for page in organizations.get_paginator("list_accounts").paginate():
+        for account in page["Accounts"]:
+            if account["Name"] == name:
+                return str(account["Id"])
     return None
 
 

@@ -128,6 +128,10 @@ class AwsSession:
         """`aws`, `aws-cn` or `aws-us-gov`: the ARN partition of this session's region."""
         return self.boto3.get_partition_for_region(self.endpoint.region)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

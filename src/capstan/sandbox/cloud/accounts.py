@@ -33,16 +33,28 @@ _CREATE_TIMEOUT_SECONDS = 60
 # Organizations does not refuse two accounts with one name; this keeps one process from racing
 # itself into making two.
 _accounts_lock = threading.Lock()
+_management: dict[Endpoint, AwsSession] = {}
+_management_lock = threading.Lock()
 
 
 def management_session(endpoint: Endpoint) -> AwsSession:
-    return AwsSession(endpoint, MANAGEMENT)
+    """The management account's session at `endpoint`: one kept for the process, not closed by
+    its users (its clients are thread-safe). Made again, with its clients, for each use, it was
+    ~3 % of a test process's CPU: each organization connected, each account looked up and each
+    request to the sandbox front asked for it."""
+    with _management_lock:
+        session = _management.get(endpoint)
+        if session is None or session.closed:
+            session = _management[endpoint] = AwsSession(endpoint, MANAGEMENT)
+        return session
 
 
 def ensure_account(endpoint: Endpoint, *, name: str, email: str) -> str:
     """The id of the organization's account called `name`, created (with `email`) if missing."""
-    with _accounts_lock, management_session(endpoint) as management, aws_errors():
-        organizations = cast("OrganizationsClient", management.client("organizations"))
+    with _accounts_lock, aws_errors():
+        organizations = cast(
+            "OrganizationsClient", management_session(endpoint).client("organizations")
+        )
         _ensure_organization(organizations)
         for page in organizations.get_paginator("list_accounts").paginate():
             for account in page["Accounts"]:
@@ -67,13 +79,13 @@ def organization_access(
     endpoint: Endpoint, account_id: str, *, session_name: str = "capstan-sandbox"
 ) -> AwsSession:
     """An administrator's session in `account_id` (OrganizationAccountAccessRole)."""
-    with management_session(endpoint) as management:
-        credentials = sts.assume_role(
-            management,
-            role_arn=sts.role_arn(management.partition(), account_id, ORGANIZATION_ACCESS_ROLE),
-            external_id=None,
-            session_name=session_name,
-        )
+    management = management_session(endpoint)
+    credentials = sts.assume_role(
+        management,
+        role_arn=sts.role_arn(management.partition(), account_id, ORGANIZATION_ACCESS_ROLE),
+        external_id=None,
+        session_name=session_name,
+    )
     return AwsSession(endpoint, credentials)
 
 

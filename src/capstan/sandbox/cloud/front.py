@@ -201,8 +201,8 @@ def _accounts(endpoint: Endpoint, *, first: str | None) -> Iterator[str]:
     listed when it is not the one looked for."""
     if first is not None:
         yield first
-    with management_session(endpoint) as management, aws_errors():
-        organizations = management.client("organizations")
+    with aws_errors():
+        organizations = management_session(endpoint).client("organizations")
         listed = [
             account["Id"]
             for page in organizations.get_paginator("list_accounts").paginate()
