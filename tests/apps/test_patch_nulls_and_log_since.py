@@ -3,15 +3,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
-from tests.apps.helpers import Ready, ready
-from tests.harness import Org
+from tests.apps.helpers import Ready, connected_org, new_shop
+from tests.harness import Org, RunningServer
+
+
+@pytest.fixture(scope="module")
+def connected(server: RunningServer) -> Iterator[Org]:
+    """One organization, connected, for the module's tests; each makes its own project."""
+    with connected_org(server) as org:
+        yield org
 
 
 @pytest.fixture
-def shop(org: Org) -> Ready:
-    return ready(org)
+def shop(connected: Org) -> Ready:
+    return new_shop(connected)
 
 
 def _assert_invalid(response_status: int, body: dict, field: str) -> None:

@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import Service
-from tests.apps.helpers import WEB_REPO, Ready, ready
+from tests.apps.helpers import WEB_REPO, Ready, connected_org, new_shop, ready
 from tests.apps.processes import account_sessions
-from tests.harness import Org, run_db
+from tests.harness import Org, RunningServer, run_db
+
+
+@pytest.fixture(scope="module")
+def connected(server: RunningServer) -> Iterator[Org]:
+    """One organization, connected, for the module's tests; each makes its own project."""
+    with connected_org(server) as org:
+        yield org
 
 
 @pytest.fixture
-def shop(org: Org) -> Ready:
-    return ready(org)
+def shop(connected: Org) -> Ready:
+    return new_shop(connected)
 
 
 def test_a_web_server_deploys_and_runs(org: Org) -> None:
