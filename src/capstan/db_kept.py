@@ -41,17 +41,24 @@ KEPT_ROWS = 10_000
 
 
 class Answers(dict[tuple[Any, ...], Any]):
-    """Answers kept by statement and parameters (and render function): never changed once kept;
-    at most `KEPT_ROWS` rows in all, dropped all at once past it."""
+    """Answers kept by statement and parameters (and render function): never changed once kept
+    (a key kept again holds a newer answer in place of its last); at most `KEPT_ROWS` rows in
+    all, dropped all at once past it."""
 
-    rows = 0
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows = 0
+        self._rows_of: dict[tuple[Any, ...], int] = {}
 
     def keep(self, key: tuple[Any, ...], answer: Any, rows: int) -> None:
-        if self.rows + rows > KEPT_ROWS:
+        held = self.rows - self._rows_of.get(key, 0)  # a key kept again: its last rows go
+        if held + rows > KEPT_ROWS:
             self.clear()
-            self.rows = 0
+            self._rows_of.clear()
+            held = 0
         self[key] = answer
-        self.rows += rows
+        self._rows_of[key] = rows
+        self.rows = held + rows
 
 
 class SqliteReader:

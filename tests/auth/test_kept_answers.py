@@ -348,6 +348,20 @@ def test_kept_answers_hold_at_most_kept_rows(
     assert _on(database, work) == [2, 2, 2, 2]
 
 
+def test_a_key_kept_again_counts_its_rows_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL keeps a read's answer again under the same key each time the snapshot moves:
+    the answer it replaces is no longer held, so its rows no longer count."""
+    monkeypatch.setattr(db_kept, "KEPT_ROWS", 4)
+    answers = db_kept.Answers()
+    answers.keep(("list",), "first", 2)
+    answers.keep(("other",), "other", 2)
+    for newer in ("second", "third", "fourth"):
+        answers.keep(("list",), newer, 2)
+        assert (answers.rows, dict(answers)) == (4, {("list",): newer, ("other",): "other"})
+    answers.keep(("list",), "longer", 3)  # 5 rows held: past 4, all dropped first
+    assert (answers.rows, dict(answers)) == (3, {("list",): "longer"})
+
+
 def test_a_read_that_asks_for_the_time_or_chance_is_refused() -> None:
     columns = Project.__table__.c
     dialect = sqlite.dialect()
