@@ -31,6 +31,15 @@ PASSWORD = "correct horse battery staple"
 # (uvicorn: 5 s) can close it: at httpx's default (also 5 s) a request could be written to a
 # connection the server was closing that moment and fail with a ReadError under load.
 POOL_LIMITS = httpx.Limits(keepalive_expiry=2.0)
+# Every test client shares one TLS context: httpx makes one for each client otherwise (loading
+# the CA bundle: ~45 ms of CPU a client, several clients a test), though tests speak plain HTTP.
+TLS = httpx.create_ssl_context()
+
+
+def http_client(**kwargs: Any) -> httpx.Client:
+    """An httpx client with the tests' shared TLS context (any of httpx's options)."""
+    kwargs.setdefault("verify", TLS)
+    return httpx.Client(**kwargs)
 
 
 def free_socket() -> socket.socket:
@@ -61,7 +70,7 @@ class RunningServer:
     def client(self, **kwargs: Any) -> httpx.Client:
         kwargs.setdefault("limits", POOL_LIMITS)
         kwargs.setdefault("timeout", 30)
-        return httpx.Client(base_url=self.base_url, **kwargs)
+        return http_client(base_url=self.base_url, **kwargs)
 
     def unique(self, stem: str) -> str:
         self._counter += 1
@@ -130,6 +139,7 @@ class Browser(httpx.Client):
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("limits", POOL_LIMITS)
+        kwargs.setdefault("verify", TLS)
         super().__init__(**kwargs)
 
     def request(self, method: str, url: Any, **kwargs: Any) -> httpx.Response:  # type: ignore[override]

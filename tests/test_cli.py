@@ -9,10 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.harness import free_socket
+from tests.harness import free_socket, http_client
 
 CAPSTAN = [sys.executable, "-m", "capstan"]
 
@@ -133,7 +132,7 @@ def test_dev_mode_first_start_prints_credentials_and_later_starts_reuse_them(
         token = re.search(r"token \(shown once\): (capstan_\w+)", output)
         assert found and token, output
         email, password = found.groups()
-        with httpx.Client(base_url=url) as client:
+        with http_client(base_url=url) as client:
             assert (
                 client.post("/api/session", json={"email": email, "password": password}).status_code
                 == 201
@@ -148,7 +147,7 @@ def test_dev_mode_first_start_prints_credentials_and_later_starts_reuse_them(
         output = "\n".join(lines)
         assert f"password {password}" in output
         assert "shown once" not in output  # the token is never shown again
-        with httpx.Client(base_url=url) as client:
+        with http_client(base_url=url) as client:
             me = client.get("/api/session", headers={"Authorization": f"Bearer {token.group(1)}"})
             assert me.status_code == 200  # same database, same token
     finally:

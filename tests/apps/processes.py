@@ -28,7 +28,7 @@ from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.operator import operator_account_id
 from tests.conftest import POSTGRES_URL, _drop_schema
 from tests.git_host.flow import approve, callback
-from tests.harness import free_socket
+from tests.harness import free_socket, http_client
 from tests.sandbox_git_host.helpers import query_of
 
 CAPSTAN = [sys.executable, "-m", "capstan"]
@@ -184,12 +184,12 @@ def processes(root: Path) -> Iterator[Processes]:
 
 
 def bearer_client(base_url: str, token: str) -> httpx.Client:
-    return httpx.Client(base_url=base_url, timeout=30, headers={"Authorization": f"Bearer {token}"})
+    return http_client(base_url=base_url, timeout=30, headers={"Authorization": f"Bearer {token}"})
 
 
 def api_token_for(base_url: str, email: str, password: str) -> str:
     """Sign in as a browser does (session + CSRF) and make an API token."""
-    with httpx.Client(base_url=base_url, timeout=30) as browser:
+    with http_client(base_url=base_url, timeout=30) as browser:
         signed_in = browser.post("/api/session", json={"email": email, "password": password})
         assert signed_in.status_code == 201, signed_in.text
         csrf = browser.get("/api/csrf").json()["token"]
@@ -204,7 +204,7 @@ def api_token_for(base_url: str, email: str, password: str) -> str:
 def connect_cloud_account(api: httpx.Client) -> str:
     """GET the connection, launch the stack at setup_url, verify: the sandbox account id."""
     connection = api.get("/api/cloud_account").json()
-    with httpx.Client(timeout=60) as console:  # "the AWS console": no Capstan credentials
+    with http_client(timeout=60) as console:  # "the AWS console": no Capstan credentials
         launched = console.post(connection["setup_url"])
     assert launched.status_code == 200, launched.text
     verified = api.post(

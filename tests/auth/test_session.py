@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-import httpx
 from fastapi import FastAPI
 from sqlalchemy import update
 
 from capstan.auth.models import BrowserSession
 from capstan.db import utcnow
-from tests.harness import PASSWORD, Browser, Org, RunningServer, run_db
+from tests.harness import PASSWORD, Browser, Org, RunningServer, http_client, run_db
 
 
 def test_sign_in_sets_http_only_cookie_and_answers_the_user(org: Org) -> None:
@@ -40,7 +39,7 @@ def test_https_base_url_gives_host_prefixed_secure_cookie(
     server = make_server(base_url=lambda url: url.replace("http://", "https://"))
     org = _signed_up(server)
     # The server believes it is served over https (behind a proxy); talk to it over http.
-    with httpx.Client(base_url=server.base_url.replace("https://", "http://")) as client:
+    with http_client(base_url=server.base_url.replace("https://", "http://")) as client:
         response = client.post("/api/session", json={"email": org.email, "password": PASSWORD})
     assert response.status_code == 201
     cookie = response.headers["set-cookie"]

@@ -23,7 +23,7 @@ import pytest
 from capstan.client import api as client_api
 from tests.apps.helpers import Ready, new_shop, ready
 from tests.cli.helpers import Cli
-from tests.harness import PASSWORD, Org, RunningServer
+from tests.harness import PASSWORD, Org, RunningServer, http_client
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +126,7 @@ def test_logout_revokes_the_token_login_created(member: Org, tmp_path: Path) -> 
     )
     assert login.exit_code == 0, login.output
     token = tomllib.loads(terminal.config_file.read_text())["token"]
-    with httpx.Client(base_url=member.server.base_url) as client:
+    with http_client(base_url=member.server.base_url) as client:
         bearer = {"Authorization": f"Bearer {token}"}
         assert client.get("/api/session", headers=bearer).status_code == 200
         out = terminal.run("logout", "--json")

@@ -17,7 +17,7 @@ from capstan.cloud import Cloud
 from capstan.cloud.aws.session import Endpoint
 from capstan.cloud_account.models import CloudAccount
 from capstan.sandbox.cloud.sts import assume_role_attempts
-from tests.harness import Org, RunningServer, run_db
+from tests.harness import Org, RunningServer, http_client, run_db
 from tests.sandbox.aws import create_role, operator_principal, set_trust_policy, trust_policy
 
 EXTERNAL_ID_CHARS = set(string.ascii_letters + string.digits + "_-")
@@ -31,7 +31,7 @@ def cloud_of(server: RunningServer) -> Cloud:
 def launch(org: Org) -> dict[str, Any]:
     """What a customer does first: open setup_url and launch the stack ("the AWS console")."""
     connection = org.api.get("/api/cloud_account").json()
-    with httpx.Client(timeout=60) as console:  # no Capstan credentials: it is not Capstan
+    with http_client(timeout=60) as console:  # no Capstan credentials: it is not Capstan
         launched = console.post(connection["setup_url"])
     assert launched.status_code == 200, launched.text
     return {"connection": connection, "launched": launched.json()}

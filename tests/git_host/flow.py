@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from tests.harness import Org
+from tests.harness import Org, http_client
 from tests.sandbox_git_host.helpers import query_of
 
 
@@ -20,7 +20,7 @@ def start_setup(org: Org) -> str:
 
 def approve(redirect_url: str, **params: str) -> str:
     """Open the install page; the git host approves and answers with the callback URL."""
-    with httpx.Client(timeout=30) as browser:
+    with http_client(timeout=30) as browser:
         response = browser.get(with_query(redirect_url, **params))
     assert response.status_code == 302, response.text
     location: str = response.headers["location"]
@@ -31,7 +31,7 @@ def callback(url: str, *, browser: httpx.Client | None = None) -> httpx.Response
     """Follow the git host's redirect back to Capstan (without following Capstan's own)."""
     if browser is not None:
         return browser.get(url)
-    with httpx.Client(timeout=30) as anonymous:
+    with http_client(timeout=30) as anonymous:
         return anonymous.get(url)
 
 

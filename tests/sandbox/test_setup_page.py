@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import httpx
-
 from capstan.cloud.aws.session import Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
-from tests.harness import Org
+from tests.harness import Org, http_client
 from tests.sandbox.aws import account_named
 
 
 def test_the_page_explains_and_posts_back(org: Org) -> None:
     setup_url = org.api.get("/api/cloud_account").json()["setup_url"]
-    with httpx.Client(timeout=30) as console:
+    with http_client(timeout=30) as console:
         page = console.get(setup_url)
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
@@ -24,7 +22,7 @@ def test_launching_creates_the_api_template_in_the_organizations_account(
     org: Org, other_org: Org, endpoint: Endpoint
 ) -> None:
     setup_url = org.api.get("/api/cloud_account").json()["setup_url"]
-    with httpx.Client(timeout=60) as console:
+    with http_client(timeout=60) as console:
         first = console.post(setup_url)
         again = console.post(setup_url)
     assert first.status_code == 200, first.text
@@ -45,14 +43,14 @@ def test_launching_creates_the_api_template_in_the_organizations_account(
     }
 
     other_url = other_org.api.get("/api/cloud_account").json()["setup_url"]
-    with httpx.Client(timeout=60) as console:
+    with http_client(timeout=60) as console:
         theirs = console.post(other_url)
     assert theirs.status_code == 200
     assert theirs.json()["account_id"] != account_id
 
 
 def test_an_unknown_external_id_is_404(org: Org) -> None:
-    with httpx.Client(base_url=org.server.base_url, timeout=30) as console:
+    with http_client(base_url=org.server.base_url, timeout=30) as console:
         response = console.post("/sandbox/cloud/setup", params={"external_id": "nobody-has-this"})
         missing = console.post("/sandbox/cloud/setup")
     assert response.status_code == 404

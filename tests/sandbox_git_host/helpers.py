@@ -12,7 +12,7 @@ import httpx
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.harness import RunningServer
+from tests.harness import RunningServer, http_client
 
 
 def app_jwt(
@@ -43,7 +43,7 @@ def other_rsa_key() -> rsa.RSAPrivateKey:
 
 def api(server: RunningServer) -> httpx.Client:
     """A client for the sandbox's GitHub API (close it)."""
-    return httpx.Client(
+    return http_client(
         base_url=server.settings.github_api_base + "/",
         timeout=30,
         headers={"Accept": "application/vnd.github+json"},
@@ -60,7 +60,7 @@ def query_of(url: str) -> dict[str, str]:
 
 def open_install_page(server: RunningServer, url: str) -> httpx.Response:
     """GET the app's install page (or any URL) like a browser, without following redirects."""
-    with httpx.Client(timeout=30) as browser:
+    with http_client(timeout=30) as browser:
         return browser.get(url)
 
 
@@ -74,7 +74,7 @@ def sandbox_install_with_code(server: RunningServer, **params: str) -> tuple[int
     """Install the app at the sandbox directly; the installation id and the user's OAuth code."""
     settings = server.settings
     url = f"{settings.github_web_base}/apps/{settings.github_app_slug}/installations/new"
-    with httpx.Client(timeout=30) as browser:
+    with http_client(timeout=30) as browser:
         response = browser.get(url, params=params)
     assert response.status_code == 302, response.text
     query = query_of(response.headers["location"])
@@ -105,7 +105,7 @@ def exchange_code(
     body = {key: value for key, value in fields.items() if value is not None}
     url = f"{settings.github_web_base}/login/oauth/access_token"
     headers = {"Accept": "application/json"}
-    with httpx.Client(timeout=30) as client:
+    with http_client(timeout=30) as client:
         if as_json:
             return client.post(url, json=body, headers=headers)
         return client.post(url, data=body, headers=headers)

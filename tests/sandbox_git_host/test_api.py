@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from capstan.sandbox.git_host.store import STATE_FILE, commit_sha
-from tests.harness import RunningServer, start_server
+from tests.harness import RunningServer, http_client, start_server
 from tests.sandbox_git_host.helpers import (
     api,
     inject_failures,
@@ -391,7 +391,7 @@ def test_state_is_persisted_and_survives_a_restart(server: RunningServer, tmp_pa
             assert_github_error(gone, 401)
         settings = restarted.settings
         assert settings.github_client_secret is not None
-        with httpx.Client(timeout=30) as client:
+        with http_client(timeout=30) as client:
             spent = client.post(
                 f"{settings.github_web_base}/login/oauth/access_token",
                 data={

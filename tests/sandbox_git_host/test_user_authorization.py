@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from capstan.sandbox.git_host.host import SandboxGitHost
-from tests.harness import RunningServer
+from tests.harness import RunningServer, http_client
 from tests.sandbox_git_host.helpers import (
     api,
     exchange_code,
@@ -110,7 +110,7 @@ def test_code_exchange_answers_a_form_unless_json_is_accepted(server: RunningSer
     _installation_id, code = sandbox_install_with_code(server)
     settings = server.settings
     assert settings.github_client_secret is not None
-    with httpx.Client(timeout=30) as client:
+    with http_client(timeout=30) as client:
         response = client.post(
             f"{settings.github_web_base}/login/oauth/access_token",
             data={
