@@ -10,7 +10,8 @@
   `limits`, `log_pages`, `ecr_lifecycle`, `rds`: APIs and behaviour moto lacks or gets wrong (each
   module says what it adds).
 - `moto_work`: work moto does for each answer or new account that no answer reads (stock machine
-  images, YAML-parsing JSON templates, listing a class's functions per call), left undone.
+  images, YAML-parsing JSON templates, listing its package and a class's functions per call),
+  left undone.
 
 Capstan's driver cannot tell the sandbox from AWS: it only gets a different endpoint URL and
 different base credentials.

@@ -28,6 +28,7 @@ from __future__ import annotations
 import inspect
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import moto.backends
@@ -50,7 +51,7 @@ class _Actions:
         return isinstance(name, str) and inspect.isfunction(getattr(self._cls, name, None))
 
 
-def parsed_template(template: str, parse: Any) -> dict[str, Any]:
+def parsed_template(template: str, parse: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
     """`template` parsed: as JSON when it is a JSON object, else by moto's `parse`."""
     if template.lstrip().startswith("{"):
         try:
@@ -60,7 +61,7 @@ def parsed_template(template: str, parse: Any) -> dict[str, Any]:
         else:
             if isinstance(found, dict):
                 return found
-    return parse(template)  # type: ignore[no-any-return]
+    return parse(template)
 
 
 def install() -> None:
