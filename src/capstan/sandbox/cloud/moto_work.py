@@ -17,8 +17,8 @@ those, none of which changes an answer Capstan or a test can see:
   `listdir` and an `isdir` for each of its ~180 entries) to ask whether the request's host is a
   service's name (2 %). The package does not change while the process runs: listed once.
 - **Is it an action**: before each call moto lists every function of the service's response
-  class (`inspect.getmembers`, ~0.5 ms) to ask whether the action is one (2.6 %). It is asked
-  of the one name instead (`_Actions`), with the same answer.
+  class (`inspect.getmembers`: 0.08 ms for CloudFormation, 0.75 ms for EC2) to ask whether the
+  action is one (2.6 %). It is asked of the one name instead (`_Actions`), with the same answer.
 
 `install()` does all four (once per process).
 """
