@@ -157,6 +157,17 @@ def org(server: RunningServer) -> Iterator[Org]:
     member.close()
 
 
+@pytest.fixture(scope="module")
+def connected(server: RunningServer) -> Iterator[Org]:
+    """One organization, its cloud account connected and the git app installed, for a module's
+    tests to share, each making its own project (`tests.apps.helpers.new_shop`): connecting
+    takes seconds."""
+    from tests.apps.helpers import connected_org
+
+    with connected_org(server) as org:
+        yield org
+
+
 @pytest.fixture
 def other_org(server: RunningServer) -> Iterator[Org]:
     member = server.new_org()

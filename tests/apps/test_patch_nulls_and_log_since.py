@@ -3,19 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.apps.helpers import Ready, connected_org, new_shop
-from tests.harness import Org, RunningServer
-
-
-@pytest.fixture(scope="module")
-def connected(server: RunningServer) -> Iterator[Org]:
-    """One organization, connected, for the module's tests; each makes its own project."""
-    with connected_org(server) as org:
-        yield org
+from tests.apps.helpers import Ready, new_shop
+from tests.harness import Org
 
 
 @pytest.fixture

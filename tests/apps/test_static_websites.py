@@ -15,18 +15,12 @@ import pytest
 from capstan.cloud.aws.cloudfront_functions import REQUEST_FUNCTION_CODE
 from capstan.cloud.aws.inventory import capstan_resources, dns_records
 from capstan.cloud.aws.session import AwsSession
-from tests.apps.helpers import Ready, connected_org, new_shop
+from tests.apps.helpers import Ready, new_shop
 from tests.apps.processes import account_sessions
-from tests.harness import Org, RunningServer
+from tests.harness import Org
 from tests.polling import wait_until
 
 SITE_REPO = "capstan-samples/hello-static"
-
-
-@pytest.fixture(scope="module")
-def connected(server: RunningServer) -> Iterator[Org]:
-    with connected_org(server) as org:
-        yield org
 
 
 @pytest.fixture

@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import Service
-from tests.apps.helpers import WEB_REPO, Ready, connected_org, new_shop, ready
+from tests.apps.helpers import WEB_REPO, Ready, new_shop, ready
 from tests.apps.processes import account_sessions
-from tests.harness import Org, RunningServer, run_db
-
-
-@pytest.fixture(scope="module")
-def connected(server: RunningServer) -> Iterator[Org]:
-    """One organization, connected, for the module's tests; each makes its own project."""
-    with connected_org(server) as org:
-        yield org
+from tests.harness import Org, run_db
 
 
 @pytest.fixture

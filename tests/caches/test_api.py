@@ -21,10 +21,10 @@ from capstan.cloud.aws.elasticache import cache_name
 from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.network import find_network
 from capstan.sandbox.cloud.simulator import simulator
-from tests.apps.helpers import Ready, connected_org, new_shop
+from tests.apps.helpers import Ready, new_shop
 from tests.apps.processes import account_sessions
 from tests.buckets.test_api import account_admin
-from tests.harness import Org, RunningServer
+from tests.harness import Org
 from tests.metric_series import assert_oldest_first, past_stamps, put, value_at
 from tests.polling import wait_until
 from tests.spend import age_spend_answers, spend_cache
@@ -49,12 +49,6 @@ def cloud_cache(customer: Any, cache_id: str) -> dict[str, Any]:
         ServerlessCacheName=f"capstan-{cache_id.replace('_', '')}"
     )["ServerlessCaches"]
     return dict(caches[0])
-
-
-@pytest.fixture(scope="module")
-def connected(server: RunningServer) -> Iterator[Org]:
-    with connected_org(server) as org:
-        yield org
 
 
 def create_cache(shop: Ready, storage_limit_mb: int) -> tuple[dict[str, Any], str]:

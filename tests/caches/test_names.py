@@ -3,18 +3,10 @@ the cache is deleted — the handle by which capstan.yaml names a cache."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.apps.helpers import connected_org, new_shop
-from tests.harness import Org, RunningServer
-
-
-@pytest.fixture(scope="module")
-def connected(server: RunningServer) -> Iterator[Org]:
-    with connected_org(server) as org:
-        yield org
+from tests.apps.helpers import new_shop
+from tests.harness import Org
 
 
 def test_a_name_is_kept_shown_and_unique_in_its_project(connected: Org) -> None:

@@ -11,15 +11,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import pytest
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import names
 from capstan.cloud.aws.inventory import capstan_resources, dns_records
 from capstan.cloud.aws.session import AwsSession
-from tests.apps.helpers import Ready, connected_org, new_shop
+from tests.apps.helpers import Ready, new_shop
 from tests.apps.processes import account_sessions, wait_all_running
-from tests.harness import Org, RunningServer
+from tests.harness import Org
 
 T = TypeVar("T")
 TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
@@ -134,12 +133,6 @@ def delete_project_when_allowed(shop: Ready) -> None:
         return response.status_code == 204
 
     wait_until(attempt, "the project can be deleted")
-
-
-@pytest.fixture(scope="module")
-def connected(server: RunningServer) -> Iterator[Org]:
-    with connected_org(server) as org:
-        yield org
 
 
 def request_certificate(shop: Ready) -> str:

@@ -5,15 +5,12 @@ follows is proven in tests/buckets/test_api.py, which has a web server and so a 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from capstan.sandbox.cloud.bedrock import catalog
 from capstan.sandbox.cloud.bedrock_profiles import profiles
-from tests.apps.helpers import connected_org, new_shop
-from tests.harness import Org, RunningServer
+from tests.apps.helpers import new_shop
+from tests.harness import Org
 
 HAIKU = "anthropic.claude-3-haiku-20240307-v1:0"
 TITAN_EMBED = "amazon.titan-embed-text-v2:0"
@@ -30,12 +27,6 @@ def names(region: str) -> dict[str, str]:
 
 def enabled(body: dict[str, Any]) -> set[str]:
     return {model["model_id"] for model in body["models"] if model["enabled"]}
-
-
-@pytest.fixture(scope="module")
-def connected(server: RunningServer) -> Iterator[Org]:
-    with connected_org(server) as org:
-        yield org
 
 
 def new_project_path(org: Org) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,8 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.apps.models import Deployment, Service
 from capstan.buckets.models import Bucket
 from capstan.caches.models import Cache
-from tests.apps.helpers import WEB_REPO, WORKER_REPO, Ready, connected_org, new_shop
-from tests.harness import Org, RunningServer, run_db
+from tests.apps.helpers import WEB_REPO, WORKER_REPO, Ready, new_shop
+from tests.harness import Org, run_db
 
 SITE_REPO = "capstan-samples/hello-static"
 SECRET = "sk_live_" + uuid.uuid4().hex
@@ -57,12 +56,6 @@ FILE: dict[str, Any] = {
     "caches": {"sessions": {"storage_limit_mb": 256}},
     "buckets": ["uploads"],
 }
-
-
-@pytest.fixture(scope="module")
-def connected(server: RunningServer) -> Iterator[Org]:
-    with connected_org(server) as org:
-        yield org
 
 
 def document(**changes: Any) -> dict[str, Any]:

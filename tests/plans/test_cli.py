@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.apps.helpers import WEB_REPO, WORKER_REPO, Ready, connected_org, new_shop
+from tests.apps.helpers import WEB_REPO, WORKER_REPO, Ready, new_shop
 from tests.cli.helpers import Cli
-from tests.harness import Org, RunningServer
+from tests.harness import Org
 
 SECRET = "sk_test_" + uuid.uuid4().hex
 FILE = f"""
@@ -32,12 +31,6 @@ caches:
   sessions: {{storage_limit_mb: 128}}
 buckets: [uploads]
 """
-
-
-@pytest.fixture(scope="module")
-def connected(server: RunningServer) -> Iterator[Org]:
-    with connected_org(server) as org:
-        yield org
 
 
 def terminal(org: Org, tmp_path: Path, shop: Ready) -> Cli:

@@ -18,9 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.databases.models import Database
 from capstan.sandbox.cloud.simulator import simulator
-from tests.apps.helpers import WEB_REPO, Ready, connected_org, new_shop
+from tests.apps.helpers import WEB_REPO, Ready, new_shop
 from tests.cli.helpers import Cli
-from tests.harness import Org, RunningServer, run_db
+from tests.harness import Org, run_db
 
 FILE: dict[str, Any] = {
     "databases": {"main": {"storage_gb": 20}},
@@ -42,12 +42,6 @@ def quick_databases() -> Iterator[None]:
     before = simulator().configure(database_seconds=0.3)
     yield
     simulator().configure(database_seconds=before.database_seconds)
-
-
-@pytest.fixture(scope="module")
-def connected(server: RunningServer) -> Iterator[Org]:
-    with connected_org(server) as org:
-        yield org
 
 
 def post(shop: Ready, what: str, body: dict[str, Any], **params: Any) -> dict[str, Any]:
