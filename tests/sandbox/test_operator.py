@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, cast
 
 import pytest
 
@@ -13,6 +14,7 @@ from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.operator import (
     CONTROL_PLANE,
     OperatorIdentity,
+    _new_key,
     bootstrap_control_plane,
     operator_account_id,
 )
@@ -82,3 +84,45 @@ def test_a_deleted_key_is_replaced_and_leftovers_cleared_at_the_limit(
     assert replaced.access_key_id not in leftovers | {first.access_key_id}
     assert user_keys(endpoint, identity) == {replaced.access_key_id}
     assert bootstrap_control_plane(endpoint, identity) == replaced
+
+
+class _Concurrent:
+    """A real IAM client beside which another bootstrap acts at the worst moment: just after the
+    keys are listed, it deletes them all and (with `takes_the_room`) makes two of its own."""
+
+    def __init__(self, iam: Any, user: str, *, takes_the_room: bool) -> None:
+        self._iam = iam
+        self._user = user
+        self._takes_the_room = takes_the_room
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._iam, name)
+
+    def list_access_keys(self, **kwargs: Any) -> Any:
+        listed = self._iam.list_access_keys(**kwargs)
+        for key in listed["AccessKeyMetadata"]:
+            self._iam.delete_access_key(UserName=self._user, AccessKeyId=key["AccessKeyId"])
+        for _ in range(2 if self._takes_the_room else 0):
+            self._iam.create_access_key(UserName=self._user)
+        return listed
+
+
+@pytest.mark.parametrize("takes_the_room", [False, True])
+def test_a_key_made_at_the_limit_beside_another_bootstrap(
+    endpoint: Endpoint, identity: OperatorIdentity, takes_the_room: bool
+) -> None:
+    """The leftovers another bootstrap deleted first are gone all the same; if it took the room
+    again, this round makes no key and the bootstrap goes again (CI met the race under load)."""
+    bootstrap_control_plane(endpoint, identity)
+    user = identity.user_name
+    with organization_access(endpoint, operator_account_id(endpoint, identity)) as admin:
+        iam = admin.client("iam")
+        iam.create_access_key(UserName=user)  # the user now has IAM's two
+        racing = _Concurrent(iam, user, takes_the_room=takes_the_room)
+        made = _new_key(cast(Any, racing), user, keep=None)
+    if takes_the_room:
+        assert made is None
+        assert len(user_keys(endpoint, identity)) == 2
+    else:
+        assert made is not None
+        assert user_keys(endpoint, identity) == {made.access_key_id}

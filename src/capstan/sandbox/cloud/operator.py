@@ -120,6 +120,8 @@ def _shared_key(iam: IAMClient, secrets: Any, identity: OperatorIdentity) -> Cre
     if stored is not None and stored.access_key_id in _active_keys(iam, user):
         return stored
     key = _new_key(iam, user, keep=stored.access_key_id if stored else None)
+    if key is None:
+        return None
     value = json.dumps({"AccessKeyId": key.access_key_id, "SecretAccessKey": key.secret_access_key})
     try:
         if secret_exists:
@@ -130,7 +132,7 @@ def _shared_key(iam: IAMClient, secrets: Any, identity: OperatorIdentity) -> Cre
         if _code(error) != "ResourceExistsException":
             raise
         # Another process stored its key first: use that one.
-        iam.delete_access_key(UserName=user, AccessKeyId=key.access_key_id)
+        _delete_key(iam, user, key.access_key_id)
         return None
     # A concurrent bootstrap at the key limit may have taken ours for a leftover: check.
     return key if key.access_key_id in _active_keys(iam, user) else None
@@ -155,24 +157,36 @@ def _active_keys(iam: IAMClient, user: str) -> set[str]:
     return {key["AccessKeyId"] for key in keys if key.get("Status") == "Active"}
 
 
-def _new_key(iam: IAMClient, user: str, *, keep: str | None) -> Credentials:
+def _new_key(iam: IAMClient, user: str, *, keep: str | None) -> Credentials | None:
+    """A new access key for `user`; at IAM's limit of two, the keys other than `keep` are
+    deleted first. None when bootstraps running at once took the room again: go again."""
+    created = _create_key(iam, user)
+    if created is None:
+        for leftover in iam.list_access_keys(UserName=user)["AccessKeyMetadata"]:
+            if leftover["AccessKeyId"] != keep:
+                _delete_key(iam, user, leftover["AccessKeyId"])
+        created = _create_key(iam, user)
+    return created
+
+
+def _create_key(iam: IAMClient, user: str) -> Credentials | None:
+    """A new access key, or None at IAM's limit of keys per user."""
     try:
         created = iam.create_access_key(UserName=user)["AccessKey"]
     except ClientError as error:
         if _code(error) != "LimitExceeded":
             raise
-        leftovers = sorted(
-            (
-                key
-                for key in iam.list_access_keys(UserName=user)["AccessKeyMetadata"]
-                if key["AccessKeyId"] != keep
-            ),
-            key=lambda key: key["CreateDate"],
-        )
-        for leftover in leftovers:
-            iam.delete_access_key(UserName=user, AccessKeyId=leftover["AccessKeyId"])
-        created = iam.create_access_key(UserName=user)["AccessKey"]
+        return None
     return Credentials(created["AccessKeyId"], created["SecretAccessKey"])
+
+
+def _delete_key(iam: IAMClient, user: str, access_key_id: str) -> None:
+    """Delete the key; one a concurrent bootstrap deleted first is gone all the same."""
+    try:
+        iam.delete_access_key(UserName=user, AccessKeyId=access_key_id)
+    except ClientError as error:
+        if _code(error) != "NoSuchEntity":
+            raise
 
 
 def _code(error: ClientError) -> str:
