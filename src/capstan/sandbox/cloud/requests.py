@@ -17,15 +17,18 @@ botocore's own service models are the catalogue of operations; nothing here list
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import re
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 from xml.etree import ElementTree
 
+import botocore.exceptions
 import botocore.session
 
 # "AWS4-HMAC-SHA256 Credential=AKID/20250101/us-east-1/ecs/aws4_request, ..."
@@ -128,16 +131,62 @@ def _signing_names() -> dict[str, tuple[str, ...]]:
     """Signing name -> botocore services signed with it (the service named alike first)."""
     by_name: dict[str, list[str]] = {}
     for service in _session().get_available_services():
-        try:
-            metadata = _session().get_service_model(service).metadata
-        except Exception:  # noqa: S112 (a model botocore cannot load is not one we serve)
-            continue
+        metadata = _metadata(service)
+        if metadata is None:
+            continue  # a model botocore cannot load is not one we serve
         signing = metadata.get("signingName") or metadata.get("endpointPrefix") or service
         by_name.setdefault(signing, []).append(service)
     return {
         name: tuple(sorted(services, key=lambda s: (s != name, len(s), s)))
         for name, services in by_name.items()
     }
+
+
+_HEAD_BYTES = 4096  # a model's metadata sits in its first kilobyte or so
+_METADATA_KEY = re.compile(r'"metadata"\s*:\s*')
+
+
+def _metadata(service: str) -> dict[str, Any] | None:
+    """A service model's `metadata`, read from the head of its file: the whole model (every
+    operation and shape, ~4 s for all ~450 services) is loaded only where the head does not
+    hold it."""
+    head = _model_head(service)
+    found = _METADATA_KEY.search(head) if head else None
+    if found is not None:
+        try:
+            metadata, _ = json.JSONDecoder().raw_decode(head, found.end())
+        except ValueError:
+            pass  # cut off within the head: load the model
+        else:
+            if isinstance(metadata, dict):
+                return metadata
+    try:
+        return dict(_session().get_service_model(service).metadata)
+    except Exception:  # a model botocore cannot load is not one we serve
+        return None
+
+
+def _model_head(service: str) -> str:
+    """The first bytes of the service model botocore would load (its newest API version, the
+    first search path that has it), or "" when it is not found where botocore keeps models."""
+    loader = _session().get_component("data_loader")
+    try:
+        version = loader.list_api_versions(service, "service-2")[-1]
+    except (IndexError, botocore.exceptions.DataNotFoundError):
+        return ""
+    for root in loader.search_paths:
+        plain = Path(root) / service / version / "service-2.json"
+        packed = plain.with_name("service-2.json.gz")
+        head = b""
+        if plain.is_file():
+            with plain.open("rb") as file:
+                head = file.read(_HEAD_BYTES)
+        elif packed.is_file():
+            with gzip.open(packed, "rb") as unpacked:
+                head = unpacked.read(_HEAD_BYTES)
+        if head:
+            return head.decode("utf-8", "replace")
+    return ""
 
 
 def _services_signed_as(signing_name: str) -> tuple[str, ...]:
