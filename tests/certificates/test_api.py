@@ -92,25 +92,30 @@ def cnames(operator: AwsSession, domain: str) -> dict[str, str]:
 
 
 def listeners(customer: AwsSession, project_id: str) -> dict[int, dict[str, Any]]:
-    """The project load balancer's listeners by port ({} while it has no load balancer)."""
+    """The project load balancer's listeners by port ({} while it has no load balancer, or
+    when it was deleted between the two looks)."""
     elbv2 = customer.client("elbv2")
     try:
         balancer = elbv2.describe_load_balancers(Names=[names.load_balancer_name(project_id)])
+        found = elbv2.describe_listeners(
+            LoadBalancerArn=balancer["LoadBalancers"][0]["LoadBalancerArn"]
+        )["Listeners"]
     except ClientError as error:
         assert error.response["Error"]["Code"] == "LoadBalancerNotFound"
         return {}
-    found = elbv2.describe_listeners(
-        LoadBalancerArn=balancer["LoadBalancers"][0]["LoadBalancerArn"]
-    )["Listeners"]
     return {item["Port"]: dict(item) for item in found}
 
 
 def rules_by_port(customer: AwsSession, project_id: str) -> dict[int, list[list[str]]]:
-    """The hostnames each listener of the project's load balancer routes, by port."""
-    return {
-        port: host_rules(customer, listener["ListenerArn"])
-        for port, listener in listeners(customer, project_id).items()
-    }
+    """The hostnames each listener of the project's load balancer routes, by port (a listener
+    deleted between the listing and the look at its rules is not there)."""
+    found = {}
+    for port, listener in listeners(customer, project_id).items():
+        try:
+            found[port] = host_rules(customer, listener["ListenerArn"])
+        except ClientError as error:
+            assert error.response["Error"]["Code"] == "ListenerNotFound"
+    return found
 
 
 def host_rules(customer: AwsSession, listener_arn: str) -> list[list[str]]:
