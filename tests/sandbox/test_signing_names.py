@@ -4,7 +4,9 @@ and reads the same as botocore's whole model."""
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
+from typing import Any
 
 import botocore.session
 import pytest
@@ -29,23 +31,46 @@ def test_services_are_found_by_the_name_they_sign_with() -> None:
     assert requests._services_signed_as("no-such-signing-name") == ()
 
 
+_METADATA = {
+    "apiVersion": "2030-01-01",
+    "endpointPrefix": "capstan-test",
+    "signingName": "capstan-signing",
+    "protocol": "json",
+    "serviceId": "Capstan Test",
+    "signatureVersion": "v4",
+    "jsonVersion": "1.1",
+    "targetPrefix": "CapstanTest",
+}
+
+
+def _operations(count: int) -> dict[str, Any]:
+    return {
+        f"Op{n}": {"name": f"Op{n}", "http": {"method": "POST", "requestUri": "/"}}
+        for n in range(count)
+    }
+
+
+# Models laid out otherwise than botocore's own (say one an operator put in ~/.aws/models): the
+# metadata past the head, and a shape's member named "metadata" before the model's own.
+_LAYOUTS = {
+    "metadata past the head": {"operations": _operations(400), "shapes": {}},
+    "a member named metadata first": {
+        "operations": _operations(2),
+        "shapes": {
+            "Thing": {"type": "structure", "members": {"metadata": {"shape": "Meta"}}},
+            "Meta": {"type": "string"},
+        },
+    },
+}
+
+
 @pytest.mark.parametrize("packed", [False, True])
-def test_a_model_whose_head_does_not_hold_its_metadata_is_loaded_whole(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, packed: bool
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+def test_a_model_laid_out_otherwise_is_read_for_its_own_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str, packed: bool
 ) -> None:
-    """A model in a search path of its own (as ~/.aws/models) whose metadata comes after its
-    operations: the head read finds none, and the whole model tells."""
-    operations = ",".join(
-        f'"Op{n}":{{"name":"Op{n}","http":{{"method":"POST","requestUri":"/"}}}}'
-        for n in range(400)
-    )
-    document = (
-        '{"version":"2.0","operations":{' + operations + '},"shapes":{},'
-        '"metadata":{"apiVersion":"2030-01-01","endpointPrefix":"capstan-test",'
-        '"signingName":"capstan-signing","protocol":"json","serviceId":"Capstan Test",'
-        '"signatureVersion":"v4","jsonVersion":"1.1","targetPrefix":"CapstanTest"}}'
-    )
-    assert len(document) > requests._HEAD_BYTES
+    document = json.dumps({"version": "2.0", **_LAYOUTS[layout], "metadata": _METADATA})
+    assert (len(document) > requests._HEAD_BYTES) == (layout == "metadata past the head")
     folder = tmp_path / "capstan-test" / "2030-01-01"
     folder.mkdir(parents=True)
     if packed:
@@ -56,14 +81,5 @@ def test_a_model_whose_head_does_not_hold_its_metadata_is_loaded_whole(
     session.get_component("data_loader").search_paths.insert(0, str(tmp_path))
     monkeypatch.setattr(requests, "_session", lambda: session)
 
-    assert requests._metadata("capstan-test") == {
-        "apiVersion": "2030-01-01",
-        "endpointPrefix": "capstan-test",
-        "signingName": "capstan-signing",
-        "protocol": "json",
-        "serviceId": "Capstan Test",
-        "signatureVersion": "v4",
-        "jsonVersion": "1.1",
-        "targetPrefix": "CapstanTest",
-    }
-    assert requests._model_head("capstan-test").startswith('{"version":"2.0","operations"')
+    assert requests._metadata("capstan-test") == _METADATA
+    assert requests._model_head("capstan-test") == document[: requests._HEAD_BYTES]

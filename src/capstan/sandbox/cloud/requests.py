@@ -143,27 +143,54 @@ def _signing_names() -> dict[str, tuple[str, ...]]:
 
 
 _HEAD_BYTES = 4096  # a model's metadata sits in its first kilobyte or so
-_METADATA_KEY = re.compile(r'"metadata"\s*:\s*')
+_SPACE = " \t\r\n"  # JSON's whitespace
 
 
 def _metadata(service: str) -> dict[str, Any] | None:
     """A service model's `metadata`, read from the head of its file: the whole model (every
     operation and shape, ~4 s for all ~450 services) is loaded only where the head does not
     hold it."""
-    head = _model_head(service)
-    found = _METADATA_KEY.search(head) if head else None
-    if found is not None:
-        try:
-            metadata, _ = json.JSONDecoder().raw_decode(head, found.end())
-        except ValueError:
-            pass  # cut off within the head: load the model
-        else:
-            if isinstance(metadata, dict):
-                return metadata
+    metadata = _top_level_member(_model_head(service), "metadata")
+    if isinstance(metadata, dict):
+        return metadata
     try:
         return dict(_session().get_service_model(service).metadata)
     except Exception:  # a model botocore cannot load is not one we serve
         return None
+
+
+def _top_level_member(head: str, wanted: str) -> Any:
+    """The value of the JSON object's top-level member `wanted`, where it and every member
+    before it lie whole within `head` (the start of the document); None otherwise. Members are
+    walked one by one, so a member of that name nested deeper is never taken for it."""
+    decoder = json.JSONDecoder()
+    try:
+        at = _after_space(head, 0)
+        if head[at] != "{":
+            return None
+        at += 1
+        while True:
+            at = _after_space(head, at)
+            key, at = decoder.raw_decode(head, at)
+            at = _after_space(head, at)
+            if head[at] != ":":
+                return None
+            at = _after_space(head, at + 1)
+            value, at = decoder.raw_decode(head, at)  # cut off within the head: ValueError
+            if key == wanted:
+                return value
+            at = _after_space(head, at)
+            if head[at] != ",":
+                return None  # the object ended without it
+            at += 1
+    except (ValueError, IndexError):
+        return None
+
+
+def _after_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in _SPACE:
+        at += 1
+    return at
 
 
 def _model_head(service: str) -> str:
