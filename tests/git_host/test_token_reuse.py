@@ -16,6 +16,7 @@ from capstan.git_host.client import (
     open_git_host,
 )
 from capstan.git_host.kept_tokens import TOKEN_MIN_LIFE
+from tests.git_host.events_helpers import new_repository
 from tests.harness import RunningServer
 from tests.sandbox_git_host.helpers import inject_failures, sandbox_install, uninstall
 
@@ -63,17 +64,21 @@ def test_a_token_is_reused_per_scope_until_half_an_hour_is_left(server: RunningS
 
 def test_a_refused_token_is_minted_anew_once(server: RunningServer) -> None:
     installation_id = sandbox_install(server)
+    # A repository of its own, so that the failures injected for it meet this test's calls and
+    # no other's (the server's reconcilers read the sample repositories for other tests).
+    repo = new_repository(server, installation_id, default_branch="main")
+    name = repo.split("/", 1)[1]
 
     async def work(client: GitHubAppClient) -> None:
-        kept = await client.installation_token(installation_id, ["hello-web"], READ)
-        inject_failures(server, 401, path="/api/repos/")
-        sha = await client.branch_head(installation_id, REPO, "main")
+        kept = await client.installation_token(installation_id, [name], READ)
+        inject_failures(server, 401, path=f"/api/repos/{repo}/")
+        sha = await client.branch_head(installation_id, repo, "main")
         assert len(sha) == 40
-        now = await client.installation_token(installation_id, ["hello-web"], READ)
+        now = await client.installation_token(installation_id, [name], READ)
         assert now.token != kept.token  # the refused one is forgotten
-        inject_failures(server, 401, count=2, path="/api/repos/")
+        inject_failures(server, 401, count=2, path=f"/api/repos/{repo}/")
         with pytest.raises(CredentialsRefused):  # refused again with a new token: no loop
-            await client.branch_head(installation_id, REPO, "main")
+            await client.branch_head(installation_id, repo, "main")
 
     _run(server, work)
 
