@@ -35,13 +35,15 @@ class HeldPass:
         original = TargetReconciler._load
         held = self
 
-        async def load(self: TargetReconciler, session: Any, rid: str) -> Subject | None:
-            subject = await original(self, session, rid)
+        async def load(
+            self: TargetReconciler, session: Any, rid: str
+        ) -> tuple[Subject, Any] | None:
+            loaded = await original(self, session, rid)
             if rid == resource_id and not held.loaded.is_set():
                 held.loaded.set()
                 # The loop goes on serving (the PATCH among it) while this pass waits.
                 await asyncio.to_thread(held.release.wait, 60)
-            return subject
+            return loaded
 
         monkeypatch.setattr(TargetReconciler, "_load", load)
 

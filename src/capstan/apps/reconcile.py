@@ -103,12 +103,12 @@ class TargetReconciler:
 
     async def reconcile(self, resource_id: str) -> Result:
         async with self._sessionmaker() as session:
-            subject = await self._load(session, resource_id)
-            if subject is None:
+            loaded = await self._load(session, resource_id)
+            if loaded is None:
                 return Done()
+            subject, account = loaded
             if await self._expire(session, subject):
                 return RequeueAfter(0)  # its next pass removes it
-            account = await session.get(CloudAccount, subject.service.organization_id)
             try:
                 if subject.row.deleted_at is not None:
                     result = await self._tear_down(session, subject, account)
@@ -137,20 +137,34 @@ class TargetReconciler:
         await session.commit()
         return True
 
-    async def _load(self, session: AsyncSession, resource_id: str) -> Subject | None:
+    async def _load(
+        self, session: AsyncSession, resource_id: str
+    ) -> tuple[Subject, CloudAccount | None] | None:
+        """The pass's rows in one statement: the target, its service and project, and the
+        organization's cloud account (if connected); None when the target is gone."""
+        rows = (
+            select(Service, Project, CloudAccount)
+            .join(Project, Project.id == Service.project_id)
+            .outerjoin(CloudAccount, CloudAccount.organization_id == Service.organization_id)
+        )
+        preview: Preview | None = None
         if self.kind == services.PREVIEW_QUEUE_KIND:
-            preview = await session.get(Preview, resource_id)
-            if preview is None:
+            found = (
+                await session.execute(
+                    rows.add_columns(Preview)
+                    .join(Preview, Preview.service_id == Service.id)
+                    .where(Preview.id == resource_id)
+                )
+            ).first()
+            if found is None:
                 return None
-            service = await session.get(Service, preview.service_id)
+            service, project, account, preview = found
         else:
-            preview = None
-            service = await session.get(Service, resource_id)
-        if service is None:
-            return None
-        project = await session.get(Project, service.project_id)
-        assert project is not None
-        return Subject(service=service, preview=preview, project=project)
+            found = (await session.execute(rows.where(Service.id == resource_id))).first()
+            if found is None:
+                return None
+            service, project, account = found
+        return Subject(service=service, preview=preview, project=project), account
 
     def _deployer(
         self, account: CloudAccount | None, subject: Subject, *, with_project: bool = True
