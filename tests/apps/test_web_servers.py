@@ -12,7 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.apps.models import Service
 from tests.apps.helpers import WEB_REPO, Ready, new_shop, ready
 from tests.apps.processes import account_sessions
+from tests.git_host.events_helpers import new_repository
 from tests.harness import Org, run_db
+from tests.sandbox_git_host.helpers import sandbox_install
 
 
 @pytest.fixture
@@ -254,6 +256,16 @@ def test_unreachable_repo_is_400_and_duplicate_name_409(shop: Ready) -> None:
     )
     assert unreachable.status_code == 400
     assert unreachable.json()["error"] == "repo_not_accessible"
+    # One another installation reads only, and names that are no repository's (a dot segment
+    # would take the read out of `/repos/`): not accessible either.
+    elsewhere = new_repository(shop.org.server, sandbox_install(shop.org.server))
+    for repo in (elsewhere, "capstan-samples/..", "../hello-web"):
+        refused = shop.org.api.post(
+            f"{shop.base}/web_servers",
+            json={"name": "web", "repo": repo, "branch": "main", "cpu": 256, "memory": 512},
+        )
+        assert refused.status_code == 400, repo
+        assert refused.json()["error"] == "repo_not_accessible", repo
     shop.create_web_server()
     again = shop.org.api.post(
         f"{shop.base}/web_servers",

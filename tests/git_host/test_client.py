@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
+import httpx
 import jwt
 import pytest
 import uvicorn
@@ -31,6 +32,7 @@ from capstan.git_host.client import (
     UserAuthorizationNotConfigured,
     open_git_host,
 )
+from tests.git_host.events_helpers import new_repository
 from tests.harness import RunningServer, free_socket
 from tests.sandbox_git_host.helpers import (
     inject_failures,
@@ -127,6 +129,55 @@ def test_list_repositories_follows_pagination(server: RunningServer) -> None:
         ]
         assert all(r.default_branch == "main" for r in repositories)
         assert [r.private for r in repositories] == [True, True, False, False]
+
+
+def test_one_repository_is_read_only_where_the_installation_sees_it(
+    server: RunningServer,
+) -> None:
+    installation_id, other_id = sandbox_install(server), sandbox_install(server)
+    own = new_repository(server, installation_id)
+    owner, name = own.split("/")
+
+    def read(full_name: str, installation: int = installation_id) -> Repository | None:
+        return with_client(server, lambda client: client.repository(installation, full_name))
+
+    found = read(own)
+    assert found is not None
+    assert (found.full_name, found.default_branch, found.private) == (own, "trunk", True)
+    # GitHub reads names without regard to case and answers with the repository's own.
+    upper = read(f"{owner.upper()}/{name.upper()}")
+    assert upper is not None and upper.full_name == own
+    assert read(own, other_id) is None  # another installation: GitHub's 404
+    assert read(f"{owner}/no-such-repository") is None
+    samples = read("capstan-samples/hello-web")
+    assert samples is not None and samples.private
+
+
+def test_a_name_no_repository_has_is_not_asked_for() -> None:
+    """A dot segment would take the read out of `/repos/` wherever the path is normalized
+    (the sandbox answers such a path 404 either way): no call at all, not even a token's."""
+    sent: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.path)
+        if request.url.path.endswith("/access_tokens"):
+            expires = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+            return httpx.Response(201, json={"token": "ghs_test", "expires_at": expires})
+        return httpx.Response(404, json={"message": "Not Found"})
+
+    async def read(full_name: str) -> Repository | None:
+        transport = httpx.MockTransport(answer)
+        async with httpx.AsyncClient(transport=transport, base_url="https://git.test") as http:
+            client = GitHubAppClient(
+                http, app_id="1", app_slug="app", private_key=other_rsa_key(), web_base=""
+            )
+            return await client.repository(1, full_name)
+
+    for unnamed in ("../app/installations", "acme/..", "./x", "acme/", "/x", "acme/a/b"):
+        assert asyncio.run(read(unnamed)) is None, unnamed
+    assert sent == []
+    assert asyncio.run(read("acme/shop")) is None  # asked, and answered 404
+    assert sent == ["/app/installations/1/access_tokens", "/repos/acme/shop"]
 
 
 def test_pagination_links_must_stay_in_the_api(server: RunningServer) -> None:

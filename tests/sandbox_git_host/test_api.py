@@ -310,6 +310,11 @@ def test_sample_repositories_and_branches(server: RunningServer) -> None:
             client.get("repos/capstan-samples/hello-web/branches/nope", headers=headers), 404
         )
         assert_github_error(client.get("repos/capstan-samples/nope/branches", headers=headers), 404)
+        repository = client.get("repos/capstan-samples/hello-web", headers=headers)
+        assert repository.status_code == 200, repository.text
+        assert repository.json() == listing[0]
+        assert_github_error(client.get("repos/capstan-samples/nope", headers=headers), 404)
+        assert_github_error(client.get("repos/capstan-samples/hello-web"), 401)
 
 
 def test_scoped_token_cannot_read_other_repositories_branches(server: RunningServer) -> None:
@@ -318,8 +323,10 @@ def test_scoped_token_cannot_read_other_repositories_branches(server: RunningSer
     headers = {"Authorization": f"token {token}"}
     with api(server) as client:
         assert client.get("repos/capstan-samples/hello-web/branches", headers=headers).is_success
-        other = client.get("repos/capstan-samples/hello-worker/branches", headers=headers)
-        assert_github_error(other, 404)
+        assert client.get("repos/capstan-samples/hello-web", headers=headers).is_success
+        for path in ("hello-worker/branches", "hello-worker"):
+            other = client.get(f"repos/capstan-samples/{path}", headers=headers)
+            assert_github_error(other, 404)
 
 
 # Uninstalling, failures, restarts --------------------------------------------------------------

@@ -137,19 +137,26 @@ def check_size(cpu: int, memory: int) -> None:
 async def require_repository(
     session: AsyncSession, caller: Principal, git_host: Any, full_name: str
 ) -> int:
-    """The installation through which the organization reaches `full_name`, or a 400."""
-    installations = await session.scalars(
-        select(GitHostInstallation.installation_id).where(
-            GitHostInstallation.organization_id == caller.organization_id,
-            # A suspended or uninstalled app reads nothing (the record stays, marked).
-            GitHostInstallation.status == "active",
+    """The installation through which the organization reaches `full_name`, or a 400.
+
+    One read of that repository per installation asked, the installation on the repository's
+    owner first (an installation reaches its own account's repositories only; another is asked
+    too in case the account was renamed since): not a listing of every repository."""
+    installations = (
+        await session.execute(
+            select(GitHostInstallation.installation_id, GitHostInstallation.account_login).where(
+                GitHostInstallation.organization_id == caller.organization_id,
+                # A suspended or uninstalled app reads nothing (the record stays, marked).
+                GitHostInstallation.status == "active",
+            )
         )
-    )
+    ).all()
     wanted = full_name.lower()
-    for installation_id in installations:
-        for repository in await git_host.list_repositories(installation_id):
-            if repository.full_name.lower() == wanted:
-                return int(installation_id)
+    owner = wanted.partition("/")[0]
+    for installation_id, _ in sorted(installations, key=lambda row: row[1].lower() != owner):
+        repository = await git_host.repository(installation_id, full_name)
+        if repository is not None and repository.full_name.lower() == wanted:
+            return int(installation_id)
     raise RepositoryNotAccessible(
         f"No git host installation of your organization can read {full_name}; install the app "
         "on it (POST /api/git_host/installation_setup)."

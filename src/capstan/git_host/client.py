@@ -58,6 +58,7 @@ from capstan.git_host.payloads import (
     OAuthAnswer,
     Repository,
     RepositoryPage,
+    RepositoryPayload,
     TokenPayload,
     UserAccessToken,
     installation_of,
@@ -272,6 +273,30 @@ class GitHubAppClient:
             return repositories
 
         return await self._with_token(installation_id, None, {"metadata": "read"}, listing)
+
+    async def repository(self, installation_id: int, full_name: str) -> Repository | None:
+        """The repository `full_name` ("owner/name") if the installation can see it: one
+        `GET /repos/{owner}/{name}`, however many repositories the installation has (None on
+        GitHub's 404, which is also its answer for a repository outside the installation)."""
+        owner, _, name = full_name.partition("/")
+        if {owner, name} & {"", ".", ".."} or "/" in name:
+            return None  # no repository is named so; a dot segment would leave `/repos/`
+        path = f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
+
+        async def read(token: InstallationToken) -> Repository | None:
+            try:
+                response = await self._send("GET", path, bearer=token.token)
+            except GitHostNotFound:
+                return None
+            found = parse(RepositoryPayload, response)
+            return Repository(
+                id=found.id,
+                full_name=found.full_name,
+                private=found.private,
+                default_branch=found.default_branch,
+            )
+
+        return await self._with_token(installation_id, None, {"metadata": "read"}, read)
 
     async def branch_head(self, installation_id: int, repo: str, branch: str) -> str:
         """The commit sha at the head of `branch` of `repo` ("owner/name"), read with a token

@@ -276,6 +276,23 @@ def list_installation_repositories(
     )
 
 
+@router.get("/api/repos/{owner}/{repo}")
+def get_repository(
+    request: Request,
+    owner: str,
+    repo: str,
+    host: Host,
+    authorization: Authorization = None,
+    user_agent: UserAgent = None,
+) -> Response:
+    """One repository, if the token's installation (and the token's own repositories) see it:
+    GitHub answers 404 for one they do not, as for one that does not exist."""
+    found = _readable_repository(host, request, authorization, user_agent, owner, repo)
+    if isinstance(found, JSONResponse):
+        return found
+    return JSONResponse(host.repository_json(found))
+
+
 @router.get("/api/repos/{owner}/{repo}/branches")
 def list_branches(
     request: Request,

@@ -9,7 +9,7 @@
 - `DELETE /api/app/installations/{id}`             app JWT (uninstall)
 - `POST /api/app/installations/{id}/access_tokens` app JWT
 - `GET  /api/installation/repositories`            installation token
-- `GET  /api/repos/{owner}/{repo}/branches[/{b}]`  installation token (its repositories only)
+- `GET  /api/repos/{owner}/{repo}[/branches[/{b}]]` installation token (its repositories only)
 - `PUT|DELETE /api/app/installations/{id}/suspended` app JWT (suspend, unsuspend)
 - `GET  /api/app/hook/deliveries[/{id}]`           app JWT: the app's recent webhook deliveries
 - `POST /api/app/hook/deliveries/{id}/attempts`    app JWT: redeliver (same body, same GUID)
