@@ -3,6 +3,10 @@
 `create_app` keeps the process's long-lived parts in `app.state` (settings, the cloud, the git
 host client, the kinds); routes name what they need (`settings: AppSettings`, `cloud: AppCloud`)
 and never read `app.state` themselves.
+
+Each is an `async def` although it awaits nothing: FastAPI runs a plain `def` dependency in its
+thread pool, a trip there and back (and a turn for the interpreter lock) for every request that
+names it (`tests/test_dependencies.py` holds every route to that).
 """
 
 from __future__ import annotations
@@ -17,22 +21,22 @@ from capstan.git_host.client import GitHubAppClient
 from capstan.registry import ResourceKind
 
 
-def _settings(request: Request) -> Settings:
+async def _settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def _cloud(request: Request) -> Cloud:
+async def _cloud(request: Request) -> Cloud:
     cloud: Cloud = request.app.state.cloud
     return cloud
 
 
-def _git_host(request: Request) -> GitHubAppClient:
+async def _git_host(request: Request) -> GitHubAppClient:
     client: GitHubAppClient = request.app.state.git_host
     return client
 
 
-def _kinds(request: Request) -> tuple[ResourceKind, ...]:
+async def _kinds(request: Request) -> tuple[ResourceKind, ...]:
     kinds: tuple[ResourceKind, ...] = request.app.state.kinds
     return kinds
 

@@ -30,7 +30,7 @@ class TargetReader:
     cloud: Cloud
 
 
-def _reader(settings: AppSettings, cloud: AppCloud) -> TargetReader:
+async def _reader(settings: AppSettings, cloud: AppCloud) -> TargetReader:
     return TargetReader(settings, cloud)
 
 

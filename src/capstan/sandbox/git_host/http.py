@@ -4,7 +4,6 @@ and refusals (no User-Agent, an injected failure, a bad app JWT), and GitHub's p
 from __future__ import annotations
 
 import re
-import threading
 import time
 from typing import Annotated, TypeVar
 
@@ -19,18 +18,17 @@ ACCOUNT_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?$")
 ACCOUNT_TYPES = ("User", "Organization")
 DEFAULT_PAGE_SIZE = 30
 MAX_PAGE_SIZE = 100
-_host_lock = threading.Lock()
 T = TypeVar("T")
 
 
-def git_host_of(request: Request) -> SandboxGitHost:
-    """The app's one sandbox git host, made on first use from the app's settings."""
+async def git_host_of(request: Request) -> SandboxGitHost:
+    """The app's one sandbox git host, made on first use from the app's settings (in the event
+    loop: a plain `def` would be a trip to the thread pool for every request)."""
     state = request.app.state
-    with _host_lock:
-        host: SandboxGitHost | None = getattr(state, "sandbox_git_host", None)
-        if host is None:
-            host = SandboxGitHost.from_settings(state.settings)
-            state.sandbox_git_host = host
+    host: SandboxGitHost | None = getattr(state, "sandbox_git_host", None)
+    if host is None:  # no await between the look and the store: one host per app
+        host = SandboxGitHost.from_settings(state.settings)
+        state.sandbox_git_host = host
     return host
 
 
