@@ -261,26 +261,18 @@ class GitHubAppClient:
                 "/installation/repositories", bearer=token.token, per_page=per_page
             ):
                 page = parse(RepositoryPage, response)
-                repositories.extend(
-                    Repository(
-                        id=r.id,
-                        full_name=r.full_name,
-                        private=r.private,
-                        default_branch=r.default_branch,
-                    )
-                    for r in page.repositories
-                )
+                repositories.extend(_repository(r) for r in page.repositories)
             return repositories
 
         return await self._with_token(installation_id, None, {"metadata": "read"}, listing)
 
     async def repository(self, installation_id: int, full_name: str) -> Repository | None:
-        """The repository `full_name` ("owner/name") if the installation can see it: one
-        `GET /repos/{owner}/{name}`, however many repositories the installation has (None on
-        GitHub's 404, which is also its answer for a repository outside the installation)."""
+        """The repository `full_name` ("owner/name") if the installation can see it, in one
+        `GET /repos/{owner}/{name}`; None on GitHub's 404 (its answer for a repository outside
+        the installation too) and, asking nothing, for a name with a dot segment or no part."""
         owner, _, name = full_name.partition("/")
         if {owner, name} & {"", ".", ".."} or "/" in name:
-            return None  # no repository is named so; a dot segment would leave `/repos/`
+            return None
         path = f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
 
         async def read(token: InstallationToken) -> Repository | None:
@@ -288,13 +280,7 @@ class GitHubAppClient:
                 response = await self._send("GET", path, bearer=token.token)
             except GitHostNotFound:
                 return None
-            found = parse(RepositoryPayload, response)
-            return Repository(
-                id=found.id,
-                full_name=found.full_name,
-                private=found.private,
-                default_branch=found.default_branch,
-            )
+            return _repository(parse(RepositoryPayload, response))
 
         return await self._with_token(installation_id, None, {"metadata": "read"}, read)
 
@@ -434,6 +420,10 @@ class GitHubAppClient:
         if response.is_success:
             return response
         raise failure(method, response)
+
+
+def _repository(payload: RepositoryPayload) -> Repository:
+    return Repository(payload.id, payload.full_name, payload.private, payload.default_branch)
 
 
 def load_app_key(settings: Settings) -> RSAPrivateKey | None:
