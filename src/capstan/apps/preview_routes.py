@@ -7,9 +7,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response, status
 
-from capstan.apps import previews, route_parts, schemas
+from capstan.apps import listing, previews, route_parts, schemas
 from capstan.apps import service as services
-from capstan.apps.models import Preview, Service
+from capstan.apps.models import Deployment, Preview, Service
 from capstan.auth.principal import Caller
 from capstan.db import DbSession
 from capstan.deps import AppSettings
@@ -63,6 +63,11 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
         session: DbSession, service: Service, preview: Preview, project: Project, domain: str
     ) -> schemas.PreviewOut:
         deployment = await services.newest_deployment(session, service.id, preview.id)
+        return shown(preview, deployment, project, domain)
+
+    def shown(
+        preview: Preview, deployment: Deployment | None, project: Project, domain: str
+    ) -> schemas.PreviewOut:
         return schemas.PreviewOut(
             id=preview.id,
             branch=preview.branch,
@@ -82,12 +87,9 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
     ) -> schemas.PreviewList:
         service = await services.get(session, caller, project_id, spec.kind, service_id)
         project = await projects.get(session, caller, project_id)
-        rows = await services.live_previews(session, service.id)
+        rows = await listing.previews(session, service.id)
         return schemas.PreviewList(
-            previews=[
-                await render_preview(session, service, row, project, settings.domain)
-                for row in rows
-            ]
+            previews=[shown(row, newest, project, settings.domain) for row, newest in rows]
         )
 
     @router.post(

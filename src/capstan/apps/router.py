@@ -17,7 +17,7 @@ from fastapi import APIRouter, Header, Query, Response, status
 from pydantic import BaseModel, create_model
 
 from capstan.apps import environment as environments
-from capstan.apps import observe, releases, route_parts, schemas
+from capstan.apps import listing, observe, releases, route_parts, schemas
 from capstan.apps import service as services
 from capstan.apps.deploying import target_of
 from capstan.apps.models import Deployment, Service
@@ -28,6 +28,7 @@ from capstan.config import Settings
 from capstan.db import DbSession
 from capstan.deps import AppCloud, AppGitHost, AppSettings
 from capstan.projects import service as projects
+from capstan.projects.models import Project
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,11 @@ def make_router(spec: Kind) -> APIRouter:
     ) -> Any:
         project = await projects.get(session, caller, service.project_id)
         deployment = await services.newest_deployment(session, service.id, None)
+        return shown(service, project, deployment, settings)
+
+    def shown(
+        service: Service, project: Project, deployment: Deployment | None, settings: Settings
+    ) -> Any:
         url = services.url(service.name, project, settings.domain, spec.kind)
         return spec.out.model_validate(
             spec.describe(service, services.status_of(deployment), url if spec.has_url else None)
@@ -59,14 +65,14 @@ def make_router(spec: Kind) -> APIRouter:
 
     # {"web_servers": [...]}, as caches and buckets are listed.
     listed: dict[str, Any] = {spec.path: (list[spec.out], ...)}  # type: ignore[name-defined]
-    listing = create_model(f"{spec.out.__name__.removesuffix('Out')}List", **listed)
+    list_model = create_model(f"{spec.out.__name__.removesuffix('Out')}List", **listed)
 
-    @router.get("", response_model=listing, summary=f"The project's {spec.label}s")
+    @router.get("", response_model=list_model, summary=f"The project's {spec.label}s")
     async def list_(
         project_id: str, caller: Caller, session: DbSession, settings: AppSettings
     ) -> Any:
-        rows = await services.list_in_project(session, caller, project_id, spec.kind)
-        return {spec.path: [await render(session, caller, row, settings) for row in rows]}
+        project, rows = await listing.services(session, caller, project_id, spec.kind)
+        return {spec.path: [shown(row, project, newest, settings) for row, newest in rows]}
 
     @router.post(
         "",

@@ -9,9 +9,9 @@ the request's transaction.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import DEPLOYMENT_STATES, UNDER_WAY, Deployment, Preview, Service
@@ -26,6 +26,8 @@ from capstan.projects.models import Project
 from capstan.projects.scoped import get_in_project
 from capstan.projects.scoped import list_in_project as scoped_list
 from capstan.reconcile.queue import enqueue
+
+T = TypeVar("T")
 
 WEB_SERVER = "web_server"
 WORKER = "worker"
@@ -350,9 +352,15 @@ async def newest_deployment(
     session: AsyncSession, service_id: str, preview_id: str | None
 ) -> Deployment | None:
     return await session.scalar(
-        select(Deployment)
-        .where(Deployment.service_id == service_id, of_target(preview_id))
-        .where(Deployment.status != "superseded")
+        newest_first(select(Deployment), Deployment.service_id == service_id, of_target(preview_id))
+    )
+
+
+def newest_first(statement: Select[T], *target: ColumnElement[bool]) -> Select[T]:
+    """`statement` (of deployments) narrowed to the newest of the target `target` names, the
+    superseded aside: the deployment a service's or a preview's status is read from."""
+    return (
+        statement.where(*target, Deployment.status != "superseded")
         .order_by(Deployment.created_at.desc(), Deployment.id.desc())
         .limit(1)
     )

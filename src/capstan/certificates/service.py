@@ -149,7 +149,7 @@ async def _locked_project(session: AsyncSession, caller: Principal, project_id: 
         .with_for_update()
     )
     if project is None:
-        raise NotFound("No such project.")
+        raise NotFound(projects.NO_SUCH_PROJECT)
     return project
 
 

@@ -2,21 +2,22 @@
 
 Every resource a project holds (caches, buckets, web servers, workers, sites) is found the same
 way: by its id and its project, and only in the caller's organization, so another organization's
-id answers the kind's 404 like an id that never existed. A listing first proves the project is
-the caller's (its own 404) and answers the rows oldest first.
+id answers the kind's 404 like an id that never existed. A listing answers the project's own 404
+when the project is not the caller's, and the rows oldest first.
 """
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, Select, and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
 from capstan.db import Base
 from capstan.errors import NotFound
 from capstan.projects import service as projects
+from capstan.projects.models import Project
 
 # A kind's model: every one has `id`, `project_id`, `organization_id` and `created_at` columns.
 RowT = TypeVar("RowT", bound=Base)
@@ -56,16 +57,44 @@ async def list_in_project(
 ) -> list[RowT]:
     """The rows of `model` in the caller's project (meeting `where`), oldest first; the project's
     404 when it is not the caller's."""
-    project = await projects.get(session, caller, project_id)
+    statement = project_and_rows(Project.id, model, *where)
+    rows = await rows_of_project(session, caller, project_id, statement)
+    return [row for _, row in rows if row is not None]
+
+
+def project_and_rows(
+    lead: Any, model: type[Base], *where: ColumnElement[bool]
+) -> Select[tuple[Any, Any]]:
+    """`lead` (of the project: an entity or columns) beside each row of `model` in the project
+    (meeting `where`), oldest first, and `lead` beside None when it has none: one statement
+    proves the project is the caller's and reads its rows. It takes `project_id` and
+    `organization_id` (`rows_of_project`)."""
     table: Any = model
-    return list(
-        await session.scalars(
-            select(model)
-            .where(
-                table.project_id == project.id,
-                table.organization_id == caller.organization_id,
+    return (
+        select(lead, model)
+        .outerjoin(
+            model,
+            and_(
+                table.project_id == Project.id,
+                table.organization_id == Project.organization_id,
                 *where,
-            )
-            .order_by(table.created_at, table.id)
+            ),
         )
+        .where(
+            Project.id == bindparam("project_id"),
+            Project.organization_id == bindparam("organization_id"),
+        )
+        .order_by(table.created_at, table.id)
     )
+
+
+async def rows_of_project(
+    session: AsyncSession, caller: Principal, project_id: str, statement: Select[Any]
+) -> list[Any]:
+    """The rows of a `project_and_rows` statement for the caller's project; its 404 when there
+    are none (the project is not the caller's)."""
+    parameters = {"project_id": project_id, "organization_id": caller.organization_id}
+    rows = (await session.execute(statement, parameters)).all()
+    if not rows:
+        raise NotFound(projects.NO_SUCH_PROJECT)
+    return list(rows)

@@ -33,6 +33,8 @@ def known_regions() -> frozenset[str]:
     return frozenset(botocore.session.get_session().get_available_regions("ecs"))
 
 
+NO_SUCH_PROJECT = "No such project."
+
 # The reads' statements are of the table's columns, not the mapped class's: Core statements (no
 # ORM compile state, autoflush or row loading).
 _COLUMNS = Project.__table__.c
@@ -43,7 +45,7 @@ async def get(session: AsyncSession, caller: Principal, project_id: str) -> Proj
         _BY_ID, {"project_id": project_id, "organization_id": caller.organization_id}
     )
     if project is None:
-        raise NotFound("No such project.")
+        raise NotFound(NO_SUCH_PROJECT)
     return project
 
 
@@ -63,7 +65,7 @@ async def read_json(reads: Reads, caller: Principal, project_id: str) -> bytes:
         _render_one,
     )
     if not shown:
-        raise NotFound("No such project.")
+        raise NotFound(NO_SUCH_PROJECT)
     return shown[0]
 
 

@@ -1,0 +1,151 @@
+"""Listings of services and previews: what each row shows, read in one statement whatever the
+number of rows (row by row it was two statements a service)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from capstan.apps import listing
+from capstan.apps.models import Service
+from capstan.apps.service import WEB_SERVER
+from capstan.auth.principal import Principal
+from capstan.caches.models import Cache
+from capstan.db import make_engine, make_sessionmaker
+from capstan.errors import NotFound
+from capstan.projects.scoped import list_in_project
+from tests.apps.helpers import Ready, new_shop
+from tests.harness import Org
+
+
+@pytest.fixture
+def shop(connected: Org) -> Ready:
+    return new_shop(connected)
+
+
+def counted(org: Org, work: Callable[[AsyncSession], Awaitable[Any]]) -> tuple[Any, list[str]]:
+    """`work`'s answer and the statements it ran, on an engine of its own (the server's workers
+    run statements of their own meanwhile)."""
+    statements: list[str] = []
+
+    async def main() -> Any:
+        settings = org.server.settings
+        engine = make_engine(settings.sqlalchemy_url, schema=settings.database_schema)
+        event.listen(
+            engine.sync_engine,
+            "before_cursor_execute",
+            lambda _conn, _cursor, sql, *_: statements.append(sql),
+        )
+        try:
+            async with make_sessionmaker(engine)() as session:
+                return await work(session)
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(main()), statements
+
+
+def test_a_listing_shows_each_service_as_its_own_read_does(shop: Ready) -> None:
+    api = shop.org.api
+    running = shop.create_web_server(name="web")
+    broken = shop.create_web_server(name="broken", branch="broken-build")
+    for created, status in ((running, "running"), (broken, "failed")):
+        path = f"{shop.base}/web_servers/{created['id']}"
+        assert shop.wait_for(path, "running", "failed")["status"] == status
+    # A third still deploying: its newest deployment is under way.
+    deploying = shop.create_web_server(name="third")
+    listed = api.get(f"{shop.base}/web_servers").json()["web_servers"]
+    assert [row["id"] for row in listed] == [running["id"], broken["id"], deploying["id"]]
+    for row in listed:
+        alone = api.get(f"{shop.base}/web_servers/{row['id']}").json()
+        if row["id"] == deploying["id"] and alone["status"] != row["status"]:
+            continue  # it moved on between the two reads
+        assert row == alone
+    assert [row["status"] for row in listed[:2]] == ["running", "failed"]
+    # A redeploy's new deployment is the newest: the listing shows it, not the running one.
+    assert api.post(f"{shop.base}/web_servers/{running['id']}/redeploy").status_code == 202
+    first = api.get(f"{shop.base}/web_servers").json()["web_servers"][0]
+    assert first == api.get(f"{shop.base}/web_servers/{running['id']}").json() or (
+        first["status"] == "running"  # it finished between the two reads
+    )
+    # Other kinds and other projects are not listed; a project without services lists none.
+    assert api.get(f"{shop.base}/workers").json() == {"workers": []}
+    assert api.get(f"{new_shop(shop.org).base}/web_servers").json() == {"web_servers": []}
+
+
+def test_a_listing_of_previews_shows_each_as_its_own_read_does(shop: Ready) -> None:
+    api = shop.org.api
+    parent = shop.create_web_server()
+    parent_path = f"{shop.base}/web_servers/{parent['id']}"
+    created = [
+        api.post(f"{parent_path}/previews", json={"branch": branch}).json()
+        for branch in ("feature-x", "broken-build")
+    ]
+    for preview, status in zip(created, ("running", "failed"), strict=True):
+        path = f"{parent_path}/previews/{preview['id']}"
+        assert shop.wait_for(path, "running", "failed")["status"] == status
+    listed = api.get(f"{parent_path}/previews").json()["previews"]
+    assert [row["id"] for row in listed] == [preview["id"] for preview in created]
+    for row in listed:
+        assert row == api.get(f"{parent_path}/previews/{row['id']}").json()
+
+
+def test_a_listing_is_one_statement_whatever_its_length(shop: Ready) -> None:
+    org = shop.org
+    caller = Principal(organization_id=org.organization_id, user_id=org.user_id, via="token")
+    project_id = shop.project["id"]
+
+    def services_listed() -> tuple[list[tuple[str, str | None]], list[str]]:
+        async def work(session: AsyncSession) -> list[tuple[str, str | None]]:
+            _, rows = await listing.services(session, caller, project_id, WEB_SERVER)
+            return [(row.name, newest.status if newest else None) for row, newest in rows]
+
+        return counted(org, work)
+
+    none, statements = services_listed()
+    assert none == [] and len(statements) == 1, statements
+    web = shop.create_web_server(name="web")
+    one, statements = services_listed()
+    assert [name for name, _ in one] == ["web"] and len(statements) == 1
+    for name in ("second", "third"):
+        shop.create_web_server(name=name)
+    three, statements = services_listed()
+    assert [name for name, _ in three] == ["web", "second", "third"], three
+    assert all(status is not None for _, status in three), three  # each has its deployment
+    assert len(statements) == 1, statements
+
+    parent_path = f"{shop.base}/web_servers/{web['id']}"
+    for branch in ("feature-x", "feature-y"):
+        org.api.post(f"{parent_path}/previews", json={"branch": branch})
+    previews, statements = counted(org, lambda session: listing.previews(session, web["id"]))
+    assert [preview.branch for preview, _ in previews] == ["feature-x", "feature-y"]
+    assert all(newest is not None for _, newest in previews) and len(statements) == 1
+
+    # The kinds listed through `list_in_project` (caches, buckets, databases; services for a
+    # plan) likewise: the project's check and its rows in one statement.
+    rows, statements = counted(
+        org, lambda session: list_in_project(session, caller, project_id, Service)
+    )
+    assert len(rows) == 3 and len(statements) == 1
+    rows, statements = counted(
+        org, lambda session: list_in_project(session, caller, project_id, Cache)
+    )
+    assert rows == [] and len(statements) == 1
+
+
+def test_a_listing_of_another_organizations_project_is_its_404(shop: Ready, org: Org) -> None:
+    shop.create_web_server()
+    stranger = Principal(organization_id=org.organization_id, user_id=org.user_id, via="token")
+    for work in (
+        lambda session: listing.services(session, stranger, shop.project["id"], WEB_SERVER),
+        lambda session: list_in_project(session, stranger, shop.project["id"], Service),
+    ):
+        with pytest.raises(NotFound, match="No such project"):
+            counted(shop.org, work)
+    answer = org.api.get(f"{shop.base}/web_servers")
+    assert answer.status_code == 404 and answer.json()["message"] == "No such project."
