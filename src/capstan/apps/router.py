@@ -29,6 +29,7 @@ from capstan.db import DbSession
 from capstan.deps import AppCloud, AppGitHost, AppSettings
 from capstan.projects import service as projects
 from capstan.projects.models import Project
+from capstan.routers import PrefixRouter
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class Kind:
 
 
 def make_router(spec: Kind) -> APIRouter:
-    router = APIRouter(prefix=f"/api/projects/{{project_id}}/{spec.path}", tags=[spec.path])
+    router = PrefixRouter(prefix=f"/api/projects/{{project_id}}/{spec.path}", tags=[spec.path])
     item = "/{service_id}"
 
     async def render(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response, status
+from fastapi import Request, Response, status
 
 from capstan.auth import schemas, service
 from capstan.auth.principal import Caller
@@ -10,8 +10,9 @@ from capstan.auth.secrets import csrf_token
 from capstan.config import Settings
 from capstan.db import DbSession
 from capstan.errors import BadRequest
+from capstan.routers import PrefixRouter
 
-router = APIRouter(prefix="/api", tags=["session"])
+router = PrefixRouter(prefix="/api", tags=["session"])
 
 
 def _settings(request: Request) -> Settings:
@@ -96,7 +97,7 @@ async def get_csrf(caller: Caller, request: Request) -> schemas.CsrfToken:
     )
 
 
-tokens = APIRouter(prefix="/api/api_tokens", tags=["api tokens"])
+tokens = PrefixRouter(prefix="/api/api_tokens", tags=["api tokens"])
 
 
 @tokens.get("", response_model=schemas.ApiTokenList, summary="The organization's API tokens")

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, status
+from fastapi import status
 
 from capstan.auth.principal import Caller
 from capstan.buckets import schemas
 from capstan.buckets import service as buckets
 from capstan.db import DbSession
 from capstan.deps import AppCloud
+from capstan.routers import PrefixRouter
 
-router = APIRouter(prefix="/api/projects/{project_id}/storage", tags=["storage"])
+router = PrefixRouter(prefix="/api/projects/{project_id}/storage", tags=["storage"])
 ITEM = "/{bucket_id}"
 
 

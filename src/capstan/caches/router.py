@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+from fastapi import status
 
 from capstan.auth.principal import Caller
 from capstan.caches import service
@@ -18,8 +18,9 @@ from capstan.caches.schemas import (
 )
 from capstan.db import DbSession
 from capstan.deps import AppCloud
+from capstan.routers import PrefixRouter
 
-router = APIRouter(prefix="/api/projects/{project_id}/cache", tags=["cache"])
+router = PrefixRouter(prefix="/api/projects/{project_id}/cache", tags=["cache"])
 ITEM = "/{cache_id}"
 
 

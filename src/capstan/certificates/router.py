@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response, status
+from fastapi import Response, status
 
 from capstan.auth.principal import Caller
 from capstan.certificates import service
 from capstan.certificates.schemas import CertificateOut, CertificateStarted, ValidationRecordOut
 from capstan.db import DbSession
 from capstan.deps import AppCloud, AppSettings
+from capstan.routers import PrefixRouter
 
-router = APIRouter(prefix="/api/projects/{project_id}/certificate", tags=["certificate"])
+router = PrefixRouter(prefix="/api/projects/{project_id}/certificate", tags=["certificate"])
 
 
 @router.post(

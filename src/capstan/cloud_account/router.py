@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
-
 from capstan.auth.principal import Caller
 from capstan.cloud_account import service
 from capstan.cloud_account.schemas import CloudAccountOut, VerificationOut, VerificationRequest
 from capstan.db import DbSession
 from capstan.deps import AppCloud, AppSettings
+from capstan.routers import PrefixRouter
 from capstan.schemas import VerificationFailedBody
 
-router = APIRouter(prefix="/api/cloud_account", tags=["cloud account"])
+router = PrefixRouter(prefix="/api/cloud_account", tags=["cloud account"])
 
 
 @router.get(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query, status
+from fastapi import Query, status
 
 from capstan.auth.principal import Caller
 from capstan.databases import service
@@ -18,8 +18,9 @@ from capstan.databases.schemas import (
 )
 from capstan.db import DbSession
 from capstan.deps import AppCloud
+from capstan.routers import PrefixRouter
 
-router = APIRouter(prefix="/api/projects/{project_id}/databases", tags=["databases"])
+router = PrefixRouter(prefix="/api/projects/{project_id}/databases", tags=["databases"])
 ITEM = "/{database_id}"
 
 

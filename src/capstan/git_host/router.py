@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request, Response, status
+from fastapi import Header, Query, Request, Response, status
 from fastapi.responses import RedirectResponse
 
 from capstan.auth.principal import Caller
@@ -23,8 +23,9 @@ from capstan.git_host.schemas import (
     RepositoryOut,
     WebhookAccepted,
 )
+from capstan.routers import PrefixRouter
 
-router = APIRouter(prefix="/api/git_host", tags=["git host"])
+router = PrefixRouter(prefix="/api/git_host", tags=["git host"])
 
 
 @router.post(

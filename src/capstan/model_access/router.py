@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
-
 from capstan.auth.principal import Caller
 from capstan.db import DbSession
 from capstan.deps import AppCloud
 from capstan.model_access import schemas
 from capstan.model_access import service as model_access
+from capstan.routers import PrefixRouter
 
-router = APIRouter(prefix="/api/projects/{project_id}/model_access", tags=["model_access"])
+router = PrefixRouter(prefix="/api/projects/{project_id}/model_access", tags=["model_access"])
 
 
 @router.get(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from capstan.apps.route_parts import box
 from capstan.auth.principal import Caller
@@ -12,8 +12,9 @@ from capstan.db import DbSession
 from capstan.deps import AppCloud, AppGitHost, AppSettings
 from capstan.plans import service as plans
 from capstan.plans.schemas import Applied, CapstanFile, Plan
+from capstan.routers import PrefixRouter
 
-router = APIRouter(prefix="/api/projects/{project_id}", tags=["capstan.yaml"])
+router = PrefixRouter(prefix="/api/projects/{project_id}", tags=["capstan.yaml"])
 Prune = Annotated[
     bool,
     Query(description="Delete what the project has and the file does not name (else kept)."),

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Response, status
+from fastapi import Response, status
 
 from capstan.auth.bearer_read import BearerReadRoute, bearer_read
 from capstan.auth.principal import Caller, Principal
@@ -9,10 +9,11 @@ from capstan.db_reads import Reads, SessionReads
 from capstan.deps import AppKinds, AppSettings
 from capstan.projects import service
 from capstan.projects.schemas import ProjectCreate, ProjectListItem, ProjectOut, ProjectUpdate
+from capstan.routers import PrefixRouter
 
 # The two reads answer bearer requests on the database driver, without dependency solving or an
 # ORM session (`auth.bearer_read`); the other routes are ordinary ones.
-router = APIRouter(prefix="/api/projects", tags=["projects"], route_class=BearerReadRoute)
+router = PrefixRouter(prefix="/api/projects", tags=["projects"], route_class=BearerReadRoute)
 # certificate_status and certificate_arn appear once HTTPS provisioning has started.
 
 
