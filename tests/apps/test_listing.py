@@ -1,5 +1,5 @@
-"""Listings of services and previews: what each row shows, read in one statement whatever the
-number of rows (row by row it was two statements a service)."""
+"""Listings of services and previews, and a service's own read: what each row shows, read in
+one statement whatever the number of rows (row by row it was two statements a service)."""
 
 from __future__ import annotations
 
@@ -119,6 +119,13 @@ def test_a_listing_is_one_statement_whatever_its_length(shop: Ready) -> None:
     assert all(status is not None for _, status in three), three  # each has its deployment
     assert len(statements) == 1, statements
 
+    # A service's own read likewise: it, its project and its newest deployment.
+    (project, service, newest), statements = counted(
+        org, lambda session: listing.service(session, caller, project_id, WEB_SERVER, web["id"])
+    )
+    assert (project.id, service.name) == (project_id, "web") and newest is not None
+    assert len(statements) == 1, statements
+
     parent_path = f"{shop.base}/web_servers/{web['id']}"
     for branch in ("feature-x", "feature-y"):
         org.api.post(f"{parent_path}/previews", json={"branch": branch})
@@ -139,8 +146,16 @@ def test_a_listing_is_one_statement_whatever_its_length(shop: Ready) -> None:
 
 
 def test_a_listing_of_another_organizations_project_is_its_404(shop: Ready, org: Org) -> None:
-    shop.create_web_server()
+    web = shop.create_web_server()
     stranger = Principal(organization_id=org.organization_id, user_id=org.user_id, via="token")
+    with pytest.raises(NotFound, match="No such web server"):
+        counted(
+            shop.org,
+            lambda session: listing.service(
+                session, stranger, shop.project["id"], WEB_SERVER, web["id"]
+            ),
+        )
+    assert org.api.get(f"{shop.base}/web_servers/{web['id']}").status_code == 404
     for work in (
         lambda session: listing.services(session, stranger, shop.project["id"], WEB_SERVER),
         lambda session: list_in_project(session, stranger, shop.project["id"], Service),

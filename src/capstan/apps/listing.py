@@ -1,9 +1,10 @@
-"""What the listings of services and of previews show, each read in one statement.
+"""What the reads of services and previews show, each read in one statement.
 
-A listed service shows its status (from its newest deployment) and its URL (from its project);
-read row by row that was two statements a service, so a project of 50 web servers answered its
+A service shows its status (from its newest deployment) and its URL (from its project); read
+row by row that was two statements a service, so a project of 50 web servers answered its
 listing with 101. Here the project, its services of one kind and each one's newest deployment
-come in one statement whatever their number, and a service's previews with theirs in another.
+come in one statement whatever their number, a service's previews with theirs in another, and
+one service with its project and newest deployment (its own GET) in a third.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from capstan.apps.models import Deployment, Preview, Service
-from capstan.apps.service import newest_first
+from capstan.apps.service import missing, newest_first
 from capstan.auth.principal import Principal
+from capstan.errors import NotFound
 from capstan.projects.models import Project
 from capstan.projects.scoped import project_and_rows, rows_of_project
 
@@ -52,6 +54,45 @@ async def services(
     rows = await rows_of_project(session, caller, project_id, _services_of(kind))
     listed = [(service, deployment) for _, service, deployment in rows if service is not None]
     return rows[0][0], listed
+
+
+@cache
+def _service_of(kind: str) -> Select[Project, Service, Deployment]:
+    """One live service of `kind` (by `service_id`, `project_id` and `organization_id`), its
+    project and its newest deployment."""
+    return (
+        select(Project, Service, _NEWEST)
+        .select_from(Service)
+        .join(Project, Project.id == Service.project_id)
+        .outerjoin(
+            _NEWEST,
+            _joins_newest(Deployment.service_id == Service.id, Deployment.preview_id.is_(None)),
+        )
+        .where(
+            Service.id == bindparam("service_id"),
+            Service.project_id == bindparam("project_id"),
+            Service.organization_id == bindparam("organization_id"),
+            Service.kind == kind,
+            Service.deleted_at.is_(None),
+        )
+    )
+
+
+async def service(
+    session: AsyncSession, caller: Principal, project_id: str, kind: str, service_id: str
+) -> tuple[Project, Service, Deployment | None]:
+    """The caller's service of `kind` in the project, with its project and newest deployment;
+    the kind's 404 when there is none."""
+    parameters = {
+        "service_id": service_id,
+        "project_id": project_id,
+        "organization_id": caller.organization_id,
+    }
+    row: Any = (await session.execute(_service_of(kind), parameters)).first()
+    if row is None:
+        raise NotFound(missing(kind))
+    project, found, deployment = row
+    return project, found, deployment
 
 
 _PREVIEWS = (

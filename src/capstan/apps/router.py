@@ -103,8 +103,9 @@ def make_router(spec: Kind) -> APIRouter:
     async def get(
         project_id: str, service_id: str, caller: Caller, session: DbSession, settings: AppSettings
     ) -> Any:
-        service = await services.get(session, caller, project_id, spec.kind, service_id)
-        return await render(session, caller, service, settings)
+        found = await listing.service(session, caller, project_id, spec.kind, service_id)
+        project, service, newest = found
+        return shown(service, project, newest, settings)
 
     @router.patch(
         item,

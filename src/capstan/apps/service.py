@@ -165,6 +165,11 @@ async def require_repository(
     )
 
 
+def missing(kind: str) -> str:
+    """The 404's message for a service of `kind` that is not there (or not the caller's)."""
+    return f"No such {kind.replace('_', ' ')}."
+
+
 async def get(
     session: AsyncSession, caller: Principal, project_id: str, kind: str, service_id: str
 ) -> Service:
@@ -174,7 +179,7 @@ async def get(
         project_id,
         Service,
         service_id,
-        f"No such {kind.replace('_', ' ')}.",
+        missing(kind),
         Service.kind == kind,
         Service.deleted_at.is_(None),
     )
