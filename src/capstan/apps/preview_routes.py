@@ -85,8 +85,9 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
     async def list_previews(
         project_id: str, service_id: str, caller: Caller, session: DbSession, settings: AppSettings
     ) -> schemas.PreviewList:
-        service = await services.get(session, caller, project_id, spec.kind, service_id)
-        project = await projects.get(session, caller, project_id)
+        project, service, _ = await listing.service(
+            session, caller, project_id, spec.kind, service_id
+        )
         rows = await listing.previews(session, service.id)
         return schemas.PreviewList(
             previews=[shown(row, newest, project, settings.domain) for row, newest in rows]
