@@ -78,24 +78,11 @@ def test_a_listing_shows_each_service_as_its_own_read_does(shop: Ready) -> None:
     assert api.get(f"{new_shop(shop.org).base}/web_servers").json() == {"web_servers": []}
 
 
-def test_a_listing_of_previews_shows_each_as_its_own_read_does(shop: Ready) -> None:
-    api = shop.org.api
-    parent = shop.create_web_server()
-    parent_path = f"{shop.base}/web_servers/{parent['id']}"
-    created = [
-        api.post(f"{parent_path}/previews", json={"branch": branch}).json()
-        for branch in ("feature-x", "broken-build")
-    ]
-    for preview, status in zip(created, ("running", "failed"), strict=True):
-        path = f"{parent_path}/previews/{preview['id']}"
-        assert shop.wait_for(path, "running", "failed")["status"] == status
-    listed = api.get(f"{parent_path}/previews").json()["previews"]
-    assert [row["id"] for row in listed] == [preview["id"] for preview in created]
-    for row in listed:
-        assert row == api.get(f"{parent_path}/previews/{row['id']}").json()
-
-
-def test_a_listing_is_one_statement_whatever_its_length(shop: Ready) -> None:
+def test_a_listing_is_one_statement_whatever_its_length(shop: Ready, org: Org) -> None:
+    """Also the previews' listing (each as its own read shows it) and another organization's
+    404s, on the same services: each deployment costs the suite's time."""
+    other = org  # another organization
+    stranger = Principal(organization_id=other.organization_id, user_id=other.user_id, via="token")
     org = shop.org
     caller = Principal(organization_id=org.organization_id, user_id=org.user_id, via="token")
     project_id = shop.project["id"]
@@ -127,11 +114,20 @@ def test_a_listing_is_one_statement_whatever_its_length(shop: Ready) -> None:
     assert len(statements) == 1, statements
 
     parent_path = f"{shop.base}/web_servers/{web['id']}"
-    for branch in ("feature-x", "feature-y"):
-        org.api.post(f"{parent_path}/previews", json={"branch": branch})
+    created = [
+        org.api.post(f"{parent_path}/previews", json={"branch": branch}).json()
+        for branch in ("feature-x", "broken-build")
+    ]
     previews, statements = counted(org, lambda session: listing.previews(session, web["id"]))
-    assert [preview.branch for preview, _ in previews] == ["feature-x", "feature-y"]
+    assert [preview.branch for preview, _ in previews] == ["feature-x", "broken-build"]
     assert all(newest is not None for _, newest in previews) and len(statements) == 1
+    for preview, status in zip(created, ("running", "failed"), strict=True):
+        path = f"{parent_path}/previews/{preview['id']}"
+        assert shop.wait_for(path, "running", "failed")["status"] == status
+    listed = org.api.get(f"{parent_path}/previews").json()["previews"]
+    assert [row["id"] for row in listed] == [preview["id"] for preview in created]
+    for row in listed:
+        assert row == org.api.get(f"{parent_path}/previews/{row['id']}").json()
 
     # The kinds listed through `list_in_project` (caches, buckets, databases; services for a
     # plan) likewise: the project's check and its rows in one statement.
@@ -144,23 +140,18 @@ def test_a_listing_is_one_statement_whatever_its_length(shop: Ready) -> None:
     )
     assert rows == [] and len(statements) == 1
 
-
-def test_a_listing_of_another_organizations_project_is_its_404(shop: Ready, org: Org) -> None:
-    web = shop.create_web_server()
-    stranger = Principal(organization_id=org.organization_id, user_id=org.user_id, via="token")
+    # Another organization's caller: the kind's 404 for the service, the project's for a list.
     with pytest.raises(NotFound, match="No such web server"):
         counted(
-            shop.org,
-            lambda session: listing.service(
-                session, stranger, shop.project["id"], WEB_SERVER, web["id"]
-            ),
+            org,
+            lambda session: listing.service(session, stranger, project_id, WEB_SERVER, web["id"]),
         )
-    assert org.api.get(f"{shop.base}/web_servers/{web['id']}").status_code == 404
     for work in (
-        lambda session: listing.services(session, stranger, shop.project["id"], WEB_SERVER),
-        lambda session: list_in_project(session, stranger, shop.project["id"], Service),
+        lambda session: listing.services(session, stranger, project_id, WEB_SERVER),
+        lambda session: list_in_project(session, stranger, project_id, Service),
     ):
         with pytest.raises(NotFound, match="No such project"):
-            counted(shop.org, work)
-    answer = org.api.get(f"{shop.base}/web_servers")
+            counted(org, work)
+    assert other.api.get(f"{shop.base}/web_servers/{web['id']}").status_code == 404
+    answer = other.api.get(f"{shop.base}/web_servers")
     assert answer.status_code == 404 and answer.json()["message"] == "No such project."
