@@ -12,6 +12,8 @@
 - `moto_work`: work moto does for each answer or new account that no answer reads (stock machine
   images, YAML-parsing JSON templates, listing its package and a class's functions per call),
   left undone.
+- `moto_threads`: moto's reads that walk a live dictionary (IAM's roles) walk a copy, so a call
+  answered beside another that changes it is not a bare 500.
 
 Capstan's driver cannot tell the sandbox from AWS: it only gets a different endpoint URL and
 different base credentials.

@@ -27,6 +27,7 @@ from capstan.sandbox.cloud import (
     limits,
     load_balancer_limits,
     log_pages,
+    moto_threads,
     moto_work,
     rds,
     route53,
@@ -97,6 +98,7 @@ def install_extensions() -> None:
     log_pages.install()
     authorization.install()
     moto_work.install()
+    moto_threads.install()
 
 
 def start_sandbox_cloud(
