@@ -50,10 +50,8 @@ sys.path.insert(0, str(ROOT))
 import tests.apps.processes  # noqa: E402 (the repository root is on the path now)
 from tests.apps.processes import (  # noqa: E402
     bearer_client,
-    capstan_env,
     connect_cloud_account,
     create_project,
-    free_port,
     install_git_host,
     processes,
     web_server_body,
@@ -195,19 +193,11 @@ def run(n: int, timeout: float, *, with_timeline: bool = False, profile: Path | 
         tests.apps.processes.CAPSTAN = [sys.executable, str(ROOT / "bench" / "profiled.py")]
         extra["BENCH_PROFILE_OUT"] = str(profile.resolve() / f"profile-{n}.txt")
     with tempfile.TemporaryDirectory(prefix="capstan-bench-") as tmp, processes(Path(tmp)) as procs:
-        sandbox, sandbox_url = procs.sandbox(build_seconds=0, task_start_seconds=0)
-        port = free_port()
-        data_dir = Path(tmp) / "data"
-        server = procs.server(
-            "server",
-            ["--dev", "--data-dir", str(data_dir), "--port", str(port)],
-            capstan_env(CAPSTAN_SANDBOX_CLOUD_URL=sandbox_url, **extra),
-        )
-        token = server.wait_for_line(r"Dev API token \(shown once\): (capstan_\w+)").group(1)
-        base_url = f"http://127.0.0.1:{port}"
+        dev = procs.dev_server_on_sandbox(**extra)
+        sandbox, server, data_dir = dev.sandbox, dev.server, dev.data_dir
         with (
-            bearer_client(base_url, token) as api,
-            httpx.Client(base_url=sandbox_url, timeout=30) as stats,
+            bearer_client(dev.base_url, dev.token) as api,
+            httpx.Client(base_url=dev.sandbox_url, timeout=30) as stats,
         ):
             connect_cloud_account(api)
             install_git_host(api)

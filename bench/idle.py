@@ -35,10 +35,8 @@ sys.path.insert(0, str(ROOT))
 from bench.deploy import cpu_seconds  # noqa: E402
 from tests.apps.processes import (  # noqa: E402
     bearer_client,
-    capstan_env,
     connect_cloud_account,
     create_project,
-    free_port,
     install_git_host,
     processes,
     wait_all_running,
@@ -85,16 +83,9 @@ def measure(seconds: float, resources: int) -> tuple[float, float, dict[str, int
         tempfile.TemporaryDirectory(prefix="capstan-bench-idle-") as tmp,
         processes(Path(tmp)) as procs,
     ):
-        _sandbox, sandbox_url = procs.sandbox(build_seconds=0, task_start_seconds=0)
-        port = free_port()
-        data_dir = Path(tmp) / "data"
-        server = procs.server(
-            "server",
-            ["--dev", "--data-dir", str(data_dir), "--port", str(port)],
-            capstan_env(CAPSTAN_SANDBOX_CLOUD_URL=sandbox_url, CAPSTAN_RESYNC_SECONDS="3600"),
-        )
-        token = server.wait_for_line(r"Dev API token \(shown once\): (capstan_\w+)").group(1)
-        with bearer_client(f"http://127.0.0.1:{port}", token) as api:
+        dev = procs.dev_server_on_sandbox(CAPSTAN_RESYNC_SECONDS="3600")
+        server, data_dir = dev.server, dev.data_dir
+        with bearer_client(dev.base_url, dev.token) as api:
             connect_cloud_account(api)
             install_git_host(api)
             time.sleep(2)  # the account's and the installation's own passes end

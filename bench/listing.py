@@ -28,10 +28,8 @@ sys.path.insert(0, str(ROOT))
 from bench.api import Load, _show, each_database, wrk, wrk_parser  # noqa: E402
 from tests.apps.processes import (  # noqa: E402 (the repository root is on the path now)
     bearer_client,
-    capstan_env,
     connect_cloud_account,
     create_project,
-    free_port,
     install_git_host,
     processes,
     web_server_body,
@@ -43,16 +41,8 @@ def measure(database: str, env: dict[str, str], services: int, seconds: int) -> 
         tempfile.TemporaryDirectory(prefix="capstan-bench-listing-") as tmp,
         processes(Path(tmp)) as procs,
     ):
-        _, sandbox_url = procs.sandbox(build_seconds=0, task_start_seconds=0)
-        port = free_port()
-        server = procs.server(
-            "server",
-            ["--dev", "--data-dir", str(Path(tmp) / "data"), "--port", str(port)],
-            capstan_env(CAPSTAN_SANDBOX_CLOUD_URL=sandbox_url, **env),
-        )
-        token = server.wait_for_line(r"Dev API token \(shown once\): (capstan_\w+)").group(1)
-        base = f"http://127.0.0.1:{port}"
-        with bearer_client(base, token) as api:
+        dev = procs.dev_server_on_sandbox(**env)
+        with bearer_client(dev.base_url, dev.token) as api:
             connect_cloud_account(api)
             install_git_host(api)
             empty = f"/api/projects/{create_project(api, 'empty')['id']}/web_servers"
@@ -73,8 +63,8 @@ def measure(database: str, env: dict[str, str], services: int, seconds: int) -> 
             assert api.get(empty).json() == {"web_servers": []}
         figures = []
         for name, path in (("none", empty), (f"{services}", full)):
-            wrk(base + path, token, 2, server.pid)  # warm
-            load = wrk(base + path, token, seconds, server.pid)
+            wrk(dev.base_url + path, dev.token, 2, dev.server.pid)  # warm
+            load = wrk(dev.base_url + path, dev.token, seconds, dev.server.pid)
             print(f"  {database} web servers listed, {name}: {_show(load)}")
             figures.append(load)
         return figures[0], figures[1]

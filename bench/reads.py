@@ -35,10 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from tests.apps.processes import (  # noqa: E402 (the repository root is on the path now)
     bearer_client,
-    capstan_env,
     connect_cloud_account,
     create_project,
-    free_port,
     install_git_host,
     processes,
     wait_all_running,
@@ -85,15 +83,8 @@ def measure(seconds: int) -> dict[str, Latency]:
         tempfile.TemporaryDirectory(prefix="capstan-bench-reads-") as tmp,
         processes(Path(tmp)) as procs,
     ):
-        _sandbox, sandbox_url = procs.sandbox(build_seconds=0, task_start_seconds=0)
-        port = free_port()
-        server = procs.server(
-            "server",
-            ["--dev", "--data-dir", str(Path(tmp) / "data"), "--port", str(port)],
-            capstan_env(CAPSTAN_SANDBOX_CLOUD_URL=sandbox_url),
-        )
-        token = server.wait_for_line(r"Dev API token \(shown once\): (capstan_\w+)").group(1)
-        base = f"http://127.0.0.1:{port}"
+        dev = procs.dev_server_on_sandbox()
+        base, token = dev.base_url, dev.token
         with bearer_client(base, token) as api:
             connect_cloud_account(api)
             install_git_host(api)

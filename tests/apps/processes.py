@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -166,12 +167,39 @@ class Processes:
         # uvicorn says "Application startup complete" before it binds its port; this line after.
         return self.start(name, ["server", *args], env, ready="Uvicorn running on")
 
+    def dev_server_on_sandbox(self, **env: str) -> DevServer:
+        """A zero-delay sandbox and `capstan server --dev` on it (its data under `root`), as the
+        benchmarks run them; `env`: more of the server's settings."""
+        sandbox, sandbox_url = self.sandbox(build_seconds=0, task_start_seconds=0)
+        port = free_port()
+        data_dir = self.root / "data"
+        server = self.server(
+            "server",
+            ["--dev", "--data-dir", str(data_dir), "--port", str(port)],
+            capstan_env(CAPSTAN_SANDBOX_CLOUD_URL=sandbox_url, **env),
+        )
+        token = server.wait_for_line(r"Dev API token \(shown once\): (capstan_\w+)").group(1)
+        return DevServer(sandbox, sandbox_url, server, f"http://127.0.0.1:{port}", token, data_dir)
+
     def worker(self, name: str, env: dict[str, str]) -> Process:
         # The worker loop starts right after this line (migrations have run before it).
         return self.start(name, ["worker"], env, ready="Capstan workers are running")
 
     def output(self) -> str:
         return "\n".join(process.output() for process in self.all)
+
+
+@dataclass(frozen=True)
+class DevServer:
+    """`Processes.dev_server_on_sandbox`: the two processes, the server's URL and its dev API
+    token (shown once, on its output), and its data directory."""
+
+    sandbox: Process
+    sandbox_url: str
+    server: Process
+    base_url: str
+    token: str
+    data_dir: Path
 
 
 @contextmanager

@@ -52,12 +52,12 @@ def make_router(spec: Kind) -> APIRouter:
     async def render(
         session: DbSession, caller: Caller, service: Service, settings: Settings
     ) -> Any:
-        project = await projects.get(session, caller, service.project_id)
-        deployment = await services.newest_deployment(session, service.id, None)
-        return shown(service, project, deployment, settings)
+        """A service just made or changed, as its own GET shows it (one statement)."""
+        found = await listing.service(session, caller, service.project_id, spec.kind, service.id)
+        return shown(*found, settings)
 
     def shown(
-        service: Service, project: Project, deployment: Deployment | None, settings: Settings
+        project: Project, service: Service, deployment: Deployment | None, settings: Settings
     ) -> Any:
         url = services.url(service.name, project, settings.domain, spec.kind)
         return spec.out.model_validate(
@@ -73,7 +73,7 @@ def make_router(spec: Kind) -> APIRouter:
         project_id: str, caller: Caller, session: DbSession, settings: AppSettings
     ) -> Any:
         project, rows = await listing.services(session, caller, project_id, spec.kind)
-        return {spec.path: [shown(row, project, newest, settings) for row, newest in rows]}
+        return {spec.path: [shown(project, row, newest, settings) for row, newest in rows]}
 
     @router.post(
         "",
@@ -104,8 +104,7 @@ def make_router(spec: Kind) -> APIRouter:
         project_id: str, service_id: str, caller: Caller, session: DbSession, settings: AppSettings
     ) -> Any:
         found = await listing.service(session, caller, project_id, spec.kind, service_id)
-        project, service, newest = found
-        return shown(service, project, newest, settings)
+        return shown(*found, settings)
 
     @router.patch(
         item,

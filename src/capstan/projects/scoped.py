@@ -94,7 +94,7 @@ async def rows_of_project(
     """The rows of a `project_and_rows` statement for the caller's project; its 404 when there
     are none (the project is not the caller's)."""
     parameters = {"project_id": project_id, "organization_id": caller.organization_id}
-    rows = (await session.execute(statement, parameters)).all()
+    rows = list((await session.execute(statement, parameters)).all())
     if not rows:
         raise NotFound(projects.NO_SUCH_PROJECT)
-    return list(rows)
+    return rows
