@@ -3,11 +3,14 @@ moto walked the live dictionary, and a change in the middle of the walk was a ba
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 from moto.iam.exceptions import NotFoundException
 from moto.iam.models import iam_backends
+from moto.secretsmanager.exceptions import ResourceExistsException
+from moto.secretsmanager.models import SecretsManagerBackend, secretsmanager_backends
 
 from capstan.sandbox.cloud import moto_threads
 
@@ -40,3 +43,40 @@ def test_a_role_is_looked_up_while_another_is_made() -> None:
         assert backend.get_role_by_arn(_Interloper.arn).name == "interloper"
     finally:
         backend.roles.clear()
+
+
+@pytest.mark.usefixtures("endpoint")
+def test_two_secrets_of_one_name_made_at_once_are_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Secrets Manager refuses the second of two creates of one name (`ResourceExistsException`);
+    the second is started between the first's check of the name and its secret being kept."""
+    backend = secretsmanager_backends[ACCOUNT]["us-east-1"]
+    refused: list[Exception] = []
+
+    def create(value: str) -> None:
+        backend.create_secret(
+            "shared-key", value, None, None, None, None, None, [], force_overwrite=False
+        )
+
+    def second() -> None:
+        try:
+            create("second")
+        except ResourceExistsException as error:
+            refused.append(error)
+
+    other = threading.Thread(target=second)
+    add = SecretsManagerBackend._add_secret
+
+    def first_being_kept(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if other.ident is None:
+            other.start()
+            other.join(timeout=0.5)
+        return add(self, *args, **kwargs)
+
+    monkeypatch.setattr(SecretsManagerBackend, "_add_secret", first_being_kept)
+    try:
+        create("first")
+        other.join(timeout=10)
+        assert backend.get_secret_value("shared-key", None, None)["SecretString"] == "first"
+        assert len(refused) == 1, refused
+    finally:
+        backend.secrets.clear()
