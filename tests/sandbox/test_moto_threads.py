@@ -1,5 +1,6 @@
-"""A role is found (or not) while another call changes the account's roles (`moto_threads`):
-moto walked the live dictionary, and a change in the middle of the walk was a bare 500."""
+"""moto beside itself (`moto_threads`): a role is found (or not) while another call changes the
+account's roles — moto walked the live dictionary, and a change in the middle of the walk was a
+bare 500 — and a second create started between a first one's check and its keeping is refused."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import threading
 from typing import Any
 
 import pytest
-from moto.iam.exceptions import NotFoundException
-from moto.iam.models import iam_backends
+from moto.iam.exceptions import LimitExceededException, NotFoundException
+from moto.iam.models import User, iam_backends
 from moto.secretsmanager.exceptions import ResourceExistsException
 from moto.secretsmanager.models import SecretsManagerBackend, secretsmanager_backends
 
@@ -80,3 +81,39 @@ def test_two_secrets_of_one_name_made_at_once_are_one(monkeypatch: pytest.Monkey
         assert len(refused) == 1, refused
     finally:
         backend.secrets.clear()
+
+
+@pytest.mark.usefixtures("endpoint")
+def test_two_access_keys_made_at_once_beside_one_are_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    """IAM allows a user two access keys: of two creates beside the user's one, the second is
+    refused (`LimitExceeded`); it is started between the first's count of the keys and its key
+    being kept."""
+    backend = iam_backends[ACCOUNT]["global"]
+    backend.create_user("us-east-1", "keyholder")
+    backend.create_access_key("keyholder")
+    refused: list[Exception] = []
+
+    def second() -> None:
+        try:
+            backend.create_access_key("keyholder")
+        except LimitExceededException as error:
+            refused.append(error)
+
+    other = threading.Thread(target=second)
+    make = User.create_access_key
+
+    def first_being_kept(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if other.ident is None:
+            other.start()
+            other.join(timeout=0.5)
+        return make(self, *args, **kwargs)
+
+    monkeypatch.setattr(User, "create_access_key", first_being_kept)
+    try:
+        backend.create_access_key("keyholder")
+        other.join(timeout=10)
+        assert len(backend.list_access_keys("keyholder")) == 2
+        assert len(refused) == 1, refused
+    finally:
+        backend.users.clear()
+        backend.access_keys.clear()

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
+import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, cast
+from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.sandbox.cloud import operator
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.operator import (
     CONTROL_PLANE,
     OperatorIdentity,
-    _new_key,
     bootstrap_control_plane,
     operator_account_id,
 )
@@ -60,9 +63,17 @@ def test_bootstrap_is_idempotent_and_shares_one_key(
     assert json.loads(stored["SecretString"])["AccessKeyId"] == first.access_key_id
 
 
+@pytest.mark.parametrize("replacing", [False, True])
 def test_concurrent_bootstraps_agree_on_one_key(
-    endpoint: Endpoint, identity: OperatorIdentity
+    endpoint: Endpoint, identity: OperatorIdentity, replacing: bool
 ) -> None:
+    """Six bootstraps at once, on a new identity or replacing a stored key deleted by hand:
+    each returns the one key that is left (CI failed on six different keys, their leftovers
+    cleared under the others)."""
+    if replacing:
+        dead = bootstrap_control_plane(endpoint, identity).access_key_id
+        with organization_access(endpoint, operator_account_id(endpoint, identity)) as admin:
+            admin.client("iam").delete_access_key(UserName=identity.user_name, AccessKeyId=dead)
     with ThreadPoolExecutor(max_workers=6) as pool:
         keys = list(pool.map(lambda _: bootstrap_control_plane(endpoint, identity), range(6)))
     assert len({key.access_key_id for key in keys}) == 1
@@ -86,43 +97,77 @@ def test_a_deleted_key_is_replaced_and_leftovers_cleared_at_the_limit(
     assert bootstrap_control_plane(endpoint, identity) == replaced
 
 
-class _Concurrent:
-    """A real IAM client beside which another bootstrap acts at the worst moment: just after the
-    keys are listed, it deletes them all and (with `takes_the_room`) makes two of its own."""
-
-    def __init__(self, iam: Any, user: str, *, takes_the_room: bool) -> None:
-        self._iam = iam
-        self._user = user
-        self._takes_the_room = takes_the_room
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._iam, name)
-
-    def list_access_keys(self, **kwargs: Any) -> Any:
-        listed = self._iam.list_access_keys(**kwargs)
-        for key in listed["AccessKeyMetadata"]:
-            self._iam.delete_access_key(UserName=self._user, AccessKeyId=key["AccessKeyId"])
-        for _ in range(2 if self._takes_the_room else 0):
-            self._iam.create_access_key(UserName=self._user)
-        return listed
-
-
-@pytest.mark.parametrize("takes_the_room", [False, True])
-def test_a_key_made_at_the_limit_beside_another_bootstrap(
-    endpoint: Endpoint, identity: OperatorIdentity, takes_the_room: bool
-) -> None:
-    """The leftovers another bootstrap deleted first are gone all the same; if it took the room
-    again, this round makes no key and the bootstrap goes again (CI met the race under load)."""
-    bootstrap_control_plane(endpoint, identity)
-    user = identity.user_name
+def _stored(endpoint: Endpoint, identity: OperatorIdentity, key_id: str) -> None:
+    """Store `key_id` as the shared key, as a concurrent bootstrap that won would."""
     with organization_access(endpoint, operator_account_id(endpoint, identity)) as admin:
-        iam = admin.client("iam")
-        iam.create_access_key(UserName=user)  # the user now has IAM's two
-        racing = _Concurrent(iam, user, takes_the_room=takes_the_room)
-        made = _new_key(cast(Any, racing), user, keep=None)
-    if takes_the_room:
-        assert made is None
-        assert len(user_keys(endpoint, identity)) == 2
-    else:
-        assert made is not None
-        assert user_keys(endpoint, identity) == {made.access_key_id}
+        admin.client("secretsmanager").put_secret_value(
+            SecretId=identity.stored_key_name,
+            SecretString=json.dumps({"AccessKeyId": key_id, "SecretAccessKey": "x"}),
+        )
+
+
+def _clear(endpoint: Endpoint, identity: OperatorIdentity, during_the_pause: Any) -> None:
+    with organization_access(endpoint, operator_account_id(endpoint, identity)) as admin:
+        iam, secrets = admin.client("iam"), admin.client("secretsmanager")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(operator, "_pause", lambda: during_the_pause(iam))
+            operator._clear_leftovers(iam, secrets, identity)
+
+
+def test_a_key_stored_during_the_pause_is_no_leftover(
+    endpoint: Endpoint, identity: OperatorIdentity
+) -> None:
+    """At the limit, the key another bootstrap is storing is kept; the key it replaced goes."""
+    replaced = bootstrap_control_plane(endpoint, identity).access_key_id
+    with organization_access(endpoint, operator_account_id(endpoint, identity)) as admin:
+        storing = admin.client("iam").create_access_key(UserName=identity.user_name)
+    storing_id = storing["AccessKey"]["AccessKeyId"]
+    _clear(endpoint, identity, lambda _: _stored(endpoint, identity, storing_id))
+    assert user_keys(endpoint, identity) == {storing_id}
+    assert replaced not in user_keys(endpoint, identity)
+
+
+def test_a_key_made_during_the_pause_is_no_leftover(
+    endpoint: Endpoint, identity: OperatorIdentity
+) -> None:
+    """A key made after the first listing (another bootstrap, not yet stored) is kept, and so is
+    the stored one; a leftover another bootstrap deleted first is gone all the same."""
+    stored = bootstrap_control_plane(endpoint, identity).access_key_id
+    with organization_access(endpoint, operator_account_id(endpoint, identity)) as admin:
+        leftover = admin.client("iam").create_access_key(UserName=identity.user_name)
+    leftover_id = leftover["AccessKey"]["AccessKeyId"]
+    made: list[str] = []
+
+    def another_bootstrap(iam: Any) -> None:
+        iam.delete_access_key(UserName=identity.user_name, AccessKeyId=leftover_id)
+        made.append(iam.create_access_key(UserName=identity.user_name)["AccessKey"]["AccessKeyId"])
+
+    _clear(endpoint, identity, another_bootstrap)
+    assert user_keys(endpoint, identity) == {stored, made[0]}
+
+
+def test_replacing_a_dead_key_is_decided_once(
+    endpoint: Endpoint, identity: OperatorIdentity
+) -> None:
+    """Two bootstraps that read the same dead key store their replacements under one token:
+    Secrets Manager keeps the first and refuses the second, as AWS does."""
+    bootstrap_control_plane(endpoint, identity)
+    with organization_access(endpoint, operator_account_id(endpoint, identity)) as admin:
+        secrets = admin.client("secretsmanager")
+        dead = secrets.get_secret_value(SecretId=identity.stored_key_name)["VersionId"]
+        token = str(uuid.uuid5(operator._SUCCESSOR, dead))
+        for value, refused in (("first", False), ("first", False), ("second", True)):
+            put = functools.partial(
+                secrets.put_secret_value,
+                SecretId=identity.stored_key_name,
+                SecretString=value,
+                ClientRequestToken=token,
+            )
+            if refused:
+                with pytest.raises(ClientError, match="ResourceExistsException"):
+                    put()
+            else:
+                put()  # the same value again is the same request: accepted
+        assert secrets.get_secret_value(SecretId=identity.stored_key_name)["SecretString"] == (
+            "first"
+        )

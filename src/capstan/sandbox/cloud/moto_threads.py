@@ -11,19 +11,26 @@ never fails a read because a write ran beside it. Seen in CI: a static website's
 retried. `IAMBackend.get_roles` answers a list instead: `list(d.values())` copies in one step
 (the interpreter lock is held throughout), so no walk sees the dictionary change.
 
-Secrets Manager's `CreateSecret` likewise checks that the name is free and then keeps the
-secret, two steps another call could come between: two creates of one name both succeeded, where
-AWS refuses the second (`ResourceExistsException`) — the sandbox operator's concurrent
-bootstraps depend on that refusal to agree on one access key. The two steps hold one lock.
+Several of moto's creates likewise check that there is room (the name is free, the user below
+its two access keys) and then keep what they made, two steps another call can come between. So
+two creates of one secret's name could both succeed where AWS refuses the second
+(`ResourceExistsException`; seen in `make test`, five operator keys), and so could two
+`PutSecretValue` calls with one `ClientRequestToken` and different values, two `CreateUser`
+calls of one name (the second user replacing the first, its keys lost with it) and two
+`CreateAccessKey` calls beside a user's one key (a third key, where IAM allows two). The sandbox
+operator's concurrent bootstraps depend on those refusals to agree on one access key. Each such
+create holds its service's lock: `_ONE_AT_A_TIME` lists them.
 
-`install()` does both (once per process); `tests/sandbox/test_moto_threads.py` changes the
+`install()` does all of it (once per process); `tests/sandbox/test_moto_threads.py` changes the
 roles in the middle of a walk and puts a second create between a first one's check and its
 keeping.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from moto.iam.models import IAMBackend, Role
@@ -31,7 +38,15 @@ from moto.secretsmanager.models import SecretsManagerBackend
 
 _MARK = "_capstan_roles_copied"
 _install_lock = threading.Lock()
+_iam_lock = threading.Lock()
 _secrets_lock = threading.Lock()
+# The creates that check for room and then keep what they made, and the lock each holds.
+_ONE_AT_A_TIME: tuple[tuple[type, str, threading.Lock], ...] = (
+    (IAMBackend, "create_user", _iam_lock),
+    (IAMBackend, "create_access_key", _iam_lock),
+    (SecretsManagerBackend, "create_secret", _secrets_lock),
+    (SecretsManagerBackend, "put_secret_value", _secrets_lock),
+)
 
 
 def _roles(self: IAMBackend) -> list[Role]:
@@ -39,16 +54,20 @@ def _roles(self: IAMBackend) -> list[Role]:
     return list(self.roles.values())
 
 
+def _alone(method: Callable[..., Any], lock: threading.Lock) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def alone(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return method(self, *args, **kwargs)
+
+    return alone
+
+
 def install() -> None:
     with _install_lock:
         if getattr(IAMBackend, _MARK, False):
             return
         IAMBackend.get_roles = _roles  # type: ignore[method-assign]
-        create_secret = SecretsManagerBackend.create_secret
-
-        def create_secret_alone(self: SecretsManagerBackend, *args: Any, **kwargs: Any) -> Any:
-            with _secrets_lock:
-                return create_secret(self, *args, **kwargs)
-
-        SecretsManagerBackend.create_secret = create_secret_alone  # type: ignore[method-assign]
+        for backend, name, lock in _ONE_AT_A_TIME:
+            setattr(backend, name, _alone(getattr(backend, name), lock))
         setattr(IAMBackend, _MARK, True)

@@ -5,18 +5,27 @@ An account `capstan-operator` in the sandbox organization holds the IAM user
 customers' roles trust is `arn:aws:iam::<operator account>:user/capstan-control-plane`.
 
 Several Capstan processes (the API and workers; the SQLite and PostgreSQL test servers) may
-bootstrap against one sandbox. They must share one key: IAM allows two access keys per user, and
-deleting "the oldest" would pull the key from under a process still using it — which moto would
-not even refuse, but silently treat as the management account. So the key is kept where an
-operator would keep it, in Secrets Manager in the operator account: the first process creates it
-and stores it, the others read it. A lost race (the secret exists by the time we store ours)
-deletes our fresh key and reads the winner's; keys the secret does not name are leftovers from an
-interrupted bootstrap and are deleted only when the user is at the two-key limit.
+bootstrap against one sandbox at once. They must share one key: IAM allows two access keys per
+user, and deleting "the oldest" would pull the key from under a process still using it — which
+moto would not even refuse, but silently treat as the management account. So the key is kept
+where an operator would keep it, in Secrets Manager in the operator account: the first process
+creates a key and stores it, the others read it. Storing is the one step that decides: the
+secret is created once (a second `CreateSecret` is refused), and a dead stored key is replaced
+under a `ClientRequestToken` named after the dead version, so of two processes replacing the
+same key only the first is stored (the second `PutSecretValue` is refused). A process that lost
+deletes the key it made and reads the winner's.
+
+At the two-key limit a process makes no key this round: other bootstraps may be between making
+their key and storing it. It clears leftovers — keys from an interrupted bootstrap — and goes
+again; a leftover is a key the secret does not name that was there before a pause and still is
+after it, so a key another bootstrap is about to store is not taken for one.
 """
 
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -45,6 +54,11 @@ class OperatorIdentity:
 
 CONTROL_PLANE = OperatorIdentity()
 _ATTEMPTS = 5
+# How long a key the secret does not name must stay so before it is taken for a leftover: far
+# longer than a bootstrap takes from making its key to storing it (two calls).
+_LEFTOVER_SECONDS = 1.0
+# Names the version that replaces a dead stored key, the same for every process replacing it.
+_SUCCESSOR = uuid.UUID("5f0c1d2e-6a77-4c47-9b1e-0d6ce0a1c7a9")
 # What the user may do, in AWS's terms: assume customers' roles (their trust policies decide).
 _USER_POLICY = json.dumps(
     {
@@ -116,57 +130,68 @@ def _ensure_user(iam: IAMClient, identity: OperatorIdentity) -> None:
 def _shared_key(iam: IAMClient, secrets: Any, identity: OperatorIdentity) -> Credentials | None:
     """One round: the stored key if it is live, else a new one stored; None to go again."""
     user = identity.user_name
-    stored, secret_exists = _stored_key(secrets, identity.stored_key_name)
-    if stored is not None and stored.access_key_id in _active_keys(iam, user):
+    stored, version = _stored_key(secrets, identity.stored_key_name)
+    if stored is not None and stored.access_key_id in _keys(iam, user, only_active=True):
         return stored
-    key = _new_key(iam, user, keep=stored.access_key_id if stored else None)
+    key = _create_key(iam, user)
     if key is None:
+        _clear_leftovers(iam, secrets, identity)
         return None
     value = json.dumps({"AccessKeyId": key.access_key_id, "SecretAccessKey": key.secret_access_key})
     try:
-        if secret_exists:
-            secrets.put_secret_value(SecretId=identity.stored_key_name, SecretString=value)
-        else:
+        if version is None:
             secrets.create_secret(Name=identity.stored_key_name, SecretString=value)
+        else:
+            secrets.put_secret_value(
+                SecretId=identity.stored_key_name,
+                SecretString=value,
+                ClientRequestToken=str(uuid.uuid5(_SUCCESSOR, version)),
+            )
     except ClientError as error:
         if _code(error) != "ResourceExistsException":
             raise
         # Another process stored its key first: use that one.
         _delete_key(iam, user, key.access_key_id)
         return None
-    # A concurrent bootstrap at the key limit may have taken ours for a leftover: check.
-    return key if key.access_key_id in _active_keys(iam, user) else None
+    # Check that the key is still there: deleted by hand, or taken for a leftover if storing it
+    # took longer than the pause, it is not.
+    return key if key.access_key_id in _keys(iam, user, only_active=True) else None
 
 
-def _stored_key(secrets: Any, name: str) -> tuple[Credentials | None, bool]:
+def _stored_key(secrets: Any, name: str) -> tuple[Credentials | None, str | None]:
+    """The stored key (None if it cannot be read) and the secret's version (None: no secret)."""
     try:
-        value = secrets.get_secret_value(SecretId=name)["SecretString"]
+        found = secrets.get_secret_value(SecretId=name)
     except ClientError as error:
         if _code(error) == "ResourceNotFoundException":
-            return None, False
+            return None, None
         raise
     try:
-        stored = json.loads(value)
-        return Credentials(stored["AccessKeyId"], stored["SecretAccessKey"]), True
+        stored = json.loads(found["SecretString"])
+        return Credentials(stored["AccessKeyId"], stored["SecretAccessKey"]), found["VersionId"]
     except (ValueError, KeyError, TypeError):
-        return None, True
+        return None, found["VersionId"]
 
 
-def _active_keys(iam: IAMClient, user: str) -> set[str]:
-    keys = iam.list_access_keys(UserName=user)["AccessKeyMetadata"]
-    return {key["AccessKeyId"] for key in keys if key.get("Status") == "Active"}
+def _clear_leftovers(iam: IAMClient, secrets: Any, identity: OperatorIdentity) -> None:
+    """Delete the user's keys the secret does not name that were there before a pause and
+    still are after it."""
+    user = identity.user_name
+    before = _keys(iam, user)
+    _pause()
+    stored, _ = _stored_key(secrets, identity.stored_key_name)
+    named = {stored.access_key_id} if stored is not None else set()
+    for leftover in (before & _keys(iam, user)) - named:
+        _delete_key(iam, user, leftover)
 
 
-def _new_key(iam: IAMClient, user: str, *, keep: str | None) -> Credentials | None:
-    """A new access key for `user`; at IAM's limit of two, the keys other than `keep` are
-    deleted first. None when bootstraps running at once took the room again: go again."""
-    created = _create_key(iam, user)
-    if created is None:
-        for leftover in iam.list_access_keys(UserName=user)["AccessKeyMetadata"]:
-            if leftover["AccessKeyId"] != keep:
-                _delete_key(iam, user, leftover["AccessKeyId"])
-        created = _create_key(iam, user)
-    return created
+def _pause() -> None:
+    time.sleep(_LEFTOVER_SECONDS)
+
+
+def _keys(iam: IAMClient, user: str, *, only_active: bool = False) -> set[str]:
+    listed = iam.list_access_keys(UserName=user)["AccessKeyMetadata"]
+    return {key["AccessKeyId"] for key in listed if not only_active or key["Status"] == "Active"}
 
 
 def _create_key(iam: IAMClient, user: str) -> Credentials | None:
