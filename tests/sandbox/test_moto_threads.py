@@ -5,6 +5,7 @@ bare 500 — and a second create started between a first one's check and its kee
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -46,37 +47,58 @@ def test_a_role_is_looked_up_while_another_is_made() -> None:
         backend.roles.clear()
 
 
+def _second_between(
+    monkeypatch: pytest.MonkeyPatch,
+    keeper: tuple[type, str],
+    first: Callable[[], Any],
+    second: Callable[[], Any],
+    refusal: type[Exception],
+) -> list[Exception]:
+    """Run `first`, starting `second` on another thread just before the first keeps what it
+    made (`keeper`'s method); answer the refusals `second` met."""
+    refused: list[Exception] = []
+
+    def run_second() -> None:
+        try:
+            second()
+        except refusal as error:
+            refused.append(error)
+
+    other = threading.Thread(target=run_second)
+    cls, name = keeper
+    keep = getattr(cls, name)
+
+    def first_being_kept(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if other.ident is None:
+            other.start()
+            other.join(timeout=0.5)
+        return keep(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, name, first_being_kept)
+    first()
+    other.join(timeout=10)
+    return refused
+
+
 @pytest.mark.usefixtures("endpoint")
 def test_two_secrets_of_one_name_made_at_once_are_one(monkeypatch: pytest.MonkeyPatch) -> None:
     """Secrets Manager refuses the second of two creates of one name (`ResourceExistsException`);
     the second is started between the first's check of the name and its secret being kept."""
     backend = secretsmanager_backends[ACCOUNT]["us-east-1"]
-    refused: list[Exception] = []
 
     def create(value: str) -> None:
         backend.create_secret(
             "shared-key", value, None, None, None, None, None, [], force_overwrite=False
         )
 
-    def second() -> None:
-        try:
-            create("second")
-        except ResourceExistsException as error:
-            refused.append(error)
-
-    other = threading.Thread(target=second)
-    add = SecretsManagerBackend._add_secret
-
-    def first_being_kept(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if other.ident is None:
-            other.start()
-            other.join(timeout=0.5)
-        return add(self, *args, **kwargs)
-
-    monkeypatch.setattr(SecretsManagerBackend, "_add_secret", first_being_kept)
     try:
-        create("first")
-        other.join(timeout=10)
+        refused = _second_between(
+            monkeypatch,
+            (SecretsManagerBackend, "_add_secret"),
+            lambda: create("first"),
+            lambda: create("second"),
+            ResourceExistsException,
+        )
         assert backend.get_secret_value("shared-key", None, None)["SecretString"] == "first"
         assert len(refused) == 1, refused
     finally:
@@ -91,27 +113,14 @@ def test_two_access_keys_made_at_once_beside_one_are_two(monkeypatch: pytest.Mon
     backend = iam_backends[ACCOUNT]["global"]
     backend.create_user("us-east-1", "keyholder")
     backend.create_access_key("keyholder")
-    refused: list[Exception] = []
-
-    def second() -> None:
-        try:
-            backend.create_access_key("keyholder")
-        except LimitExceededException as error:
-            refused.append(error)
-
-    other = threading.Thread(target=second)
-    make = User.create_access_key
-
-    def first_being_kept(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if other.ident is None:
-            other.start()
-            other.join(timeout=0.5)
-        return make(self, *args, **kwargs)
-
-    monkeypatch.setattr(User, "create_access_key", first_being_kept)
     try:
-        backend.create_access_key("keyholder")
-        other.join(timeout=10)
+        refused = _second_between(
+            monkeypatch,
+            (User, "create_access_key"),
+            lambda: backend.create_access_key("keyholder"),
+            lambda: backend.create_access_key("keyholder"),
+            LimitExceededException,
+        )
         assert len(backend.list_access_keys("keyholder")) == 2
         assert len(refused) == 1, refused
     finally:
