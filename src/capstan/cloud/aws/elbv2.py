@@ -13,7 +13,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from capstan.cloud.aws import names
+from capstan.cloud.aws import host_rules, names
 from capstan.cloud.aws.calls import error_code, ignoring
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.network import ProjectNetwork
@@ -157,7 +157,7 @@ def delete_load_balancer(session: AwsSession, project_id: str, generation: int =
 def has_rules(session: AwsSession, listener_arn: str) -> bool:
     """Whether the listener routes anything besides its default action."""
     with aws_errors():
-        rules = _client(session).describe_rules(ListenerArn=listener_arn)["Rules"]
+        rules = host_rules.listener_rules(_client(session), listener_arn)
     return any(not rule.get("IsDefault") for rule in rules)
 
 

@@ -16,6 +16,9 @@ from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
 
 _MAX_PRIORITY = 50_000
+# DescribeRules answers a page at a time: this many rules at most (AWS's largest page; without
+# `PageSize` a page is smaller — moto's 50).
+RULES_PAGE = 400
 # A host-header condition value holds at most 128 characters (a DNS name up to 253).
 HOST_HEADER_CHARS = 128
 
@@ -24,8 +27,16 @@ def _client(session: AwsSession) -> Any:
     return session.client("elbv2")
 
 
+def listener_rules(elbv2: Any, listener_arn: str) -> list[dict[str, Any]]:
+    """Every rule of the listener (its default rule too), page after page."""
+    pages = elbv2.get_paginator("describe_rules").paginate(
+        ListenerArn=listener_arn, PaginationConfig={"PageSize": RULES_PAGE}
+    )
+    return [rule for page in pages for rule in page["Rules"]]
+
+
 def _rule_for(elbv2: Any, listener_arn: str, target_group_arn: str) -> dict[str, Any] | None:
-    for rule in elbv2.describe_rules(ListenerArn=listener_arn)["Rules"]:
+    for rule in listener_rules(elbv2, listener_arn):
         for action in rule.get("Actions", []):
             if action.get("TargetGroupArn") == target_group_arn:
                 return dict(rule)
@@ -145,11 +156,7 @@ def mirror_host_rules(
 def _host_rules(elbv2: Any, listener_arn: str) -> dict[str, tuple[str, dict[str, str]]]:
     """target group -> (hostname, tags) of the listener's host-header rules."""
     with aws_errors():
-        rules = [
-            rule
-            for rule in elbv2.describe_rules(ListenerArn=listener_arn)["Rules"]
-            if not rule.get("IsDefault")
-        ]
+        rules = [rule for rule in listener_rules(elbv2, listener_arn) if not rule.get("IsDefault")]
         tags: dict[str, dict[str, str]] = {}
         arns = [str(rule["RuleArn"]) for rule in rules]
         for start in range(0, len(arns), 20):
@@ -184,7 +191,7 @@ def _mirror(
             hostname,
         )
     with aws_errors():
-        for rule in elbv2.describe_rules(ListenerArn=target_listener_arn)["Rules"]:
+        for rule in listener_rules(elbv2, target_listener_arn):
             if rule.get("IsDefault") or _forwarded_group(rule) in source:
                 continue
             with ignoring("RuleNotFound"):

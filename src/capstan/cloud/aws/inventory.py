@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
-from capstan.cloud.aws import names
+from capstan.cloud.aws import host_rules, names
 from capstan.cloud.aws.session import AwsSession
 
 T = TypeVar("T")
@@ -135,6 +135,11 @@ def _capstan(tags: dict[str, str]) -> bool:
     return names.PROJECT_TAG in tags
 
 
+def _pages(client: Any, operation: str, key: str) -> list[dict[str, Any]]:
+    """Every item under `key` of every page `operation` answers."""
+    return [item for page in client.get_paginator(operation).paginate() for item in page[key]]
+
+
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -177,19 +182,17 @@ def _ec2(customer: AwsSession) -> Iterator[Found]:
 
 def _elbv2(customer: AwsSession) -> Iterator[Found]:
     elbv2 = customer.client("elbv2")
-    balancers = elbv2.describe_load_balancers()["LoadBalancers"]
-    groups = elbv2.describe_target_groups()["TargetGroups"]
+    balancers = _pages(elbv2, "describe_load_balancers", "LoadBalancers")
+    groups = _pages(elbv2, "describe_target_groups", "TargetGroups")
     rules: list[str] = []
     for balancer in balancers:
         arn = balancer["LoadBalancerArn"]
         listeners = _unless_gone(elbv2.describe_listeners, LoadBalancerArn=arn)
         for listener in (listeners or {}).get("Listeners", []):
-            described = _unless_gone(elbv2.describe_rules, ListenerArn=listener["ListenerArn"])
-            rules += [
-                rule["RuleArn"]
-                for rule in (described or {}).get("Rules", [])
-                if not rule["IsDefault"]
-            ]
+            described = _unless_gone(
+                host_rules.listener_rules, elbv2=elbv2, listener_arn=listener["ListenerArn"]
+            )
+            rules += [rule["RuleArn"] for rule in described or [] if not rule["IsDefault"]]
     kinds = {balancer["LoadBalancerArn"]: "load balancer" for balancer in balancers}
     kinds |= {group["TargetGroupArn"]: "target group" for group in groups}
     kinds |= {rule: "listener rule" for rule in rules}

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 from starlette.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from capstan.cloud.aws import route53
+from capstan.cloud.aws import host_rules, route53
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.names import CONTAINER_NAME, DEPLOYMENT_TAG
 from capstan.cloud.aws.session import AwsSession, Endpoint
@@ -227,7 +227,7 @@ def _behind_load_balancer(
     for listener in elbv2.describe_listeners(LoadBalancerArn=balancers[0]["LoadBalancerArn"])[
         "Listeners"
     ]:
-        for rule in elbv2.describe_rules(ListenerArn=listener["ListenerArn"])["Rules"]:
+        for rule in host_rules.listener_rules(elbv2, listener["ListenerArn"]):
             if any(_host_matches(hostname, pattern) for pattern in _hosts(rule)):
                 group_arn = _forwarded_group(rule)
         if group_arn:

@@ -7,6 +7,10 @@
   characters (128) — `ValidationError`. moto checks 128 only.
 - `CreateTargetGroup`: a name holds at most `target_group_name_chars` characters (32) —
   `ValidationError`. moto checks 32 only.
+- `DescribeRules`, `DescribeLoadBalancers`, `DescribeTargetGroups`: a `PageSize` is 1 to 400 —
+  `ValidationError` (botocore checks the least only). moto takes any; without one it answers 50
+  rules or load balancers a page (AWS more), so a caller that does not follow `NextMarker` misses
+  some sooner here than in AWS.
 
 `install()` adds the checks to moto's backend (once per process).
 """
@@ -18,10 +22,13 @@ from typing import Any
 
 from moto.elbv2.exceptions import ELBClientError, ValidationError
 from moto.elbv2.models import ELBv2Backend
+from moto.elbv2.responses import ELBV2Response
 
 from capstan.sandbox.cloud.quotas import quotas
 
 _MARK = "_capstan_load_balancer_limits"
+_PAGED = ("describe_rules", "describe_load_balancers", "describe_target_groups")
+_LARGEST_PAGE = 400
 _install_lock = threading.Lock()
 
 
@@ -70,6 +77,22 @@ def check_target_group_name(name: str) -> None:
         )
 
 
+def check_page_size(size: int | None) -> None:
+    if size is not None and not 1 <= size <= _LARGEST_PAGE:
+        raise ValidationError(
+            f"1 validation error detected: Value '{size}' at 'pageSize' failed to satisfy "
+            f"constraint: Member must have value between 1 and {_LARGEST_PAGE}"
+        )
+
+
+def _page_checked(describe: Any) -> Any:
+    def checked(self: ELBV2Response) -> Any:
+        check_page_size(self._get_int_param("PageSize"))
+        return describe(self)
+
+    return checked
+
+
 def install() -> None:
     with _install_lock:
         if getattr(ELBv2Backend.create_rule, _MARK, False):
@@ -108,3 +131,5 @@ def install() -> None:
         ELBv2Backend.create_rule = checked_create_rule  # type: ignore[method-assign]
         ELBv2Backend.modify_rule = checked_modify_rule  # type: ignore[method-assign]
         ELBv2Backend.create_target_group = checked_create_target_group  # type: ignore[method-assign]
+        for name in _PAGED:
+            setattr(ELBV2Response, name, _page_checked(getattr(ELBV2Response, name)))

@@ -1,0 +1,97 @@
+"""A listener's rules, page after page: DescribeRules answers a page at a time (the sandbox 50
+rules unless asked for more, as moto does; AWS up to 400), and the driver read only the first.
+Past it, a web server's rule was not found: a redeploy made it again, a deletion left it."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError
+
+from capstan.cloud.aws import elbv2, host_rules, names
+from capstan.cloud.aws.session import AwsSession
+from tests.cloud.deploy_helpers import new_id
+
+SERVERS = 60  # past the sandbox's page of 50, within its quota of 100 rules
+
+
+def a_listener(admin: AwsSession, project_id: str) -> tuple[str, str]:
+    """A load balancer's HTTP listener in a VPC of its own, made as the account's administrator:
+    the VPC and the listener."""
+    ec2, client = admin.client("ec2"), admin.client("elbv2")
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.9.{index}.0/24", AvailabilityZone=zone)[
+            "Subnet"
+        ]["SubnetId"]
+        for index, zone in enumerate(("us-east-1a", "us-east-1b"))
+    ]
+    balancer = client.create_load_balancer(
+        Name=names.load_balancer_name(project_id),
+        Subnets=subnets,
+        Tags=names.tag_list(project_id, project_id),
+    )["LoadBalancers"][0]["LoadBalancerArn"]
+    listener = client.create_listener(
+        LoadBalancerArn=balancer,
+        Protocol="HTTP",
+        Port=80,
+        DefaultActions=[{"Type": "fixed-response", "FixedResponseConfig": {"StatusCode": "404"}}],
+    )["Listeners"][0]["ListenerArn"]
+    return vpc, str(listener)
+
+
+def test_every_rule_of_a_long_listener_is_found(
+    sessions: tuple[AwsSession, AwsSession], access: AwsSession
+) -> None:
+    admin, _operator = sessions
+    project_id = new_id("prj")
+    vpc, listener = a_listener(admin, project_id)
+    servers = {new_id("svc"): f"web{index}.example.test" for index in range(SERVERS)}
+    groups = {
+        resource_id: admin.client("elbv2").create_target_group(
+            Name=names.target_group_name(resource_id),
+            Protocol="HTTP",
+            Port=80,
+            TargetType="ip",
+            VpcId=vpc,
+            Tags=names.tag_list(project_id, resource_id),
+        )["TargetGroups"][0]["TargetGroupArn"]
+        for resource_id in servers
+    }
+    made = {
+        resource_id: host_rules.ensure_host_rule(
+            access, project_id, resource_id, listener, groups[resource_id], hostname
+        )
+        for resource_id, hostname in servers.items()
+    }
+    # The first page holds 50 of them: the others are found all the same.
+    assert len(admin.client("elbv2").describe_rules(ListenerArn=listener)["Rules"]) == 50
+    for resource_id, hostname in servers.items():
+        assert host_rules.host_of(access, listener, groups[resource_id]) == hostname
+    # A redeploy finds each rule again rather than making another.
+    for resource_id, hostname in servers.items():
+        again = host_rules.ensure_host_rule(
+            access, project_id, resource_id, listener, groups[resource_id], hostname
+        )
+        assert again == made[resource_id]
+    rules = host_rules.listener_rules(admin.client("elbv2"), listener)
+    assert len([rule for rule in rules if not rule["IsDefault"]]) == SERVERS
+    # Deleting every web server's rule leaves the listener with its default rule only.
+    for resource_id in servers:
+        host_rules.delete_host_rule(access, listener, groups[resource_id])
+    assert not elbv2.has_rules(access, listener)
+
+
+def test_a_page_is_at_most_400_rules(sessions: tuple[AwsSession, AwsSession]) -> None:
+    """AWS refuses a page over 400 (botocore checks only the least, 1); so does the sandbox."""
+    admin, _operator = sessions
+    _vpc, listener = a_listener(admin, new_id("prj"))
+    client = admin.client("elbv2")
+    assert client.describe_rules(ListenerArn=listener, PageSize=400)["Rules"]
+    for describe, asked in (
+        (client.describe_rules, {"ListenerArn": listener}),
+        (client.describe_load_balancers, {}),
+        (client.describe_target_groups, {}),
+    ):
+        with pytest.raises(ClientError) as refused:
+            describe(PageSize=401, **asked)
+        assert refused.value.response["Error"]["Code"] == "ValidationError"
