@@ -111,7 +111,7 @@ def dns_records(operator: AwsSession, domain: str, *, under: str | None = None) 
     route53 = operator.client("route53")
     suffix = f".{under}.{domain.rstrip('.')}." if under else f".{domain.rstrip('.')}."
     records = []
-    for zone in route53.list_hosted_zones()["HostedZones"]:
+    for zone in _pages(route53, "list_hosted_zones", "HostedZones"):
         if zone["Name"] != domain.rstrip(".") + ".":
             continue
         for page in route53.get_paginator("list_resource_record_sets").paginate(
@@ -135,9 +135,10 @@ def _capstan(tags: dict[str, str]) -> bool:
     return names.PROJECT_TAG in tags
 
 
-def _pages(client: Any, operation: str, key: str) -> list[dict[str, Any]]:
+def _pages(client: Any, operation: str, key: str, **parameters: Any) -> list[Any]:
     """Every item under `key` of every page `operation` answers."""
-    return [item for page in client.get_paginator(operation).paginate() for item in page[key]]
+    pages = client.get_paginator(operation).paginate(**parameters)
+    return [item for page in pages for item in page[key]]
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
@@ -211,7 +212,7 @@ def _elbv2(customer: AwsSession) -> Iterator[Found]:
 
 def _ecs(customer: AwsSession, deleted: set[str]) -> Iterator[Found]:
     ecs = customer.client("ecs")
-    clusters = ecs.list_clusters()["clusterArns"]
+    clusters = _pages(ecs, "list_clusters", "clusterArns")
     for chunk in _chunks(clusters, 100):
         for cluster in ecs.describe_clusters(clusters=chunk, include=["TAGS"])["clusters"]:
             tags = _pairs(cluster.get("tags"), "key", "value")
@@ -267,7 +268,7 @@ def _ecr(customer: AwsSession) -> Iterator[Found]:
 
 def _codebuild(customer: AwsSession) -> Iterator[Found]:
     codebuild = customer.client("codebuild")
-    projects = codebuild.list_projects()["projects"]
+    projects = _pages(codebuild, "list_projects", "projects")
     for chunk in _chunks(projects, 100):
         for project in codebuild.batch_get_projects(names=chunk)["projects"]:
             tags = _pairs(project.get("tags"), "key", "value")
@@ -311,12 +312,16 @@ def _iam(customer: AwsSession) -> Iterator[Found]:
 
 def _autoscaling(customer: AwsSession) -> Iterator[Found]:
     scaling = customer.client("application-autoscaling")
-    targets: Any = scaling.describe_scalable_targets(ServiceNamespace="ecs")["ScalableTargets"]
+    targets = _pages(
+        scaling, "describe_scalable_targets", "ScalableTargets", ServiceNamespace="ecs"
+    )
     for target in targets:
         tags = _service_tags(target["ResourceId"])
         if tags:
             yield Found("scalable target", target["ResourceId"], tags)
-    policies: Any = scaling.describe_scaling_policies(ServiceNamespace="ecs")["ScalingPolicies"]
+    policies = _pages(
+        scaling, "describe_scaling_policies", "ScalingPolicies", ServiceNamespace="ecs"
+    )
     for policy in policies:
         tags = _service_tags(policy["ResourceId"])
         if tags:
