@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import pytest
 from botocore.exceptions import ClientError
+from moto.elbv2.models import FakeListener
 
 from capstan.cloud.aws import elbv2, host_rules, names
 from capstan.cloud.aws.session import AwsSession
 from tests.cloud.deploy_helpers import new_id
+from tests.sandbox.between import second_between
 
 SERVERS = 60  # past the sandbox's page of 50, within its quota of 100 rules
 
@@ -95,3 +97,36 @@ def test_a_page_is_at_most_400_rules(sessions: tuple[AwsSession, AwsSession]) ->
         with pytest.raises(ClientError) as refused:
             describe(PageSize=401, **asked)
         assert refused.value.response["Error"]["Code"] == "ValidationError"
+
+
+def test_two_rules_of_one_priority_made_at_once_are_one(
+    sessions: tuple[AwsSession, AwsSession], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ELB refuses the second of two rules with one priority (`PriorityInUse`), as two deploys
+    of a project probing the same priority would make them; the second create is started between
+    the first's check of the priority and its rule being kept."""
+    admin, _operator = sessions
+    project_id = new_id("prj")
+    vpc, listener = a_listener(admin, project_id)
+    client = admin.client("elbv2")
+    group = client.create_target_group(
+        Name=names.target_group_name(project_id), Protocol="HTTP", Port=80, VpcId=vpc
+    )["TargetGroups"][0]["TargetGroupArn"]
+
+    def create(hostname: str) -> None:
+        client.create_rule(
+            ListenerArn=listener,
+            Priority=7,
+            Conditions=[{"Field": "host-header", "HostHeaderConfig": {"Values": [hostname]}}],
+            Actions=[{"Type": "forward", "TargetGroupArn": group}],
+        )
+
+    refused = second_between(
+        monkeypatch,
+        (FakeListener, "register"),
+        lambda: create("first.example.test"),
+        lambda: create("second.example.test"),
+        ClientError,
+    )
+    assert [error.response["Error"]["Code"] for error in refused] == ["PriorityInUse"]  # type: ignore[attr-defined]
+    assert len(host_rules.listener_rules(client, listener)) == 2  # the default rule and one

@@ -4,8 +4,6 @@ bare 500 — and a second create started between a first one's check and its kee
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,6 +13,7 @@ from moto.secretsmanager.exceptions import ResourceExistsException
 from moto.secretsmanager.models import SecretsManagerBackend, secretsmanager_backends
 
 from capstan.sandbox.cloud import moto_threads
+from tests.sandbox.between import second_between
 
 ACCOUNT = "000000000417"  # an account of this test's own
 
@@ -47,39 +46,6 @@ def test_a_role_is_looked_up_while_another_is_made() -> None:
         backend.roles.clear()
 
 
-def _second_between(
-    monkeypatch: pytest.MonkeyPatch,
-    keeper: tuple[type, str],
-    first: Callable[[], Any],
-    second: Callable[[], Any],
-    refusal: type[Exception],
-) -> list[Exception]:
-    """Run `first`, starting `second` on another thread just before the first keeps what it
-    made (`keeper`'s method); answer the refusals `second` met."""
-    refused: list[Exception] = []
-
-    def run_second() -> None:
-        try:
-            second()
-        except refusal as error:
-            refused.append(error)
-
-    other = threading.Thread(target=run_second)
-    cls, name = keeper
-    keep = getattr(cls, name)
-
-    def first_being_kept(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if other.ident is None:
-            other.start()
-            other.join(timeout=0.5)
-        return keep(self, *args, **kwargs)
-
-    monkeypatch.setattr(cls, name, first_being_kept)
-    first()
-    other.join(timeout=10)
-    return refused
-
-
 @pytest.mark.usefixtures("endpoint")
 def test_two_secrets_of_one_name_made_at_once_are_one(monkeypatch: pytest.MonkeyPatch) -> None:
     """Secrets Manager refuses the second of two creates of one name (`ResourceExistsException`);
@@ -92,7 +58,7 @@ def test_two_secrets_of_one_name_made_at_once_are_one(monkeypatch: pytest.Monkey
         )
 
     try:
-        refused = _second_between(
+        refused = second_between(
             monkeypatch,
             (SecretsManagerBackend, "_add_secret"),
             lambda: create("first"),
@@ -114,7 +80,7 @@ def test_two_access_keys_made_at_once_beside_one_are_two(monkeypatch: pytest.Mon
     backend.create_user("us-east-1", "keyholder")
     backend.create_access_key("keyholder")
     try:
-        refused = _second_between(
+        refused = second_between(
             monkeypatch,
             (User, "create_access_key"),
             lambda: backend.create_access_key("keyholder"),
