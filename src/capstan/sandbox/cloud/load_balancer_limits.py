@@ -98,7 +98,8 @@ def _page_checked(describe: Any) -> Any:
 
 def install() -> None:
     with _install_lock:
-        if getattr(ELBv2Backend.create_rule, _MARK, False):
+        # The mark is on the class: `vpc_checks` wraps `create_rule` again afterwards.
+        if getattr(ELBv2Backend, _MARK, False):
             return
         create_rule = ELBv2Backend.create_rule
         modify_rule = ELBv2Backend.modify_rule
@@ -131,9 +132,9 @@ def install() -> None:
             check_target_group_name(name)
             return create_target_group(self, name, **kwargs)
 
-        setattr(checked_create_rule, _MARK, True)
         ELBv2Backend.create_rule = checked_create_rule  # type: ignore[method-assign]
         ELBv2Backend.modify_rule = checked_modify_rule  # type: ignore[method-assign]
         ELBv2Backend.create_target_group = checked_create_target_group  # type: ignore[method-assign]
         for name in _PAGED:
             setattr(ELBV2Response, name, _page_checked(getattr(ELBV2Response, name)))
+        setattr(ELBv2Backend, _MARK, True)
