@@ -51,9 +51,6 @@ from capstan.sandbox.cloud.cloudfront_functions import (
 
 _MARK = "_capstan_cloudfront"
 _install_lock = threading.Lock()
-# CloudFront makes an origin access control's name unique atomically; the sandbox answers calls
-# on a thread each, so its check and its create hold this lock together.
-_controls_lock = threading.Lock()
 # Distributions and invalidations do not move on their own: the simulator moves them.
 _NEVER = {"progression": "manual", "times": 2**62}
 CERTIFICATE_REGION = "us-east-1"
@@ -257,14 +254,14 @@ def _install_origin_access_controls() -> None:
     original_delete = CloudFrontBackend.delete_origin_access_control
 
     def create_control(self: CloudFrontBackend, config_dict: dict[str, str]) -> Any:
+        # Its check and its create hold one lock together (`moto_threads`).
         name = config_dict.get("Name")
-        with _controls_lock:
-            if any(item.name == name for item in list(self.origin_access_controls.values())):
-                raise _error(
-                    "OriginAccessControlAlreadyExists",
-                    f"An origin access control with the name {name} already exists.",
-                )
-            return original_create(self, config_dict)
+        if any(item.name == name for item in list(self.origin_access_controls.values())):
+            raise _error(
+                "OriginAccessControlAlreadyExists",
+                f"An origin access control with the name {name} already exists.",
+            )
+        return original_create(self, config_dict)
 
     def delete_control(self: CloudFrontBackend, control_id: str) -> None:
         if control_id not in self.origin_access_controls:

@@ -3,8 +3,9 @@
 
 - `CreateRule`: at most `rules_per_load_balancer` rules (100 by default) over all the listeners of
   one load balancer, default rules not counted — `TooManyRules`. moto counts nothing. The count,
-  moto's check that the priority is free (`PriorityInUse`) and the rule's keeping hold one lock:
-  two creates at once could both pass either check, where AWS refuses the second.
+  moto's check that the priority is free (`PriorityInUse`) and the rule's keeping hold one lock
+  (`moto_threads`): two creates at once could both pass either check, where AWS refuses the
+  second.
 - `CreateRule` / `ModifyRule`: a host-header value holds at most `host_header_value_chars`
   characters (128) — `ValidationError`. moto checks 128 only.
 - `CreateTargetGroup`: a name holds at most `target_group_name_chars` characters (32) —
@@ -32,7 +33,6 @@ _MARK = "_capstan_load_balancer_limits"
 _PAGED = ("describe_rules", "describe_load_balancers", "describe_target_groups")
 _LARGEST_PAGE = 400
 _install_lock = threading.Lock()
-_rules_lock = threading.Lock()
 
 
 class TooManyRulesError(ELBClientError):
@@ -113,10 +113,9 @@ def install() -> None:
             **kwargs: Any,
         ) -> Any:
             check_host_headers(conditions)
-            with _rules_lock:
-                if rule_count(self, listener_arn) >= quotas().rules_per_load_balancer:
-                    raise TooManyRulesError()
-                return create_rule(self, listener_arn, conditions, **kwargs)
+            if rule_count(self, listener_arn) >= quotas().rules_per_load_balancer:
+                raise TooManyRulesError()
+            return create_rule(self, listener_arn, conditions, **kwargs)
 
         def checked_modify_rule(
             self: ELBv2Backend,

@@ -18,8 +18,12 @@ two creates of one secret's name could both succeed where AWS refuses the second
 `PutSecretValue` calls with one `ClientRequestToken` and different values, two `CreateUser`
 calls of one name (the second user replacing the first, its keys lost with it) and two
 `CreateAccessKey` calls beside a user's one key (a third key, where IAM allows two). The sandbox
-operator's concurrent bootstraps depend on those refusals to agree on one access key. Each such
-create holds its service's lock: `_ONE_AT_A_TIME` lists them.
+operator's concurrent bootstraps depend on those refusals to agree on one access key. The
+sandbox's own checks are of the same kind: an origin access control's name (CloudFront refuses a
+second `capstan-sites`; `make test` once met two) and a listener rule's priority and the rule
+quota (`PriorityInUse`, `TooManyRules`). Each such create holds its service's lock, around the
+outermost method — moto's, or the extension that checks before it — so `install()` runs after
+every other extension (`server.install_extensions` calls it last). `_ONE_AT_A_TIME` lists them.
 
 `install()` does all of it (once per process); `tests/sandbox/test_moto_threads.py` changes the
 roles in the middle of a walk and puts a second create between a first one's check and its
@@ -33,6 +37,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from moto.cloudfront.models import CloudFrontBackend
+from moto.elbv2.models import ELBv2Backend
 from moto.iam.models import IAMBackend, Role
 from moto.secretsmanager.models import SecretsManagerBackend
 
@@ -40,12 +46,16 @@ _MARK = "_capstan_roles_copied"
 _install_lock = threading.Lock()
 _iam_lock = threading.Lock()
 _secrets_lock = threading.Lock()
+_cloudfront_lock = threading.Lock()
+_elbv2_lock = threading.Lock()
 # The creates that check for room and then keep what they made, and the lock each holds.
 _ONE_AT_A_TIME: tuple[tuple[type, str, threading.Lock], ...] = (
     (IAMBackend, "create_user", _iam_lock),
     (IAMBackend, "create_access_key", _iam_lock),
     (SecretsManagerBackend, "create_secret", _secrets_lock),
     (SecretsManagerBackend, "put_secret_value", _secrets_lock),
+    (CloudFrontBackend, "create_origin_access_control", _cloudfront_lock),
+    (ELBv2Backend, "create_rule", _elbv2_lock),
 )
 
 

@@ -98,7 +98,7 @@ def install_extensions() -> None:
     log_pages.install()
     authorization.install()
     moto_work.install()
-    moto_threads.install()
+    moto_threads.install()  # last: it locks the creates the others check (see its docstring)
 
 
 def start_sandbox_cloud(
