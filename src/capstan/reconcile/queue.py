@@ -21,11 +21,20 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from functools import cache
+from typing import Any, cast
 
 from sqlalchemy import (
+    BindParameter,
     ColumnElement,
+    Insert,
+    Integer,
+    Select,
+    Table,
+    Text,
+    Update,
     and_,
+    bindparam,
     case,
     delete,
     event,
@@ -42,6 +51,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session, SessionTransaction
 
+from capstan.db import UtcDateTime
 from capstan.reconcile.models import QueueItem, ReconcilePass
 from capstan.reconcile.timing import Clock, Poll, utc_now
 
@@ -55,6 +65,23 @@ CHANNEL = "capstan_queue"
 _ENQUEUED = "capstan.reconcile.enqueued"  # in `Session.info`: this transaction enqueued
 _wakers: set[Callable[[], None]] = set()
 log = logging.getLogger("capstan.reconcile")
+
+# Every pass runs the same few statements, so they are built once (per dialect and variant) on
+# the Core tables and run with their values as parameters: building a statement and working out
+# its cache key cost more than SQLite's running it, and the ORM's bulk-update path adds as much
+# again for rows no object in memory stands for (decisions.md "Statements built once").
+_QUEUE = cast(Table, QueueItem.__table__)
+_PASSES = cast(Table, ReconcilePass.__table__)
+_Q = _QUEUE.c
+
+
+def _at(name: str) -> BindParameter[datetime]:
+    """A timestamp parameter (typed, so it is stored as every other timestamp is)."""
+    return bindparam(name, type_=UtcDateTime())
+
+
+def _number(name: str) -> BindParameter[int]:
+    return bindparam(name, type_=Integer())
 
 
 @dataclass(frozen=True)
@@ -83,36 +110,41 @@ async def enqueue(
     `changed` is off (a resync, which changed nothing and so revives nothing).
     """
     now = clock()
-    due = due_at or now
-    insert = pg_insert if _dialect(session) == "postgresql" else sqlite_insert
-    table = QueueItem.__table__
-    statement = insert(QueueItem).values(
-        kind=kind,
-        resource_id=resource_id,
-        due_at=due,
+    dialect = _dialect(session)
+    values = {"q_kind": kind, "q_resource": resource_id, "q_due": due_at or now, "q_now": now}
+    await session.execute(_enqueue_statement(dialect, changed), values)
+    if not session.info.get(_ENQUEUED):
+        session.info[_ENQUEUED] = True
+        if dialect == "postgresql":
+            # Sent when (and only if) the transaction commits; one per transaction is enough.
+            await session.execute(_NOTIFY)
+
+
+_NOTIFY = select(func.pg_notify(CHANNEL, ""))
+
+
+@cache
+def _enqueue_statement(dialect: str, changed: bool) -> Insert:
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    statement = insert(_QUEUE).values(
+        kind=bindparam("q_kind"),
+        resource_id=bindparam("q_resource"),
+        due_at=_at("q_due"),
         version=1,
         attempts=0,
         polls=0,
-        created_at=now,
+        created_at=_at("q_now"),
     )
     changes: dict[str, object] = {
-        "version": table.c.version + 1,
+        "version": _Q.version + 1,
         # An earlier due time wins; a pass asked for now must not wait for a backoff.
-        "due_at": _earliest(table.c.due_at, due),
+        "due_at": _earliest(_Q.due_at, _at("q_due")),
     }
     if changed:
         # Something changed: a poll starts from its first wait, and a dead row lives again.
         changes["polls"] = 0
         changes["attempts"] = 0
-    statement = statement.on_conflict_do_update(
-        index_elements=[table.c.kind, table.c.resource_id], set_=changes
-    )
-    await session.execute(statement)
-    if not session.info.get(_ENQUEUED):
-        session.info[_ENQUEUED] = True
-        if _dialect(session) == "postgresql":
-            # Sent when (and only if) the transaction commits; one per transaction is enough.
-            await session.execute(select(func.pg_notify(CHANNEL, "")))
+    return statement.on_conflict_do_update(index_elements=[_Q.kind, _Q.resource_id], set_=changes)
 
 
 def on_enqueue(wake: Callable[[], None]) -> Callable[[], None]:
@@ -200,7 +232,9 @@ def _dialect(session: AsyncSession) -> str:
     return session.get_bind().dialect.name
 
 
-def _earliest(column: ColumnElement[datetime], due: datetime) -> ColumnElement[datetime]:
+def _earliest(
+    column: ColumnElement[datetime], due: ColumnElement[datetime]
+) -> ColumnElement[datetime]:
     return case((column > due, due), else_=column)
 
 
@@ -223,41 +257,53 @@ async def claim(
     heartbeat), so one worker never runs two passes of a resource at once.
     """
     now = clock()
-    free = or_(QueueItem.lease_expires_at.is_(None), QueueItem.lease_expires_at < now)
-    due = (
-        select(QueueItem.kind, QueueItem.resource_id)
-        .where(QueueItem.due_at <= now, free, *_claimable(kinds, busy))
-        .order_by(QueueItem.due_at)
-        .limit(limit)
-    )
-    if _dialect(session) == "postgresql":
-        due = due.with_for_update(skip_locked=True)
-    rows = list(
-        await session.execute(
-            update(QueueItem)
-            .where(tuple_(QueueItem.kind, QueueItem.resource_id).in_(due), free)
-            .values(lease_owner=owner, lease_expires_at=now + timedelta(seconds=lease_seconds))
-            .returning(
-                QueueItem.kind,
-                QueueItem.resource_id,
-                QueueItem.version,
-                QueueItem.attempts,
-                QueueItem.polls,
-                QueueItem.due_at,
-            )
-        )
-    )
+    values: dict[str, object] = {
+        "q_now": now,
+        "q_kinds": kinds,
+        "q_limit": limit,
+        "q_owner": owner,
+        "q_lease_until": now + timedelta(seconds=lease_seconds),
+    }
+    if busy:
+        values["q_busy"] = list(busy)
+    rows = list(await session.execute(_claim_statement(_dialect(session), bool(busy)), values))
     await session.commit()
     rows.sort(key=lambda row: row.due_at)
     return [Claim(r.kind, r.resource_id, r.version, r.attempts, r.polls) for r in rows]
 
 
-def _claimable(kinds: list[str], busy: Collection[tuple[str, str]]) -> list[ColumnElement[bool]]:
-    """Rows of `kinds` that are not dead and not among the `busy` ones."""
-    claimable = [QueueItem.kind.in_(kinds), QueueItem.attempts < MAX_ATTEMPTS]
+@cache
+def _claim_statement(dialect: str, busy: bool) -> Update:
+    now = _at("q_now")
+    free = or_(_Q.lease_expires_at.is_(None), _Q.lease_expires_at < now)
+    due = (
+        select(_Q.kind, _Q.resource_id)
+        .where(_Q.due_at <= now, free, *_claimable(busy))
+        .order_by(_Q.due_at)
+        .limit(_number("q_limit"))
+    )
+    if dialect == "postgresql":
+        due = due.with_for_update(skip_locked=True)
+    return (
+        update(_QUEUE)
+        .where(tuple_(_Q.kind, _Q.resource_id).in_(due), free)
+        .values(lease_owner=bindparam("q_owner"), lease_expires_at=_at("q_lease_until"))
+        .returning(_Q.kind, _Q.resource_id, _Q.version, _Q.attempts, _Q.polls, _Q.due_at)
+    )
+
+
+def _claimable(busy: bool) -> list[ColumnElement[bool]]:
+    """Rows of the kinds `q_kinds` names that are not dead and, with `busy`, not among the
+    (kind, resource id) pairs `q_busy` names (one expanding parameter each, so a statement
+    serves whatever they hold)."""
+    claimable = [
+        _Q.kind.in_(bindparam("q_kinds", expanding=True)),
+        _Q.attempts < MAX_ATTEMPTS,
+    ]
     if busy:
-        # One expanding parameter, so the statement is compiled once whatever `busy` holds.
-        claimable.append(tuple_(QueueItem.kind, QueueItem.resource_id).not_in(list(busy)))
+        claimable.append(
+            tuple_(_Q.kind, _Q.resource_id).not_in(bindparam("q_busy", expanding=True))
+        )
     return claimable
 
 
@@ -266,14 +312,18 @@ async def next_due(
 ) -> datetime | None:
     """When the earliest row `claim` could take (same `kinds` and `busy`) becomes claimable: its
     due time, or the end of someone's lease on it when that is later; None when there is none."""
-    held = and_(
-        QueueItem.lease_expires_at.is_not(None), QueueItem.lease_expires_at > QueueItem.due_at
-    )
-    when = case((held, QueueItem.lease_expires_at), else_=QueueItem.due_at)
-    earliest: datetime | None = await session.scalar(
-        select(func.min(when)).where(*_claimable(kinds, busy))
-    )
+    values: dict[str, object] = {"q_kinds": kinds}
+    if busy:
+        values["q_busy"] = list(busy)
+    earliest: datetime | None = await session.scalar(_next_due_statement(bool(busy)), values)
     return earliest
+
+
+@cache
+def _next_due_statement(busy: bool) -> Select[tuple[datetime | None]]:
+    held = and_(_Q.lease_expires_at.is_not(None), _Q.lease_expires_at > _Q.due_at)
+    when = case((held, _Q.lease_expires_at), else_=_Q.due_at)
+    return select(func.min(when)).where(*_claimable(busy))
 
 
 async def heartbeat(
@@ -295,13 +345,13 @@ async def heartbeat(
     if not claims:
         return set()
     keys = [(c.kind, c.resource_id) for c in claims]
-    mine = select(QueueItem.kind, QueueItem.resource_id).where(
-        tuple_(QueueItem.kind, QueueItem.resource_id).in_(keys), QueueItem.lease_owner == owner
+    mine = select(_Q.kind, _Q.resource_id).where(
+        tuple_(_Q.kind, _Q.resource_id).in_(keys), _Q.lease_owner == owner
     )
     extend = mine.with_for_update(skip_locked=True) if _dialect(session) == "postgresql" else mine
     await session.execute(
-        update(QueueItem)
-        .where(tuple_(QueueItem.kind, QueueItem.resource_id).in_(extend))
+        update(_QUEUE)
+        .where(tuple_(_Q.kind, _Q.resource_id).in_(extend))
         .values(lease_expires_at=clock() + timedelta(seconds=lease_seconds))
     )
     held = {(row.kind, row.resource_id) for row in await session.execute(mine)}
@@ -336,60 +386,47 @@ async def finish(
     The row's change says whether `owner` still held it (`RETURNING`), and the pass record follows
     in the same transaction: two statements and the commit.
     """
-    mine = and_(
-        QueueItem.kind == claim.kind,
-        QueueItem.resource_id == claim.resource_id,
-        QueueItem.lease_owner == owner,
-    )
     now = clock()
+    values: dict[str, object] = {
+        "q_kind": claim.kind,
+        "q_resource": claim.resource_id,
+        "q_owner": owner,
+        "q_version": claim.version,
+        "q_now": now,
+    }
     held: bool
-    due: datetime | None = None
+    release: str | None = None  # how the row is released, when it stays
     if error is None and requeue_after is None and poll is None:
-        removed = await session.execute(
-            delete(QueueItem)
-            .where(mine, QueueItem.version == claim.version)
-            .returning(QueueItem.version)
-        )
-        held = removed.first() is not None
+        held = (await session.execute(_REMOVE, values)).first() is not None
         # Unless enqueued again during the pass: then due now (its due time was kept), counts
         # restarted.
-        changes: dict[str, object] | None = (
-            None if held else {"attempts": 0, "polls": 0, "last_error": None}
-        )
+        release = None if held else "again"
     elif error is not None:
-        attempts = claim.attempts + 1
-        wait = timedelta(seconds=backoff_seconds(attempts))
-        changes = {"attempts": attempts, "last_error": error[:4000]}
-        changes["due_at"] = _earliest_if_changed(claim, now + wait, now)
+        release = "error"
+        values["q_attempts"] = claim.attempts + 1
+        values["q_error"] = error[:4000]
+        values["q_later"] = now + timedelta(seconds=backoff_seconds(claim.attempts + 1))
+    elif poll is not None:
+        release = "poll"
+        values["q_polls"] = claim.polls + 1
+        values["q_later"] = now + poll.delay(claim.polls)
     else:
-        looks: object
-        if poll is not None:
-            wait = poll.delay(claim.polls)
-            # An enqueue during the pass set the count as it should be; leave it.
-            looks = case(
-                (QueueItem.version != claim.version, QueueItem.polls), else_=claim.polls + 1
-            )
-        else:
-            assert requeue_after is not None
-            wait, looks = timedelta(seconds=requeue_after), 0
-        changes = {"attempts": 0, "polls": looks, "last_error": None}
-        changes["due_at"] = _earliest_if_changed(claim, now + wait, now)
-    if changes is not None:
-        due = await session.scalar(
-            update(QueueItem)
-            .where(mine)
-            .values(lease_owner=None, lease_expires_at=None, **changes)
-            .returning(QueueItem.due_at)
-        )
+        assert requeue_after is not None
+        release = "requeue"
+        values["q_later"] = now + timedelta(seconds=requeue_after)
+    due: datetime | None = None
+    if release is not None:
+        due = await session.scalar(_release_statement(release), values)
         held = due is not None
     await session.execute(
-        insert(ReconcilePass).values(
-            kind=claim.kind,
-            resource_id=claim.resource_id,
-            owner=owner,
-            started_at=started_at or now,
-            finished_at=now,
-            outcome=(
+        _RECORD,
+        {
+            "kind": claim.kind,
+            "resource_id": claim.resource_id,
+            "owner": owner,
+            "started_at": started_at or now,
+            "finished_at": now,
+            "outcome": (
                 "lost"
                 if not held
                 else ("dead" if claim.attempts + 1 >= MAX_ATTEMPTS else "error")
@@ -398,23 +435,49 @@ async def finish(
                 if requeue_after is not None or poll is not None
                 else "done"
             ),
-            error=error[:4000] if error else None,
-        )
+            "error": error[:4000] if error else None,
+        },
     )
     await session.commit()
     return due
 
 
-def _earliest_if_changed(claim: Claim, later: datetime, now: datetime) -> ColumnElement[datetime]:
-    """Requeue at `later`, or now if the resource was enqueued again during the pass."""
-    return case((QueueItem.version != claim.version, now), else_=later)
+# The claim's row, if `owner` still holds it.
+_MINE = and_(
+    _Q.kind == bindparam("q_kind"),
+    _Q.resource_id == bindparam("q_resource"),
+    _Q.lease_owner == bindparam("q_owner"),
+)
+_CHANGED = _Q.version != _number("q_version")  # enqueued again during the pass
+_REMOVE = delete(_QUEUE).where(_MINE, _Q.version == _number("q_version")).returning(_Q.version)
+_RECORD = insert(_PASSES)  # a pass record, its values given as parameters
+
+
+@cache
+def _release_statement(release: str) -> Update:
+    """Release the lease of a row that stays: enqueued again during a pass that was done
+    ("again": due as it is, counts restarted), or due again after `q_later` (or now, when
+    enqueued again meanwhile) — after an error (`q_attempts`, `q_error`), a poll (`q_polls`
+    looks, unless an enqueue set the count as it should be meanwhile) or a requeue."""
+    changes: dict[str, object] = {"lease_owner": None, "lease_expires_at": None}
+    if release == "error":
+        changes["attempts"] = _number("q_attempts")
+        changes["last_error"] = bindparam("q_error", type_=Text())
+    else:
+        changes["attempts"] = 0
+        changes["last_error"] = None
+    if release == "poll":
+        changes["polls"] = case((_CHANGED, _Q.polls), else_=_number("q_polls"))
+    elif release != "error":
+        changes["polls"] = 0
+    if release != "again":
+        changes["due_at"] = case((_CHANGED, _at("q_now")), else_=_at("q_later"))
+    return update(_QUEUE).where(_MINE).values(**changes).returning(_Q.due_at)
 
 
 async def prune_passes(
     session: AsyncSession, *, older_than: timedelta, clock: Clock = utc_now
 ) -> None:
     """Forget pass records older than `older_than`. Commits."""
-    await session.execute(
-        delete(ReconcilePass).where(ReconcilePass.finished_at < clock() - older_than)
-    )
+    await session.execute(delete(_PASSES).where(_PASSES.c.finished_at < clock() - older_than))
     await session.commit()
