@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, inspect, update
+from sqlalchemy import ClauseElement, ColumnElement, Update, bindparam, inspect, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -58,9 +58,13 @@ class StateMachine(Generic[M]):
                 transitions[(source, event)] = target
         self.transitions: Mapping[tuple[Status, str], str] = transitions
         mapper = inspect(model)
+        self._mapped = mapper.columns
         self._columns = set(mapper.columns.keys())
         (self._id,) = mapper.primary_key
         self._status = mapper.columns["status"]
+        # A move without guards, by the columns it sets: one statement each, built once
+        # (decisions.md "Statements built once").
+        self._moves: dict[tuple[str, ...], Update] = {}
 
     def can(self, status: Status, event: str) -> bool:
         return (status, event) in self.transitions
@@ -95,17 +99,40 @@ class StateMachine(Generic[M]):
         current = getattr(row, "status")  # noqa: B009 - the model is generic
         values = self._values(self.target(current, event), changes)
         await session.flush()  # the row's own pending changes go first, in the same transaction
-        result = await session.execute(
-            update(self.model)
-            .where(self._id == getattr(row, self._id.key), self._status == current, *guards)
-            .values(**values),
-            execution_options={"synchronize_session": False},
-        )
+        row_id = getattr(row, self._id.key)
+        if guards or any(isinstance(value, ClauseElement) for value in values.values()):
+            result = await session.execute(
+                update(self.model)
+                .where(self._id == row_id, self._status == current, *guards)
+                .values(**values),
+                execution_options={"synchronize_session": False},
+            )
+        else:
+            parameters = {f"m_{name}": value for name, value in values.items()}
+            parameters |= {"m__id": row_id, "m__status": current}
+            result = await session.execute(self._move_statement(tuple(values)), parameters)
         if not result.rowcount:  # type: ignore[attr-defined]
             return False
         for name, value in values.items():
             set_committed_value(row, name, value)
         return True
+
+    def _move_statement(self, names: tuple[str, ...]) -> Update:
+        """`UPDATE ... SET names WHERE id = :m__id AND status = :m__status`, on the Core table
+        (no object to keep in step: `move` sets the row's committed values itself)."""
+        statement = self._moves.get(names)
+        if statement is None:
+            columns = {name: self._mapped[name] for name in names}
+            statement = (
+                update(self._status.table)
+                .where(
+                    self._id == bindparam("m__id", type_=self._id.type),
+                    self._status == bindparam("m__status", type_=self._status.type),
+                )
+                .values({c: bindparam(f"m_{name}", type_=c.type) for name, c in columns.items()})
+            )
+            self._moves[names] = statement
+        return statement
 
     async def move_latest(
         self,
