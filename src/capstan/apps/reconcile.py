@@ -22,7 +22,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 
@@ -55,6 +55,19 @@ log = logging.getLogger("capstan.apps")
 # ten-minute build costs fewer looks (18 against 20), and one over at once is seen after 0.2 s.
 POLL = Poll(first=timedelta(seconds=0.2), factor=2, cap=timedelta(seconds=60))
 ROLLOUT_DEADLINE = timedelta(minutes=15)
+
+# A pass's rows (`_load`), built once (decisions.md "Statements built once").
+_ROWS = (
+    select(Service, Project, CloudAccount)
+    .join(Project, Project.id == Service.project_id)
+    .outerjoin(CloudAccount, CloudAccount.organization_id == Service.organization_id)
+)
+_LOAD_SERVICE = _ROWS.where(Service.id == bindparam("resource_id"))
+_LOAD_PREVIEW = (
+    _ROWS.add_columns(Preview)
+    .join(Preview, Preview.service_id == Service.id)
+    .where(Preview.id == bindparam("resource_id"))
+)
 
 
 class DeploymentChanged(Exception):
@@ -142,25 +155,14 @@ class TargetReconciler:
     ) -> tuple[Subject, CloudAccount | None] | None:
         """The pass's rows in one statement: the target, its service and project, and the
         organization's cloud account (if connected); None when the target is gone."""
-        rows = (
-            select(Service, Project, CloudAccount)
-            .join(Project, Project.id == Service.project_id)
-            .outerjoin(CloudAccount, CloudAccount.organization_id == Service.organization_id)
-        )
         preview: Preview | None = None
         if self.kind == services.PREVIEW_QUEUE_KIND:
-            found = (
-                await session.execute(
-                    rows.add_columns(Preview)
-                    .join(Preview, Preview.service_id == Service.id)
-                    .where(Preview.id == resource_id)
-                )
-            ).first()
+            found = (await session.execute(_LOAD_PREVIEW, {"resource_id": resource_id})).first()
             if found is None:
                 return None
             service, project, account, preview = found
         else:
-            found = (await session.execute(rows.where(Service.id == resource_id))).first()
+            found = (await session.execute(_LOAD_SERVICE, {"resource_id": resource_id})).first()
             if found is None:
                 return None
             service, project, account = found

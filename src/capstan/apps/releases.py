@@ -44,38 +44,42 @@ class ReleaseNotDeployable(Conflict):
     code = "release_not_deployable"
 
 
+_KEPT = services.ForTarget(
+    lambda target: (
+        select(Deployment)
+        .where(target, Deployment.status.in_((RUNNING, REPLACED)))
+        .order_by(Deployment.created_at.desc(), Deployment.id.desc())
+        .limit(RELEASES_KEPT)
+    )
+)
+_UNDER_WAY = services.ForTarget(
+    lambda target: select(Deployment).where(target, Deployment.status.in_(UNDER_WAY))
+)
+
+
 async def kept_releases(
     session: AsyncSession, service_id: str, preview_id: str | None
 ) -> list[Deployment]:
     """The target's releases that may be deployed again: the newest `RELEASES_KEPT` that went
     live (the live one among them), newest first."""
-    return list(
-        await session.scalars(
-            select(Deployment)
-            .where(
-                Deployment.service_id == service_id,
-                services.of_target(preview_id),
-                Deployment.status.in_((RUNNING, REPLACED)),
-            )
-            .order_by(Deployment.created_at.desc(), Deployment.id.desc())
-            .limit(RELEASES_KEPT)
-        )
-    )
+    return list(await session.scalars(*_KEPT.of(service_id, preview_id)))
+
+
+async def _needed(
+    session: AsyncSession, service_id: str, preview_id: str | None
+) -> tuple[list[Deployment], list[Deployment]]:
+    """The target's deployments under way, and its kept releases: those whose pieces in the
+    cloud (environment, image, site output) must stay."""
+    under_way = list(await session.scalars(*_UNDER_WAY.of(service_id, preview_id)))
+    return under_way, await kept_releases(session, service_id, preview_id)
 
 
 async def needed_versions(
     session: AsyncSession, service_id: str, preview_id: str | None
 ) -> set[str | None]:
     """The environment versions a release of the target still needs in the cloud."""
-    under_way = await session.scalars(
-        select(Deployment.environment_version).where(
-            Deployment.service_id == service_id,
-            services.of_target(preview_id),
-            Deployment.status.in_(UNDER_WAY),
-        )
-    )
-    kept = await kept_releases(session, service_id, preview_id)
-    return {*under_way, *(release.environment_version for release in kept)}
+    under_way, kept = await _needed(session, service_id, preview_id)
+    return {deployment.environment_version for deployment in (*under_way, *kept)}
 
 
 async def needed_images(
@@ -83,14 +87,7 @@ async def needed_images(
 ) -> dict[str, str]:
     """The images (digests, by deployment id) a release of the target or a deployment under way
     still needs in the registry: what the repository's lifecycle policy must never expire."""
-    under_way = await session.scalars(
-        select(Deployment).where(
-            Deployment.service_id == service_id,
-            services.of_target(preview_id),
-            Deployment.status.in_(UNDER_WAY),
-        )
-    )
-    kept = await kept_releases(session, service_id, preview_id)
+    under_way, kept = await _needed(session, service_id, preview_id)
     return {
         deployment.id: deployment.image_uri.rpartition("@")[2]
         for deployment in (*under_way, *kept)
@@ -103,17 +100,10 @@ async def needed_outputs(
 ) -> set[str] | None:
     """The prefixes of a static site's bucket a release still needs (None: a kept release
     predates prefixes and is served from the top of the bucket, so nothing may be pruned)."""
-    under_way = await session.scalars(
-        select(Deployment.site_prefix).where(
-            Deployment.service_id == service_id,
-            services.of_target(preview_id),
-            Deployment.status.in_(UNDER_WAY),
-        )
-    )
-    kept = [release.site_prefix for release in await kept_releases(session, service_id, preview_id)]
-    if any(prefix is None for prefix in kept):
+    under_way, kept = await _needed(session, service_id, preview_id)
+    if any(release.site_prefix is None for release in kept):
         return None
-    return {prefix for prefix in (*under_way, *kept) if prefix is not None}
+    return {d.site_prefix for d in (*under_way, *kept) if d.site_prefix is not None}
 
 
 def settings_of(deployment: Deployment) -> dict[str, Any]:

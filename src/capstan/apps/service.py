@@ -9,9 +9,10 @@ the request's transaction.
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, Select, select
+from sqlalchemy import ColumnElement, Select, and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import DEPLOYMENT_STATES, UNDER_WAY, Deployment, Preview, Service
@@ -353,14 +354,6 @@ def of_target(preview_id: str | None) -> ColumnElement[bool]:
     return Deployment.preview_id == preview_id
 
 
-async def newest_deployment(
-    session: AsyncSession, service_id: str, preview_id: str | None
-) -> Deployment | None:
-    return await session.scalar(
-        newest_first(select(Deployment), Deployment.service_id == service_id, of_target(preview_id))
-    )
-
-
 def newest_first(statement: Select[T], *target: ColumnElement[bool]) -> Select[T]:
     """`statement` (of deployments) narrowed to the newest of the target `target` names, the
     superseded aside: the deployment a service's or a preview's status is read from."""
@@ -369,6 +362,31 @@ def newest_first(statement: Select[T], *target: ColumnElement[bool]) -> Select[T
         .order_by(Deployment.created_at.desc(), Deployment.id.desc())
         .limit(1)
     )
+
+
+class ForTarget(Generic[T]):
+    """A statement about one target's deployments, built once for a service and once for a
+    preview (decisions.md "Statements built once"); `of` answers the one for a target and its
+    parameters (`service_id`, and `preview_id` for a preview)."""
+
+    def __init__(self, build: Callable[[ColumnElement[bool]], Select[T]]) -> None:
+        service = Deployment.service_id == bindparam("service_id")
+        self._of_service = build(and_(service, Deployment.preview_id.is_(None)))
+        self._of_preview = build(and_(service, Deployment.preview_id == bindparam("preview_id")))
+
+    def of(self, service_id: str, preview_id: str | None) -> tuple[Select[T], dict[str, str]]:
+        if preview_id is None:
+            return self._of_service, {"service_id": service_id}
+        return self._of_preview, {"service_id": service_id, "preview_id": preview_id}
+
+
+_NEWEST = ForTarget(lambda target: newest_first(select(Deployment), target))
+
+
+async def newest_deployment(
+    session: AsyncSession, service_id: str, preview_id: str | None
+) -> Deployment | None:
+    return await session.scalar(*_NEWEST.of(service_id, preview_id))
 
 
 def status_of(deployment: Deployment | None) -> str:
