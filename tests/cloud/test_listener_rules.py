@@ -130,3 +130,112 @@ def test_two_rules_of_one_priority_made_at_once_are_one(
     )
     assert [error.response["Error"]["Code"] for error in refused] == ["PriorityInUse"]  # type: ignore[attr-defined]
     assert len(host_rules.listener_rules(client, listener)) == 2  # the default rule and one
+
+
+def a_group(admin: AwsSession, vpc: str, resource_id: str) -> str:
+    return str(
+        admin.client("elbv2").create_target_group(
+            Name=names.target_group_name(resource_id),
+            Protocol="HTTP",
+            Port=80,
+            TargetType="ip",
+            VpcId=vpc,
+        )["TargetGroups"][0]["TargetGroupArn"]
+    )
+
+
+def calls_of(session: AwsSession) -> list[str]:
+    """The ELB operations `session` calls from now on, in order."""
+    made: list[str] = []
+    session.client("elbv2").meta.events.register(
+        "before-call",
+        lambda model, **_: made.append(model.name),
+    )
+    return made
+
+
+@pytest.fixture(scope="module")
+def project_listener(sessions: tuple[AwsSession, AwsSession]) -> tuple[str, str, str]:
+    """A project's id, its VPC and HTTP listener, for the tests below (the sandbox, as AWS,
+    holds five VPCs a region)."""
+    project_id = new_id("prj")
+    return project_id, *a_listener(sessions[0], project_id)
+
+
+def rules_to(admin: AwsSession, listener: str, group: str) -> list[dict[str, object]]:
+    return [
+        rule
+        for rule in host_rules.listener_rules(admin.client("elbv2"), listener)
+        if any(action.get("TargetGroupArn") == group for action in rule["Actions"])
+    ]
+
+
+def test_a_first_roll_out_makes_its_rule_without_reading_the_listener(
+    sessions: tuple[AwsSession, AwsSession],
+    access: AwsSession,
+    project_listener: tuple[str, str, str],
+) -> None:
+    """Reading a listener's rules costs in proportion to the project's web servers: a target's
+    first roll-out makes its rule at its own priority at once, and reads them only when that
+    priority is taken — by its own rule (a retried first roll-out), found and kept, or by
+    another target's, when it probes on."""
+    admin, _operator = sessions
+    project_id, vpc, listener = project_listener
+    resource_id = new_id("svc")
+    group = a_group(admin, vpc, resource_id)
+    calls = calls_of(access)
+
+    def first_roll_out(resource_id: str, group: str) -> str:
+        return host_rules.ensure_host_rule(
+            access, project_id, resource_id, listener, group, "web.example.test", first=True
+        )
+
+    made = first_roll_out(resource_id, group)
+    assert calls == ["CreateRule"]
+    (rule,) = rules_to(admin, listener, group)
+    assert rule["RuleArn"] == made
+    assert host_rules.host_of(access, listener, group) == "web.example.test"
+    # Retried (the pass that made it did not commit): the rule is found, not made again.
+    calls.clear()
+    assert first_roll_out(resource_id, group) == made
+    assert calls == ["CreateRule", "DescribeRules"]
+    assert len(rules_to(admin, listener, group)) == 1
+    # Another target's rule at this one's priority: this one's is made at the next.
+    priority = int(str(rule["Priority"]))
+    host_rules.delete_host_rule(access, listener, group)
+    other = a_group(admin, vpc, new_id("svc"))
+    admin.client("elbv2").create_rule(
+        ListenerArn=listener,
+        Priority=priority,
+        Conditions=[{"Field": "host-header", "HostHeaderConfig": {"Values": ["x.example.test"]}}],
+        Actions=[{"Type": "forward", "TargetGroupArn": other}],
+    )
+    again = first_roll_out(resource_id, group)
+    (rule,) = rules_to(admin, listener, group)
+    assert (rule["RuleArn"], rule["Priority"]) == (again, str(priority + 1))
+    assert first_roll_out(resource_id, group) == again
+    assert len(rules_to(admin, listener, group)) == 1
+
+
+def test_every_rule_to_a_group_is_deleted(
+    sessions: tuple[AwsSession, AwsSession],
+    access: AwsSession,
+    project_listener: tuple[str, str, str],
+) -> None:
+    """Two rules forwarding to one group (a retried first roll-out that probed past another
+    target's rule, which was deleted since, makes a second): deleting the host rule removes
+    both, or the group could never be deleted (ELB refuses a group a rule forwards to)."""
+    admin, _operator = sessions
+    _project_id, vpc, listener = project_listener
+    group = a_group(admin, vpc, new_id("svc"))
+    for priority in (49_998, 49_999):
+        admin.client("elbv2").create_rule(
+            ListenerArn=listener,
+            Priority=priority,
+            Conditions=[
+                {"Field": "host-header", "HostHeaderConfig": {"Values": ["web.example.test"]}}
+            ],
+            Actions=[{"Type": "forward", "TargetGroupArn": group}],
+        )
+    host_rules.delete_host_rule(access, listener, group)
+    assert rules_to(admin, listener, group) == []

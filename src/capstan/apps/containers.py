@@ -135,6 +135,7 @@ class ContainerSteps:
             environment=stored,
             start_command=ran["start_command"],
             health_path=ran["health_path"] if service.kind == services.WEB_SERVER else None,
+            first_roll_out=subject.row.applied_hostname is None,
         )
         old_hostname = subject.row.applied_hostname
         deployment.task_definition_arn = await self._cloud.run(lambda: deployer.deploy(spec))

@@ -63,6 +63,9 @@ class TaskSpec:
     environment: ssm.StoredEnvironment  # from put_environment
     start_command: str | None  # workers: the container entry point command
     health_path: str | None  # web servers
+    # The target's host rule was never recorded as made: made without reading the listener's
+    # rules first (`host_rules.ensure_host_rule`'s `first`).
+    first_roll_out: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,12 +115,24 @@ class Deployer(TargetDriver):
                 raise
 
     def _put_host_rule(
-        self, target: Target, balancer: elbv2.LoadBalancer, group: str, hostname: str
+        self,
+        target: Target,
+        balancer: elbv2.LoadBalancer,
+        group: str,
+        hostname: str,
+        *,
+        first: bool = False,
     ) -> None:
         self._on_listeners(
             balancer,
             lambda listener_arn: host_rules.ensure_host_rule(
-                self._customer, target.project_id, target.resource_id, listener_arn, group, hostname
+                self._customer,
+                target.project_id,
+                target.resource_id,
+                listener_arn,
+                group,
+                hostname,
+                first=first,
             ),
         )
 
@@ -245,7 +260,9 @@ class Deployer(TargetDriver):
                 spec.health_path or "/",
                 self.network.generation,
             )
-            self._put_host_rule(target, project.balancer, target_group, target.hostname)
+            self._put_host_rule(
+                target, project.balancer, target_group, target.hostname, first=spec.first_roll_out
+            )
         ecs.ensure_service(
             self._customer,
             target.project_id,

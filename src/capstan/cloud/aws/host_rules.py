@@ -35,15 +35,24 @@ def listener_rules(elbv2: Any, listener_arn: str) -> list[dict[str, Any]]:
     return [rule for page in pages for rule in page["Rules"]]
 
 
-def _rule_for(elbv2: Any, listener_arn: str, target_group_arn: str) -> dict[str, Any] | None:
+def _rules_for(elbv2: Any, listener_arn: str, target_group_arn: str) -> list[dict[str, Any]]:
+    """The listener's rules forwarding to the target group (one, unless a retried first
+    roll-out made a second: see `ensure_host_rule`)."""
+    found = []
     for rule in listener_rules(elbv2, listener_arn):
         for action in rule.get("Actions", []):
-            if action.get("TargetGroupArn") == target_group_arn:
-                return dict(rule)
             forward = action.get("ForwardConfig", {}).get("TargetGroups", [])
-            if any(group.get("TargetGroupArn") == target_group_arn for group in forward):
-                return dict(rule)
-    return None
+            if action.get("TargetGroupArn") == target_group_arn or any(
+                group.get("TargetGroupArn") == target_group_arn for group in forward
+            ):
+                found.append(dict(rule))
+                break
+    return found
+
+
+def _rule_for(elbv2: Any, listener_arn: str, target_group_arn: str) -> dict[str, Any] | None:
+    found = _rules_for(elbv2, listener_arn, target_group_arn)
+    return found[0] if found else None
 
 
 def host_pattern(hostname: str) -> str:
@@ -79,49 +88,82 @@ def ensure_host_rule(
     listener_arn: str,
     target_group_arn: str,
     hostname: str,
+    *,
+    first: bool = False,
 ) -> str:
     """The listener rule forwarding `hostname` to the target group (host moved if it differs).
 
     Priorities are unique per listener: start from a hash of the resource id (so concurrent
     deploys of one project rarely collide) and probe on `PriorityInUse`.
+
+    `first`: the target's host rule was never recorded as made (its first roll-out): the rule is
+    made at once at its own priority, without reading the listener's rules, which cost in
+    proportion to the project's web servers. `PriorityInUse` there — a retried first roll-out's
+    own rule, or another target's whose hash met this one's — falls back to reading them. (Only
+    when a retried roll-out had probed past a collision and the colliding rule was deleted since
+    can a second rule be made; it forwards the same host to the same group, and
+    `delete_host_rule` removes both.)
     """
     elbv2 = _client(session)
+    start = int(hashlib.sha256(resource_id.encode()).hexdigest(), 16) % _MAX_PRIORITY
     with aws_errors():
+        if first:
+            made = _create_rule(
+                elbv2, project_id, resource_id, listener_arn, target_group_arn, hostname, start + 1
+            )
+            if made is not None:
+                return made
         rule = _rule_for(elbv2, listener_arn, target_group_arn)
         if rule is not None:
             if _hosts(rule) != [host_pattern(hostname)]:
                 elbv2.modify_rule(RuleArn=rule["RuleArn"], Conditions=_host_condition(hostname))
             return str(rule["RuleArn"])
-        start = int(hashlib.sha256(resource_id.encode()).hexdigest(), 16) % _MAX_PRIORITY
-        for attempt in range(50):
+        for attempt in range(1 if first else 0, 50):  # `first` tried the first priority
             priority = (start + attempt) % _MAX_PRIORITY + 1
-            try:
-                created = elbv2.create_rule(
-                    ListenerArn=listener_arn,
-                    Priority=priority,
-                    Conditions=_host_condition(hostname),
-                    Actions=[{"Type": "forward", "TargetGroupArn": target_group_arn}],
-                    Tags=names.tag_list(project_id, resource_id),
-                )
-            except ClientError as error:
-                if error_code(error) != "PriorityInUse":
-                    raise
-                continue
-            return str(created["Rules"][0]["RuleArn"])
+            made = _create_rule(
+                elbv2, project_id, resource_id, listener_arn, target_group_arn, hostname, priority
+            )
+            if made is not None:
+                return made
         created = elbv2.create_rule(  # the last word is AWS's error
             ListenerArn=listener_arn,
             Priority=start + 1,
             Conditions=_host_condition(hostname),
             Actions=[{"Type": "forward", "TargetGroupArn": target_group_arn}],
+            Tags=names.tag_list(project_id, resource_id),
         )
         return str(created["Rules"][0]["RuleArn"])
+
+
+def _create_rule(
+    elbv2: Any,
+    project_id: str,
+    resource_id: str,
+    listener_arn: str,
+    target_group_arn: str,
+    hostname: str,
+    priority: int,
+) -> str | None:
+    """The new rule's ARN; None when the priority is taken (`PriorityInUse`)."""
+    try:
+        created = elbv2.create_rule(
+            ListenerArn=listener_arn,
+            Priority=priority,
+            Conditions=_host_condition(hostname),
+            Actions=[{"Type": "forward", "TargetGroupArn": target_group_arn}],
+            Tags=names.tag_list(project_id, resource_id),
+        )
+    except ClientError as error:
+        if error_code(error) != "PriorityInUse":
+            raise
+        return None
+    return str(created["Rules"][0]["RuleArn"])
 
 
 def delete_host_rule(session: AwsSession, listener_arn: str, target_group_arn: str) -> None:
     elbv2 = _client(session)
     with aws_errors():
-        rule = _rule_for(elbv2, listener_arn, target_group_arn)
-        if rule is not None:
+        for rule in _rules_for(elbv2, listener_arn, target_group_arn):
             with ignoring("RuleNotFound"):
                 elbv2.delete_rule(RuleArn=rule["RuleArn"])
 
