@@ -239,3 +239,31 @@ def test_every_rule_to_a_group_is_deleted(
         )
     host_rules.delete_host_rule(access, listener, group)
     assert rules_to(admin, listener, group) == []
+
+
+def test_a_rule_priority_is_at_most_50000(
+    sessions: tuple[AwsSession, AwsSession], project_listener: tuple[str, str, str]
+) -> None:
+    """ELB refuses a priority over 50,000 (botocore checks only the least, 1); so does the
+    sandbox, or a priority computed one too high would pass here and fail in AWS."""
+    admin, _operator = sessions
+    _project_id, vpc, listener = project_listener
+    group = a_group(admin, vpc, new_id("svc"))
+    client = admin.client("elbv2")
+
+    def create(priority: int) -> None:
+        client.create_rule(
+            ListenerArn=listener,
+            Priority=priority,
+            Conditions=[
+                {"Field": "host-header", "HostHeaderConfig": {"Values": ["p.example.test"]}}
+            ],
+            Actions=[{"Type": "forward", "TargetGroupArn": group}],
+        )
+
+    with pytest.raises(ClientError) as refused:
+        create(50_001)
+    assert refused.value.response["Error"]["Code"] == "ValidationError"
+    create(50_000)
+    assert [rule["Priority"] for rule in rules_to(admin, listener, group)] == ["50000"]
+    host_rules.delete_host_rule(admin, listener, group)

@@ -6,6 +6,8 @@
   moto's check that the priority is free (`PriorityInUse`) and the rule's keeping hold one lock
   (`moto_threads`): two creates at once could both pass either check, where AWS refuses the
   second.
+- `CreateRule`: a priority is 1 to 50,000 — `ValidationError` (botocore checks the least only,
+  moto nothing).
 - `CreateRule` / `ModifyRule`: a host-header value holds at most `host_header_value_chars`
   characters (128) — `ValidationError`. moto checks 128 only.
 - `CreateTargetGroup`: a name holds at most `target_group_name_chars` characters (32) —
@@ -32,6 +34,7 @@ from capstan.sandbox.cloud.quotas import quotas
 _MARK = "_capstan_load_balancer_limits"
 _PAGED = ("describe_rules", "describe_load_balancers", "describe_target_groups")
 _LARGEST_PAGE = 400
+_PRIORITIES = range(1, 50_001)
 _install_lock = threading.Lock()
 
 
@@ -80,6 +83,14 @@ def check_target_group_name(name: str) -> None:
         )
 
 
+def check_priority(priority: object) -> None:
+    if int(str(priority)) not in _PRIORITIES:
+        raise ValidationError(
+            f"1 validation error detected: Value '{priority}' at 'priority' failed to satisfy "
+            f"constraint: Member must have value less than or equal to {_PRIORITIES[-1]}"
+        )
+
+
 def check_page_size(size: int | None) -> None:
     if size is not None and not 1 <= size <= _LARGEST_PAGE:
         raise ValidationError(
@@ -113,6 +124,7 @@ def install() -> None:
             **kwargs: Any,
         ) -> Any:
             check_host_headers(conditions)
+            check_priority(kwargs.get("priority"))
             if rule_count(self, listener_arn) >= quotas().rules_per_load_balancer:
                 raise TooManyRulesError()
             return create_rule(self, listener_arn, conditions, **kwargs)
