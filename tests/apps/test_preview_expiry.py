@@ -60,6 +60,9 @@ def test_an_expired_preview_and_its_cloud_resources_are_removed(shop: Ready) -> 
     expires_at = datetime.fromisoformat(preview["expires_at"])
     path = f"{shop.base}/web_servers/{web['id']}/previews/{preview['id']}"
     shop.wait_for(path, "running")
+    # The parent too (its deployment runs beside the preview's and may end later): the end of
+    # the test checks that it is still running once the preview is gone.
+    shop.wait_for(f"{shop.base}/web_servers/{web['id']}", "running")
 
     # Two hours and a minute pass with no push: the preview's last sign of life moves back by
     # that much (the reconciler reads the time itself), and it gets its pass.
