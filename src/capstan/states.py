@@ -58,8 +58,7 @@ class StateMachine(Generic[M]):
                 transitions[(source, event)] = target
         self.transitions: Mapping[tuple[Status, str], str] = transitions
         mapper = inspect(model)
-        self._mapped = mapper.columns
-        self._columns = set(mapper.columns.keys())
+        self._columns = mapper.columns
         (self._id,) = mapper.primary_key
         self._status = mapper.columns["status"]
         # A move without guards, by the columns it sets: one statement each, built once
@@ -122,7 +121,7 @@ class StateMachine(Generic[M]):
         (no object to keep in step: `move` sets the row's committed values itself)."""
         statement = self._moves.get(names)
         if statement is None:
-            columns = {name: self._mapped[name] for name in names}
+            columns = {name: self._columns[name] for name in names}
             statement = (
                 update(self._status.table)
                 .where(

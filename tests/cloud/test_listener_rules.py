@@ -9,8 +9,9 @@ from botocore.exceptions import ClientError
 from moto.elbv2.models import FakeListener
 
 from capstan.cloud.aws import elbv2, host_rules, names
-from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.aws.session import AwsSession, Endpoint
 from tests.cloud.deploy_helpers import new_id
+from tests.sandbox.aws import calls, calls_since
 from tests.sandbox.between import second_between
 
 SERVERS = 60  # past the sandbox's page of 50, within its quota of 100 rules
@@ -144,16 +145,6 @@ def a_group(admin: AwsSession, vpc: str, resource_id: str) -> str:
     )
 
 
-def calls_of(session: AwsSession) -> list[str]:
-    """The ELB operations `session` calls from now on, in order."""
-    made: list[str] = []
-    session.client("elbv2").meta.events.register(
-        "before-call",
-        lambda model, **_: made.append(model.name),
-    )
-    return made
-
-
 @pytest.fixture(scope="module")
 def project_listener(sessions: tuple[AwsSession, AwsSession]) -> tuple[str, str, str]:
     """A project's id, its VPC and HTTP listener, for the tests below (the sandbox, as AWS,
@@ -174,6 +165,8 @@ def test_a_first_roll_out_makes_its_rule_without_reading_the_listener(
     sessions: tuple[AwsSession, AwsSession],
     access: AwsSession,
     project_listener: tuple[str, str, str],
+    endpoint: Endpoint,
+    account: str,
 ) -> None:
     """Reading a listener's rules costs in proportion to the project's web servers: a target's
     first roll-out makes its rule at its own priority at once, and reads them only when that
@@ -183,7 +176,7 @@ def test_a_first_roll_out_makes_its_rule_without_reading_the_listener(
     project_id, vpc, listener = project_listener
     resource_id = new_id("svc")
     group = a_group(admin, vpc, resource_id)
-    calls = calls_of(access)
+    before = calls(endpoint, account)
 
     def first_roll_out(resource_id: str, group: str) -> str:
         return host_rules.ensure_host_rule(
@@ -191,14 +184,17 @@ def test_a_first_roll_out_makes_its_rule_without_reading_the_listener(
         )
 
     made = first_roll_out(resource_id, group)
-    assert calls == ["CreateRule"]
+    assert calls_since(endpoint, before, account) == {"elbv2:CreateRule": 1}
     (rule,) = rules_to(admin, listener, group)
     assert rule["RuleArn"] == made
     assert host_rules.host_of(access, listener, group) == "web.example.test"
     # Retried (the pass that made it did not commit): the rule is found, not made again.
-    calls.clear()
+    before = calls(endpoint, account)
     assert first_roll_out(resource_id, group) == made
-    assert calls == ["CreateRule", "DescribeRules"]
+    assert calls_since(endpoint, before, account) == {
+        "elbv2:CreateRule": 1,
+        "elbv2:DescribeRules": 1,
+    }
     assert len(rules_to(admin, listener, group)) == 1
     # Another target's rule at this one's priority: this one's is made at the next.
     priority = int(str(rule["Priority"]))

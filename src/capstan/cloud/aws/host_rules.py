@@ -106,13 +106,15 @@ def ensure_host_rule(
     """
     elbv2 = _client(session)
     start = int(hashlib.sha256(resource_id.encode()).hexdigest(), 16) % _MAX_PRIORITY
+    request = {
+        "ListenerArn": listener_arn,
+        "Conditions": _host_condition(hostname),
+        "Actions": [{"Type": "forward", "TargetGroupArn": target_group_arn}],
+        "Tags": names.tag_list(project_id, resource_id),
+    }
     with aws_errors():
-        if first:
-            made = _create_rule(
-                elbv2, project_id, resource_id, listener_arn, target_group_arn, hostname, start + 1
-            )
-            if made is not None:
-                return made
+        if first and (made := _create_rule(elbv2, request, start + 1)) is not None:
+            return made
         rule = _rule_for(elbv2, listener_arn, target_group_arn)
         if rule is not None:
             if _hosts(rule) != [host_pattern(hostname)]:
@@ -120,39 +122,16 @@ def ensure_host_rule(
             return str(rule["RuleArn"])
         for attempt in range(1 if first else 0, 50):  # `first` tried the first priority
             priority = (start + attempt) % _MAX_PRIORITY + 1
-            made = _create_rule(
-                elbv2, project_id, resource_id, listener_arn, target_group_arn, hostname, priority
-            )
-            if made is not None:
+            if (made := _create_rule(elbv2, request, priority)) is not None:
                 return made
-        created = elbv2.create_rule(  # the last word is AWS's error
-            ListenerArn=listener_arn,
-            Priority=start + 1,
-            Conditions=_host_condition(hostname),
-            Actions=[{"Type": "forward", "TargetGroupArn": target_group_arn}],
-            Tags=names.tag_list(project_id, resource_id),
-        )
+        created = elbv2.create_rule(Priority=start + 1, **request)  # the last word is AWS's error
         return str(created["Rules"][0]["RuleArn"])
 
 
-def _create_rule(
-    elbv2: Any,
-    project_id: str,
-    resource_id: str,
-    listener_arn: str,
-    target_group_arn: str,
-    hostname: str,
-    priority: int,
-) -> str | None:
+def _create_rule(elbv2: Any, request: dict[str, Any], priority: int) -> str | None:
     """The new rule's ARN; None when the priority is taken (`PriorityInUse`)."""
     try:
-        created = elbv2.create_rule(
-            ListenerArn=listener_arn,
-            Priority=priority,
-            Conditions=_host_condition(hostname),
-            Actions=[{"Type": "forward", "TargetGroupArn": target_group_arn}],
-            Tags=names.tag_list(project_id, resource_id),
-        )
+        created = elbv2.create_rule(Priority=priority, **request)
     except ClientError as error:
         if error_code(error) != "PriorityInUse":
             raise
