@@ -3,12 +3,17 @@ installed, and a project — all through the HTTP API, as a user would do it."""
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from capstan.db import make_engine, make_sessionmaker
 from tests.cloud_account.test_api import connect
 from tests.git_host.flow import install
 from tests.harness import Org, RunningServer
@@ -90,3 +95,25 @@ def connected_org(server: RunningServer) -> Iterator[Org]:
         yield member
     finally:
         member.close()
+
+
+def counted(org: Org, work: Callable[[AsyncSession], Awaitable[Any]]) -> tuple[Any, list[str]]:
+    """`work`'s answer and the statements it ran, on an engine of its own (the server's workers
+    run statements of their own meanwhile)."""
+    statements: list[str] = []
+
+    async def main() -> Any:
+        settings = org.server.settings
+        engine = make_engine(settings.sqlalchemy_url, schema=settings.database_schema)
+        event.listen(
+            engine.sync_engine,
+            "before_cursor_execute",
+            lambda _conn, _cursor, sql, *_: statements.append(sql),
+        )
+        try:
+            async with make_sessionmaker(engine)() as session:
+                return await work(session)
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(main()), statements

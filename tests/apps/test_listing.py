@@ -3,12 +3,7 @@ one statement whatever the number of rows (row by row it was two statements a se
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
-
 import pytest
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps import listing
@@ -16,38 +11,15 @@ from capstan.apps.models import Service
 from capstan.apps.service import WEB_SERVER
 from capstan.auth.principal import Principal
 from capstan.caches.models import Cache
-from capstan.db import make_engine, make_sessionmaker
 from capstan.errors import NotFound
 from capstan.projects.scoped import list_in_project
-from tests.apps.helpers import Ready, new_shop
+from tests.apps.helpers import Ready, counted, new_shop
 from tests.harness import Org
 
 
 @pytest.fixture
 def shop(connected: Org) -> Ready:
     return new_shop(connected)
-
-
-def counted(org: Org, work: Callable[[AsyncSession], Awaitable[Any]]) -> tuple[Any, list[str]]:
-    """`work`'s answer and the statements it ran, on an engine of its own (the server's workers
-    run statements of their own meanwhile)."""
-    statements: list[str] = []
-
-    async def main() -> Any:
-        settings = org.server.settings
-        engine = make_engine(settings.sqlalchemy_url, schema=settings.database_schema)
-        event.listen(
-            engine.sync_engine,
-            "before_cursor_execute",
-            lambda _conn, _cursor, sql, *_: statements.append(sql),
-        )
-        try:
-            async with make_sessionmaker(engine)() as session:
-                return await work(session)
-        finally:
-            await engine.dispose()
-
-    return asyncio.run(main()), statements
 
 
 def test_a_listing_shows_each_service_as_its_own_read_does(shop: Ready) -> None:

@@ -32,6 +32,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 from capstan.db import Base, created_at_column, id_column, utcnow
 from capstan.states import StateMachine
 
+# A target's generation when it is made; each change of its desired state adds one.
+FIRST_GENERATION = 1
+
 
 class Service(Base):
     __tablename__ = "services"
@@ -72,7 +75,7 @@ class Service(Base):
     # Where the cloud keeps `environment`: the id of the deployment that introduced it (SSM
     # parameters under `/capstan/<id>/<version>/`); None: the unversioned path of old rows.
     environment_version: Mapped[str | None] = mapped_column(String(40))
-    generation: Mapped[int] = mapped_column(Integer, default=1)
+    generation: Mapped[int] = mapped_column(Integer, default=FIRST_GENERATION)
     observed_generation: Mapped[int] = mapped_column(Integer, default=0)
     # The hostname the cloud currently routes to this service (moves after a suffix rename).
     applied_hostname: Mapped[str | None] = mapped_column(String(253))
@@ -106,7 +109,7 @@ class Preview(Base):
     # Where the cloud keeps `environment`: the id of the deployment that introduced it (SSM
     # parameters under `/capstan/<id>/<version>/`); None: the unversioned path of old rows.
     environment_version: Mapped[str | None] = mapped_column(String(40))
-    generation: Mapped[int] = mapped_column(Integer, default=1)
+    generation: Mapped[int] = mapped_column(Integer, default=FIRST_GENERATION)
     observed_generation: Mapped[int] = mapped_column(Integer, default=0)
     applied_hostname: Mapped[str | None] = mapped_column(String(253))
     deleted_at: Mapped[datetime | None]

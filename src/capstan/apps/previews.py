@@ -12,10 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps import environment as environments
 from capstan.apps import service as services
-from capstan.apps.models import Deployment, Preview, Service
+from capstan.apps.models import FIRST_GENERATION, Deployment, Preview, Service
 from capstan.auth.principal import Principal
 from capstan.crypto import SecretBox
-from capstan.db import flush_unique, utcnow
+from capstan.db import flush_unique, new_id, utcnow
 from capstan.errors import Conflict, NotFound
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
@@ -114,7 +114,19 @@ async def create_preview(
 ) -> tuple[Service, Preview]:
     service = await services.get(session, caller, project_id, kind, service_id)
     await _require_room_for_a_preview(session, service.project_id)
-    preview = Preview(service_id=service.id, branch=branch, slug=preview_slug(service.name, branch))
+    preview = Preview(
+        id=new_id("pvw"),
+        generation=FIRST_GENERATION,
+        service_id=service.id,
+        branch=branch,
+        slug=preview_slug(service.name, branch),
+    )
+    # A preview starts with a copy of the parent's environment; after that it is its own.
+    preview.environment = box.seal_json(
+        environments.read_environment(box, service), owner=preview.id
+    )
+    # Made whole before the row is written: its first deployment names the environment version.
+    deployment = services.new_deployment(service, preview, trigger="create", new_environment=True)
     session.add(preview)
     await flush_unique(
         session,
@@ -123,13 +135,7 @@ async def create_preview(
             code="preview_exists",
         ),
     )
-    # A preview starts with a copy of the parent's environment; after that it is its own.
-    preview.environment = box.seal_json(
-        environments.read_environment(box, service), owner=preview.id
-    )
-    await services.start_deployment(
-        session, service, preview, trigger="create", bump=False, new_environment=True
-    )
+    await services.record_deployment(session, deployment)
     return service, preview
 
 

@@ -15,10 +15,17 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import ColumnElement, Select, and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capstan.apps.models import DEPLOYMENT_STATES, UNDER_WAY, Deployment, Preview, Service
+from capstan.apps.models import (
+    DEPLOYMENT_STATES,
+    FIRST_GENERATION,
+    UNDER_WAY,
+    Deployment,
+    Preview,
+    Service,
+)
 from capstan.auth.principal import Principal
 from capstan.cloud.fargate import memory_problem
-from capstan.db import flush_unique, utcnow
+from capstan.db import flush_unique, new_id, utcnow
 from capstan.errors import BadRequest, Conflict, NotFound
 from capstan.git_host.models import GitHostInstallation
 from capstan.network.service import require_cloud_account
@@ -212,6 +219,8 @@ async def create(
     await require_cloud_account(session, caller)
     installation_id = await require_repository(session, caller, git_host, fields["repo"])
     service = Service(
+        id=new_id("svc"),
+        generation=FIRST_GENERATION,
         organization_id=caller.organization_id,
         project_id=project.id,
         kind=kind,
@@ -219,12 +228,14 @@ async def create(
     )
     for name, value in fields.items():
         setattr(service, name, value)
+    # Its first deployment names the environment's first version: the row is written once.
+    deployment = new_deployment(service, None, trigger="create")
     session.add(service)
     await flush_unique(
         session,
         NameTaken(f"This project already has a {kind.replace('_', ' ')} named {fields['name']!r}."),
     )
-    await start_deployment(session, service, None, trigger="create", bump=False)
+    await record_deployment(session, deployment)
     return service
 
 
@@ -300,20 +311,43 @@ async def start_deployment(
     preview: Preview | None,
     *,
     trigger: str,
-    bump: bool = True,
     commit_sha: str | None = None,
     new_environment: bool = False,
     release: Deployment | None = None,
 ) -> Deployment:
-    """Record a deployment of the target's desired state — a release: its settings and the
-    version of its environment (a new one when `new_environment`, or when the target has none
-    yet; the reconciler seals the values into the release at its first pass), or, with
-    `release`, exactly that release again (no build)."""
+    """Record a new deployment of an existing target (`new_deployment`): its generation moves
+    on, and the deployments under way stop."""
     target = preview or service
-    if bump:
-        target.generation += 1
+    target.generation += 1
     await supersede(session, service.id, of_target(preview.id if preview else None))
+    deployment = new_deployment(
+        service,
+        preview,
+        trigger=trigger,
+        commit_sha=commit_sha,
+        new_environment=new_environment,
+        release=release,
+    )
+    return await record_deployment(session, deployment)
+
+
+def new_deployment(
+    service: Service,
+    preview: Preview | None,
+    *,
+    trigger: str,
+    commit_sha: str | None = None,
+    new_environment: bool = False,
+    release: Deployment | None = None,
+) -> Deployment:
+    """A deployment of the target's desired state — a release: its settings and the version of
+    its environment (a new one when `new_environment`, or when the target has none yet; the
+    reconciler seals the values into the release at its first pass), or, with `release`,
+    exactly that release again (no build). Made whole before it is written (one INSERT); the
+    target's id must be set. `record_deployment` writes it."""
+    target = preview or service
     deployment = Deployment(
+        id=new_id("dep"),
         service_id=service.id,
         preview_id=preview.id if preview else None,
         generation=target.generation,
@@ -321,8 +355,6 @@ async def start_deployment(
         commit_sha=commit_sha,
         status=DEPLOYMENT_STATES.target(None, "create"),
     )
-    session.add(deployment)
-    await session.flush()
     if release is not None:
         deployment.commit_sha = release.commit_sha
         deployment.image_uri = release.image_uri
@@ -333,10 +365,17 @@ async def start_deployment(
         target.environment_version = deployment.id
     deployment.settings = json.dumps(release_settings(service, preview), sort_keys=True)
     deployment.environment_version = target.environment_version
-    if preview is None:
-        await enqueue(session, QUEUE_KIND, service.id)
+    return deployment
+
+
+async def record_deployment(session: AsyncSession, deployment: Deployment) -> Deployment:
+    """Write `deployment` (`new_deployment`) and queue its target's reconciler."""
+    session.add(deployment)
+    await session.flush()
+    if deployment.preview_id is None:
+        await enqueue(session, QUEUE_KIND, deployment.service_id)
     else:
-        await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
+        await enqueue(session, PREVIEW_QUEUE_KIND, deployment.preview_id)
     return deployment
 
 

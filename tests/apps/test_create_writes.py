@@ -1,0 +1,90 @@
+"""A create writes each row once: the target, its first deployment and its queue row are one
+INSERT each, and nothing is updated. Before, the new target was written, then written again
+with its environment version, its deployment written again with its settings, and an UPDATE
+looked for deployments under way to supersede (a new target has none)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from capstan.apps import previews, service
+from capstan.apps.environment import environment_box
+from capstan.apps.schemas import WebServerCreate
+from capstan.auth.principal import Principal
+from capstan.git_host.payloads import Repository
+from tests.apps.helpers import WEB_REPO, Ready, counted, new_shop
+from tests.harness import Org
+
+
+@pytest.fixture
+def shop(connected: Org) -> Ready:
+    return new_shop(connected)
+
+
+class OneRepository:
+    """The git host's answer for the one repository these creates name (the git host client's
+    own read is tested in tests/git_host; here only the database's writes are counted)."""
+
+    async def repository(self, installation_id: int, full_name: str) -> Repository:
+        return Repository(1, full_name, False, "main")
+
+
+def writes(statements: list[str]) -> list[str]:
+    """Each write as `VERB table` (a schema's prefix dropped), in order; reads and savepoints
+    left out."""
+    found = []
+    for sql in statements:
+        words = sql.split()
+        verb = words[0].upper()
+        if verb in ("INSERT", "UPDATE", "DELETE"):
+            table = words[2] if verb in ("INSERT", "DELETE") else words[1]
+            found.append(f"{verb} {table.rpartition('.')[2].strip(chr(34))}")
+    return found
+
+
+def test_a_create_writes_each_row_once(shop: Ready) -> None:
+    org = shop.org
+    caller = Principal(organization_id=org.organization_id, user_id=org.user_id, via="token")
+    project_id = shop.project["id"]
+    fields = WebServerCreate(
+        name="web", repo=WEB_REPO, branch="main", cpu=256, memory=512
+    ).model_dump()
+
+    async def create(session: AsyncSession) -> str:
+        made = await service.create(
+            session, caller, project_id, service.WEB_SERVER, fields, git_host=OneRepository()
+        )
+        await session.commit()
+        return made.id
+
+    service_id, statements = counted(org, create)
+    assert writes(statements) == [
+        "INSERT services",
+        "INSERT deployments",
+        "INSERT reconcile_queue",
+    ], statements
+
+    # What was written once is whole: the API shows it, and it deploys.
+    path = f"{shop.base}/web_servers/{service_id}"
+    assert shop.wait_for(path, "running")["status"] == "running"
+    deployments = org.api.get(f"{path}/deployments").json()["deployments"]
+    assert [(d["trigger"], d["status"]) for d in deployments] == [("create", "running")]
+
+    box = environment_box(org.server.settings.require_secret_key())
+
+    async def create_preview(session: AsyncSession) -> str:
+        _, made = await previews.create_preview(
+            session, caller, project_id, service.WEB_SERVER, service_id, "feature-x", box
+        )
+        await session.commit()
+        return made.id
+
+    preview_id, statements = counted(org, create_preview)
+    assert writes(statements) == [
+        "INSERT previews",
+        "INSERT deployments",
+        "INSERT reconcile_queue",
+    ], statements
+    preview = shop.wait_for(f"{path}/previews/{preview_id}", "running")
+    assert preview["branch"] == "feature-x"
