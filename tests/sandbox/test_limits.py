@@ -76,3 +76,44 @@ def test_a_task_definition_is_at_most_64_kib(admin: AwsSession) -> None:
     fits = (60 * 1024) // (entry + 2)
     assert register(fits) == "registered"
     assert register(2 * fits) == "ClientException"
+
+
+def test_a_service_name_in_use_is_refused_unless_the_create_is_retried(admin: AwsSession) -> None:
+    """ECS refuses a CreateService whose name an ACTIVE service holds ("not idempotent"), unless
+    it is a retry of the request that made it (the same client token and parameters), which it
+    answers with that service; moto replaced the service."""
+    ecs = admin.client("ecs")
+    ecs.create_cluster(clusterName="names")
+    ecs.register_task_definition(
+        family="app", containerDefinitions=[{"name": "app", "image": "nginx", "memory": 128}]
+    )
+    ecs.register_task_definition(
+        family="app", containerDefinitions=[{"name": "app", "image": "httpd", "memory": 128}]
+    )
+
+    def create(task_definition: str, token: str | None) -> str:
+        extra = {"clientToken": token} if token else {}
+        try:
+            answer = ecs.create_service(
+                cluster="names",
+                serviceName="web",
+                taskDefinition=task_definition,
+                desiredCount=0,
+                **extra,
+            )
+        except ClientError as error:
+            return f"{error.response['Error']['Code']}: {error.response['Error']['Message']}"
+        return str(answer["service"]["taskDefinition"]).rpartition("/")[2]
+
+    refused = "InvalidParameterException: Creation of service was not idempotent."
+    assert create("app:1", "token-1") == "app:1"
+    assert create("app:1", "token-1") == "app:1"  # a retry: the service as it is
+    assert create("app:2", "token-1") == refused  # the same token, other parameters
+    assert create("app:1", "token-2") == refused
+    assert create("app:1", None) == refused
+    assert ecs.describe_services(cluster="names", services=["web"])["services"][0][
+        "taskDefinition"
+    ].endswith("app:1")
+    # Deleted, its name is free again.
+    ecs.delete_service(cluster="names", service="web")
+    assert create("app:2", "token-3") == "app:2"

@@ -22,6 +22,7 @@ from capstan.sandbox.cloud import (
     bedrock,
     bedrock_profiles,
     ec2_quotas,
+    ecs_services,
     edge_limits,
     elasticache,
     limits,
@@ -92,6 +93,7 @@ def install_extensions() -> None:
     cloudfront_extension.install()
     edge_limits.install()
     limits.install()
+    ecs_services.install()
     ec2_quotas.install()
     load_balancer_limits.install()
     vpc_checks.install()
