@@ -63,8 +63,9 @@ class TaskSpec:
     environment: ssm.StoredEnvironment  # from put_environment
     start_command: str | None  # workers: the container entry point command
     health_path: str | None  # web servers
-    # The target's host rule was never recorded as made: made without reading the listener's
-    # rules first (`host_rules.ensure_host_rule`'s `first`).
+    # No deploy step of the target is known to have completed: its host rule and its ECS service
+    # are created without a look first (`host_rules.ensure_host_rule`'s and
+    # `ecs.ensure_service`'s `first`); a create that finds one there falls back to the look.
     first_roll_out: bool = False
 
 
@@ -272,6 +273,7 @@ class Deployer(TargetDriver):
             subnet_ids=project.network.subnet_ids,
             security_group_id=project.network.services_group_id,
             target_group_arn=target_group,
+            first=spec.first_roll_out,
         )
         if web:
             assert target.hostname is not None

@@ -289,9 +289,11 @@ def ensure_service(
     security_group_id: str,
     target_group_arn: str | None,
     desired_count: int = 1,
+    first: bool = False,
 ) -> None:
     """Create the service (with `desired_count` tasks), or roll it to `task_definition_arn` if
-    it runs something else."""
+    it runs something else. `first`: the target's service was never known to be made — it is
+    created without a look first (`DescribeServices` only when its name is in use)."""
     ecs = _client(session)
     name = names.service_name(resource_id)
     network = {
@@ -302,6 +304,40 @@ def ensure_service(
             "assignPublicIp": "ENABLED",
         }
     }
+    arguments: dict[str, Any] = {
+        "cluster": cluster,
+        "serviceName": name,
+        "taskDefinition": task_definition_arn,
+        "desiredCount": desired_count,
+        "launchType": "FARGATE",
+        "networkConfiguration": network,
+        "deploymentConfiguration": DEPLOYMENT_CONFIGURATION,
+        "deploymentController": {"type": "ECS"},
+        "propagateTags": "SERVICE",
+        "enableECSManagedTags": True,
+        "tags": names.tag_list(project_id, resource_id, key="key", value="value"),
+        # At most 36 characters; the same for a retried call of one deployment.
+        "clientToken": hashlib.sha256(f"{name}|{task_definition_arn}".encode()).hexdigest()[:36],
+    }
+    if target_group_arn is not None:
+        arguments["loadBalancers"] = [
+            {
+                "targetGroupArn": target_group_arn,
+                "containerName": names.CONTAINER_NAME,
+                "containerPort": names.CONTAINER_PORT,
+            }
+        ]
+        arguments["healthCheckGracePeriodSeconds"] = 60
+    if first:
+        # ECS answers a retry of this very request with the service, and refuses any other
+        # create of a name in use: then it is looked at and rolled, as for any redeploy.
+        with aws_errors():
+            try:
+                ecs.create_service(**arguments)
+                return
+            except ClientError as error:
+                if not _name_in_use(error):
+                    raise
     current = describe_service(session, cluster, name)
     with aws_errors():
         if current is not None and current.status == "ACTIVE":
@@ -314,33 +350,13 @@ def ensure_service(
                     networkConfiguration=network,
                 )
             return
-        arguments: dict[str, Any] = {
-            "cluster": cluster,
-            "serviceName": name,
-            "taskDefinition": task_definition_arn,
-            "desiredCount": desired_count,
-            "launchType": "FARGATE",
-            "networkConfiguration": network,
-            "deploymentConfiguration": DEPLOYMENT_CONFIGURATION,
-            "deploymentController": {"type": "ECS"},
-            "propagateTags": "SERVICE",
-            "enableECSManagedTags": True,
-            "tags": names.tag_list(project_id, resource_id, key="key", value="value"),
-            # At most 36 characters; the same for a retried call of one deployment.
-            "clientToken": hashlib.sha256(f"{name}|{task_definition_arn}".encode()).hexdigest()[
-                :36
-            ],
-        }
-        if target_group_arn is not None:
-            arguments["loadBalancers"] = [
-                {
-                    "targetGroupArn": target_group_arn,
-                    "containerName": names.CONTAINER_NAME,
-                    "containerPort": names.CONTAINER_PORT,
-                }
-            ]
-            arguments["healthCheckGracePeriodSeconds"] = 60
         ecs.create_service(**arguments)
+
+
+def _name_in_use(error: ClientError) -> bool:
+    """ECS's refusal of a CreateService whose name an ACTIVE service holds."""
+    message = str(error.response.get("Error", {}).get("Message", ""))
+    return error_code(error) == "InvalidParameterException" and "not idempotent" in message
 
 
 def revision(task_definition_arn: str | None) -> int:
