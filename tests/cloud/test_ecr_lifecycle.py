@@ -15,7 +15,7 @@ from capstan.cloud.aws import ecr
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.ecr_lifecycle import expire
-from tests.sandbox.aws import access_role, new_account
+from tests.sandbox.aws import access_role, calls, calls_since, new_account
 
 RESOURCE = "web_lifecycle"
 NAME = f"capstan/{RESOURCE}"
@@ -105,3 +105,32 @@ def test_without_the_protecting_rule_a_kept_image_would_expire(
     )
     now = datetime.now(UTC)
     assert expire(account, endpoint.region, now=now + timedelta(days=30)) == {NAME: [digest]}
+
+
+def test_a_first_release_is_kept_without_listing_the_repository(
+    sessions: tuple[str, AwsSession, AwsSession], endpoint: Endpoint
+) -> None:
+    """A target's first release: no earlier release tag can be stale, so the repository's
+    images are not listed; the tag is put (again, on a retry, without an error)."""
+    account, role, admin = sessions
+    ecr.ensure_repository(role, "prj_lifecycle", RESOURCE)
+    digest = _push(admin, "c0")
+    for _ in range(2):
+        before = calls(endpoint, account)
+        ecr.keep_images(role, RESOURCE, {"dpl0": digest}, first=True)
+        made = calls_since(endpoint, before, account)
+        assert "ecr:DescribeImages" not in made, made
+        assert made["ecr:PutImage"] == 1, made
+    details = admin.client("ecr").describe_images(
+        repositoryName=NAME, imageIds=[{"imageDigest": digest}]
+    )["imageDetails"]
+    assert sorted(details[0]["imageTags"]) == ["c0", "release-dpl0"]
+    # A later release lists them, and takes the first's tag off when it is no longer kept.
+    second = _push(admin, "c1")
+    before = calls(endpoint, account)
+    ecr.keep_images(role, RESOURCE, {"dpl1": second})
+    assert calls_since(endpoint, before, account)["ecr:DescribeImages"] == 1
+    details = admin.client("ecr").describe_images(
+        repositoryName=NAME, imageIds=[{"imageDigest": digest}]
+    )["imageDetails"]
+    assert details[0]["imageTags"] == ["c0"]

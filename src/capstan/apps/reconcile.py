@@ -299,8 +299,9 @@ class TargetReconciler:
                 services.of_target(subject.preview.id if subject.preview else None),
                 Deployment.id != deployment.id,
             )
+            first = subject.row.observed_generation == 0  # the target's first release
             subject.row.observed_generation = deployment.generation
-            await self._prune_environments(session, subject, deployer)
+            await self._prune_environments(session, subject, deployer, first=first)
             return Done()
         if progress.state == "failed":
             await self._fail(session, deployment, progress.reason or "The deployment failed.")
@@ -311,11 +312,12 @@ class TargetReconciler:
         return PollAgain(self._poll)
 
     async def _prune_environments(
-        self, session: AsyncSession, subject: Subject, deployer: Deployer
+        self, session: AsyncSession, subject: Subject, deployer: Deployer, *, first: bool
     ) -> None:
         """Remove the environment versions (and a static site's build outputs) no release of the
         target needs any more, and mark the images releases need so that the repository's
-        lifecycle policy keeps them. A failure is only logged: the next rollout prunes again."""
+        lifecycle policy keeps them (`first`: the target's first release, no mark to remove). A
+        failure is only logged: the next rollout prunes again."""
         keep = await releases.needed_versions(
             session, subject.service.id, subject.preview.id if subject.preview else None
         )
@@ -331,7 +333,7 @@ class TargetReconciler:
         def prune() -> tuple[int, int]:
             removed = len(deployer.prune_environments(target, keep))
             if images is not None:
-                deployer.keep_images(target, images)
+                deployer.keep_images(target, images, first=first)
             if outputs is None:
                 return removed, 0
             return removed, deployer.site.prune_outputs(target, outputs)

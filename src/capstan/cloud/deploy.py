@@ -183,10 +183,11 @@ class Deployer(TargetDriver):
         )
         return ssm.StoredEnvironment(parameters, plain)
 
-    def keep_images(self, target: Target, images: dict[str, str]) -> None:
+    def keep_images(self, target: Target, images: dict[str, str], *, first: bool = False) -> None:
         """Protect exactly these images (digests by deployment id) from the repository's
-        lifecycle policy; older images expire (`ecr.lifecycle_policy`)."""
-        ecr.keep_images(self._customer, target.resource_id, images)
+        lifecycle policy; older images expire (`ecr.lifecycle_policy`). `first`: the target's
+        first release kept (`ecr.keep_images`)."""
+        ecr.keep_images(self._customer, target.resource_id, images, first=first)
 
     def prune_environments(self, target: Target, keep: set[str | None]) -> list[str]:
         """Remove every version of the target's environment not in `keep` (no release needs

@@ -151,17 +151,20 @@ def _digest(session: AwsSession, resource_id: str, image_id: dict[str, str]) -> 
     return str(found[0]["imageDigest"]) if found else None
 
 
-def keep_images(session: AwsSession, resource_id: str, images: dict[str, str]) -> None:
+def keep_images(
+    session: AwsSession, resource_id: str, images: dict[str, str], *, first: bool = False
+) -> None:
     """Tag each digest of `images` (deployment id -> `sha256:…`) `release-<deployment id>`, and
     untag the `release-…` tags of deployments not in `images` (an image left without tags is
     deleted, as ECR does; it would expire anyway). Digests no longer in the repository are
-    skipped."""
+    skipped. `first`: no release of the target was kept before, so no tag is stale and the
+    repository's tags are not listed (a tag already put is no error)."""
     ecr = _client(session)
     name = names.repository_name(resource_id)
     wanted = {f"{KEEP_PREFIX}{deployment_id}": digest for deployment_id, digest in images.items()}
     with aws_errors():
         try:
-            tagged = _tags_by_digest(ecr, name)
+            tagged = {} if first else _tags_by_digest(ecr, name)
         except ClientError as error:
             if error_code(error) == "RepositoryNotFoundException":
                 return
@@ -171,10 +174,10 @@ def keep_images(session: AwsSession, resource_id: str, images: dict[str, str]) -
             if tag not in tagged.get(digest, set()):
                 _tag(ecr, name, digest, tag)
         stale = sorted(tag for tag in present if tag.startswith(KEEP_PREFIX) and tag not in wanted)
-        for first in range(0, len(stale), 100):
+        for start in range(0, len(stale), 100):
             ecr.batch_delete_image(
                 repositoryName=name,
-                imageIds=[{"imageTag": tag} for tag in stale[first : first + 100]],
+                imageIds=[{"imageTag": tag} for tag in stale[start : start + 100]],
             )
 
 
