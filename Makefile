@@ -104,13 +104,15 @@ format: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix src tests bench scripts
 	$(BIN)/ruff format src tests bench scripts
 
-## make bench: deploy N = 1, 10, 100 web servers against a zero-delay sandbox, then the API against
-## a bare FastAPI floor with wrk (bench/api.py), a listing of none and of 20 web servers (bench/listing.py),
+## make bench: deploy N = 1, 10, 100 web servers against a zero-delay sandbox, the create request's
+## CPU alone (bench/creates.py), then the API against a bare FastAPI floor with wrk
+## (bench/api.py), a listing of none and of 20 web servers (bench/listing.py),
 ## concurrent PATCHes (bench/writes.py), metrics and cost reads beside a plain read
 ## (bench/reads.py), and the idle server's CPU, empty and with 10,000 settled resources
 ## (bench/idle.py); each prints its figures and ratios
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/deploy.py
+	$(BIN)/python bench/creates.py
 	$(BIN)/python bench/api.py
 	$(BIN)/python bench/listing.py
 	$(BIN)/python bench/writes.py
