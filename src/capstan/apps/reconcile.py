@@ -290,16 +290,19 @@ class TargetReconciler:
     ) -> Result:
         progress = await steps.watch(session, subject, deployment, deployer)
         if progress.state == "completed":
+            # The target's first release: none of its deployments ran before (a deployment runs
+            # in the pass that records its generation as observed).
+            first = subject.row.observed_generation == 0
             await self._move(session, deployment, "rolled_out", finished_at=utcnow())
-            # At most one live deployment per target: the one this replaced says so.
-            await DEPLOYMENT_STATES.move_all(
-                session,
-                "replaced",
-                Deployment.service_id == subject.service.id,
-                services.of_target(subject.preview.id if subject.preview else None),
-                Deployment.id != deployment.id,
-            )
-            first = subject.row.observed_generation == 0  # the target's first release
+            if not first:
+                # At most one live deployment per target: the one this replaced says so.
+                await DEPLOYMENT_STATES.move_all(
+                    session,
+                    "replaced",
+                    Deployment.service_id == subject.service.id,
+                    services.of_target(subject.preview.id if subject.preview else None),
+                    Deployment.id != deployment.id,
+                )
             subject.row.observed_generation = deployment.generation
             await self._prune_environments(session, subject, deployer, first=first)
             return Done()
