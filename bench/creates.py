@@ -29,11 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.deploy import cpu_seconds  # noqa: E402
 from tests.apps.processes import (  # noqa: E402
-    bearer_client,
-    connect_cloud_account,
     create_project,
-    install_git_host,
     processes,
+    ready_dev_server,
     web_server_body,
 )
 
@@ -43,24 +41,24 @@ THREADS = 16
 
 def measure(creates: int) -> tuple[float, float]:
     """Seconds for `creates` creates, and the server's CPU seconds over them."""
-    with tempfile.TemporaryDirectory(prefix="capstan-bench-") as tmp, processes(Path(tmp)) as procs:
-        dev = procs.dev_server_on_sandbox(CAPSTAN_WORKER_CONCURRENCY="0")
-        with bearer_client(dev.base_url, dev.token) as api:
-            connect_cloud_account(api)
-            install_git_host(api)
-            project = create_project(api, "bench")
-            path = f"/api/projects/{project['id']}/web_servers"
+    with (
+        tempfile.TemporaryDirectory(prefix="capstan-bench-") as tmp,
+        processes(Path(tmp)) as procs,
+        ready_dev_server(procs, CAPSTAN_WORKER_CONCURRENCY="0") as (dev, api),
+    ):
+        project = create_project(api, "bench")
+        path = f"/api/projects/{project['id']}/web_servers"
 
-            def create(name: str) -> None:
-                answer = api.post(path, json=web_server_body(name))
-                assert answer.status_code == 201, answer.text
+        def create(name: str) -> None:
+            answer = api.post(path, json=web_server_body(name))
+            assert answer.status_code == 201, answer.text
 
-            for index in range(WARM_UP):
-                create(f"warm{index}")
-            before, started = cpu_seconds(dev.server.pid), time.monotonic()
-            with ThreadPoolExecutor(max_workers=THREADS) as pool:
-                list(pool.map(create, (f"web{index}" for index in range(creates))))
-            return time.monotonic() - started, cpu_seconds(dev.server.pid) - before
+        for index in range(WARM_UP):
+            create(f"warm{index}")
+        before, started = cpu_seconds(dev.server.pid), time.monotonic()
+        with ThreadPoolExecutor(max_workers=THREADS) as pool:
+            list(pool.map(create, (f"web{index}" for index in range(creates))))
+        return time.monotonic() - started, cpu_seconds(dev.server.pid) - before
 
 
 def main() -> None:

@@ -49,11 +49,9 @@ sys.path.insert(0, str(ROOT))
 
 import tests.apps.processes  # noqa: E402 (the repository root is on the path now)
 from tests.apps.processes import (  # noqa: E402
-    bearer_client,
-    connect_cloud_account,
     create_project,
-    install_git_host,
     processes,
+    ready_dev_server,
     web_server_body,
     worker_body,
 )
@@ -193,14 +191,11 @@ def run(n: int, timeout: float, *, with_timeline: bool = False, profile: Path | 
         tests.apps.processes.CAPSTAN = [sys.executable, str(ROOT / "bench" / "profiled.py")]
         extra["BENCH_PROFILE_OUT"] = str(profile.resolve() / f"profile-{n}.txt")
     with tempfile.TemporaryDirectory(prefix="capstan-bench-") as tmp, processes(Path(tmp)) as procs:
-        dev = procs.dev_server_on_sandbox(**extra)
-        sandbox, server, data_dir = dev.sandbox, dev.server, dev.data_dir
         with (
-            bearer_client(dev.base_url, dev.token) as api,
+            ready_dev_server(procs, **extra) as (dev, api),
             httpx.Client(base_url=dev.sandbox_url, timeout=30) as stats,
         ):
-            connect_cloud_account(api)
-            install_git_host(api)
+            sandbox, server, data_dir = dev.sandbox, dev.server, dev.data_dir
             project = create_project(api, "bench")
             path = f"/api/projects/{project['id']}/web_servers"
             warm_calls = aws_calls(stats)

@@ -34,11 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.deploy import cpu_seconds  # noqa: E402
 from tests.apps.processes import (  # noqa: E402
-    bearer_client,
-    connect_cloud_account,
     create_project,
-    install_git_host,
     processes,
+    ready_dev_server,
     wait_all_running,
     web_server_body,
 )
@@ -83,11 +81,8 @@ def measure(seconds: float, resources: int) -> tuple[float, float, dict[str, int
         tempfile.TemporaryDirectory(prefix="capstan-bench-idle-") as tmp,
         processes(Path(tmp)) as procs,
     ):
-        dev = procs.dev_server_on_sandbox(CAPSTAN_RESYNC_SECONDS="3600")
-        server, data_dir = dev.server, dev.data_dir
-        with bearer_client(dev.base_url, dev.token) as api:
-            connect_cloud_account(api)
-            install_git_host(api)
+        with ready_dev_server(procs, CAPSTAN_RESYNC_SECONDS="3600") as (dev, api):
+            server, data_dir = dev.server, dev.data_dir
             time.sleep(2)  # the account's and the installation's own passes end
             empty = core_percent(server.pid, seconds)
             root = f"/api/projects/{create_project(api, 'idle')['id']}"

@@ -27,11 +27,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.api import Load, _show, each_database, wrk, wrk_parser  # noqa: E402
 from tests.apps.processes import (  # noqa: E402 (the repository root is on the path now)
-    bearer_client,
-    connect_cloud_account,
     create_project,
-    install_git_host,
     processes,
+    ready_dev_server,
     web_server_body,
 )
 
@@ -41,10 +39,7 @@ def measure(database: str, env: dict[str, str], services: int, seconds: int) -> 
         tempfile.TemporaryDirectory(prefix="capstan-bench-listing-") as tmp,
         processes(Path(tmp)) as procs,
     ):
-        dev = procs.dev_server_on_sandbox(**env)
-        with bearer_client(dev.base_url, dev.token) as api:
-            connect_cloud_account(api)
-            install_git_host(api)
+        with ready_dev_server(procs, **env) as (dev, api):
             empty = f"/api/projects/{create_project(api, 'empty')['id']}/web_servers"
             full = f"/api/projects/{create_project(api, 'full')['id']}/web_servers"
             with ThreadPoolExecutor(max_workers=8) as pool:

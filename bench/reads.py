@@ -34,11 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.apps.processes import (  # noqa: E402 (the repository root is on the path now)
-    bearer_client,
-    connect_cloud_account,
     create_project,
-    install_git_host,
     processes,
+    ready_dev_server,
     wait_all_running,
     web_server_body,
 )
@@ -83,11 +81,8 @@ def measure(seconds: int) -> dict[str, Latency]:
         tempfile.TemporaryDirectory(prefix="capstan-bench-reads-") as tmp,
         processes(Path(tmp)) as procs,
     ):
-        dev = procs.dev_server_on_sandbox()
-        base, token = dev.base_url, dev.token
-        with bearer_client(base, token) as api:
-            connect_cloud_account(api)
-            install_git_host(api)
+        with ready_dev_server(procs) as (dev, api):
+            base, token = dev.base_url, dev.token
             project = create_project(api, "reads")
             root = f"/api/projects/{project['id']}"
             made = api.post(f"{root}/web_servers", json=web_server_body("web"))

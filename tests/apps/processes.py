@@ -259,6 +259,18 @@ def install_git_host(api: httpx.Client) -> int:
     return int(outcome["installation_id"])
 
 
+@contextmanager
+def ready_dev_server(procs: Processes, **env: str) -> Iterator[tuple[DevServer, httpx.Client]]:
+    """`Processes.dev_server_on_sandbox` (`env`: more of the server's settings) and a client
+    with its dev token, the cloud account connected and the git host app installed: where each
+    benchmark starts."""
+    dev = procs.dev_server_on_sandbox(**env)
+    with bearer_client(dev.base_url, dev.token) as api:
+        connect_cloud_account(api)
+        install_git_host(api)
+        yield dev, api
+
+
 def create_project(api: httpx.Client, hostname_suffix: str) -> dict[str, Any]:
     created = api.post("/api/projects", json={"name": "Shop", "hostname_suffix": hostname_suffix})
     assert created.status_code == 201, created.text

@@ -5,11 +5,15 @@ looked for deployments under way to supersede (a new target has none)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps import previews, service
 from capstan.apps.environment import environment_box
+from capstan.apps.models import Preview
 from capstan.apps.schemas import WebServerCreate
 from capstan.auth.principal import Principal
 from capstan.git_host.payloads import Repository
@@ -30,9 +34,16 @@ class OneRepository:
         return Repository(1, full_name, False, "main")
 
 
-def writes(statements: list[str]) -> list[str]:
-    """Each write as `VERB table` (a schema's prefix dropped), in order; reads and savepoints
-    left out."""
+def writes_of(org: Org, create: Callable[[AsyncSession], Awaitable[Any]]) -> tuple[str, list[str]]:
+    """The id of what `create` made and committed, and each write it ran as `VERB table` (a
+    schema's prefix dropped), in order; reads and savepoints left out."""
+
+    async def committed(session: AsyncSession) -> str:
+        made = await create(session)
+        await session.commit()
+        return str(made.id)
+
+    made_id, statements = counted(org, committed)
     found = []
     for sql in statements:
         words = sql.split()
@@ -40,7 +51,7 @@ def writes(statements: list[str]) -> list[str]:
         if verb in ("INSERT", "UPDATE", "DELETE"):
             table = words[2] if verb in ("INSERT", "DELETE") else words[1]
             found.append(f"{verb} {table.rpartition('.')[2].strip(chr(34))}")
-    return found
+    return made_id, found
 
 
 def test_a_create_writes_each_row_once(shop: Ready) -> None:
@@ -51,19 +62,13 @@ def test_a_create_writes_each_row_once(shop: Ready) -> None:
         name="web", repo=WEB_REPO, branch="main", cpu=256, memory=512
     ).model_dump()
 
-    async def create(session: AsyncSession) -> str:
-        made = await service.create(
+    service_id, written = writes_of(
+        org,
+        lambda session: service.create(
             session, caller, project_id, service.WEB_SERVER, fields, git_host=OneRepository()
-        )
-        await session.commit()
-        return made.id
-
-    service_id, statements = counted(org, create)
-    assert writes(statements) == [
-        "INSERT services",
-        "INSERT deployments",
-        "INSERT reconcile_queue",
-    ], statements
+        ),
+    )
+    assert written == ["INSERT services", "INSERT deployments", "INSERT reconcile_queue"]
 
     # What was written once is whole: the API shows it, and it deploys.
     path = f"{shop.base}/web_servers/{service_id}"
@@ -73,18 +78,13 @@ def test_a_create_writes_each_row_once(shop: Ready) -> None:
 
     box = environment_box(org.server.settings.require_secret_key())
 
-    async def create_preview(session: AsyncSession) -> str:
+    async def create_preview(session: AsyncSession) -> Preview:
         _, made = await previews.create_preview(
             session, caller, project_id, service.WEB_SERVER, service_id, "feature-x", box
         )
-        await session.commit()
-        return made.id
+        return made
 
-    preview_id, statements = counted(org, create_preview)
-    assert writes(statements) == [
-        "INSERT previews",
-        "INSERT deployments",
-        "INSERT reconcile_queue",
-    ], statements
+    preview_id, written = writes_of(org, create_preview)
+    assert written == ["INSERT previews", "INSERT deployments", "INSERT reconcile_queue"]
     preview = shop.wait_for(f"{path}/previews/{preview_id}", "running")
     assert preview["branch"] == "feature-x"

@@ -137,8 +137,7 @@ class ContainerSteps:
             health_path=ran["health_path"] if service.kind == services.WEB_SERVER else None,
             # A web server's hostname is applied by its first completed deploy step; a worker
             # has none, and is known deployed once a deployment of it has run.
-            first_roll_out=subject.row.applied_hostname is None
-            and subject.row.observed_generation == 0,
+            first_roll_out=subject.row.applied_hostname is None and services.never_ran(subject.row),
         )
         old_hostname = subject.row.applied_hostname
         deployment.task_definition_arn = await self._cloud.run(lambda: deployer.deploy(spec))

@@ -290,9 +290,7 @@ class TargetReconciler:
     ) -> Result:
         progress = await steps.watch(session, subject, deployment, deployer)
         if progress.state == "completed":
-            # The target's first release: none of its deployments ran before (a deployment runs
-            # in the pass that records its generation as observed).
-            first = subject.row.observed_generation == 0
+            first = services.never_ran(subject.row)  # the target's first release
             await self._move(session, deployment, "rolled_out", finished_at=utcnow())
             if not first:
                 # At most one live deployment per target: the one this replaced says so.

@@ -298,6 +298,12 @@ async def delete(
     await session.flush()
 
 
+def never_ran(target: Service | Preview) -> bool:
+    """No deployment of the target has run yet (a deployment runs in the pass that records its
+    generation as the target's observed one)."""
+    return target.observed_generation == 0
+
+
 def release_settings(service: Service, preview: Preview | None) -> dict[str, Any]:
     """The settings a deployment of the target runs with (a preview: its parent's, its branch)."""
     settings = {name: getattr(service, name) for name in RELEASE_FIELDS}
