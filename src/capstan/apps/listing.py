@@ -12,25 +12,15 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, bindparam, select
+from sqlalchemy import Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
 
 from capstan.apps.models import Deployment, Preview, Service
-from capstan.apps.service import missing, newest_first
+from capstan.apps.service import NEWEST, NEWEST_OF_PREVIEW, NEWEST_OF_SERVICE, missing
 from capstan.auth.principal import Principal
 from capstan.errors import NotFound
 from capstan.projects.models import Project
 from capstan.projects.scoped import project_and_rows, rows_of_project
-
-# The newest deployment of each listed row, joined beside it.
-_NEWEST = aliased(Deployment, name="newest")
-
-
-def _joins_newest(*target: ColumnElement[bool]) -> ColumnElement[bool]:
-    """The join condition of `_NEWEST` to the newest deployment of the target (a service, or a
-    preview) that `target` names from the enclosing row's columns."""
-    return _NEWEST.id == newest_first(select(Deployment.id), *target).scalar_subquery()
 
 
 @cache
@@ -38,11 +28,8 @@ def _services_of(kind: str) -> Select[Any]:
     """A project and its live services of `kind`, each beside its newest deployment."""
     return (
         project_and_rows(Project, Service, Service.kind == kind, Service.deleted_at.is_(None))
-        .add_columns(_NEWEST)
-        .outerjoin(
-            _NEWEST,
-            _joins_newest(Deployment.service_id == Service.id, Deployment.preview_id.is_(None)),
-        )
+        .add_columns(NEWEST)
+        .outerjoin(NEWEST, NEWEST_OF_SERVICE)
     )
 
 
@@ -61,13 +48,10 @@ def _service_of(kind: str) -> Select[Project, Service, Deployment]:
     """One live service of `kind` (by `service_id`, `project_id` and `organization_id`), its
     project and its newest deployment."""
     return (
-        select(Project, Service, _NEWEST)
+        select(Project, Service, NEWEST)
         .select_from(Service)
         .join(Project, Project.id == Service.project_id)
-        .outerjoin(
-            _NEWEST,
-            _joins_newest(Deployment.service_id == Service.id, Deployment.preview_id.is_(None)),
-        )
+        .outerjoin(NEWEST, NEWEST_OF_SERVICE)
         .where(
             Service.id == bindparam("service_id"),
             Service.project_id == bindparam("project_id"),
@@ -96,13 +80,8 @@ async def service(
 
 
 _PREVIEWS = (
-    select(Preview, _NEWEST)
-    .outerjoin(
-        _NEWEST,
-        _joins_newest(
-            Deployment.service_id == Preview.service_id, Deployment.preview_id == Preview.id
-        ),
-    )
+    select(Preview, NEWEST)
+    .outerjoin(NEWEST, NEWEST_OF_PREVIEW)
     .where(Preview.service_id == bindparam("service_id"), Preview.deleted_at.is_(None))
     .order_by(Preview.created_at)
 )

@@ -56,16 +56,22 @@ log = logging.getLogger("capstan.apps")
 POLL = Poll(first=timedelta(seconds=0.2), factor=2, cap=timedelta(seconds=60))
 ROLLOUT_DEADLINE = timedelta(minutes=15)
 
-# A pass's rows (`_load`), built once (decisions.md "Statements built once").
+# A pass's rows (`_load`), built once (decisions.md "Statements built once"): the target's
+# newest deployment comes beside them, in the same statement.
 _ROWS = (
     select(Service, Project, CloudAccount)
     .join(Project, Project.id == Service.project_id)
     .outerjoin(CloudAccount, CloudAccount.organization_id == Service.organization_id)
 )
-_LOAD_SERVICE = _ROWS.where(Service.id == bindparam("resource_id"))
+_LOAD_SERVICE = (
+    _ROWS.add_columns(services.NEWEST)
+    .outerjoin(services.NEWEST, services.NEWEST_OF_SERVICE)
+    .where(Service.id == bindparam("resource_id"))
+)
 _LOAD_PREVIEW = (
-    _ROWS.add_columns(Preview)
+    _ROWS.add_columns(Preview, services.NEWEST)
     .join(Preview, Preview.service_id == Service.id)
+    .outerjoin(services.NEWEST, services.NEWEST_OF_PREVIEW)
     .where(Preview.id == bindparam("resource_id"))
 )
 
@@ -119,14 +125,14 @@ class TargetReconciler:
             loaded = await self._load(session, resource_id)
             if loaded is None:
                 return Done()
-            subject, account = loaded
+            subject, account, newest = loaded
             if await self._expire(session, subject):
                 return RequeueAfter(0)  # its next pass removes it
             try:
                 if subject.row.deleted_at is not None:
                     result = await self._tear_down(session, subject, account)
                 else:
-                    result = await self._converge(session, subject, account)
+                    result = await self._converge(session, subject, account, newest)
                 await session.commit()
             except (DeploymentChanged, StaleDataError):
                 # The deployment changed under this pass (superseded by a newer one); the change
@@ -152,21 +158,22 @@ class TargetReconciler:
 
     async def _load(
         self, session: AsyncSession, resource_id: str
-    ) -> tuple[Subject, CloudAccount | None] | None:
-        """The pass's rows in one statement: the target, its service and project, and the
-        organization's cloud account (if connected); None when the target is gone."""
+    ) -> tuple[Subject, CloudAccount | None, Deployment | None] | None:
+        """The pass's rows in one statement: the target, its service and project, the
+        organization's cloud account (if connected) and the target's newest deployment (if any);
+        None when the target is gone."""
         preview: Preview | None = None
         if self.kind == services.PREVIEW_QUEUE_KIND:
             found = (await session.execute(_LOAD_PREVIEW, {"resource_id": resource_id})).first()
             if found is None:
                 return None
-            service, project, account, preview = found
+            service, project, account, preview, newest = found
         else:
             found = (await session.execute(_LOAD_SERVICE, {"resource_id": resource_id})).first()
             if found is None:
                 return None
-            service, project, account = found
-        return Subject(service=service, preview=preview, project=project), account
+            service, project, account, newest = found
+        return Subject(service=service, preview=preview, project=project), account, newest
 
     def _deployer(
         self, account: CloudAccount | None, subject: Subject, *, with_project: bool = True
@@ -182,11 +189,12 @@ class TargetReconciler:
     # Converging ---------------------------------------------------------------------------------
 
     async def _converge(
-        self, session: AsyncSession, subject: Subject, account: CloudAccount | None
+        self,
+        session: AsyncSession,
+        subject: Subject,
+        account: CloudAccount | None,
+        deployment: Deployment | None,
     ) -> Result:
-        deployment = await services.newest_deployment(
-            session, subject.service.id, subject.preview.id if subject.preview else None
-        )
         if deployment is None:
             return Done()
         if deployment.status in ("failed", "superseded"):

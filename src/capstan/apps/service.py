@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import ColumnElement, Select, and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from capstan.apps.models import (
     DEPLOYMENT_STATES,
@@ -407,6 +408,23 @@ def newest_first(statement: Select[T], *target: ColumnElement[bool]) -> Select[T
         .order_by(Deployment.created_at.desc(), Deployment.id.desc())
         .limit(1)
     )
+
+
+# A target's newest deployment, joined beside the row that names the target: a service
+# (`NEWEST_OF_SERVICE`, its own deployments) or a preview (`NEWEST_OF_PREVIEW`).
+NEWEST = aliased(Deployment, name="newest")
+
+
+def _joins_newest(*target: ColumnElement[bool]) -> ColumnElement[bool]:
+    return NEWEST.id == newest_first(select(Deployment.id), *target).scalar_subquery()
+
+
+NEWEST_OF_SERVICE = _joins_newest(
+    Deployment.service_id == Service.id, Deployment.preview_id.is_(None)
+)
+NEWEST_OF_PREVIEW = _joins_newest(
+    Deployment.service_id == Preview.service_id, Deployment.preview_id == Preview.id
+)
 
 
 class ForTarget(Generic[T]):
