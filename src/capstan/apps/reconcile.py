@@ -327,16 +327,15 @@ class TargetReconciler:
         target needs any more, and mark the images releases need so that the repository's
         lifecycle policy keeps them (`first`: the target's first release, no mark to remove). A
         failure is only logged: the next rollout prunes again."""
-        keep = await releases.needed_versions(
-            session, subject.service.id, subject.preview.id if subject.preview else None
-        )
+        preview_id = subject.preview.id if subject.preview else None
+        needed = await releases.needed(session, subject.service.id, preview_id)
+        keep = needed.versions
         outputs: set[str] | None = None
         images: dict[str, str] | None = None
-        preview_id = subject.preview.id if subject.preview else None
         if subject.service.kind == services.STATIC_WEBSITE:
-            outputs = await releases.needed_outputs(session, subject.service.id, preview_id)
+            outputs = needed.outputs
         else:
-            images = await releases.needed_images(session, subject.service.id, preview_id)
+            images = needed.images
         target = subject.target(self._settings.domain)
 
         def prune() -> tuple[int, int]:

@@ -3,14 +3,15 @@ with and a version of its environment — and a release that went live can be de
 
 `rollback` deploys exactly an earlier release: no build; the same image, settings and
 environment version (whose SSM parameters were never overwritten); and the service's settings
-and environment become the release's. `needed_versions` is what the reconciler keeps of a
-target's environment versions in the cloud: those of the deployments under way, of the live one
-and of the newest `RELEASES_KEPT` that went live; the others are removed.
+and environment become the release's. `needed` is what the reconciler keeps of a target's
+environment versions (and images, or a site's outputs) in the cloud: those of the deployments under
+way, of the live one and of the newest `RELEASES_KEPT` that went live; the others are removed.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
@@ -65,45 +66,44 @@ async def kept_releases(
     return list(await session.scalars(*_KEPT.of(service_id, preview_id)))
 
 
-async def _needed(
-    session: AsyncSession, service_id: str, preview_id: str | None
-) -> tuple[list[Deployment], list[Deployment]]:
-    """The target's deployments under way, and its kept releases: those whose pieces in the
-    cloud (environment, image, site output) must stay."""
+@dataclass(frozen=True)
+class Needed:
+    """A target's deployments under way and its kept releases: those whose pieces in the cloud
+    (environment, image, site output) must stay. Read once (`needed`) for all three."""
+
+    under_way: list[Deployment]
+    kept: list[Deployment]
+
+    @property
+    def versions(self) -> set[str | None]:
+        """The environment versions a release of the target still needs in the cloud."""
+        return {deployment.environment_version for deployment in (*self.under_way, *self.kept)}
+
+    @property
+    def images(self) -> dict[str, str]:
+        """The images (digests, by deployment id) a release of the target or a deployment under
+        way still needs in the registry: what the repository's lifecycle policy must never
+        expire."""
+        return {
+            deployment.id: deployment.image_uri.rpartition("@")[2]
+            for deployment in (*self.under_way, *self.kept)
+            if deployment.image_uri is not None and "@sha256:" in deployment.image_uri
+        }
+
+    @property
+    def outputs(self) -> set[str] | None:
+        """The prefixes of a static site's bucket a release still needs (None: a kept release
+        predates prefixes and is served from the top of the bucket, so nothing may be
+        pruned)."""
+        if any(release.site_prefix is None for release in self.kept):
+            return None
+        return {d.site_prefix for d in (*self.under_way, *self.kept) if d.site_prefix is not None}
+
+
+async def needed(session: AsyncSession, service_id: str, preview_id: str | None) -> Needed:
+    """What the target's deployments under way and its kept releases need in the cloud."""
     under_way = list(await session.scalars(*_UNDER_WAY.of(service_id, preview_id)))
-    return under_way, await kept_releases(session, service_id, preview_id)
-
-
-async def needed_versions(
-    session: AsyncSession, service_id: str, preview_id: str | None
-) -> set[str | None]:
-    """The environment versions a release of the target still needs in the cloud."""
-    under_way, kept = await _needed(session, service_id, preview_id)
-    return {deployment.environment_version for deployment in (*under_way, *kept)}
-
-
-async def needed_images(
-    session: AsyncSession, service_id: str, preview_id: str | None
-) -> dict[str, str]:
-    """The images (digests, by deployment id) a release of the target or a deployment under way
-    still needs in the registry: what the repository's lifecycle policy must never expire."""
-    under_way, kept = await _needed(session, service_id, preview_id)
-    return {
-        deployment.id: deployment.image_uri.rpartition("@")[2]
-        for deployment in (*under_way, *kept)
-        if deployment.image_uri is not None and "@sha256:" in deployment.image_uri
-    }
-
-
-async def needed_outputs(
-    session: AsyncSession, service_id: str, preview_id: str | None
-) -> set[str] | None:
-    """The prefixes of a static site's bucket a release still needs (None: a kept release
-    predates prefixes and is served from the top of the bucket, so nothing may be pruned)."""
-    under_way, kept = await _needed(session, service_id, preview_id)
-    if any(release.site_prefix is None for release in kept):
-        return None
-    return {d.site_prefix for d in (*under_way, *kept) if d.site_prefix is not None}
+    return Needed(under_way, await kept_releases(session, service_id, preview_id))
 
 
 def settings_of(deployment: Deployment) -> dict[str, Any]:
