@@ -118,8 +118,9 @@ class ContainerSteps:
         variables = {v["name"]: v["value"] for v in listed if "value" in v}
         databases = references.referenced(listed)
         version = deployment.environment_version
+        first = services.first_of_target(deployment)
         stored = await self._cloud.run(
-            lambda: deployer.put_environment(target, variables, version, databases)
+            lambda: deployer.put_environment(target, variables, version, databases, first=first)
         )
         service = subject.service
         ran = {**{name: getattr(service, name) for name in services.RELEASE_FIELDS}}

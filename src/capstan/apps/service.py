@@ -299,6 +299,12 @@ async def delete(
     await session.flush()
 
 
+def first_of_target(deployment: Deployment) -> bool:
+    """The deployment is its target's first: a target is made at `FIRST_GENERATION` with its
+    first deployment, and every later deployment moves the generation on."""
+    return deployment.generation == FIRST_GENERATION
+
+
 def never_ran(target: Service | Preview) -> bool:
     """No deployment of the target has run yet (a deployment runs in the pass that records its
     generation as the target's observed one)."""

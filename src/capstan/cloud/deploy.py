@@ -164,11 +164,14 @@ class Deployer(TargetDriver):
         variables: dict[str, str],
         version: str | None = None,
         databases: Mapping[str, str] | None = None,
+        *,
+        first: bool = False,
     ) -> ssm.StoredEnvironment:
         """SecureString parameters of `version` of the target's environment, exactly the
         non-empty `variables`; where each one is. Each of `databases` (variable name -> database
         id) is the database's connection URL, with `PGPASSWORD` from its RDS-managed secret,
-        which the project's execution role may then read (and no other database's)."""
+        which the project's execution role may then read (and no other database's). `first`:
+        the target's first deployment (`iam.put_database_secrets`)."""
         stored = ssm.put_environment(
             self._customer, target.project_id, target.resource_id, variables, version
         )
@@ -179,7 +182,7 @@ class Deployer(TargetDriver):
             parameters[PASSWORD_VARIABLE] = found.password_from
             secrets.add(found.secret_arn)
         iam.put_database_secrets(
-            self._customer, target.project_id, target.resource_id, sorted(secrets)
+            self._customer, target.project_id, target.resource_id, sorted(secrets), first=first
         )
         return ssm.StoredEnvironment(parameters, plain)
 

@@ -330,10 +330,17 @@ def database_secrets_policy(resource_id: str) -> str:
 
 
 def put_database_secrets(
-    session: AwsSession, project_id: str, resource_id: str, secret_arns: list[str]
+    session: AwsSession,
+    project_id: str,
+    resource_id: str,
+    secret_arns: list[str],
+    *,
+    first: bool = False,
 ) -> None:
     """The project's execution role may read exactly the database secrets the target references
-    (one inline policy per target; removed when it references none)."""
+    (one inline policy per target; removed when it references none). `first`: the target's
+    first deployment, so no earlier one can have granted any; with none referenced, nothing is
+    read (the policy's name is the target's own, and its id is never reused)."""
     iam = session.client("iam")
     role_name = names.execution_role_name(project_id)
     policy_name = database_secrets_policy(resource_id)
@@ -345,6 +352,8 @@ def put_database_secrets(
                 "Resource": sorted(secret_arns),
             }
             _put_policy(iam, role_name, policy_name, _policy(statement))
+            return
+        if first:
             return
         try:
             iam.get_role_policy(RoleName=role_name, PolicyName=policy_name)
