@@ -31,8 +31,9 @@ def test_a_first_deployment_without_databases_reads_no_grant_and_a_later_one_rem
     assert not {name for name in made if name.startswith("iam:")}, made
 
     # A grant an earlier deployment made (it referenced a database, the next one does not).
-    role, policy = names.execution_role_name(project_id), iam.database_secrets_policy(
-        target.resource_id
+    role, policy = (
+        names.execution_role_name(project_id),
+        iam.database_secrets_policy(target.resource_id),
     )
     statement = {
         "Effect": "Allow",
