@@ -9,7 +9,13 @@ from urllib.parse import parse_qs, urlsplit
 
 from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
 
-from capstan.cloud.access_role import role_template
+from capstan.cloud.access_policy import access_statements
+from capstan.cloud.access_role import (
+    MANAGED_POLICY_CHARS,
+    access_policies,
+    policy_chars,
+    role_template,
+)
 from capstan.config import CloudMode
 from tests.harness import RunningServer
 
@@ -17,9 +23,36 @@ PRINCIPAL = "arn:aws:iam::111122223333:user/capstan-control-plane"
 
 
 def statements(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    role = template["Resources"]["CapstanAccessRole"]
-    [policy] = role["Properties"]["Policies"]
-    return {s["Sid"]: s for s in policy["PolicyDocument"]["Statement"]}
+    """The access role's statements, from every managed policy attached to it."""
+    found: dict[str, dict[str, Any]] = {}
+    for resource in template["Resources"].values():
+        properties = resource["Properties"]
+        if properties.get("Roles") == [{"Ref": "CapstanAccessRole"}]:
+            found.update({s["Sid"]: s for s in properties["PolicyDocument"]["Statement"]})
+    return found
+
+
+def test_the_access_role_has_no_inline_policy_and_each_of_its_policies_fits_iam() -> None:
+    """IAM holds 10,240 characters of inline policy per role, and the access policy is longer:
+    it is split into managed policies of at most 6,144 characters each (white space not
+    counted), measured with the longest values a stack can substitute; a role takes at most 10
+    managed policies, and every statement is in exactly one of them."""
+    template = role_template(principal_arn=PRINCIPAL, external_id="ext-id")
+    resources = template["Resources"]
+    assert "Policies" not in resources["CapstanAccessRole"]["Properties"]
+    attached = [
+        r["Properties"]
+        for r in resources.values()
+        if r["Properties"].get("Roles") == [{"Ref": "CapstanAccessRole"}]
+    ]
+    assert 2 <= len(attached) <= 10
+    for properties in [*attached, resources["CapstanRoleBoundary"]["Properties"]]:
+        assert policy_chars(properties["PolicyDocument"]) <= MANAGED_POLICY_CHARS
+    assert policy_chars(access_policies()[0]) > 5_000  # packed, not one statement each
+    sids = [s["Sid"] for p in attached for s in p["PolicyDocument"]["Statement"]]
+    assert sids == [s["Sid"] for s in access_statements()]
+    # Together they are more than a role's inline policies may hold.
+    assert sum(policy_chars(p["PolicyDocument"]) for p in attached) > 10_240
 
 
 def test_cfn_lint_finds_nothing_wrong() -> None:

@@ -22,12 +22,20 @@ IAM authorizes an action on a role that does not exist yet against its ARN witho
 (`role/capstan/capstan-task-prj_…`): Capstan's roles are all named `capstan-*` and made under
 `/capstan/`, and the statements name both forms.
 
-Only properties that both AWS and the sandbox (moto) implement are used: inline `Policies` on the
-role and an `AWS::IAM::ManagedPolicy` for the boundary.
+The access role's permissions are managed policies attached to it (`access_policies`), not an
+inline policy: IAM holds at most 10,240 characters of inline policy per role (white space not
+counted), and the access policy is about 13,600 for an account in `aws`, so a stack with it
+inline failed to create the role in every account. A managed policy holds 6,144 characters; the
+statements are packed, in order, into as few as fit for the longest values the stack can
+substitute (`aws-us-gov`, a 55-character role name), each attached with its `Roles`.
+
+Only properties that both AWS and the sandbox (moto) implement are used: `AWS::IAM::ManagedPolicy`
+with `Roles` for the access policies, and one more for the boundary.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from capstan.cloud.access_policy import access_statements
@@ -38,6 +46,69 @@ STACK_NAME = "capstan-access"
 # sts:ExternalId and IAM role names, as AWS defines them.
 EXTERNAL_ID_PATTERN = r"[\w+=,.@:/-]*"
 ROLE_NAME_PATTERN = r"[\w+=,.@-]+"
+
+
+# IAM's quota for one managed policy's document, white space not counted.
+MANAGED_POLICY_CHARS = 6_144
+# The longest value each substitution can take in a stack: what a policy's size is checked with.
+_LONGEST = {
+    "${AWS::Partition}": "aws-us-gov",
+    "${AWS::AccountId}": "123456789012",
+    "${AWS::Region}": "ap-southeast-2",
+    "${RoleName}": "R" * 55,  # the template's MaxLength
+}
+
+
+def policy_chars(document: Any) -> int:
+    """`document`'s size as IAM counts it, with every `Fn::Sub` at its longest (`_LONGEST`)."""
+    text = json.dumps(_substituted(document), separators=(",", ":"))
+    return sum(1 for char in text if not char.isspace())
+
+
+def _substituted(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"Fn::Sub"} and isinstance(value["Fn::Sub"], str):
+            text = value["Fn::Sub"]
+            for name, longest in _LONGEST.items():
+                text = text.replace(name, longest)
+            return text
+        return {key: _substituted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_substituted(item) for item in value]
+    return value
+
+
+def _document(statements: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def access_policies() -> list[dict[str, Any]]:
+    """The access role's policy documents: its statements in order, packed into as few managed
+    policies as fit `MANAGED_POLICY_CHARS` at the longest substitutions."""
+    documents: list[list[dict[str, Any]]] = [[]]
+    for each in access_statements():
+        if documents[-1] and policy_chars(_document([*documents[-1], each])) > MANAGED_POLICY_CHARS:
+            documents.append([])
+        documents[-1].append(each)
+    return [_document(statements) for statements in documents]
+
+
+def _access_policy_resources() -> dict[str, Any]:
+    documents = access_policies()
+    return {
+        f"CapstanAccessPolicy{n}": {
+            "Type": "AWS::IAM::ManagedPolicy",
+            "Properties": {
+                "ManagedPolicyName": {"Fn::Sub": f"${{RoleName}}-access-{n}"},
+                "Path": "/",
+                "Description": f"What Capstan may do in this account (part {n} of "
+                f"{len(documents)}).",
+                "PolicyDocument": document,
+                "Roles": [{"Ref": "CapstanAccessRole"}],
+            },
+        }
+        for n, document in enumerate(documents, start=1)
+    }
 
 
 def boundary_arn(partition: str, account_id: str, role_name: str) -> str:
@@ -197,18 +268,10 @@ def role_template(*, principal_arn: str, external_id: str | None) -> dict[str, A
                             }
                         ],
                     },
-                    "Policies": [
-                        {
-                            "PolicyName": "capstan-access",
-                            "PolicyDocument": {
-                                "Version": "2012-10-17",
-                                "Statement": access_statements(),
-                            },
-                        }
-                    ],
                     "Tags": [{"Key": "managed-by", "Value": "capstan"}],
                 },
             },
+            **_access_policy_resources(),
         },
         "Outputs": {
             "AccountId": {
