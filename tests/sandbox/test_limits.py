@@ -1,15 +1,17 @@
-"""Size limits of AWS that moto lacks, enforced by the sandbox: SSM parameter values by tier, and
-the size of an ECS task definition."""
+"""Size limits of AWS that moto lacks, enforced by the sandbox: SSM parameter values by tier, the
+size of an ECS task definition, a service name in use, and IAM's policy sizes."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.sandbox.cloud import iam_limits
 from capstan.sandbox.cloud.accounts import organization_access
 from tests.sandbox.aws import new_account
 
@@ -117,3 +119,64 @@ def test_a_service_name_in_use_is_refused_unless_the_create_is_retried(admin: Aw
     # Deleted, its name is free again.
     ecs.delete_service(cluster="names", service="web")
     assert create("app:2", "token-3") == "app:2"
+
+
+def _policy(statements: int, *, padding: int = 0) -> str:
+    """A policy document of `statements` alike statements, and `padding` spaces after it."""
+    statement = {
+        "Effect": "Allow",
+        "Action": "s3:GetObject",
+        "Resource": "arn:aws:s3:::capstan-limits-0000000000000000000000/*",
+    }
+    document = json.dumps({"Version": "2012-10-17", "Statement": [statement] * statements})
+    return document + " " * padding
+
+
+def _refusal(call: Any) -> str:
+    with pytest.raises(ClientError) as refused:
+        call()
+    return (
+        f"{refused.value.response['Error']['Code']}: {refused.value.response['Error']['Message']}"
+    )
+
+
+def test_a_roles_inline_policies_hold_10240_characters_together(admin: AwsSession) -> None:
+    iam = admin.client("iam")
+    trust = {"Version": "2012-10-17", "Statement": []}
+    iam.create_role(RoleName="limits-inline", AssumeRolePolicyDocument=json.dumps(trust))
+    put = iam.put_role_policy
+    assert [iam_limits.policy_chars(_policy(n)) for n in (45, 40, 5)] == [4943, 4398, 583]
+    # Two of 4,943 fit (white space is not counted: the first is 13,943 characters long).
+    put(RoleName="limits-inline", PolicyName="one", PolicyDocument=_policy(45, padding=9_000))
+    put(RoleName="limits-inline", PolicyName="two", PolicyDocument=_policy(45))
+    assert (
+        _refusal(
+            lambda: put(RoleName="limits-inline", PolicyName="three", PolicyDocument=_policy(5))
+        )
+        == "LimitExceeded: Maximum policy size of 10240 bytes exceeded for role limits-inline"
+    )
+    # Replacing a policy counts its new document instead of the old one.
+    put(RoleName="limits-inline", PolicyName="two", PolicyDocument=_policy(40))
+    put(RoleName="limits-inline", PolicyName="three", PolicyDocument=_policy(5))
+
+
+def test_a_managed_policy_holds_6144_characters_and_a_role_takes_10(admin: AwsSession) -> None:
+    iam = admin.client("iam")
+    assert (
+        _refusal(lambda: iam.create_policy(PolicyName="limits-big", PolicyDocument=_policy(60)))
+        == "LimitExceeded: Cannot exceed quota for PolicySize: 6144"
+    )
+    arn = iam.create_policy(PolicyName="limits-fits", PolicyDocument=_policy(50))["Policy"]["Arn"]
+    assert (
+        _refusal(lambda: iam.create_policy_version(PolicyArn=arn, PolicyDocument=_policy(60)))
+        == "LimitExceeded: Cannot exceed quota for PolicySize: 6144"
+    )
+    trust = {"Version": "2012-10-17", "Statement": []}
+    iam.create_role(RoleName="limits-attached", AssumeRolePolicyDocument=json.dumps(trust))
+    for n in range(10):
+        made = iam.create_policy(PolicyName=f"limits-{n}", PolicyDocument=_policy(1))
+        iam.attach_role_policy(RoleName="limits-attached", PolicyArn=made["Policy"]["Arn"])
+    assert (
+        _refusal(lambda: iam.attach_role_policy(RoleName="limits-attached", PolicyArn=arn))
+        == "LimitExceeded: Cannot exceed quota for PoliciesPerRole: 10"
+    )

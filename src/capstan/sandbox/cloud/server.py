@@ -25,6 +25,7 @@ from capstan.sandbox.cloud import (
     ecs_services,
     edge_limits,
     elasticache,
+    iam_limits,
     limits,
     load_balancer_limits,
     log_pages,
@@ -93,6 +94,7 @@ def install_extensions() -> None:
     cloudfront_extension.install()
     edge_limits.install()
     limits.install()
+    iam_limits.install()
     ecs_services.install()
     ec2_quotas.install()
     load_balancer_limits.install()
