@@ -44,6 +44,12 @@ _KNOWN: dict[str, str] = {
     "TooManyBuckets": "S3 buckets (10,000 by default)",
     "TooManyHostedZones": "Route 53 hosted zones (500 by default)",
     "ServiceQuotaExceededException": "a service quota",
+    # IAM's own (its `LimitExceeded`): most often the 10,240 characters of inline policy a role
+    # holds, which grants to buckets and database secrets of one project share.
+    "LimitExceeded": (
+        "an IAM quota (a role's inline policies hold 10,240 characters: about 50 buckets, or 50 "
+        "services that reference a database, in one project)"
+    ),
 }
 _PATTERN = re.compile(r"QuotaExceeded|QuotaForCustomerExceeded|LimitExceeded$|^TooMany")
 _RATE = re.compile(r"\brate\b|throttl", re.IGNORECASE)
