@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
 from parliament import analyze_policy_string  # type: ignore[import-untyped]
 
 from capstan.cloud.access_policy import access_statements
-from capstan.cloud.access_role import boundary_statements, role_template
+from capstan.cloud.access_role import boundary_statements, role_template, substituted
 
 EXAMPLE = {
     "${AWS::Partition}": "aws",
@@ -87,19 +86,6 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
 }
 
 
-def _render(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"Fn::Sub"}:
-            text = str(value["Fn::Sub"])
-            for name, example in EXAMPLE.items():
-                text = text.replace(name, example)
-            return text
-        return {key: _render(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_render(item) for item in value]
-    return value
-
-
 def main() -> int:
     problems: list[str] = []
     template = role_template(
@@ -109,7 +95,9 @@ def main() -> int:
         problems.append(f"cfn-lint: {match}")
     seen: set[tuple[str, str, str]] = set()
     for name, statements in (("access", access_statements()), ("boundary", boundary_statements())):
-        document = json.dumps(_render({"Version": "2012-10-17", "Statement": statements}))
+        document = json.dumps(
+            substituted({"Version": "2012-10-17", "Statement": statements}, EXAMPLE)
+        )
         for finding in analyze_policy_string(document, include_community_auditors=True).findings:
             text = f"{finding.title} {json.dumps(finding.detail)}"
             accepted = [k for k in ACCEPTED if k[:2] == (name, finding.issue) and k[2] in text]

@@ -36,6 +36,7 @@ with `Roles` for the access policies, and one more for the boundary.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from capstan.cloud.access_policy import access_statements
@@ -61,20 +62,22 @@ _LONGEST = {
 
 def policy_chars(document: Any) -> int:
     """`document`'s size as IAM counts it, with every `Fn::Sub` at its longest (`_LONGEST`)."""
-    text = json.dumps(_substituted(document), separators=(",", ":"))
+    text = json.dumps(substituted(document, _LONGEST), separators=(",", ":"))
     return sum(1 for char in text if not char.isspace())
 
 
-def _substituted(value: Any) -> Any:
+def substituted(value: Any, values: Mapping[str, str]) -> Any:
+    """A part of the template with each `Fn::Sub` replaced by its text, `values` (`${…}` ->
+    text) put in: what a stack makes of it."""
     if isinstance(value, dict):
         if set(value) == {"Fn::Sub"} and isinstance(value["Fn::Sub"], str):
             text = value["Fn::Sub"]
-            for name, longest in _LONGEST.items():
-                text = text.replace(name, longest)
+            for name, given in values.items():
+                text = text.replace(name, given)
             return text
-        return {key: _substituted(item) for key, item in value.items()}
+        return {key: substituted(item, values) for key, item in value.items()}
     if isinstance(value, list):
-        return [_substituted(item) for item in value]
+        return [substituted(item, values) for item in value]
     return value
 
 
