@@ -45,10 +45,12 @@ _KNOWN: dict[str, str] = {
     "TooManyHostedZones": "Route 53 hosted zones (500 by default)",
     "ServiceQuotaExceededException": "a service quota",
     # IAM's own (its `LimitExceeded`): most often the 10,240 characters of inline policy a role
-    # holds, which grants to buckets and database secrets of one project share.
+    # holds, which one project's grants to its buckets (the task role's) or to its databases'
+    # secrets (the execution role's, one policy a target) share.
     "LimitExceeded": (
-        "an IAM quota (a role's inline policies hold 10,240 characters: about 50 buckets, or 50 "
-        "services that reference a database, in one project)"
+        "an IAM quota (a role's inline policies hold 10,240 characters: in one project, 61 to "
+        "126 buckets by the length of their names, or about 45 services that reference a "
+        "database)"
     ),
 }
 _PATTERN = re.compile(r"QuotaExceeded|QuotaForCustomerExceeded|LimitExceeded$|^TooMany")
