@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capstan.apps import previews, service
+from capstan.apps import previews, service, target_deployments
 from capstan.apps.environment import environment_box
 from capstan.apps.reconcile import TargetReconciler
 from capstan.auth.principal import Principal
@@ -40,7 +40,7 @@ def test_a_pass_loads_its_target_and_newest_deployment_in_one_statement(connecte
             session, caller, shop.project["id"], service.WEB_SERVER, web["id"], "feature-y", box
         )
         await session.commit()
-        newest = await service.newest_deployment(session, web["id"], made.id)
+        newest = await target_deployments.newest_deployment(session, web["id"], made.id)
         assert newest is not None
         return made.id, newest.id
 

@@ -16,7 +16,8 @@ from sqlalchemy import Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import Deployment, Preview, Service
-from capstan.apps.service import NEWEST, NEWEST_OF_PREVIEW, NEWEST_OF_SERVICE, missing
+from capstan.apps.service import missing
+from capstan.apps.target_deployments import NEWEST, NEWEST_OF_PREVIEW, NEWEST_OF_SERVICE
 from capstan.auth.principal import Principal
 from capstan.errors import NotFound
 from capstan.projects.models import Project

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response, status
 
-from capstan.apps import listing, previews, route_parts, schemas
+from capstan.apps import listing, previews, route_parts, schemas, target_deployments
 from capstan.apps import service as services
 from capstan.apps.models import Deployment, Preview, Service
 from capstan.auth.principal import Caller
@@ -62,7 +62,7 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
     async def render_preview(
         session: DbSession, service: Service, preview: Preview, project: Project, domain: str
     ) -> schemas.PreviewOut:
-        deployment = await services.newest_deployment(session, service.id, preview.id)
+        deployment = await target_deployments.newest_deployment(session, service.id, preview.id)
         return shown(preview, deployment, project, domain)
 
     def shown(

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps import environment as environments
 from capstan.apps import service as services
+from capstan.apps import target_deployments
 from capstan.apps.models import FIRST_GENERATION, Deployment, Preview, Service
 from capstan.auth.principal import Principal
 from capstan.crypto import SecretBox
@@ -155,6 +156,6 @@ async def remove_preview(session: AsyncSession, service: Service, preview: Previ
     """Finalizer: the preview is gone from the API now, its cloud resources removed by the
     reconciler. Shared by the API's DELETE and the git host's branch deletions."""
     preview.deleted_at = utcnow()
-    await services.supersede(session, service.id, services.of_target(preview.id))
+    await services.supersede(session, service.id, target_deployments.of_target(preview.id))
     await enqueue(session, services.PREVIEW_QUEUE_KIND, preview.id)
     await session.flush()

@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 
 from capstan.apps import environment as environments
-from capstan.apps import previews, releases
+from capstan.apps import previews, releases, target_deployments
 from capstan.apps import service as services
 from capstan.apps.containers import ContainerSteps
 from capstan.apps.deploying import deployer_for
@@ -64,14 +64,14 @@ _ROWS = (
     .outerjoin(CloudAccount, CloudAccount.organization_id == Service.organization_id)
 )
 _LOAD_SERVICE = (
-    _ROWS.add_columns(services.NEWEST)
-    .outerjoin(services.NEWEST, services.NEWEST_OF_SERVICE)
+    _ROWS.add_columns(target_deployments.NEWEST)
+    .outerjoin(target_deployments.NEWEST, target_deployments.NEWEST_OF_SERVICE)
     .where(Service.id == bindparam("resource_id"))
 )
 _LOAD_PREVIEW = (
-    _ROWS.add_columns(Preview, services.NEWEST)
+    _ROWS.add_columns(Preview, target_deployments.NEWEST)
     .join(Preview, Preview.service_id == Service.id)
-    .outerjoin(services.NEWEST, services.NEWEST_OF_PREVIEW)
+    .outerjoin(target_deployments.NEWEST, target_deployments.NEWEST_OF_PREVIEW)
     .where(Preview.id == bindparam("resource_id"))
 )
 
@@ -306,7 +306,7 @@ class TargetReconciler:
                     session,
                     "replaced",
                     Deployment.service_id == subject.service.id,
-                    services.of_target(subject.preview.id if subject.preview else None),
+                    target_deployments.of_target(subject.preview.id if subject.preview else None),
                     Deployment.id != deployment.id,
                 )
             subject.row.observed_generation = deployment.generation

@@ -28,6 +28,7 @@ from capstan.apps.models import (
     Deployment,
     Service,
 )
+from capstan.apps.target_deployments import ForTarget
 from capstan.auth.principal import Principal
 from capstan.cloud.driver import Cloud
 from capstan.cloud_account.session import cloud_answers
@@ -45,7 +46,7 @@ class ReleaseNotDeployable(Conflict):
     code = "release_not_deployable"
 
 
-_KEPT = services.ForTarget(
+_KEPT = ForTarget(
     lambda target: (
         select(Deployment)
         .where(target, Deployment.status.in_((RUNNING, REPLACED)))
@@ -53,7 +54,7 @@ _KEPT = services.ForTarget(
         .limit(RELEASES_KEPT)
     )
 )
-_UNDER_WAY = services.ForTarget(
+_UNDER_WAY = ForTarget(
     lambda target: select(Deployment).where(target, Deployment.status.in_(UNDER_WAY))
 )
 

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.apps import environment as environments
 from capstan.apps import schemas as app_schemas
 from capstan.apps import service as services
+from capstan.apps import target_deployments
 from capstan.auth.principal import Principal
 from capstan.buckets import service as buckets
 from capstan.caches import service as caches
@@ -74,7 +75,7 @@ async def write(
                 await model_access.replace(session, caller, cloud, project.id, selection)
     deployments = []
     for service_id, (kind, name) in started.items():
-        deployment = await services.newest_deployment(session, service_id, None)
+        deployment = await target_deployments.newest_deployment(session, service_id, None)
         assert deployment is not None
         deployments.append(
             StartedDeployment(

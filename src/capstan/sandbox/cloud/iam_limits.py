@@ -62,10 +62,16 @@ def install() -> None:
             check_role_policies(self.name, [*kept, policy_json])
             put_policy(self, policy_name, policy_json)
 
-        def checked_create_policy(self: IAMBackend, *args: Any, **kwargs: Any) -> Any:
-            document = kwargs.get("policy_document", args[2] if len(args) > 2 else "")
-            check_managed_policy(document)
-            return create_policy(self, *args, **kwargs)
+        def checked_create_policy(
+            self: IAMBackend,
+            description: str,
+            path: str,
+            policy_document: str,
+            policy_name: str,
+            tags: list[dict[str, str]],
+        ) -> Any:
+            check_managed_policy(policy_document)
+            return create_policy(self, description, path, policy_document, policy_name, tags)
 
         def checked_create_policy_version(
             self: IAMBackend, policy_arn: str, policy_document: str, set_as_default: bool
