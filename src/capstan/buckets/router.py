@@ -10,7 +10,7 @@ from capstan.auth.principal import Caller
 from capstan.buckets import schemas
 from capstan.buckets import service as buckets
 from capstan.db import DbSession
-from capstan.deps import AppCloud
+from capstan.deps import AppCloud, AppKinds
 from capstan.routers import PrefixRouter
 
 router = PrefixRouter(prefix="/api/projects/{project_id}/storage", tags=["storage"])
@@ -30,9 +30,9 @@ async def list_buckets(project_id: str, caller: Caller, session: DbSession) -> d
     summary="Create a private storage bucket (status creating, then active)",
 )
 async def create_bucket(
-    project_id: str, body: schemas.BucketCreate, caller: Caller, session: DbSession
+    project_id: str, body: schemas.BucketCreate, caller: Caller, session: DbSession, kinds: AppKinds
 ) -> dict[str, Any]:
-    bucket = await buckets.create(session, caller, project_id, body.name)
+    bucket = await buckets.create(session, caller, project_id, body.name, kinds)
     return buckets.describe(bucket)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
@@ -39,6 +39,7 @@ from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.projects.scoped import get_in_project, list_in_project
 from capstan.reconcile.queue import enqueue
+from capstan.registry import ResourceKind
 from capstan.states import StateMachine
 
 T = TypeVar("T")
@@ -104,7 +105,15 @@ async def list_(session: AsyncSession, caller: Principal, project_id: str) -> li
     return await list_in_project(session, caller, project_id, Bucket)
 
 
-async def create(session: AsyncSession, caller: Principal, project_id: str, label: str) -> Bucket:
+async def create(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    label: str,
+    kinds: Sequence[ResourceKind],
+) -> Bucket:
+    """A new bucket, `creating`; refused when the project's task role could not be granted it
+    (IAM's inline policy quota: `network.require_room_for_grants`)."""
     project = await projects.get(session, caller, project_id)
     await network.require_cloud_account(session, caller)
     bucket = Bucket(
@@ -119,6 +128,7 @@ async def create(session: AsyncSession, caller: Principal, project_id: str, labe
     )
     session.add(bucket)
     await session.flush()
+    await network.require_room_for_grants(session, kinds, project.id)
     await enqueue(session, QUEUE_KIND, bucket.id)
     await enqueue(session, network.QUEUE_KIND, project.id)
     return bucket

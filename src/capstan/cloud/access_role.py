@@ -42,6 +42,8 @@ from typing import Any
 
 from capstan.cloud.access_policy import access_statements
 from capstan.cloud.access_scope import BOUNDARY_SUFFIX, CAPSTAN_ROLE_PATH, any_region
+from capstan.cloud.policy_size import MANAGED_POLICY_CHARS
+from capstan.cloud.policy_size import policy_chars as _chars
 
 DEFAULT_ROLE_NAME = "CapstanAccess"
 STACK_NAME = "capstan-access"
@@ -50,8 +52,6 @@ EXTERNAL_ID_PATTERN = r"[\w+=,.@:/-]*"
 ROLE_NAME_PATTERN = r"[\w+=,.@-]+"
 
 
-# IAM's quota for one managed policy's document, white space not counted.
-MANAGED_POLICY_CHARS = 6_144
 # The longest value each substitution can take in a stack: what a policy's size is checked with.
 _LONGEST = {
     "${AWS::Partition}": "aws-us-gov",
@@ -63,8 +63,7 @@ _LONGEST = {
 
 def policy_chars(document: Any) -> int:
     """`document`'s size as IAM counts it, with every `Fn::Sub` at its longest (`_LONGEST`)."""
-    text = json.dumps(substituted(document, _LONGEST), separators=(",", ":"))
-    return sum(1 for char in text if not char.isspace())
+    return _chars(json.dumps(substituted(document, _LONGEST), separators=(",", ":")))
 
 
 def substituted(value: Any, values: Mapping[str, str]) -> Any:

@@ -25,6 +25,11 @@ from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.network import SHARED_NOT_READY
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import RetryableCloudError
+from capstan.cloud.policy_size import ROLE_INLINE_CHARS
+
+# The most the task role's grants can take, as IAM counts it (`task_grants_chars`).
+TASK_GRANTS_CHARS = ROLE_INLINE_CHARS
+task_grants_chars = iam.task_grants_chars
 
 
 @dataclass(frozen=True)
@@ -212,4 +217,11 @@ class NetworkDriver:
             self._projects[project_id], self._roles[project_id] = known
 
 
-__all__ = ["SHARED_NOT_READY", "NetworkDriver", "ProjectCache", "ProjectResources"]
+__all__ = [
+    "SHARED_NOT_READY",
+    "TASK_GRANTS_CHARS",
+    "NetworkDriver",
+    "ProjectCache",
+    "ProjectResources",
+    "task_grants_chars",
+]

@@ -6,7 +6,7 @@ from typing import Any
 
 from capstan.auth.principal import Caller
 from capstan.db import DbSession
-from capstan.deps import AppCloud
+from capstan.deps import AppCloud, AppKinds
 from capstan.model_access import schemas
 from capstan.model_access import service as model_access
 from capstan.routers import PrefixRouter
@@ -36,5 +36,6 @@ async def put_model_access(
     caller: Caller,
     session: DbSession,
     cloud: AppCloud,
+    kinds: AppKinds,
 ) -> dict[str, Any]:
-    return await model_access.replace(session, caller, cloud, project_id, body)
+    return await model_access.replace(session, caller, cloud, project_id, body, kinds)

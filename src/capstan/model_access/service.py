@@ -11,6 +11,7 @@ are (`task_grants`).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -30,6 +31,7 @@ from capstan.network import service as network
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
+from capstan.registry import ResourceKind
 
 CATALOG_SECONDS = 300.0
 # (account id, region) -> (monotonic time read, the region's models).
@@ -99,8 +101,11 @@ async def replace(
     cloud: Cloud,
     project_id: str,
     body: ModelAccessConfiguration | ModelAccessSelection,
+    kinds: Sequence[ResourceKind],
 ) -> dict[str, Any]:
-    """Replace the whole configuration from either shape; any model not named is disabled."""
+    """Replace the whole configuration from either shape; any model not named is disabled.
+    Refused when the project's task role could not be granted the models (IAM's inline policy
+    quota: `network.require_room_for_grants`)."""
     project, account = await _project_and_account(session, caller, project_id)
     row = await session.get(ModelAccess, project.id)
     if isinstance(body, ModelAccessSelection):
@@ -137,6 +142,7 @@ async def replace(
         session,
         Conflict("Model access was changed by another request; try again.", code="conflict"),
     )
+    await network.require_room_for_grants(session, kinds, project.id)
     await enqueue(session, network.QUEUE_KIND, project.id)
     return render(enabled, region, model_ids, models)
 

@@ -1,12 +1,17 @@
-"""What other kinds ask of the project network: a connected cloud account to build in, and a
-pass of the network's reconciler (after a change of its users or of the task role's grants)."""
+"""What other kinds ask of the project network: a connected cloud account to build in, room in
+the task role for what they grant, and a pass of the network's reconciler (after a change of
+its users or of the task role's grants)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan import registry
 from capstan.auth.principal import Principal
+from capstan.cloud.network import TASK_GRANTS_CHARS, task_grants_chars
 from capstan.cloud_account.models import CloudAccount
 from capstan.errors import Conflict
 from capstan.projects.models import Project
@@ -28,6 +33,34 @@ async def require_cloud_account(session: AsyncSession, caller: Principal) -> Clo
     if account is None or not account.active or account.account_id is None:
         raise CloudAccountNotConnected()
     return account
+
+
+class GrantsOverQuota(Conflict):
+    code = "quota_exceeded"
+
+
+async def require_room_for_grants(
+    session: AsyncSession, kinds: Sequence[registry.ResourceKind], project_id: str
+) -> None:
+    """What the project's kinds grant its task role (its buckets, its enabled models) fits the
+    one inline policy IAM lets the role hold. Called in the request's transaction after its
+    change, so a change that would not fit is refused and rolled back; else the network's pass
+    would fail at IAM, and with it every deployment waiting for the network. The project's row
+    is locked first (PostgreSQL), so two changes at once cannot both take the last room: `FOR NO
+    KEY UPDATE`, which the change's own foreign key lock (`FOR KEY SHARE`) does not conflict
+    with, so two changes that each hold one cannot deadlock here."""
+    project = await session.scalar(
+        select(Project).where(Project.id == project_id).with_for_update(key_share=True)
+    )
+    assert project is not None
+    needed = task_grants_chars(await registry.task_grants(kinds, session, project))
+    if needed > TASK_GRANTS_CHARS:
+        raise GrantsOverQuota(
+            f"The project's services cannot be granted this: their IAM role holds "
+            f"{TASK_GRANTS_CHARS:,} characters of policy, and the project's buckets and models "
+            f"would take {needed:,}. Delete a bucket or enable fewer models in this project, or "
+            "use another project.",
+        )
 
 
 async def enqueue(session: AsyncSession, project_id: str) -> None:

@@ -9,7 +9,7 @@ from fastapi import Query
 from capstan.apps.route_parts import box
 from capstan.auth.principal import Caller
 from capstan.db import DbSession
-from capstan.deps import AppCloud, AppGitHost, AppSettings
+from capstan.deps import AppCloud, AppGitHost, AppKinds, AppSettings
 from capstan.plans import service as plans
 from capstan.plans.schemas import Applied, CapstanFile, Plan
 from capstan.routers import PrefixRouter
@@ -34,10 +34,11 @@ async def plan(
     settings: AppSettings,
     cloud: AppCloud,
     git_host: AppGitHost,
+    kinds: AppKinds,
     prune: Prune = False,
 ) -> Plan:
     return await plans.plan(
-        session, caller, cloud, git_host, box(settings), project_id, body, prune=prune
+        session, caller, cloud, git_host, box(settings), project_id, body, prune=prune, kinds=kinds
     )
 
 
@@ -54,8 +55,9 @@ async def apply(
     settings: AppSettings,
     cloud: AppCloud,
     git_host: AppGitHost,
+    kinds: AppKinds,
     prune: Prune = False,
 ) -> Applied:
     return await plans.apply(
-        session, caller, cloud, git_host, box(settings), project_id, body, prune=prune
+        session, caller, cloud, git_host, box(settings), project_id, body, prune=prune, kinds=kinds
     )

@@ -19,6 +19,7 @@ reference is resolved, by name, when the service's environment is.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -29,6 +30,7 @@ from capstan.crypto import SecretBox
 from capstan.plans.diff import make_plan
 from capstan.plans.schemas import Applied, CapstanFile, Plan, StartedDeployment
 from capstan.plans.write import require_secrets, write
+from capstan.registry import ResourceKind
 
 NO_CHANGES = "No changes: the project already matches the file."
 
@@ -43,6 +45,7 @@ async def plan(
     document: CapstanFile,
     *,
     prune: bool,
+    kinds: Sequence[ResourceKind],
 ) -> Plan:
     """What apply would do, and what it would cost. The writes are made and the request's
     transaction rolled back, so a change apply would refuse is refused here with the same error.
@@ -51,7 +54,9 @@ async def plan(
     planned = await make_plan(session, caller, project_id, document, prune=prune, box=box)
     if planned.steps:
         try:
-            await write(session, caller, cloud, git_host, box, planned.project, planned.steps)
+            await write(
+                session, caller, cloud, git_host, box, planned.project, planned.steps, kinds=kinds
+            )
         finally:
             await session.rollback()
     return planned.plan
@@ -67,6 +72,7 @@ async def apply(
     document: CapstanFile,
     *,
     prune: bool,
+    kinds: Sequence[ResourceKind],
 ) -> Applied:
     """Write the file's whole desired state in the request's one transaction: a step the API
     refuses fails the request, and the transaction (every step before it) rolls back."""
@@ -75,7 +81,7 @@ async def apply(
     deployments: list[StartedDeployment] = []
     if planned.steps:
         deployments = await write(
-            session, caller, cloud, git_host, box, planned.project, planned.steps
+            session, caller, cloud, git_host, box, planned.project, planned.steps, kinds=kinds
         )
     changes = planned.plan.changes
     message = (

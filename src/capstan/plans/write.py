@@ -3,6 +3,7 @@ names be freed before they are taken and databases exist before services refer t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -30,6 +31,7 @@ from capstan.plans.steps import (
     at,
 )
 from capstan.projects.models import Project
+from capstan.registry import ResourceKind
 
 
 def _order(step: Step) -> int:
@@ -50,6 +52,8 @@ async def write(
     box: SecretBox,
     project: Project,
     steps: list[Step],
+    *,
+    kinds: Sequence[ResourceKind],
 ) -> list[StartedDeployment]:
     """Every step through the API's own service functions, in `_order`."""
     started: dict[str, tuple[Any, str]] = {}
@@ -66,13 +70,13 @@ async def write(
                 await _write_database(session, caller, project, step)
             elif change.kind == "bucket":
                 if change.action == "create":
-                    await buckets.create(session, caller, project.id, step.body["name"])
+                    await buckets.create(session, caller, project.id, step.body["name"], kinds)
                 else:
                     assert change.id is not None
                     await buckets.delete(session, caller, project.id, change.id)
             else:
                 selection = ModelAccessSelection(model_ids=step.body["model_ids"])
-                await model_access.replace(session, caller, cloud, project.id, selection)
+                await model_access.replace(session, caller, cloud, project.id, selection, kinds)
     deployments = []
     for service_id, (kind, name) in started.items():
         deployment = await target_deployments.newest_deployment(session, service_id, None)

@@ -16,6 +16,7 @@ from capstan.cloud.aws import names
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import TerminalCloudError
+from capstan.cloud.policy_size import policy_chars
 
 
 def _trust(service: str) -> str:
@@ -189,6 +190,12 @@ def delete_project_roles(session: AwsSession, project_id: str) -> None:
 
 
 GRANTS_POLICY = "capstan-grants"
+
+
+def task_grants_chars(statements: list[dict[str, Any]]) -> int:
+    """What the grants policy holding `statements` takes of the task role's inline quota
+    (`ROLE_INLINE_CHARS`: it is the task role's only inline policy); 0 for none (no policy)."""
+    return policy_chars(_policy(*statements)) if statements else 0
 
 
 def put_task_grants(session: AwsSession, project_id: str, statements: list[dict[str, Any]]) -> None:
