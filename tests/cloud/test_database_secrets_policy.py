@@ -73,6 +73,7 @@ def test_a_grant_over_iams_inline_policy_quota_fails_with_a_sentence(
         iam.put_database_secrets(customer, project_id, target.resource_id, secrets)
     assert "10,240 characters" in refused.value.message
     assert "Maximum policy size" not in refused.value.message
+    assert "Service Quotas" not in refused.value.message  # no request raises it
     role = names.execution_role_name(project_id)
     policies = customer.client("iam").list_role_policies(RoleName=role)["PolicyNames"]
     assert iam.database_secrets_policy(target.resource_id) not in policies

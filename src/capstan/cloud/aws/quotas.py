@@ -53,6 +53,14 @@ _KNOWN: dict[str, str] = {
         "database)"
     ),
 }
+# What to do where the general remedy is wrong: the size of a role's inline policies is fixed
+# (Service Quotas raises none of it).
+_REMEDIES = {
+    "LimitExceeded": (
+        "No request raises the size of a role's policies: reference databases from fewer "
+        "services, or delete buckets, in that project, then retry."
+    ),
+}
 _PATTERN = re.compile(r"QuotaExceeded|QuotaForCustomerExceeded|LimitExceeded$|^TooMany")
 _RATE = re.compile(r"\brate\b|throttl", re.IGNORECASE)
 
@@ -70,4 +78,5 @@ def quota_error(code: str, message: str) -> QuotaExceededError | None:
         what = f"a quota of this service ({code})"
     else:
         return None
-    return QuotaExceededError(f"Your AWS account has reached its limit of {what}. {_REMEDY}")
+    remedy = _REMEDIES.get(code, _REMEDY)
+    return QuotaExceededError(f"Your AWS account has reached its limit of {what}. {remedy}")
