@@ -80,6 +80,26 @@ def test_a_task_definition_is_at_most_64_kib(admin: AwsSession) -> None:
     assert register(2 * fits) == "ClientException"
 
 
+def test_a_security_groups_name_and_description_are_of_ec2s_characters(admin: AwsSession) -> None:
+    ec2 = admin.client("ec2")
+    vpc_id = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+
+    def create(name: str, description: str) -> str:
+        try:
+            ec2.create_security_group(GroupName=name, Description=description, VpcId=vpc_id)
+        except ClientError as error:
+            return str(error.response["Error"]["Code"])
+        return "created"
+
+    assert create("capstan-ok", "Capstan cache: Valkey over TLS (port 6379) #1 {a=b}") == "created"
+    assert create("apostrophe", "from the project's services") == "InvalidParameterValue"
+    assert create("accent", "caché") == "InvalidParameterValue"
+    assert create("long", "d" * 256) == "InvalidParameterValue"
+    assert create("longest", "d" * 255) == "created"
+    assert create("it's", "a name of the same set") == "InvalidParameterValue"
+    assert create("sg-1", "a name like an id") == "InvalidParameterValue"
+
+
 def test_a_service_name_in_use_is_refused_unless_the_create_is_retried(admin: AwsSession) -> None:
     """ECS refuses a CreateService whose name an ACTIVE service holds ("not idempotent"), unless
     it is a retry of the request that made it (the same client token and parameters), which it

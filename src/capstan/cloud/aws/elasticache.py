@@ -141,7 +141,7 @@ def ensure_security_group(
         project_id,
         cache_id,
         name=security_group_name(cache_id),
-        description="Capstan cache: Valkey over TLS from the project's services",
+        description="Capstan cache: Valkey over TLS from the project services",
         port=PORT,
         vpc_id=vpc_id,
         services_group_id=services_group_id,

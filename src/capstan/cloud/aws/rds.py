@@ -248,7 +248,7 @@ def ensure_security_group(
         project_id,
         database_id,
         name=security_group_name(database_id),
-        description="Capstan database: PostgreSQL over TLS from the project's services",
+        description="Capstan database: PostgreSQL over TLS from the project services",
         port=PORT,
         vpc_id=vpc_id,
         services_group_id=services_group_id,

@@ -4,15 +4,21 @@
   `Advanced`; `Intelligent-Tiering` stores a value as standard when it fits, else advanced (and
   the parameter shows the tier it got, as in AWS).
 - ECS `RegisterTaskDefinition`: a task definition is at most 64 KiB (the request's JSON).
+- EC2 `CreateSecurityGroup`: a group's name and description are at most 255 characters of
+  `a-zA-Z0-9`, spaces and `._-:/()#,@[]+=&;{}!$*` (no apostrophe, nothing beyond ASCII), and a
+  name does not start with `sg-` — `InvalidParameterValue`.
 
 `install()` adds the checks (once per process).
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
+from moto.ec2.exceptions import EC2ClientError
+from moto.ec2.models.security_groups import SecurityGroupBackend
 from moto.ecs.exceptions import EcsClientException
 from moto.ecs.responses import EC2ContainerServiceResponse
 from moto.ssm.exceptions import ValidationException
@@ -21,6 +27,7 @@ from moto.ssm.models import SimpleSystemManagerBackend
 STANDARD_VALUE_CHARS = 4096
 ADVANCED_VALUE_CHARS = 8192
 TASK_DEFINITION_BYTES = 64 * 1024
+_GROUP_TEXT = re.compile(r"[a-zA-Z0-9 ._\-:/()#,@\[\]+=&;{}!$*]{1,255}")
 _MARK = "_capstan_limits"
 _install_lock = threading.Lock()
 
@@ -44,12 +51,28 @@ def parameter_tier(tier: str | None, value: str) -> str:
     return tier
 
 
+def check_security_group(name: str, description: str) -> None:
+    """EC2's refusal of a security group's name or description outside its character set."""
+    for parameter, value in (("GroupName", name), ("GroupDescription", description)):
+        if not _GROUP_TEXT.fullmatch(value or ""):
+            raise EC2ClientError(
+                "InvalidParameterValue",
+                f"Value ({value}) for parameter {parameter} is invalid. Valid values are strings "
+                "of at most 255 characters from a-zA-Z0-9 ._-:/()#,@[]+=&;{}!$*",
+            )
+    if name.lower().startswith("sg-"):
+        raise EC2ClientError(
+            "InvalidParameterValue", f"Group names may not be in the format sg-*: {name}"
+        )
+
+
 def install() -> None:
     with _install_lock:
         if getattr(SimpleSystemManagerBackend.put_parameter, _MARK, False):
             return
         put_parameter = SimpleSystemManagerBackend.put_parameter
         register = EC2ContainerServiceResponse.register_task_definition
+        create_group = SecurityGroupBackend.create_security_group
 
         def checked_put_parameter(
             self: SimpleSystemManagerBackend,
@@ -72,6 +95,13 @@ def install() -> None:
                 )
             return register(self)
 
+        def checked_create_group(
+            self: SecurityGroupBackend, name: str, description: str, *args: Any, **kwargs: Any
+        ) -> Any:
+            check_security_group(name, description)
+            return create_group(self, name, description, *args, **kwargs)
+
         setattr(checked_put_parameter, _MARK, True)
         SimpleSystemManagerBackend.put_parameter = checked_put_parameter  # type: ignore[method-assign]
         EC2ContainerServiceResponse.register_task_definition = checked_register  # type: ignore[method-assign]
+        SecurityGroupBackend.create_security_group = checked_create_group  # type: ignore[method-assign]
