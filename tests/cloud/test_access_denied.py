@@ -39,9 +39,11 @@ def test_a_bodiless_refusal_names_the_operation() -> None:
     assert "was refused HeadBucket" in error.message
 
 
-def test_a_refused_assume_role_keeps_its_own_words() -> None:
+def test_a_refused_assume_role_is_said_in_capstans_words() -> None:
     message = (
         "User: arn:aws:iam::1:user/cp is not authorized to perform: sts:AssumeRole on resource: x"
     )
     error = translate(_error("AccessDenied", message, 403, "AssumeRole"))
-    assert error.message == message
+    assert error.message.startswith("AWS refused AssumeRole (AccessDenied)")
+    assert "arn:aws:iam::1" not in error.message  # AWS's words name Capstan's own principal
+    assert error.detail == message

@@ -105,7 +105,8 @@ def test_verify_role_refused(endpoint: Endpoint) -> None:
 
     error = with_cloud(sandbox_settings(endpoint.url), verify_wrong)
     assert error.code == "access_denied"
-    assert error.message == (
+    assert error.message.startswith("AWS refused AssumeRole (AccessDenied)")
+    assert error.detail == (
         f"User: {operator_principal(endpoint)} is not authorized to perform: sts:AssumeRole on "
         f"resource: arn:aws:iam::{role.account_id}:role/CapstanAccess"
     )

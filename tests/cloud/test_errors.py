@@ -40,7 +40,11 @@ def test_client_errors(code: str, status: int, kind: type, machine_code: str) ->
     error = translate(client_error(code, status))
     assert type(error) is kind
     assert error.code == machine_code
-    assert error.message == "It failed."
+    # AWS's words go to the log (`str`), never into the message a response shows.
+    assert "It failed" not in error.message
+    assert "AssumeRole" in error.message and code in error.message
+    assert error.detail == "It failed."
+    assert "It failed." in str(error)
 
 
 def test_transport_and_parameter_errors() -> None:
@@ -50,6 +54,7 @@ def test_transport_and_parameter_errors() -> None:
     invalid = translate(ParamValidationError(report="RoleSessionName too short"))
     assert isinstance(invalid, TerminalCloudError)
     assert invalid.code == "invalid_parameters"
+    assert "RoleSessionName" not in invalid.message and "RoleSessionName" in str(invalid)
 
 
 def test_snake_case() -> None:

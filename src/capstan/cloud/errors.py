@@ -7,20 +7,30 @@
                                   something is deleted or the quota is raised
 
 `code` is a stable machine code in snake_case (`access_denied`, `throttling`,
-`cloud_unreachable`...); `message` is a sentence a person can act on.
+`cloud_unreachable`...); `message` is a sentence a person can act on, in Capstan's words: it is
+what a resource's `error` and a response show. `detail` is the cloud's own words, when it said
+any: they may quote parameters, ARNs and account ids, so they go to the log (`str(error)`) and
+never into a response.
 """
 
 from __future__ import annotations
 
 
 class CloudError(Exception):
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, detail: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return self.message if self.detail is None else f"{self.message} AWS: {self.detail}"
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
+        return (
+            f"{type(self).__name__}(code={self.code!r}, message={self.message!r}, "
+            f"detail={self.detail!r})"
+        )
 
 
 class RetryableCloudError(CloudError):

@@ -3,6 +3,7 @@ verification that connects (or disconnects) the account."""
 
 from __future__ import annotations
 
+import logging
 import secrets
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -19,6 +20,8 @@ from capstan.cloud_account.schemas import CloudAccountOut, VerificationOut, Veri
 from capstan.config import CloudMode, Settings
 from capstan.db import utcnow
 from capstan.errors import Unprocessable
+
+log = logging.getLogger(__name__)
 
 # 24 random bytes = 192 bits, as 32 URL-safe base64 characters ([A-Za-z0-9_-]: all valid in
 # sts:ExternalId).
@@ -121,6 +124,7 @@ async def verify(
         role_arn = await cloud.verify_role(body.account_id, body.role_name, body.external_id)
     except CloudError as error:
         role_arn = cloud.role_arn(body.account_id, body.role_name)
+        log.warning("verifying %s: %s", role_arn, error)
         if isinstance(error, TerminalCloudError):
             code = "assume_role_failed"
             message = (
@@ -129,7 +133,7 @@ async def verify(
             )
         else:
             code = "cloud_unavailable"
-            message = f"The role could not be checked just now ({error.message}); try again."
+            message = f"The role could not be checked just now ({error.code}); try again."
         if recorded:
             if isinstance(error, TerminalCloudError):
                 account.active = False

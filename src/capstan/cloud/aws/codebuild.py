@@ -202,7 +202,11 @@ def ensure_project(
             if _role_not_ready(error):
                 # A role made moments ago is not yet assumable by CodeBuild (IAM is eventually
                 # consistent); a later pass succeeds.
-                raise RetryableCloudError("build_role_not_ready", str(error)) from error
+                raise RetryableCloudError(
+                    "build_role_not_ready",
+                    "CodeBuild cannot assume the project's new build role yet.",
+                    detail=str(error),
+                ) from error
             if error_code(error) != "ResourceAlreadyExistsException":
                 raise
     return name

@@ -100,7 +100,9 @@ def create(
                 raise
             found = describe(session, cache_id)
             if found is None:  # deleted between the two calls: try again later
-                raise RetryableCloudError("cache_conflict", str(error)) from error
+                raise RetryableCloudError(
+                    "cache_conflict", "The cache was deleted while it was made.", detail=str(error)
+                ) from error
             return found
     return _parse(created["ServerlessCache"])
 

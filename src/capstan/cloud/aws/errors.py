@@ -80,17 +80,25 @@ def translate(error: Exception) -> CloudError:
         code = str(details.get("Code") or "Unknown")
         message = str(details.get("Message") or code)
         status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+        operation = error.operation_name or "a call"
         if code in _RETRYABLE_CODES or status >= 500:
-            return RetryableCloudError(snake_case(code), message)
+            return RetryableCloudError(
+                snake_case(code),
+                f"AWS could not answer {operation} just now ({code}).",
+                detail=message,
+            )
         quota = quota_error(code, message)
         if quota is not None:
+            quota.detail = message
             return quota
         if code == "LimitExceededException":  # a request rate (quota_error read the message)
-            return RetryableCloudError("throttling", message)
+            return RetryableCloudError(
+                "throttling", f"AWS is limiting the rate of {operation} ({code}).", detail=message
+            )
         if code in _ACCESS_DENIED_CODES or (status == 403 and code in ("403", "Forbidden")):
             # A HEAD request's refusal has no body: only the operation says what was refused.
             return access_denied(message, operation=error.operation_name)
-        return TerminalCloudError(snake_case(code), message)
+        return TerminalCloudError(snake_case(code), refused(operation, code), detail=message)
     if isinstance(
         error,
         EndpointConnectionError | ConnectTimeoutError | ReadTimeoutError | ConnectionClosedError,
@@ -101,16 +109,26 @@ def translate(error: Exception) -> CloudError:
     if isinstance(error, NoRegionError):
         return TerminalCloudError("no_region", str(error))
     if isinstance(error, ParamValidationError):
-        return TerminalCloudError("invalid_parameters", str(error))
+        # botocore's report quotes the parameters' values.
+        return TerminalCloudError(
+            "invalid_parameters",
+            "Capstan built a request the AWS SDK refused to send (invalid parameters).",
+            detail=str(error),
+        )
     if isinstance(error, BotoCoreError):
         return RetryableCloudError("cloud_client_error", str(error))
     raise TypeError(f"not a cloud error: {error!r}") from error
 
 
+def refused(operation: str, code: str) -> str:
+    """The sentence for a refusal Capstan has no words of its own for (AWS's are logged)."""
+    return f"AWS refused {operation} ({code}); the Capstan server's log has AWS's answer."
+
+
 def access_denied(message: str, *, operation: str | None = None) -> TerminalCloudError:
     """`access_denied`, in a sentence naming the permission the role lacks (read from AWS's
     "… is not authorized to perform: <action> on resource: <arn> …"), or the refused operation
-    when AWS said no more (a HEAD request); AWS's own words for a refused AssumeRole."""
+    when AWS said no more (a HEAD request); for a refused AssumeRole, that AWS refused it."""
     found = _NOT_AUTHORIZED.search(message)
     if found is None and operation and operation != "AssumeRole":
         return TerminalCloudError(
@@ -118,9 +136,12 @@ def access_denied(message: str, *, operation: str | None = None) -> TerminalClou
             f"The role Capstan uses in your AWS account was refused {operation}: it is missing a "
             f"permission that call needs. Update the {STACK_NAME} stack with the current "
             "template (GET /api/cloud_account/template).",
+            detail=message or None,
         )
     if found is None or found["action"] == "sts:AssumeRole":
-        return TerminalCloudError("access_denied", message)
+        return TerminalCloudError(
+            "access_denied", refused("AssumeRole", "AccessDenied"), detail=message
+        )
     resource = found["resource"]
     on = f" on {resource}" if resource and resource not in ("*", "?") else ""
     return TerminalCloudError(
@@ -128,6 +149,7 @@ def access_denied(message: str, *, operation: str | None = None) -> TerminalClou
         f"The role Capstan uses in your AWS account may not {found['action']}{on}: it is missing "
         f"the permission {found['action']}. Update the {STACK_NAME} stack with the current "
         "template (GET /api/cloud_account/template), then redeploy.",
+        detail=message,
     )
 
 

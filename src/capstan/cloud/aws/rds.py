@@ -158,7 +158,11 @@ def create(
                 raise
             found = describe(session, database_id)
             if found is None:  # deleted between the two calls: try again later
-                raise RetryableCloudError("database_conflict", str(error)) from error
+                raise RetryableCloudError(
+                    "database_conflict",
+                    "The database was deleted while it was made.",
+                    detail=str(error),
+                ) from error
             return found
     return _parse(created["DBInstance"])
 

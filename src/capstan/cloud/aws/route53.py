@@ -74,7 +74,7 @@ def upsert_alias(
     except TerminalCloudError as error:
         if _forget_zone(session, zone_id):
             # The zone `service_zone` kept may be gone (made again): the next attempt reads it.
-            raise RetryableCloudError(error.code, error.message) from error
+            raise RetryableCloudError(error.code, error.message, detail=error.detail) from error
         raise
 
 
