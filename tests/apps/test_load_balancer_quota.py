@@ -1,5 +1,6 @@
-"""The load balancer's rule quota reached through the API: the web server that needs one rule too
-many fails with the quota's sentence, and deploys once another web server is gone."""
+"""Elastic Load Balancing's quotas reached through the API: the web server that needs one rule too
+many, or a load balancer too many in the region, fails with the quota's sentence, and deploys
+once another web server (or project network) is gone."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from capstan.sandbox.cloud import quotas
-from tests.apps.helpers import Ready, ready
+from tests.apps.helpers import Ready, new_shop, ready
 from tests.apps.processes import account_sessions
 from tests.harness import Org
 from tests.polling import wait_until
@@ -29,6 +30,15 @@ def rules_of(shop: Ready) -> int:
             for listener in listeners["Listeners"]
             for rule in elbv2.describe_rules(ListenerArn=listener["ListenerArn"])["Rules"]
         )
+
+
+def balancers(shop: Ready) -> int:
+    """The load balancers in the organization's account and region."""
+    account_id = shop.org.api.get("/api/cloud_account").json()["account_id"]
+    url = shop.org.server.settings.sandbox_cloud_url
+    assert url
+    with account_sessions(url, account_id) as (customer, _operator):
+        return len(customer.client("elbv2").describe_load_balancers()["LoadBalancers"])
 
 
 @pytest.fixture
@@ -64,3 +74,35 @@ def test_the_rule_past_the_quota_fails_the_deployment_until_one_is_freed(
     wait_until(lambda: rules_of(shop) < 2, timeout=30, what="the deleted web server's rule")
     assert shop.org.api.post(f"{third}/redeploy").status_code == 202
     assert shop.wait_for(third, "running", "failed")["status"] == "running"
+
+
+@pytest.fixture
+def one_balancer() -> Iterator[None]:
+    """A region holds one load balancer (AWS: 50), so a second project's network is one too
+    many."""
+    before = quotas.configure(load_balancers_per_region=1)
+    yield
+    quotas.configure(load_balancers_per_region=before.load_balancers_per_region)
+
+
+def test_a_load_balancer_past_the_regions_quota_fails_the_deployment_until_one_is_freed(
+    org: Org, one_balancer: None
+) -> None:
+    first: Ready = ready(org)
+    web = first.create_web_server(name="one")
+    first_path = f"{first.base}/web_servers/{web['id']}"
+    first.wait_for(first_path, "running")
+
+    second = new_shop(org, name="Second", stem="second")
+    other = second.create_web_server(name="two")
+    path = f"{second.base}/web_servers/{other['id']}"
+    assert second.wait_for(path, "running", "failed")["status"] == "failed"
+    (deployment,) = org.api.get(f"{path}/deployments").json()["deployments"]
+    assert "load balancers per region" in deployment["error"]
+    assert "TooManyLoadBalancers" not in deployment["error"]  # our sentence, not AWS's text
+
+    # The first project's network goes with its last web server: room for the second's.
+    assert org.api.delete(first_path).status_code == 204
+    wait_until(lambda: balancers(first) == 0, timeout=60, what="the first network to go")
+    assert org.api.post(f"{path}/redeploy").status_code == 202
+    assert second.wait_for(path, "running", "failed", timeout=90)["status"] == "running"

@@ -111,6 +111,9 @@ def test_trust_principal_of_a_caller(caller: str, principal: str) -> None:
     [
         ("VpcLimitExceeded", "The maximum number of VPCs has been reached.", "VPCs per region"),
         ("TooManyRules", "The maximum number of rules has been reached", "rules per load"),
+        ("TooManyLoadBalancers", "The quota for the number of load balancers", "balancers per"),
+        ("InstanceQuotaExceeded", "DB Instance quota exceeded", "RDS DB instances per region"),
+        ("DBSubnetGroupQuotaExceeded", "Cannot create more than 50", "RDS DB subnet groups"),
         ("AccountLimitExceededException", "Cannot have more than 0 builds", "CodeBuild"),
         ("NodeQuotaForCustomerExceeded", "Node quota reached.", "NodeQuotaForCustomerExceeded"),
         ("LimitExceededException", "Error: exceeded maximum number of certificates", "quota"),

@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud import iam_limits
+from capstan.sandbox.cloud import iam_limits, quotas
 from capstan.sandbox.cloud.accounts import organization_access
 from tests.sandbox.aws import new_account
 
@@ -200,3 +200,79 @@ def test_a_managed_policy_holds_6144_characters_and_a_role_takes_10(admin: AwsSe
         _refusal(lambda: iam.attach_role_policy(RoleName="limits-attached", PolicyArn=arn))
         == "LimitExceeded: Cannot exceed quota for PoliciesPerRole: 10"
     )
+
+
+@pytest.fixture
+def two_of_each() -> Iterator[None]:
+    """A region holds two load balancers, two DB instances and two DB subnet groups."""
+    before = quotas.configure(
+        load_balancers_per_region=2, db_instances_per_region=2, db_subnet_groups_per_region=2
+    )
+    yield
+    quotas.configure(
+        load_balancers_per_region=before.load_balancers_per_region,
+        db_instances_per_region=before.db_instances_per_region,
+        db_subnet_groups_per_region=before.db_subnet_groups_per_region,
+    )
+
+
+def _code(call: Any, **parameters: Any) -> str:
+    try:
+        call(**parameters)
+    except ClientError as error:
+        return str(error.response["Error"]["Code"])
+    return "made"
+
+
+def test_a_regions_load_balancers_db_instances_and_subnet_groups_are_counted(
+    admin: AwsSession, two_of_each: None
+) -> None:
+    ec2, elbv2, rds = (admin.client(name) for name in ("ec2", "elbv2", "rds"))
+    vpc_id = ec2.create_vpc(CidrBlock="10.8.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc_id, CidrBlock=f"10.8.{n}.0/24", AvailabilityZone=zone)[
+            "Subnet"
+        ]["SubnetId"]
+        for n, zone in enumerate(("us-east-1a", "us-east-1b"))
+    ]
+
+    def balancer(name: str) -> str:
+        return _code(elbv2.create_load_balancer, Name=name, Subnets=subnets)
+
+    assert [balancer(name) for name in ("lb-1", "lb-2", "lb-3")] == [
+        "made",
+        "made",
+        "TooManyLoadBalancers",
+    ]
+    assert balancer("lb-1") == "made"  # the same one again: nothing new to count
+
+    def subnet_group(name: str) -> str:
+        return _code(
+            rds.create_db_subnet_group,
+            DBSubnetGroupName=name,
+            DBSubnetGroupDescription="limits",
+            SubnetIds=subnets,
+        )
+
+    assert [subnet_group(name) for name in ("g1", "g2", "g3")] == [
+        "made",
+        "made",
+        "DBSubnetGroupQuotaExceeded",
+    ]
+
+    def instance(name: str) -> str:
+        return _code(
+            rds.create_db_instance,
+            DBInstanceIdentifier=name,
+            DBInstanceClass="db.t4g.micro",
+            Engine="postgres",
+            AllocatedStorage=20,
+            MasterUsername="capstan",
+            MasterUserPassword="a-long-password-1",
+        )
+
+    assert [instance(name) for name in ("db-1", "db-2", "db-3")] == [
+        "made",
+        "made",
+        "InstanceQuotaExceeded",
+    ]

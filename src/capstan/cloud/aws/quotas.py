@@ -38,6 +38,8 @@ _KNOWN: dict[str, str] = {
     "AccountLimitExceededException": (
         "concurrent CodeBuild builds (new accounts may start with 0 or 1)"
     ),
+    "InstanceQuotaExceeded": "RDS DB instances per region (40 by default)",
+    "DBSubnetGroupQuotaExceeded": "RDS DB subnet groups per region (50 by default)",
     "TooManyDistributions": "CloudFront distributions (200 by default)",
     "TooManyOriginAccessControls": "CloudFront origin access controls (100 by default)",
     "TooManyFunctions": "CloudFront functions (100 by default)",

@@ -1,6 +1,9 @@
 """Elastic Load Balancing's quotas and name limits, enforced as AWS enforces them (values from
 `quotas.quotas()`, so a test can lower one):
 
+- `CreateLoadBalancer`: at most `load_balancers_per_region` load balancers in an account's region
+  (50 Application Load Balancers by default) — `TooManyLoadBalancers`. moto counts nothing; the
+  count and the keeping hold one lock, as for rules.
 - `CreateRule`: at most `rules_per_load_balancer` rules (100 by default) over all the listeners of
   one load balancer, default rules not counted — `TooManyRules`. moto counts nothing. The count,
   moto's check that the priority is free (`PriorityInUse`) and the rule's keeping hold one lock
@@ -41,6 +44,11 @@ _install_lock = threading.Lock()
 class TooManyRulesError(ELBClientError):
     code = "TooManyRules"
     message = "The maximum number of rules has been reached"
+
+
+class TooManyLoadBalancersError(ELBClientError):
+    code = "TooManyLoadBalancers"
+    message = "The quota for the number of load balancers has been reached"
 
 
 def rule_count(backend: ELBv2Backend, listener_arn: str) -> int:
@@ -115,6 +123,15 @@ def install() -> None:
         create_rule = ELBv2Backend.create_rule
         modify_rule = ELBv2Backend.modify_rule
         create_target_group = ELBv2Backend.create_target_group
+        create_load_balancer = ELBv2Backend.create_load_balancer
+        balancers_lock = threading.Lock()
+
+        def checked_create_load_balancer(self: ELBv2Backend, name: str, **kwargs: Any) -> Any:
+            with balancers_lock:
+                taken = name in {item.name for item in list(self.load_balancers.values())}
+                if not taken and len(self.load_balancers) >= quotas().load_balancers_per_region:
+                    raise TooManyLoadBalancersError()
+                return create_load_balancer(self, name, **kwargs)
 
         def checked_create_rule(
             self: ELBv2Backend,
@@ -146,6 +163,7 @@ def install() -> None:
         ELBv2Backend.create_rule = checked_create_rule  # type: ignore[method-assign]
         ELBv2Backend.modify_rule = checked_modify_rule  # type: ignore[method-assign]
         ELBv2Backend.create_target_group = checked_create_target_group  # type: ignore[method-assign]
+        ELBv2Backend.create_load_balancer = checked_create_load_balancer  # type: ignore[method-assign,assignment]
         for name in _PAGED:
             setattr(ELBV2Response, name, _page_checked(getattr(ELBV2Response, name)))
         setattr(ELBv2Backend, _MARK, True)

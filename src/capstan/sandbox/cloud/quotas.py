@@ -28,6 +28,7 @@ class Quotas:
     vpcs_per_region: int = 5
     internet_gateways_per_region: int = 5
     security_groups_per_region: int = 2500
+    load_balancers_per_region: int = 50  # Application Load Balancers
     rules_per_load_balancer: int = 100  # the default rule counts, as in AWS
     host_header_value_chars: int = 128
     target_group_name_chars: int = 32
@@ -36,6 +37,8 @@ class Quotas:
     cloudfront_origin_access_controls: int = 100
     cloudfront_functions: int = 100
     acm_certificates: int = 2500
+    db_instances_per_region: int = 40
+    db_subnet_groups_per_region: int = 50
     # Docker Hub, not AWS: anonymous pulls per hour from one address (CodeBuild's are shared).
     dockerhub_anonymous_pulls_per_hour: int = 10
     # One page of FilterLogEvents: at most 10,000 events (and 1 MB, always enforced).

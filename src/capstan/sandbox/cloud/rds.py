@@ -14,6 +14,11 @@ instances move through AWS's statuses instead, and refuses what AWS refuses mean
   or failed (`InvalidDBInstanceState`); it takes the final snapshot at once and leaves the
   instance `deleting`, describable, until the simulator removes it (and, as moto does, its
   RDS-managed secret).
+
+It also counts AWS's quotas of an account's region (values from `quotas.quotas()`, so a test can
+lower one), which moto does not: at most `db_instances_per_region` instances (40 by default) —
+`InstanceQuotaExceeded` — and `db_subnet_groups_per_region` DB subnet groups (50) —
+`DBSubnetGroupQuotaExceeded`.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from moto.rds.exceptions import RDSClientError
 from moto.rds.models import RDSBackend
 
 from capstan.cloud.aws.names import RESOURCE_TAG
+from capstan.sandbox.cloud.quotas import quotas
 
 _MARK = "_capstan_rds_takes_time"
 _install_lock = threading.Lock()
@@ -95,13 +101,27 @@ def install() -> None:
         create = backend_class.create_db_instance
         modify = backend_class.modify_db_instance
         delete = backend_class.delete_db_instance
+        create_subnet_group = backend_class.create_subnet_group
         _original_delete = delete
 
         def create_db_instance(self: Any, db_kwargs: dict[str, Any]) -> Any:
             with lock:
+                new = db_kwargs.get("db_instance_identifier") not in self.databases
+                if new and len(self.databases) >= quotas().db_instances_per_region:
+                    raise RDSClientError("InstanceQuotaExceeded", "DB Instance quota exceeded")
                 database = create(self, db_kwargs)
                 move(database, "creating")
             return database
+
+        def checked_create_subnet_group(self: Any, subnet_name: str, *args: Any, **kw: Any) -> Any:
+            with lock:
+                limit = quotas().db_subnet_groups_per_region
+                if subnet_name not in self.subnet_groups and len(self.subnet_groups) >= limit:
+                    raise RDSClientError(
+                        "DBSubnetGroupQuotaExceeded",
+                        f"Cannot create more than {limit} DB subnet groups",
+                    )
+                return create_subnet_group(self, subnet_name, *args, **kw)
 
         def modify_db_instance(
             self: Any, db_instance_identifier: str, db_kwargs: dict[str, Any]
@@ -151,4 +171,5 @@ def install() -> None:
         backend_class.create_db_instance = create_db_instance
         backend_class.modify_db_instance = modify_db_instance
         backend_class.delete_db_instance = delete_db_instance
+        backend_class.create_subnet_group = checked_create_subnet_group
         setattr(RDSBackend, _MARK, True)
