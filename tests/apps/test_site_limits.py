@@ -1,7 +1,8 @@
 """Static websites within a fresh account's limits: a certificate per project (its wildcard), not
 per hostname, so a long site name deploys where ACM refuses its hostname as a certificate's name;
-a suffix too long for ACM fails the site with what to do; and one origin access control and one
-viewer function serve every site of the account."""
+a suffix too long for ACM is refused (and, on a project made before that, fails the site with
+what to do); and one origin access control and one viewer function serve every site of the
+account."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from collections.abc import Iterator
 
 import pytest
 from botocore.exceptions import ClientError
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.projects.models import Project
 from capstan.sandbox.cloud import quotas
 from tests.apps.helpers import Ready, ready
 from tests.apps.test_static_websites import account, create_site
-from tests.harness import Org
+from tests.harness import Org, run_db
 
 LONG_NAME = "the-documentation-of-our-product-in-full"  # 40 characters, the longest name
 
@@ -46,7 +49,17 @@ def test_a_suffix_too_long_for_acm_fails_the_site_until_it_is_shortened(org: Org
     wildcard_chars = len(f"*.{long_suffix}.{domain}")
     assert wildcard_chars > 64
     patched = org.api.patch(shop.base, json={"hostname_suffix": long_suffix})
-    assert patched.status_code == 200, patched.text
+    assert patched.status_code == 400, patched.text
+    assert patched.json()["details"][0]["field"] == "hostname_suffix"
+
+    # A project whose suffix was chosen before suffixes were measured.
+    async def lengthen(session: AsyncSession) -> None:
+        project = await session.get(Project, shop.project["id"])
+        assert project is not None
+        project.hostname_suffix = long_suffix
+        await session.commit()
+
+    run_db(org.server.settings, lengthen)
     path = site_path(shop, create_site(shop))
     assert shop.wait_for(path, "running", "failed", timeout=60)["status"] == "failed"
     (deployment,) = org.api.get(f"{path}/deployments").json()["deployments"]

@@ -179,6 +179,39 @@ def test_a_certificate_is_requested_live_and_once(connected: Org) -> None:
     assert connected.api.get(shop.base).json()["certificate_arn"] == first
 
 
+def test_a_suffix_longer_than_a_certificate_can_cover_is_refused(connected: Org) -> None:
+    """ACM takes a domain name of at most 64 characters (the sandbox refuses a longer one as ACM
+    does): a suffix whose `*.<suffix>.<domain>` is longer is refused when it is chosen, not when
+    the certificate is asked for."""
+    org = connected
+    domain = org.server.settings.domain
+    longest = 64 - len(f"*..{domain}")
+    stem = org.server.unique("long")
+    suffix = stem + "-" + "a" * (longest - len(stem) - 1)
+
+    def create(hostname_suffix: str) -> Any:
+        return org.api.post(
+            "/api/projects", json={"name": "Long", "hostname_suffix": hostname_suffix}
+        )
+
+    refused = create(suffix + "b")
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["details"][0]["field"] == "hostname_suffix"
+    assert f"at most {longest} characters" in refused.json()["message"]
+
+    made = create(suffix)
+    assert made.status_code == 201, made.text
+    base = f"/api/projects/{made.json()['id']}"
+    started = org.api.post(f"{base}/certificate")
+    assert started.status_code == 202, started.text
+    shop = Ready(org=org, project=made.json())
+    assert project_when(shop, "issued")["hostname_suffix"] == suffix
+
+    patched = org.api.patch(base, json={"hostname_suffix": suffix + "c"})
+    assert patched.status_code == 400, patched.text
+    assert org.api.get(base).json()["hostname_suffix"] == suffix
+
+
 def test_a_certificate_is_validated_by_a_record_in_the_operator_zone(connected: Org) -> None:
     org = connected
     shop = new_shop(org)

@@ -28,6 +28,12 @@ def wildcard(hostname_suffix: str, domain: str) -> str:
     return f"*.{hostname_suffix}.{domain.rstrip('.')}"
 
 
+def longest_suffix(domain: str) -> int:
+    """The longest hostname suffix a project certificate can cover under `domain`: ACM takes a
+    domain name of at most 64 characters (`*.<hostname_suffix>.<domain>`)."""
+    return acm.DOMAIN_NAME_CHARS - len(wildcard("", domain))
+
+
 def idempotency_token(project_id: str, generation: int) -> str:
     """ACM's idempotency token (at most 32 word characters) for one generation of a project."""
     return hashlib.sha256(f"{project_id}:{generation}".encode()).hexdigest()[:32]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from capstan.cloud.aws import acm, cloudfront, names, route53
+from capstan.cloud.certificates import longest_suffix
 from capstan.cloud.errors import CloudError, TerminalCloudError
 from capstan.cloud.target import Target, TargetDriver
 
@@ -63,7 +64,7 @@ class SiteCertificates(TargetDriver):
         would refuse it, in a sentence that says how long a suffix may be."""
         domain = "*." + hostname.split(".", 1)[1]
         if len(domain) > acm.DOMAIN_NAME_CHARS:
-            longest = acm.DOMAIN_NAME_CHARS - len("*.") - len(f".{self._domain}")
+            longest = longest_suffix(self._domain)
             raise TerminalCloudError(
                 "certificate_domain_too_long",
                 f"The project's static websites need a certificate for {domain}, which is "

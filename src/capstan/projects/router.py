@@ -42,7 +42,9 @@ async def _list(reads: Reads, caller: Principal) -> Response:
 async def create_project(
     body: ProjectCreate, caller: Caller, session: DbSession, settings: AppSettings
 ) -> ProjectOut:
-    project = await service.create(session, caller, body, default_region=settings.default_region)
+    project = await service.create(
+        session, caller, body, default_region=settings.default_region, domain=settings.domain
+    )
     return ProjectOut.model_validate(project)
 
 
@@ -73,10 +75,15 @@ def _json(body: bytes) -> Response:
     summary="Rename a project or change its git settings",
 )
 async def update_project(
-    project_id: str, body: ProjectUpdate, caller: Caller, session: DbSession, kinds: AppKinds
+    project_id: str,
+    body: ProjectUpdate,
+    caller: Caller,
+    session: DbSession,
+    kinds: AppKinds,
+    settings: AppSettings,
 ) -> ProjectOut:
     return ProjectOut.model_validate(
-        await service.update(session, caller, project_id, body, kinds=kinds)
+        await service.update(session, caller, project_id, body, kinds=kinds, domain=settings.domain)
     )
 
 

@@ -13,9 +13,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan import registry
 from capstan.auth.principal import Principal
+from capstan.cloud import certificates
 from capstan.db import flush_unique
 from capstan.db_reads import Reads
-from capstan.errors import BadRequest, HostnameSuffixTaken, NotFound, ProjectNotEmpty
+from capstan.errors import (
+    BadRequest,
+    HostnameSuffixTaken,
+    NotFound,
+    ProjectNotEmpty,
+    ValidationFailed,
+)
 from capstan.projects.models import Project
 from capstan.projects.schemas import (
     GitSettingsUpdate,
@@ -113,10 +120,35 @@ _LIST = (
 )
 
 
+def _require_certifiable(hostname_suffix: str, domain: str) -> None:
+    """A suffix the project's certificate (`*.<hostname_suffix>.<domain>`) can cover: ACM
+    refuses a longer name, and the project would never serve HTTPS."""
+    longest = certificates.longest_suffix(domain)
+    if len(hostname_suffix) > longest:
+        raise ValidationFailed(
+            f"hostname_suffix may be at most {longest} characters on this server: the "
+            f"project's certificate covers *.<hostname_suffix>.{domain}, and AWS Certificate "
+            "Manager takes at most 64 characters.",
+            details=[
+                {
+                    "field": "hostname_suffix",
+                    "type": "string_too_long",
+                    "message": f"at most {longest} characters",
+                }
+            ],
+        )
+
+
 async def create(
-    session: AsyncSession, caller: Principal, body: ProjectCreate, *, default_region: str
+    session: AsyncSession,
+    caller: Principal,
+    body: ProjectCreate,
+    *,
+    default_region: str,
+    domain: str,
 ) -> Project:
     region = body.region or default_region
+    _require_certifiable(body.hostname_suffix, domain)
     if region not in known_regions():
         raise BadRequest(
             f"Unknown region {region!r}; use an AWS region such as us-east-1.",
@@ -141,6 +173,7 @@ async def update(
     body: ProjectUpdate,
     *,
     kinds: Sequence[ResourceKind],
+    domain: str,
 ) -> Project:
     """Rename, change the hostname suffix (every kind hears of it: their hostnames move), the
     git settings or the preview settings (expiry, limit)."""
@@ -151,7 +184,9 @@ async def update(
         body.hostname_suffix is not None and body.hostname_suffix != project.hostname_suffix
     )
     if suffix_changed:
-        project.hostname_suffix = body.hostname_suffix  # type: ignore[assignment]
+        assert body.hostname_suffix is not None
+        _require_certifiable(body.hostname_suffix, domain)
+        project.hostname_suffix = body.hostname_suffix
     _apply_git_settings(project, body.git_settings)
     if "preview_ttl_hours" in body.model_fields_set:  # null: previews no longer expire
         project.preview_ttl_hours = body.preview_ttl_hours
