@@ -15,9 +15,8 @@ from tests.harness import Org
 @pytest.fixture
 def no_builds() -> Iterator[None]:
     """A new account whose CodeBuild concurrency is 0 (AWS gives some new accounts that)."""
-    before = quotas.configure(codebuild_concurrent_builds=0)
-    yield
-    quotas.configure(codebuild_concurrent_builds=before.codebuild_concurrent_builds)
+    with quotas.changed(codebuild_concurrent_builds=0):
+        yield
 
 
 def test_no_concurrent_builds_fails_the_deployment_until_the_quota_is_raised(

@@ -44,9 +44,8 @@ def balancers(shop: Ready) -> int:
 @pytest.fixture
 def two_rules() -> Iterator[None]:
     """A load balancer holds two rules (AWS: 100), so the third web server is one too many."""
-    before = quotas.configure(rules_per_load_balancer=2)
-    yield
-    quotas.configure(rules_per_load_balancer=before.rules_per_load_balancer)
+    with quotas.changed(rules_per_load_balancer=2):
+        yield
 
 
 def test_the_rule_past_the_quota_fails_the_deployment_until_one_is_freed(
@@ -80,9 +79,8 @@ def test_the_rule_past_the_quota_fails_the_deployment_until_one_is_freed(
 def one_balancer() -> Iterator[None]:
     """A region holds one load balancer (AWS: 50), so a second project's network is one too
     many."""
-    before = quotas.configure(load_balancers_per_region=1)
-    yield
-    quotas.configure(load_balancers_per_region=before.load_balancers_per_region)
+    with quotas.changed(load_balancers_per_region=1):
+        yield
 
 
 def test_a_load_balancer_past_the_regions_quota_fails_the_deployment_until_one_is_freed(

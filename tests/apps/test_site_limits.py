@@ -79,12 +79,8 @@ def test_a_suffix_too_long_for_acm_fails_the_site_until_it_is_shortened(org: Org
 @pytest.fixture
 def one_of_each() -> Iterator[None]:
     """An account that holds one origin access control and one function (AWS: 100 each)."""
-    before = quotas.configure(cloudfront_origin_access_controls=1, cloudfront_functions=1)
-    yield
-    quotas.configure(
-        cloudfront_origin_access_controls=before.cloudfront_origin_access_controls,
-        cloudfront_functions=before.cloudfront_functions,
-    )
+    with quotas.changed(cloudfront_origin_access_controls=1, cloudfront_functions=1):
+        yield
 
 
 def test_sites_and_previews_share_one_origin_access_control_and_one_function(

@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import management_session, organization_access
-from tests.sandbox.aws import new_account
+from tests.sandbox.aws import new_account, vpc_with_two_subnets
 
 REGION = "eu-west-1"  # not the sandbox's default: ACM works the same in every region
 
@@ -110,12 +110,7 @@ def test_a_certificate_in_use_cannot_be_deleted(sessions: tuple[AwsSession, AwsS
     assert _described(customer, arn)["Status"] == "ISSUED"
 
     ec2, elbv2 = customer.client("ec2"), customer.client("elbv2")
-    vpc = ec2.create_vpc(CidrBlock="10.2.0.0/16")["Vpc"]["VpcId"]
-    zones = [z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]]
-    subnets = [
-        ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=zone)["Subnet"]["SubnetId"]
-        for cidr, zone in zip(("10.2.0.0/20", "10.2.16.0/20"), zones, strict=False)
-    ]
+    _vpc, subnets = vpc_with_two_subnets(ec2, 2)
     balancer = elbv2.create_load_balancer(Name="acm-in-use", Subnets=subnets)["LoadBalancers"][0]
     listener = elbv2.create_listener(
         LoadBalancerArn=balancer["LoadBalancerArn"],

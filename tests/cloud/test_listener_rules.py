@@ -11,7 +11,7 @@ from moto.elbv2.models import FakeListener
 from capstan.cloud.aws import elbv2, host_rules, names
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from tests.cloud.deploy_helpers import new_id
-from tests.sandbox.aws import calls, calls_since
+from tests.sandbox.aws import calls, calls_since, vpc_with_two_subnets
 from tests.sandbox.between import second_between
 
 SERVERS = 60  # past the sandbox's page of 50, within its quota of 100 rules
@@ -21,13 +21,7 @@ def a_listener(admin: AwsSession, project_id: str) -> tuple[str, str]:
     """A load balancer's HTTP listener in a VPC of its own, made as the account's administrator:
     the VPC and the listener."""
     ec2, client = admin.client("ec2"), admin.client("elbv2")
-    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
-    subnets = [
-        ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.9.{index}.0/24", AvailabilityZone=zone)[
-            "Subnet"
-        ]["SubnetId"]
-        for index, zone in enumerate(("us-east-1a", "us-east-1b"))
-    ]
+    vpc, subnets = vpc_with_two_subnets(ec2, 9)
     balancer = client.create_load_balancer(
         Name=names.load_balancer_name(project_id),
         Subnets=subnets,

@@ -113,9 +113,8 @@ def test_target_groups_leave_in_30_seconds_and_their_names_fit(
 
 @pytest.fixture
 def one_rule() -> Iterator[None]:
-    before = quotas.configure(rules_per_load_balancer=1)
-    yield
-    quotas.configure(rules_per_load_balancer=before.rules_per_load_balancer)
+    with quotas.changed(rules_per_load_balancer=1):
+        yield
 
 
 def test_the_rule_past_the_quota_is_too_many_rules(

@@ -21,15 +21,12 @@ PAGE = 20  # events a FilterLogEvents page holds here (AWS: 10,000 or 1 MB)
 def sessions(endpoint: Endpoint) -> Iterator[tuple[AwsSession, AwsSession]]:
     """The access role (what the driver reads through) and the account's administrator."""
     account = new_account(endpoint, "logs")
-    before = quotas.configure(log_events_per_page=PAGE)
-    try:
-        with (
-            access_role(endpoint, account) as role,
-            organization_access(endpoint, account) as admin,
-        ):
-            yield role, admin
-    finally:
-        quotas.configure(log_events_per_page=before.log_events_per_page)
+    with (
+        quotas.changed(log_events_per_page=PAGE),
+        access_role(endpoint, account) as role,
+        organization_access(endpoint, account) as admin,
+    ):
+        yield role, admin
 
 
 def _write(admin: AwsSession, group: str, stream: str, lines: list[tuple[datetime, str]]) -> None:

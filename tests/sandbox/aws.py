@@ -37,6 +37,22 @@ def calls_since(
     return {key: made for key in after if (made := after[key] - before.get(key, 0))}
 
 
+def vpc_with_two_subnets(ec2: Any, second_octet: int) -> tuple[str, list[str]]:
+    """A VPC `10.<second_octet>.0.0/16` with a subnet in each of the region's first two zones
+    (what a load balancer needs), made by the caller's EC2 client: its id and the subnets' ids."""
+    vpc = str(ec2.create_vpc(CidrBlock=f"10.{second_octet}.0.0/16")["Vpc"]["VpcId"])
+    zones = [item["ZoneName"] for item in ec2.describe_availability_zones()["AvailabilityZones"]]
+    subnets = [
+        str(
+            ec2.create_subnet(
+                VpcId=vpc, CidrBlock=f"10.{second_octet}.{16 * index}.0/20", AvailabilityZone=zone
+            )["Subnet"]["SubnetId"]
+        )
+        for index, zone in enumerate(zones[:2])
+    ]
+    return vpc, subnets
+
+
 def new_account(endpoint: Endpoint, stem: str = "test") -> str:
     name = f"{stem}-{secrets.token_hex(4)}"
     return ensure_account(endpoint, name=name, email=f"{name}@accounts.sandbox.test")

@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud import iam_limits, quotas
 from capstan.sandbox.cloud.accounts import organization_access
-from tests.sandbox.aws import new_account
+from tests.sandbox.aws import new_account, vpc_with_two_subnets
 
 
 @pytest.fixture
@@ -205,15 +205,10 @@ def test_a_managed_policy_holds_6144_characters_and_a_role_takes_10(admin: AwsSe
 @pytest.fixture
 def two_of_each() -> Iterator[None]:
     """A region holds two load balancers, two DB instances and two DB subnet groups."""
-    before = quotas.configure(
+    with quotas.changed(
         load_balancers_per_region=2, db_instances_per_region=2, db_subnet_groups_per_region=2
-    )
-    yield
-    quotas.configure(
-        load_balancers_per_region=before.load_balancers_per_region,
-        db_instances_per_region=before.db_instances_per_region,
-        db_subnet_groups_per_region=before.db_subnet_groups_per_region,
-    )
+    ):
+        yield
 
 
 def _code(call: Any, **parameters: Any) -> str:
@@ -228,13 +223,7 @@ def test_a_regions_load_balancers_db_instances_and_subnet_groups_are_counted(
     admin: AwsSession, two_of_each: None
 ) -> None:
     ec2, elbv2, rds = (admin.client(name) for name in ("ec2", "elbv2", "rds"))
-    vpc_id = ec2.create_vpc(CidrBlock="10.8.0.0/16")["Vpc"]["VpcId"]
-    subnets = [
-        ec2.create_subnet(VpcId=vpc_id, CidrBlock=f"10.8.{n}.0/24", AvailabilityZone=zone)[
-            "Subnet"
-        ]["SubnetId"]
-        for n, zone in enumerate(("us-east-1a", "us-east-1b"))
-    ]
+    _vpc, subnets = vpc_with_two_subnets(ec2, 8)
 
     def balancer(name: str) -> str:
         return _code(elbv2.create_load_balancer, Name=name, Subnets=subnets)

@@ -6,7 +6,8 @@ quota in a real account runs out in the sandbox first. Process-wide like moto's 
 - `CAPSTAN_SANDBOX_QUOTAS="vpcs_per_region=10,codebuild_concurrent_builds=0"` sets values when the
   sandbox cloud starts (`capstan sandbox`, `capstan server --dev`, the tests' sandboxes);
 - `configure(name=value, ...)` changes them in a running process (tests: raise one, hit it, lower
-  the use, see the resource recover), answering the values before the change.
+  the use, see the resource recover), answering the values before the change; `changed(...)`
+  does so for a block, and gives the values back after it.
 
 Each check raises the error AWS raises (its code and a message in AWS's words), so the driver's
 error translation is what is tested, not a sandbox-only path.
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 
 ENVIRONMENT_VARIABLE = "CAPSTAN_SANDBOX_QUOTAS"
@@ -90,4 +93,14 @@ def configure(**changes: int) -> Quotas:
     return before
 
 
-__all__ = ["ENVIRONMENT_VARIABLE", "Quotas", "configure", "parse", "quotas"]
+@contextmanager
+def changed(**changes: int) -> Iterator[Quotas]:
+    """`changes` in force for the block (the quotas then in force), as they were after it."""
+    before = configure(**changes)
+    try:
+        yield quotas()
+    finally:
+        configure(**{name: getattr(before, name) for name in changes})
+
+
+__all__ = ["ENVIRONMENT_VARIABLE", "Quotas", "changed", "configure", "parse", "quotas"]
