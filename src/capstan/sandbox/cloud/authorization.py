@@ -23,7 +23,6 @@ show what was refused and why. An operation the sandbox cannot map to resources 
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -38,7 +37,7 @@ from moto.iam.models import iam_backends
 from moto.sts.models import sts_backends
 
 from capstan.sandbox.cloud import iam_catalogue, policy
-from capstan.sandbox.cloud.requests import Call, read_call
+from capstan.sandbox.cloud.requests import CALL, Call, read_body, read_call
 from capstan.sandbox.cloud.resources import ResourceGap, resources_for
 from capstan.sandbox.cloud.stats import ACCOUNT, OPERATION
 from capstan.sandbox.cloud.tags import find_role
@@ -155,10 +154,10 @@ class Authorizer:
     ) -> Iterable[bytes]:
         if "aws4_request" not in str(environ.get("HTTP_AUTHORIZATION", "")):
             return self._app(environ, start_response)
-        body = _read_body(environ)
-        call = read_call(environ, body)
+        call = read_call(environ, read_body(environ))
         if call is not None:
             environ[OPERATION] = f"{call.service}:{call.operation}"
+            environ[CALL] = call
         session = session_of(call.access_key) if call is not None else None
         if call is None or session is None:
             return self._app(environ, start_response)
@@ -224,19 +223,6 @@ class Authorizer:
         return None
 
 
-def _read_body(environ: dict[str, Any]) -> bytes:
-    try:
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    stream = environ.get("wsgi.input")
-    if stream is None or length <= 0:
-        return b""  # no body, or a chunked one: left for moto to read
-    body = bytes(stream.read(length))
-    environ["wsgi.input"] = io.BytesIO(body)
-    return body
-
-
 def _append(path: str, line: dict[str, Any]) -> None:
     with open(path, "a", encoding="utf-8") as out:
         out.write(json.dumps(line) + "\n")
@@ -268,7 +254,7 @@ def _access_denied(
     message = (
         f"User: {caller} is not authorized to perform: {action} on resource: {resource} {reason}"
     )
-    return _error(call, 403, "AccessDenied", message)
+    return error_response(call, 403, "AccessDenied", message)
 
 
 def _gap(call: Call, detail: str) -> tuple[str, list[tuple[str, str]], bytes]:
@@ -276,13 +262,14 @@ def _gap(call: Call, detail: str) -> tuple[str, list[tuple[str, str]], bytes]:
         f"The sandbox cannot authorize {call.signing_name}:{call.operation}: {detail}. "
         "Teach capstan.sandbox.cloud.resources this operation."
     )
-    return _error(call, 500, "SandboxAuthorizationGap", message)
+    return error_response(call, 500, "SandboxAuthorizationGap", message)
 
 
-def _error(
+def error_response(
     call: Call, status: int, code: str, message: str
 ) -> tuple[str, list[tuple[str, str]], bytes]:
-    reason = {403: "Forbidden", 500: "Internal Server Error"}[status]
+    """AWS's error answer to `call` in its protocol's shape: status line, headers, body."""
+    reason = {400: "Bad Request", 403: "Forbidden", 500: "Internal Server Error"}[status]
     protocol = call.protocol
     if protocol == "json":
         json_code = "AccessDeniedException" if code == "AccessDenied" else code

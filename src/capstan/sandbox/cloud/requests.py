@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import io
 import json
 import re
 import threading
@@ -45,6 +46,7 @@ class Call:
     access_key: str
     params: Mapping[str, str] = field(default_factory=dict)
     protocol: str = "json"  # how it was sent: json, query, ec2, rest-xml or rest-json
+    labels: Mapping[str, str] = field(default_factory=dict)  # a REST path's URI labels
 
     def get(self, *names: str) -> str | None:
         """The first of `names` present among the flattened parameters."""
@@ -58,6 +60,24 @@ class Call:
         """Values of every parameter whose dotted path fully matches the regex `pattern`."""
         compiled = re.compile(pattern)
         return [value for key, value in self.params.items() if compiled.fullmatch(key)]
+
+
+# Where the first middleware that read a request's call leaves it for the next (WSGI environ).
+CALL = "capstan.sandbox.call"
+
+
+def read_body(environ: dict[str, Any]) -> bytes:
+    """The request's body, read once and put back for whoever reads it next."""
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    stream = environ.get("wsgi.input")
+    if stream is None or length <= 0:
+        return b""  # no body, or a chunked one: left for moto to read
+    body = bytes(stream.read(length))
+    environ["wsgi.input"] = io.BytesIO(body)
+    return body
 
 
 def read_call(environ: Mapping[str, Any], body: bytes) -> Call | None:
@@ -105,7 +125,9 @@ def read_call(environ: Mapping[str, Any], body: bytes) -> Call | None:
                 params.update(_flatten(_json(body) if "rest-json" in protocols else _xml(body)))
                 params.update({f"header.{name}": value for name, value in headers.items()})
                 kind = "rest-json" if "rest-json" in protocols else "rest-xml"
-                return Call(service, signing_name, operation, region, access_key, params, kind)
+                return Call(
+                    service, signing_name, operation, region, access_key, params, kind, labels
+                )
     return None
 
 
