@@ -73,8 +73,15 @@ def test_bad_database_bodies_are_refused(connected: Org) -> None:
     assert unknown.status_code == 400, unknown.text
     assert unknown.json()["error"] == "unsupported_engine_version"
     assert "17" in unknown.json()["message"]
-    reserved = shop.org.api.post(databases, json={"name": "main", "username": "rdsadmin"})
-    assert reserved.status_code == 400 and reserved.json()["error"] == "reserved_name"
+    for field, value in (
+        ("username", "rdsadmin"),
+        ("username", "user"),
+        ("database_name", "order"),
+    ):
+        # RDS refuses PostgreSQL's reserved words as these names (so does the sandbox's RDS).
+        reserved = shop.org.api.post(databases, json={"name": "main", field: value})
+        assert reserved.status_code == 400 and reserved.json()["error"] == "reserved_name"
+        assert reserved.json()["details"][0]["field"] == field
     assert shop.org.api.get(databases).json() == {"databases": []}
 
 

@@ -7,6 +7,8 @@ import secrets
 from typing import Any
 
 import httpx
+import pytest
+from botocore.exceptions import ClientError
 
 from capstan.cloud.access_role import STACK_NAME, role_template
 from capstan.cloud.aws import sts
@@ -35,6 +37,13 @@ def calls_since(
     """The calls by operation made since `calls` answered `before` (those made at least once)."""
     after = calls(endpoint, account)
     return {key: made for key in after if (made := after[key] - before.get(key, 0))}
+
+
+def refusal(call: Any, **parameters: Any) -> dict[str, str]:
+    """The error AWS (the sandbox) answers `call(**parameters)` with: its `Code` and `Message`."""
+    with pytest.raises(ClientError) as refused:
+        call(**parameters)
+    return dict(refused.value.response["Error"])
 
 
 def vpc_with_two_subnets(ec2: Any, second_octet: int) -> tuple[str, list[str]]:

@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud import iam_limits, quotas
 from capstan.sandbox.cloud.accounts import organization_access
-from tests.sandbox.aws import new_account, vpc_with_two_subnets
+from tests.sandbox.aws import new_account, refusal, vpc_with_two_subnets
 
 
 @pytest.fixture
@@ -259,6 +259,19 @@ def test_a_regions_load_balancers_db_instances_and_subnet_groups_are_counted(
             MasterUsername="capstan",
             MasterUserPassword="a-long-password-1",
         )
+
+    # PostgreSQL's reserved words are no master user's name, nor a database's.
+    reserved = refusal(
+        rds.create_db_instance,
+        DBInstanceIdentifier="db-reserved",
+        DBInstanceClass="db.t4g.micro",
+        Engine="postgres",
+        AllocatedStorage=20,
+        MasterUsername="user",
+        MasterUserPassword="a-long-password-1",
+    )
+    assert reserved["Code"] == "InvalidParameterValue"
+    assert "MasterUsername user cannot be used" in reserved["Message"]
 
     assert [instance(name) for name in ("db-1", "db-2", "db-3")] == [
         "made",

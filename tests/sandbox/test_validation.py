@@ -4,27 +4,19 @@ value and the constraint, and nothing reaches moto."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
-from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
-from tests.sandbox.aws import new_account
+from tests.sandbox.aws import new_account, refusal
 
 
 @pytest.fixture
 def admin(endpoint: Endpoint) -> Iterator[AwsSession]:
     with organization_access(endpoint, new_account(endpoint, "model")) as session:
         yield session
-
-
-def refusal(call: Callable[..., Any], **parameters: Any) -> dict[str, str]:
-    with pytest.raises(ClientError) as refused:
-        call(**parameters)
-    return dict(refused.value.response["Error"])
 
 
 def test_a_pattern_a_length_and_a_range_are_checked_in_every_protocol(admin: AwsSession) -> None:

@@ -258,7 +258,10 @@ class DatabaseDriver:
         )
 
 
+RESERVED_WORDS = aws.RESERVED_WORDS
+
 __all__ = [
+    "RESERVED_WORDS",
     "DatabaseConnection",
     "DatabaseDriver",
     "DatabaseMetrics",

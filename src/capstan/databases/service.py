@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.auth.principal import Principal
 from capstan.cloud.databases import (
     ENGINE_VERSIONS,
+    RESERVED_WORDS,
     DatabaseDriver,
     DatabaseMetrics,
     console_url,
@@ -57,7 +58,8 @@ CREATING, AVAILABLE, MODIFYING, DELETING, FAILED = (
 )
 # The settings the cloud's instance converges to (a rename is the label only).
 SETTINGS = ("storage_gb", "high_availability", "backup_retention_days")
-# Role and database names RDS or PostgreSQL keep for themselves.
+# Role and database names RDS or PostgreSQL keep for themselves (beside PostgreSQL's reserved
+# key words, `RESERVED_WORDS`).
 RESERVED_PREFIXES = ("rds", "pg_")
 RESERVED_NAMES = frozenset({"postgres", "template0", "template1", "admin", "public"})
 STATES = StateMachine(
@@ -148,7 +150,8 @@ async def get(
 def _check_identifiers(body: DatabaseCreate) -> None:
     for field in ("database_name", "username"):
         value = getattr(body, field)
-        if value in RESERVED_NAMES or value.startswith(RESERVED_PREFIXES):
+        reserved = value in RESERVED_NAMES or value in RESERVED_WORDS
+        if reserved or value.startswith(RESERVED_PREFIXES):
             raise ReservedDatabaseName(
                 f"{field} {value!r} is reserved by PostgreSQL or RDS; choose another.",
                 details=[{"field": field, "type": "reserved_name", "message": value}],

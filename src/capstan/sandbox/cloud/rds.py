@@ -31,6 +31,7 @@ from moto.rds.exceptions import RDSClientError
 from moto.rds.models import RDSBackend
 
 from capstan.cloud.aws.names import RESOURCE_TAG
+from capstan.cloud.aws.rds import RESERVED_WORDS
 from capstan.sandbox.cloud.quotas import quotas
 
 _MARK = "_capstan_rds_takes_time"
@@ -92,6 +93,19 @@ def remove(backend: Any, identifier: str) -> None:
 _original_delete: Any = None
 
 
+def check_names(db_kwargs: Any) -> None:
+    """RDS's refusal of a PostgreSQL reserved word as the master user's or database's name."""
+    if db_kwargs.get("engine") != "postgres":
+        return
+    for parameter, key in (("MasterUsername", "master_username"), ("DBName", "db_name")):
+        value = str(db_kwargs.get(key) or "")
+        if value.lower() in RESERVED_WORDS:
+            raise RDSClientError(
+                "InvalidParameterValue",
+                f"{parameter} {value} cannot be used as it is a reserved word used by the engine",
+            )
+
+
 def install() -> None:
     global _original_delete
     with _install_lock:
@@ -106,6 +120,7 @@ def install() -> None:
 
         def create_db_instance(self: Any, db_kwargs: dict[str, Any]) -> Any:
             with lock:
+                check_names(db_kwargs)
                 new = db_kwargs.get("db_instance_identifier") not in self.databases
                 if new and len(self.databases) >= quotas().db_instances_per_region:
                     raise RDSClientError("InstanceQuotaExceeded", "DB Instance quota exceeded")
