@@ -62,6 +62,15 @@ def test_a_pattern_a_length_and_a_range_are_checked_in_every_protocol(admin: Aws
     assert error["Code"] == "ValidationError"
     assert "value less than or equal to 400" in error["Message"]
 
+    # REST-XML (Route 53) and REST-JSON (Bedrock): members in the request's path.
+    error = refusal(admin.client("route53").list_resource_record_sets, HostedZoneId="Z" * 33)
+    assert error["Code"] == "InvalidInput"
+    assert "at 'hostedZoneId'" in error["Message"] and "or equal to 32" in error["Message"]
+    bedrock = admin.client("bedrock")
+    error = refusal(bedrock.get_foundation_model, modelIdentifier="m" * 2049)
+    assert error["Code"] == "ValidationException"
+    assert "at 'modelIdentifier'" in error["Message"]
+
 
 def test_what_the_model_allows_passes_and_patterns_python_cannot_read_are_not_refused(
     admin: AwsSession,
