@@ -299,8 +299,7 @@ def test_cost_explorer_is_asked_once_per_period_and_unavailable_says_why(shop: R
         usd, why = month_to_date()
         assert usd is None and "not an active cost allocation tag" in why
         age_spend_answers(org.server, cache.unavailable_seconds)
-        # Activated now by the server's clock, which the tests of this server move forward
-        # (by more than a day once several of them ran on it): a day before the figures are whole.
+        # Activated now: a day before the figures are whole.
         ledger.set_tag_status(account_id, "capstan:resource", active=True, at=cache.clock())
         usd, why = month_to_date()
         assert usd is None and "less than 24 hours ago" in why

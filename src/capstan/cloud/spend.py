@@ -11,7 +11,7 @@ per (account, month); a reason there is no figure (the tag not active, Cost Expl
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from capstan.cloud.aws import cost
@@ -52,6 +52,12 @@ class SpendCache:
         self.unavailable_seconds = unavailable_seconds
         self.clock = clock
         self._answers: dict[tuple[str, str, str], tuple[datetime, object]] = {}
+
+    def age(self, seconds: float) -> None:
+        """Everything remembered becomes `seconds` older, the clock unmoved (tests: a period
+        passes, and a figure read afterwards is still of this month)."""
+        shift = timedelta(seconds=seconds)
+        self._answers = {key: (at - shift, kept) for key, (at, kept) in self._answers.items()}
 
     async def month_to_date(
         self,
