@@ -55,8 +55,7 @@ def test_a_pattern_a_length_and_a_range_are_checked_in_every_protocol(admin: Aws
     assert error["Code"] == "ValidationError"
     assert "at 'path'" in error["Message"]
 
-    # Query (Elastic Load Balancing): a page is at most 400 — answered here, before the
-    # sandbox's own check of it in moto (`load_balancer_limits`, "between 1 and 400") is reached.
+    # Query (Elastic Load Balancing): a page is at most 400.
     elbv2 = admin.client("elbv2")
     error = refusal(elbv2.describe_target_groups, PageSize=401)
     assert error["Code"] == "ValidationError"

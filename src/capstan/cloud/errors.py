@@ -46,8 +46,8 @@ class QuotaExceededError(TerminalCloudError):
     it, but not forever: it holds until a resource is deleted or the quota raised, so what failed
     on one may try again later (a resync) where a permanent refusal would not."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__("quota_exceeded", message)
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        super().__init__("quota_exceeded", message, detail=detail)
 
 
 __all__ = ["CloudError", "QuotaExceededError", "RetryableCloudError", "TerminalCloudError"]

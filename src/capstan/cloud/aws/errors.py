@@ -89,7 +89,6 @@ def translate(error: Exception) -> CloudError:
             )
         quota = quota_error(code, message)
         if quota is not None:
-            quota.detail = message
             return quota
         if code == "LimitExceededException":  # a request rate (quota_error read the message)
             return RetryableCloudError(

@@ -81,4 +81,6 @@ def quota_error(code: str, message: str) -> QuotaExceededError | None:
     else:
         return None
     remedy = _REMEDIES.get(code, _REMEDY)
-    return QuotaExceededError(f"Your AWS account has reached its limit of {what}. {remedy}")
+    return QuotaExceededError(
+        f"Your AWS account has reached its limit of {what}. {remedy}", detail=message
+    )

@@ -9,16 +9,15 @@
   moto's check that the priority is free (`PriorityInUse`) and the rule's keeping hold one lock
   (`moto_threads`): two creates at once could both pass either check, where AWS refuses the
   second.
-- `CreateRule`: a priority is 1 to 50,000 — `ValidationError` (botocore checks the least only,
-  moto nothing).
 - `CreateRule` / `ModifyRule`: a host-header value holds at most `host_header_value_chars`
   characters (128) — `ValidationError`. moto checks 128 only.
 - `CreateTargetGroup`: a name holds at most `target_group_name_chars` characters (32) —
   `ValidationError`. moto checks 32 only.
-- `DescribeRules`, `DescribeLoadBalancers`, `DescribeTargetGroups`: a `PageSize` is 1 to 400 —
-  `ValidationError` (botocore checks the least only). moto takes any; without one it answers 50
-  rules or load balancers a page (AWS more), so a caller that does not follow `NextMarker` misses
-  some sooner here than in AWS.
+
+A rule's priority (1 to 50,000) and a page's size (1 to 400) are in the model, which
+`validation` checks for every request. Without a `PageSize` moto answers 50 rules or load
+balancers a page (AWS more), so a caller that does not follow `NextMarker` misses some sooner here
+than in AWS.
 
 `install()` adds the checks to moto's backend (once per process).
 """
@@ -30,14 +29,10 @@ from typing import Any
 
 from moto.elbv2.exceptions import ELBClientError, ValidationError
 from moto.elbv2.models import ELBv2Backend
-from moto.elbv2.responses import ELBV2Response
 
 from capstan.sandbox.cloud.quotas import quotas
 
 _MARK = "_capstan_load_balancer_limits"
-_PAGED = ("describe_rules", "describe_load_balancers", "describe_target_groups")
-_LARGEST_PAGE = 400
-_PRIORITIES = range(1, 50_001)
 _install_lock = threading.Lock()
 
 
@@ -91,30 +86,6 @@ def check_target_group_name(name: str) -> None:
         )
 
 
-def check_priority(priority: object) -> None:
-    if int(str(priority)) not in _PRIORITIES:
-        raise ValidationError(
-            f"1 validation error detected: Value '{priority}' at 'priority' failed to satisfy "
-            f"constraint: Member must have value less than or equal to {_PRIORITIES[-1]}"
-        )
-
-
-def check_page_size(size: int | None) -> None:
-    if size is not None and not 1 <= size <= _LARGEST_PAGE:
-        raise ValidationError(
-            f"1 validation error detected: Value '{size}' at 'pageSize' failed to satisfy "
-            f"constraint: Member must have value between 1 and {_LARGEST_PAGE}"
-        )
-
-
-def _page_checked(describe: Any) -> Any:
-    def checked(self: ELBV2Response) -> Any:
-        check_page_size(self._get_int_param("PageSize"))
-        return describe(self)
-
-    return checked
-
-
 def install() -> None:
     with _install_lock:
         # The mark is on the class: `vpc_checks` wraps `create_rule` again afterwards.
@@ -141,7 +112,6 @@ def install() -> None:
             **kwargs: Any,
         ) -> Any:
             check_host_headers(conditions)
-            check_priority(kwargs.get("priority"))
             if rule_count(self, listener_arn) >= quotas().rules_per_load_balancer:
                 raise TooManyRulesError()
             return create_rule(self, listener_arn, conditions, **kwargs)
@@ -164,6 +134,4 @@ def install() -> None:
         ELBv2Backend.modify_rule = checked_modify_rule  # type: ignore[method-assign]
         ELBv2Backend.create_target_group = checked_create_target_group  # type: ignore[method-assign]
         ELBv2Backend.create_load_balancer = checked_create_load_balancer  # type: ignore[method-assign,assignment]
-        for name in _PAGED:
-            setattr(ELBV2Response, name, _page_checked(getattr(ELBV2Response, name)))
         setattr(ELBv2Backend, _MARK, True)
