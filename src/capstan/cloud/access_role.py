@@ -186,8 +186,8 @@ def boundary_statements() -> list[dict[str, Any]]:
             },
         },
         {
-            # A task's execution role reads the master secrets of the databases its services
-            # reference (exactly those: see `iam.put_database_secrets`).
+            # A task's execution role reads the master secrets of the project's databases its
+            # services reference (one grant a database: see `iam.grant_database_secret`).
             "Sid": "ReadDatabaseSecrets",
             "Effect": "Allow",
             "Action": "secretsmanager:GetSecretValue",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from capstan.cloud.aws import cloudwatch, names, network
+from capstan.cloud.aws import cloudwatch, iam, names, network
 from capstan.cloud.aws import rds as aws
 from capstan.cloud.aws.cost import console_url
 from capstan.cloud.aws.session import AwsSession
@@ -184,10 +184,10 @@ class DatabaseDriver:
                 state = _state(modified)
         return state
 
-    def delete(self, database_id: str, *, final_snapshot: bool) -> bool:
+    def delete(self, database_id: str, project_id: str, *, final_snapshot: bool) -> bool:
         """Lift the deletion protection, delete the instance (with its final snapshot unless
-        told not to), then its subnet and security groups; True when nothing of it is left but
-        the final snapshot."""
+        told not to), then its subnet and security groups and the project's execution role's
+        grant of its secret; True when nothing of it is left but the final snapshot."""
         instance = aws.describe(self._customer, database_id)
         if instance is not None:
             if _state(instance).status in ("available", "failed"):
@@ -197,7 +197,10 @@ class DatabaseDriver:
                     aws.delete(self._customer, database_id, final_snapshot=final_snapshot)
             return False  # being created, modified or deleted: ask again later
         aws.delete_subnet_group(self._customer, database_id)
-        return aws.delete_security_group(self._customer, database_id)
+        if not aws.delete_security_group(self._customer, database_id):
+            return False
+        iam.revoke_database_secret(self._customer, project_id, database_id)
+        return True
 
     def final_snapshot_exists(self, database_id: str) -> bool:
         return aws.final_snapshot_exists(self._customer, database_id)

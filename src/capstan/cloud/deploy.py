@@ -45,7 +45,7 @@ from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.aws.ssm import MAX_VALUE_BYTES
 from capstan.cloud.builds import Build, BuildDriver, BuildSpec
 from capstan.cloud.credentials import utcnow
-from capstan.cloud.databases import PASSWORD_VARIABLE, DatabaseDriver
+from capstan.cloud.databases import PASSWORD_VARIABLE, DatabaseConnection, DatabaseDriver
 from capstan.cloud.errors import CloudError, TerminalCloudError
 from capstan.cloud.fargate import memory_problem
 from capstan.cloud.network import NetworkDriver, ProjectCache
@@ -170,20 +170,26 @@ class Deployer(TargetDriver):
         """SecureString parameters of `version` of the target's environment, exactly the
         non-empty `variables`; where each one is. Each of `databases` (variable name -> database
         id) is the database's connection URL, with `PGPASSWORD` from its RDS-managed secret,
-        which the project's execution role may then read (and no other database's). `first`:
-        the target's first deployment (`iam.put_database_secrets`)."""
+        which the project's execution role may then read (`iam.grant_database_secret`).
+        `first`: the target's first deployment, so no earlier one can have left a grant of its
+        own (`iam.remove_target_secrets`)."""
         stored = ssm.put_environment(
             self._customer, target.project_id, target.resource_id, variables, version
         )
-        parameters, plain, secrets = dict(stored.parameters), dict(stored.plain), set()
+        parameters, plain = dict(stored.parameters), dict(stored.plain)
+        found: dict[str, DatabaseConnection] = {}
         for name, database_id in sorted((databases or {}).items()):
-            found = DatabaseDriver(self._customer).connection(database_id, target.project_id)
-            plain[name] = found.url
-            parameters[PASSWORD_VARIABLE] = found.password_from
-            secrets.add(found.secret_arn)
-        iam.put_database_secrets(
-            self._customer, target.project_id, target.resource_id, sorted(secrets), first=first
-        )
+            if database_id not in found:  # several variables may name one database
+                found[database_id] = DatabaseDriver(self._customer).connection(
+                    database_id, target.project_id
+                )
+                iam.grant_database_secret(
+                    self._customer, target.project_id, database_id, found[database_id].secret_arn
+                )
+            plain[name] = found[database_id].url
+            parameters[PASSWORD_VARIABLE] = found[database_id].password_from
+        if not first:
+            iam.remove_target_secrets(self._customer, target.project_id, target.resource_id)
         return ssm.StoredEnvironment(parameters, plain)
 
     def keep_images(self, target: Target, images: dict[str, str], *, first: bool = False) -> None:
@@ -388,7 +394,7 @@ class Deployer(TargetDriver):
         if target.hostname:
             route53.delete_record(self._operator, self._domain, target.hostname)
         ssm.delete_environment(self._customer, target.resource_id)
-        iam.put_database_secrets(self._customer, target.project_id, target.resource_id, [])
+        iam.remove_target_secrets(self._customer, target.project_id, target.resource_id)
         ssm.delete_build_tokens(self._customer, target.project_id, target.resource_id)
         codebuild.delete_project(self._customer, target.resource_id)
         ecr.delete_repository(self._customer, target.resource_id)

@@ -136,7 +136,9 @@ class DatabaseReconciler(RowReconciler[Database, DatabaseContext]):
             final_snapshot = not database.skip_final_snapshot
             async with service.driver_for(self._cloud, account, region) as driver:
                 done = await self._cloud.run(
-                    lambda: driver.delete(database.id, final_snapshot=final_snapshot)
+                    lambda: driver.delete(
+                        database.id, database.project_id, final_snapshot=final_snapshot
+                    )
                 )
             if not done:
                 return PollAgain(self._poll)

@@ -332,40 +332,64 @@ def role_created_at(session: AwsSession, role_arn: str) -> datetime | None:
     return created if created.tzinfo else created.replace(tzinfo=UTC)
 
 
-def database_secrets_policy(resource_id: str) -> str:
+def database_secrets_policy(database_id: str) -> str:
+    return f"capstan-db-{database_id}"
+
+
+def target_secrets_policy(resource_id: str) -> str:
+    """A target's own grant of database secrets, as deployments made them before the grants
+    were per database: removed by the target's later deployments and its deletion."""
     return f"capstan-secrets-{resource_id}"
 
 
-def put_database_secrets(
-    session: AwsSession,
-    project_id: str,
-    resource_id: str,
-    secret_arns: list[str],
-    *,
-    first: bool = False,
+def grant_database_secret(
+    session: AwsSession, project_id: str, database_id: str, secret_arn: str
 ) -> None:
-    """The project's execution role may read exactly the database secrets the target references
-    (one inline policy per target; removed when it references none). `first`: the target's
-    first deployment, so no earlier one can have granted any; with none referenced, nothing is
-    read (the policy's name is the target's own, and its id is never reused)."""
+    """The project's execution role may read the database's secret: one inline policy per
+    database (written by each deployment that references it, unless already there; removed
+    with the database), so the role holds at most one grant per database of the project,
+    however many services and previews reference it."""
+    statement = {
+        "Effect": "Allow",
+        "Action": ["secretsmanager:GetSecretValue"],
+        "Resource": [secret_arn],
+    }
+    with aws_errors():
+        _put_policy(
+            session.client("iam"),
+            names.execution_role_name(project_id),
+            database_secrets_policy(database_id),
+            _policy(statement),
+        )
+
+
+def revoke_database_secret(session: AwsSession, project_id: str, database_id: str) -> None:
+    """Remove the execution role's grant of the database's secret (the database is gone)."""
+    _delete_policy(session, project_id, database_secrets_policy(database_id))
+
+
+def remove_target_secrets(session: AwsSession, project_id: str, resource_id: str) -> None:
+    """Remove the target's own grant of database secrets, if an earlier deployment made one (a
+    read when none is there, not a write)."""
     iam = session.client("iam")
     role_name = names.execution_role_name(project_id)
-    policy_name = database_secrets_policy(resource_id)
+    policy_name = target_secrets_policy(resource_id)
     with aws_errors():
-        if secret_arns:
-            statement = {
-                "Effect": "Allow",
-                "Action": ["secretsmanager:GetSecretValue"],
-                "Resource": sorted(secret_arns),
-            }
-            _put_policy(iam, role_name, policy_name, _policy(statement))
-            return
-        if first:
-            return
         try:
             iam.get_role_policy(RoleName=role_name, PolicyName=policy_name)
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
                 raise
-            return  # nothing granted: nothing to remove (a read, not a write)
-        iam.delete_role_policy(RoleName=role_name, PolicyName=policy_name)
+            return
+    _delete_policy(session, project_id, policy_name)
+
+
+def _delete_policy(session: AwsSession, project_id: str, policy_name: str) -> None:
+    with aws_errors():
+        try:
+            session.client("iam").delete_role_policy(
+                RoleName=names.execution_role_name(project_id), PolicyName=policy_name
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
+                raise

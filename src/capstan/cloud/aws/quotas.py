@@ -48,19 +48,19 @@ _KNOWN: dict[str, str] = {
     "ServiceQuotaExceededException": "a service quota",
     # IAM's own (its `LimitExceeded`): most often the 10,240 characters of inline policy a role
     # holds, which one project's grants to its buckets (the task role's) or to its databases'
-    # secrets (the execution role's, one policy a target) share.
+    # secrets (the execution role's, one policy a referenced database) share.
     "LimitExceeded": (
         "an IAM quota (a role's inline policies hold 10,240 characters: in one project, 61 to "
-        "126 buckets by the length of their names, or about 45 services that reference a "
-        "database)"
+        "126 buckets by the length of their names, or about 44 databases that services "
+        "reference)"
     ),
 }
 # What to do where the general remedy is wrong: the size of a role's inline policies is fixed
 # (Service Quotas raises none of it).
 _REMEDIES = {
     "LimitExceeded": (
-        "No request raises the size of a role's policies: reference databases from fewer "
-        "services, or delete buckets, in that project, then retry."
+        "No request raises the size of a role's policies: delete databases or buckets in that "
+        "project, then retry."
     ),
 }
 _PATTERN = re.compile(r"QuotaExceeded|QuotaForCustomerExceeded|LimitExceeded$|^TooMany")
