@@ -52,32 +52,35 @@ def test_parameter_values_are_limited_by_tier(admin: AwsSession) -> None:
     }
 
 
-def test_a_task_definition_is_at_most_64_kib(admin: AwsSession) -> None:
-    ecs = admin.client("ecs")
+def _definition(value: str) -> dict[str, Any]:
+    """A task definition whose one variable holds `value`."""
+    container = {"name": "app", "image": "nginx", "environment": [{"name": "PAD", "value": value}]}
+    return {"family": "limits", "containerDefinitions": [container], "cpu": "256", "memory": "512"}
 
-    def register(secrets: int) -> str:
-        container = {
-            "name": "app",
-            "image": "nginx",
-            "secrets": [
-                {"name": f"V{i:04}", "valueFrom": f"arn:aws:ssm:us-east-1:1:parameter/x/V{i:04}"}
-                for i in range(secrets)
-            ],
-        }
+
+def _compact_bytes(definition: dict[str, Any]) -> int:
+    return len(json.dumps(definition, separators=(",", ":")).encode())
+
+
+def test_a_task_definition_holds_65536_bytes(admin: AwsSession) -> None:
+    ecs = admin.client("ecs")
+    # Tags are no part of the definition: these 400 bytes are not counted.
+    tags = [{"key": "k" * 128, "value": "v" * 256}]
+
+    def register(value: str) -> str:
         try:
-            ecs.register_task_definition(
-                family="limits", containerDefinitions=[container], cpu="256", memory="512"
-            )
+            ecs.register_task_definition(**_definition(value), tags=tags)
         except ClientError as error:
-            return str(error.response["Error"]["Code"])
+            return f"{error.response['Error']['Code']}: {error.response['Error']['Message']}"
         return "registered"
 
-    entry = len(
-        json.dumps({"name": "V0000", "valueFrom": "arn:aws:ssm:us-east-1:1:parameter/x/V0000"})
-    )
-    fits = (60 * 1024) // (entry + 2)
-    assert register(fits) == "registered"
-    assert register(2 * fits) == "ClientException"
+    room = 65_536 - _compact_bytes(_definition(""))
+    refused = "ClientException: Actual length: '65537'. Max allowed length is '65536' bytes."
+    assert register("x" * room) == "registered"
+    assert register("x" * (room + 1)) == refused
+    # A character beyond ASCII counts as its JSON escape (`\u00e9`, 6 bytes), not as UTF-8 (2).
+    assert register("é" + "x" * (room - 6)) == "registered"
+    assert register("é" + "x" * (room - 5)) == refused
 
 
 def test_a_security_groups_name_and_description_are_of_ec2s_characters(admin: AwsSession) -> None:

@@ -3,7 +3,9 @@
 - SSM `PutParameter`: a value holds at most 4096 characters in the `Standard` tier and 8192 in
   `Advanced`; `Intelligent-Tiering` stores a value as standard when it fits, else advanced (and
   the parameter shows the tier it got, as in AWS).
-- ECS `RegisterTaskDefinition`: a task definition is at most 64 KiB (the request's JSON).
+- ECS `RegisterTaskDefinition`: a task definition holds at most 65,536 bytes — `ClientException`,
+  "Actual length: 'N'. Max allowed length is '65536' bytes." (`task_definition_bytes` says what
+  is counted).
 - EC2 `CreateSecurityGroup`: a group's name and description are at most 255 characters of
   `a-zA-Z0-9`, spaces and `._-:/()#,@[]+=&;{}!$*` (no apostrophe, nothing beyond ASCII), and a
   name does not start with `sg-` — `InvalidParameterValue`.
@@ -13,6 +15,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from typing import Any
@@ -51,6 +54,33 @@ def parameter_tier(tier: str | None, value: str) -> str:
     return tier
 
 
+def task_definition_bytes(request: dict[str, Any]) -> int:
+    """A `RegisterTaskDefinition` request's task definition as ECS's limit counts it here: every
+    parameter but `tags`, as compact JSON (no white space), each character beyond ASCII written
+    as its escape (`\\u00e9`; two for one beyond the BMP), in bytes.
+
+    AWS does not say how it counts; this is the conservative reading, the larger of the ways the
+    request's definition could be counted. White space is left out, as ECS's figure cannot depend
+    on a client's formatting (botocore, for one, puts a space after every `,` and `:`). An escape
+    takes 6 or 12 bytes where UTF-8 takes 2 to 4, so the count is never below the definition's
+    UTF-8 JSON, and it is what Python's SDK sends, spaces aside. `tags` are not part of the
+    definition: ECS keeps them apart (`TagResource` changes them without a new revision). What
+    ECS adds to a definition it keeps (its ARN, revision, status, required attributes) is in no
+    request and not counted: a caller keeps a margin for it.
+    """
+    definition = {key: value for key, value in request.items() if key != "tags"}
+    return len(json.dumps(definition, separators=(",", ":")).encode())
+
+
+def check_task_definition(request: dict[str, Any]) -> None:
+    """ECS's refusal of a task definition over its size."""
+    size = task_definition_bytes(request)
+    if size > TASK_DEFINITION_BYTES:
+        raise EcsClientException(
+            f"Actual length: '{size}'. Max allowed length is '{TASK_DEFINITION_BYTES}' bytes."
+        )
+
+
 def check_security_group(name: str, description: str) -> None:
     """EC2's refusal of a security group's name or description outside its character set."""
     for parameter, value in (("GroupName", name), ("GroupDescription", description)):
@@ -87,12 +117,7 @@ def install() -> None:
             return put_parameter(self, name, description, value, *args, **kwargs)
 
         def checked_register(self: EC2ContainerServiceResponse) -> Any:
-            size = len(self.body.encode() if isinstance(self.body, str) else self.body)
-            if size > TASK_DEFINITION_BYTES:
-                raise EcsClientException(
-                    f"The task definition is {size} bytes; a task definition holds at most "
-                    f"{TASK_DEFINITION_BYTES} bytes."
-                )
+            check_task_definition(json.loads(self.body or "{}"))
             return register(self)
 
         def checked_create_group(
