@@ -41,10 +41,8 @@ def values_of(customer: AwsSession, task_definition: str) -> dict[str, str]:
     (container,) = described["containerDefinitions"]
     values = {}
     for secret in container.get("secrets", []):
-        name = secret["valueFrom"].split(":parameter", 1)[1]
-        values[secret["name"]] = ssm.get_parameter(Name=name, WithDecryption=True)["Parameter"][
-            "Value"
-        ]
+        parameter = ssm.get_parameter(Name=secret["valueFrom"], WithDecryption=True)
+        values[secret["name"]] = parameter["Parameter"]["Value"]
     return values
 
 

@@ -51,7 +51,7 @@ def test_the_live_deployment_is_the_only_running_one_and_one_reads_by_id(shop: R
 
 def _live_task(shop: Ready, service_id: str) -> dict[str, Any]:
     """What the service's ECS service runs now: image, cpu, memory, and each secret variable's
-    value as the task would be given it (resolved from SSM by the ARN the definition names)."""
+    value as the task would be given it (resolved from SSM by the name the definition gives)."""
     account_id = shop.org.api.get("/api/cloud_account").json()["account_id"]
     sandbox_url = shop.org.server.settings.sandbox_cloud_url
     assert sandbox_url
@@ -66,8 +66,8 @@ def _live_task(shop: Ready, service_id: str) -> dict[str, Any]:
         secrets = {item["name"]: item["valueFrom"] for item in container.get("secrets", [])}
         ssm = customer.client("ssm")
         values = {}
-        for name, arn in secrets.items():
-            parameter = ssm.get_parameter(Name=arn.split(":parameter", 1)[1], WithDecryption=True)
+        for name, parameter_name in secrets.items():
+            parameter = ssm.get_parameter(Name=parameter_name, WithDecryption=True)
             values[name] = parameter["Parameter"]["Value"]
         builds = customer.client("codebuild").list_builds_for_project(
             projectName=names.service_name(service_id)

@@ -68,7 +68,10 @@ def test_web_server_end_to_end(
 
     environment = deployer.put_environment(target, {"DATABASE_URL": "postgres://db", "MODE": "a"})
     assert set(environment.parameters) == {"DATABASE_URL", "MODE"} and environment.plain == {}
-    assert all(":parameter/capstan/" in arn for arn in environment.parameters.values())
+    # Named by their names (the task's own Region and account), not their ARNs.
+    assert environment.parameters == {
+        name: f"/capstan/{target.resource_id}/{name}" for name in ("DATABASE_URL", "MODE")
+    }
     # An empty value cannot be a parameter (SSM wants one character at least): it goes in plain.
     # A value over 4 KiB is an advanced parameter. (PORT is the API's to refuse; stored before
     # it did, Capstan's own PORT still wins in the container.)
@@ -476,8 +479,7 @@ def test_environment_versions_live_side_by_side_and_unneeded_ones_are_pruned(
     root = f"/capstan/{target.resource_id}/"
     ssm = customer.client("ssm")
 
-    def value(arn: str) -> str:
-        name = arn.split(":parameter", 1)[1]
+    def value(name: str) -> str:
         return str(ssm.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"])
 
     unversioned = deployer.put_environment(target, {"MODE": "old"})
@@ -533,12 +535,12 @@ def test_a_first_deployment_makes_no_look_before_an_idempotent_create(
     ):
         assert look not in made, (look, made)
     assert made["logs:CreateLogGroup"] == 2 and made["logs:PutRetentionPolicy"] == 2
-    # A new version's parameters are made without a read; their ARNs follow from their names.
+    # A new version's parameters are made without a read: the task definition names them.
     assert "ssm:GetParametersByPath" not in made
-    # Made with their tags, and the ARN the task definition names is SSM's own.
+    # Made with their tags, under the name the task definition gives.
     ssm = customer.client("ssm")
     name = ssm_names.version_path(target.resource_id, "v1") + "API_KEY"
-    assert environment.parameters["API_KEY"] == ssm.get_parameter(Name=name)["Parameter"]["ARN"]
+    assert environment.parameters["API_KEY"] == ssm.get_parameter(Name=name)["Parameter"]["Name"]
     token = names.build_token_parameter(project_id, target.resource_id, "git")
     for parameter in (name, token):
         tags = ssm.list_tags_for_resource(ResourceType="Parameter", ResourceId=parameter)

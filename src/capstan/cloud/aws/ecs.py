@@ -50,7 +50,9 @@ class ContainerSpec:
     image: str
     cpu: int
     memory: int
-    secrets: dict[str, str]  # variable name -> SSM parameter ARN
+    # variable name -> `valueFrom`: an SSM parameter's name (the task's own account and Region)
+    # or a secret's ARN
+    secrets: dict[str, str]
     plain: dict[str, str]  # variable name -> value, for values with nothing to hide (empty)
     log_group: str
     region: str
@@ -134,8 +136,8 @@ def _container(spec: ContainerSpec) -> dict[str, Any]:
         plain["PORT"] = str(spec.port)
     # A name set both ways would leave the container's value to chance: Capstan's own wins.
     container["secrets"] = [
-        {"name": name, "valueFrom": arn}
-        for name, arn in sorted(spec.secrets.items())
+        {"name": name, "valueFrom": source}
+        for name, source in sorted(spec.secrets.items())
         if name not in plain
     ]
     if plain:
@@ -161,6 +163,23 @@ def start_command(command: str) -> tuple[list[str], list[str]]:
         if words and "=" not in words[0]:  # `NAME=value command` sets a variable: a shell's job
             return words[:1], words[1:]
     return ["sh", "-c"], [command]
+
+
+def task_definition(
+    resource_id: str, spec: ContainerSpec, *, task_role_arn: str, execution_role_arn: str
+) -> dict[str, Any]:
+    """What `RegisterTaskDefinition` is given for the target's container, its tags aside."""
+    return {
+        "family": names.service_name(resource_id),
+        "taskRoleArn": task_role_arn,
+        "executionRoleArn": execution_role_arn,
+        "networkMode": "awsvpc",
+        "requiresCompatibilities": ["FARGATE"],
+        "cpu": str(spec.cpu),
+        "memory": str(spec.memory),
+        "runtimePlatform": {"cpuArchitecture": "X86_64", "operatingSystemFamily": "LINUX"},
+        "containerDefinitions": [_container(spec)],
+    }
 
 
 def ensure_task_definition(
@@ -189,15 +208,12 @@ def ensure_task_definition(
             ):
                 return str(arn)
         registered = ecs.register_task_definition(
-            family=family,
-            taskRoleArn=task_role_arn,
-            executionRoleArn=execution_role_arn,
-            networkMode="awsvpc",
-            requiresCompatibilities=["FARGATE"],
-            cpu=str(spec.cpu),
-            memory=str(spec.memory),
-            runtimePlatform={"cpuArchitecture": "X86_64", "operatingSystemFamily": "LINUX"},
-            containerDefinitions=[_container(spec)],
+            **task_definition(
+                resource_id,
+                spec,
+                task_role_arn=task_role_arn,
+                execution_role_arn=execution_role_arn,
+            ),
             tags=names.tag_list(
                 project_id,
                 resource_id,

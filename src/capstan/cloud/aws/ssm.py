@@ -1,6 +1,15 @@
 """SSM Parameter Store: a target's environment as SecureString parameters under
-`/capstan/<resource_id>/<version>/<NAME>`, referenced by ARN from the task definition (or by name
-from a site's build).
+`/capstan/<resource_id>/<version>/<NAME>`, referenced by name from the task definition and from a
+site's build.
+
+A task definition's `valueFrom` may name a parameter of the task's own Region (and account) by
+its name instead of its ARN (AWS: "If the SSM Parameter Store parameter exists in the same Region
+as the task you're launching, then you can use either the full ARN or name of the parameter"), and
+the parameters are always written by the session that registers the task definition. A name is
+its ARN without `arn:<partition>:ssm:<region>:<account>:parameter` (44 to 56 bytes): up to 11,200
+bytes of a task definition's 64 KiB at 200 variables (`cloud/task_definition_size.py`). ECS
+resolves the name to the same parameter, so the execution role's grant (`ssm:GetParameters` on
+`…:parameter/capstan/*`) reads it as before.
 
 Each version of an environment has a path of its own and is never rewritten with other values,
 so an older task definition (a release rolled back to, or the one ECS's circuit breaker returns
@@ -58,8 +67,9 @@ MAX_VALUE_BYTES = 8192
 
 @dataclass(frozen=True)
 class StoredEnvironment:
-    """Where a target's variables are: name -> SecureString parameter ARN, and name -> value of
-    the (empty) values given in plain."""
+    """Where a target's variables are: name -> the task definition's `valueFrom` (the
+    SecureString parameter's name, `/capstan/…`; `Deployer.put_environment` adds the ARN of a
+    database's secret), and name -> value of the (empty) values given in plain."""
 
     parameters: dict[str, str]
     plain: dict[str, str]
@@ -74,47 +84,32 @@ def put_environment(
 ) -> StoredEnvironment:
     """Make the parameters of `version` of the target's environment exactly the non-empty
     `variables`. A version's values never change (its name is new with each environment), so
-    nothing of it is read first where the session knows its account: each parameter is created
-    with its tags (one a crash left behind is overwritten), and its ARN follows from its name —
-    no call at all for an environment without secrets. Otherwise (the unversioned path, which
-    each environment overwrites) what is there is read, and unchanged values are not written
-    again."""
+    nothing of it is read first: each parameter is created with its tags (one a crash left
+    behind is overwritten) — no call at all for an environment without secrets. Otherwise (the
+    unversioned path, which each environment overwrites) what is there is read, and unchanged
+    values are not written again."""
     ssm = _client(session)
     prefix = version_path(resource_id, version)
     secret = {variable: value for variable, value in variables.items() if value}
     plain: dict[str, str] = {variable: value for variable, value in variables.items() if not value}
     tags = names.tag_list(project_id, resource_id)
-    if version is not None and session.account_id is not None:
-        with aws_errors():
+    with aws_errors():
+        if version is not None:
             for variable, value in secret.items():
                 _put(ssm, prefix + variable, value, tags, new=True, Tier="Intelligent-Tiering")
-        return StoredEnvironment(
-            parameters={variable: _arn(session, prefix + variable) for variable in secret},
-            plain=plain,
-        )
-    with aws_errors():
-        current = _current(ssm, prefix)
-        for variable, value in secret.items():
-            name = prefix + variable
-            existing = current.get(name)
-            if existing is not None and existing.get("Value") == value:
-                continue
-            _put(ssm, name, value, tags, new=existing is None, Tier="Intelligent-Tiering")
-        stale = [name for name in current if name.removeprefix(prefix) not in secret]
-        for start in range(0, len(stale), 10):
-            ssm.delete_parameters(Names=stale[start : start + 10])
-        arns = {name: str(parameter["ARN"]) for name, parameter in current.items()}
-        made = [prefix + variable for variable in secret if prefix + variable not in arns]
-        if made and session.account_id is not None:
-            # A parameter's ARN follows from its name: no second read for the ones just made.
-            arns |= {name: _arn(session, name) for name in made}
-        elif made:
-            arns = {name: str(item["ARN"]) for name, item in _current(ssm, prefix).items()}
+        else:
+            current = _current(ssm, prefix)
+            for variable, value in secret.items():
+                name = prefix + variable
+                existing = current.get(name)
+                if existing is not None and existing.get("Value") == value:
+                    continue
+                _put(ssm, name, value, tags, new=existing is None, Tier="Intelligent-Tiering")
+            stale = [name for name in current if name.removeprefix(prefix) not in secret]
+            for start in range(0, len(stale), 10):
+                ssm.delete_parameters(Names=stale[start : start + 10])
     return StoredEnvironment(
-        parameters={
-            variable: arns[prefix + variable] for variable in secret if prefix + variable in arns
-        },
-        plain=plain,
+        parameters={variable: prefix + variable for variable in secret}, plain=plain
     )
 
 
@@ -169,12 +164,6 @@ def put_build_token(
     with aws_errors():
         _put(ssm, parameter, token, names.tag_list(project_id, resource_id), new=True)
     return parameter
-
-
-def _arn(session: AwsSession, name: str) -> str:
-    """The ARN of the parameter `name` (`/capstan/…`) in the session's account and region."""
-    region = session.endpoint.region
-    return f"arn:{session.partition()}:ssm:{region}:{session.account_id}:parameter{name}"
 
 
 def _put(
