@@ -36,7 +36,7 @@ from xml.sax.saxutils import escape
 from moto.iam.models import iam_backends
 from moto.sts.models import sts_backends
 
-from capstan.sandbox.cloud import iam_catalogue, policy
+from capstan.sandbox.cloud import iam_catalogue, policy, service_linked
 from capstan.sandbox.cloud.requests import CALL, Call, read_body, read_call
 from capstan.sandbox.cloud.resources import ResourceGap, resources_for
 from capstan.sandbox.cloud.stats import ACCOUNT, OPERATION
@@ -220,6 +220,7 @@ class Authorizer:
                 return _access_denied(
                     call, session.arn, check.action, check.resource, verdict.reason
                 )
+        service_linked.make_implied(call, checks, session.account, session.partition)
         return None
 
 

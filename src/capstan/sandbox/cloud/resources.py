@@ -33,6 +33,7 @@ from capstan.sandbox.cloud import (  # noqa: F401
     resolvers_compute,
     resolvers_iam,
     resolvers_network,
+    service_linked,
 )
 from capstan.sandbox.cloud.requests import Call
 from capstan.sandbox.cloud.resolving import RESOLVERS, UNKNOWN, Scope, Target
@@ -83,6 +84,11 @@ def resources_for(call: Call, prefix: str, account: str, partition: str) -> list
     for passed, service in _passed_roles(scope):
         target = Target(passed, "role", {"iam:passedtoservice": [service]})
         checks.append(_request("iam:PassRole", target, {}, common))
+    linked = service_linked.missing(call, prefix, account, partition)
+    if linked is not None:  # the service's first use makes its role, as the caller
+        arn = service_linked.role_arn(account, partition, linked)
+        target = Target(arn, "role", {"iam:awsservicename": [linked]}, existing=False)
+        checks.append(_request(service_linked.ACTION, target, {}, common))
     return checks
 
 
