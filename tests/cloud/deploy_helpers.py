@@ -12,11 +12,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from capstan.apps.schemas import START_COMMAND_BYTES
 from capstan.cloud.aws import names
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.aws.ssm import StoredEnvironment
 from capstan.cloud.builds import RegistryLogin
 from capstan.cloud.deploy import BuildSpec, Deployer, Target, TaskSpec
+from capstan.cloud.task_definition_size import start_command_bytes
 from tests.polling import wait_until
 
 GOOD_TOKEN = "ghs_" + "a" * 36
@@ -243,3 +245,18 @@ def settle(deployer: Deployer, target: Target, arn: str) -> None:
         lambda: (r := deployer.describe_rollout(target, arn)).state != "in_progress" and r
     )
     assert rollout.state == "completed", rollout
+
+
+def variable_names(count: int, total: int) -> list[str]:
+    """`count` distinct variable names of `total` characters together, as even as can be."""
+    lengths = [total // count + (i < total % count) for i in range(count)]
+    return [f"V{i:03}".ljust(length, "_") for i, length in enumerate(lengths)]
+
+
+def largest_start_command() -> str:
+    """A start command of 4096 characters that takes exactly the API's `START_COMMAND_BYTES`:
+    quotes (2 bytes each, and a shell's to run) and `é` (6 bytes, as its escape)."""
+    accents = (START_COMMAND_BYTES - start_command_bytes('"' * 4096)) // 4
+    command = '"' * (4096 - accents) + "é" * accents
+    assert start_command_bytes(command) == START_COMMAND_BYTES
+    return command

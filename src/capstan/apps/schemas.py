@@ -4,6 +4,7 @@ deployments."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -22,6 +23,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from capstan.cloud.deploy import MAX_VALUE_BYTES
 from capstan.cloud.fargate import CPU_VALUES
+from capstan.cloud.task_definition_size import start_command_bytes
 from capstan.schemas import SERIES, SPEND_UNAVAILABLE, MetricPoint, Request, Response
 
 DNS_LABEL = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
@@ -76,6 +78,30 @@ PublishDir = Annotated[
     AfterValidator(_relative_directory),
 ]
 Command = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+# What a start command may take of its task definition (`cloud/task_definition_size.py`): every
+# command of printable ASCII, tabs and newlines within 4096 characters fits (8,232 at most).
+START_COMMAND_BYTES = 9 * 1024
+
+
+def _start_command_fits(command: str) -> str:
+    size = start_command_bytes(command)
+    if size > START_COMMAND_BYTES:
+        raise ValueError(
+            f"the start command takes {size} bytes of the task definition, which holds at most "
+            f"{START_COMMAND_BYTES} of it: quotes, backslashes, control characters and "
+            "characters beyond ASCII take more than one"
+        )
+    return command
+
+
+StartCommand = Annotated[
+    Command,
+    Field(
+        description="At most 4096 characters, and 9 KiB as the task definition writes it (in "
+        "JSON: a quote or backslash takes 2 bytes, a character beyond ASCII 6 or 12)."
+    ),
+    AfterValidator(_start_command_fits),
+]
 HealthPath = Annotated[str, Field(pattern=r"^/[\x21-\x7e]{0,1023}$", examples=["/healthz"])]
 Cpu = Annotated[
     int,
@@ -169,7 +195,7 @@ class WorkerCreate(_CpuCheck):
     name: ServiceName
     repo: Repo
     branch: Branch
-    start_command: Command
+    start_command: StartCommand
     cpu: Cpu
     memory: Memory
     auto_deploy: bool = False
@@ -177,7 +203,7 @@ class WorkerCreate(_CpuCheck):
 
 class WorkerUpdate(_CpuCheck, _Omittable):
     branch: Branch | SkipJsonSchema[None] = None
-    start_command: Command | SkipJsonSchema[None] = None
+    start_command: StartCommand | SkipJsonSchema[None] = None
     cpu: Cpu | SkipJsonSchema[None] = None
     memory: Memory | SkipJsonSchema[None] = None
     auto_deploy: bool | SkipJsonSchema[None] = None
@@ -246,10 +272,31 @@ class StaticWebsiteOut(Response):
     updated_at: datetime
 
 
-# An ECS task definition holds at most 64 KiB, and names each variable twice (its name, and in
-# its parameter's ARN): 200 variables with names of 16 KiB together fit with room to spare.
+# An ECS task definition holds at most 65,536 bytes (`cloud/task_definition_size.py`), and names
+# each secret variable twice: as itself, and in its parameter's name (`/capstan/<id>/<version>/
+# NAME`). With the rest of a worker's definition at its longest (the longest region's names, the
+# image by digest), 200 variables with 16 KiB of names take 53,217 bytes; a start command adds up
+# to 9,216 (START_COMMAND_BYTES), the first variable that references a database 341 (its
+# connection URL, up to 245 bytes, and PGPASSWORD's secret) and each further one 169: 63,281 at
+# these limits, 2,255 to spare for what ECS may count beyond the request (the definition's tags,
+# 214 bytes; what ECS adds to a definition it keeps). Parameters named by ARN, as before,
+# took 63,017 for the variables alone and 71,249 with a start command of 4096 quotes
+# (tests/cloud/test_task_definition_size.py builds the largest).
 MAX_VARIABLES = 200
 MAX_NAMES_BYTES = 16 * 1024
+MAX_DATABASE_VARIABLES = 4
+
+
+def check_task_definition_share(names: Collection[str], references: int) -> None:
+    """Refuse (ValueError) an environment of these variable names, `references` of them to a
+    database, that would take more of its task definition than the limits above allow."""
+    if sum(len(name) for name in names) > MAX_NAMES_BYTES:
+        raise ValueError(f"the names hold at most {MAX_NAMES_BYTES} characters together")
+    if references > MAX_DATABASE_VARIABLES:
+        raise ValueError(
+            f"at most {MAX_DATABASE_VARIABLES} variables reference a database (each is its whole "
+            "connection URL in the task definition)"
+        )
 
 
 def _value_fits(value: str) -> str:
@@ -295,8 +342,7 @@ class Environment(Request):
             if variable.name in seen:
                 raise ValueError(f"{variable.name} appears more than once")
             seen.add(variable.name)
-        if sum(len(name) for name in seen) > MAX_NAMES_BYTES:
-            raise ValueError(f"the names hold at most {MAX_NAMES_BYTES} characters together")
+        check_task_definition_share(seen, sum(1 for v in variables if v.value_from))
         return variables
 
 

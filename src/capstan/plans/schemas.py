@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, create_model, field_validator
+from pydantic import AfterValidator, BaseModel, Field, create_model, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from capstan.apps.schemas import (
@@ -25,6 +25,7 @@ from capstan.apps.schemas import (
     WorkerCreate,
     _CpuCheck,
     _value_fits,
+    check_task_definition_share,
 )
 from capstan.buckets.schemas import Label
 from capstan.caches.schemas import CacheName, StorageLimit
@@ -60,6 +61,15 @@ class DatabaseRef(Request):
 
 
 EnvValue = Annotated[str, Field(max_length=8192)] | FromEnv | DatabaseRef
+
+
+def _fits_its_task_definition(variables: dict[str, EnvValue]) -> dict[str, EnvValue]:
+    """The API's limits on names and references, so a file breaking them fails its plan."""
+    references = sum(1 for value in variables.values() if isinstance(value, DatabaseRef))
+    check_task_definition_share(list(variables), references)
+    return variables
+
+
 Environment = Annotated[
     dict[EnvName, EnvValue],
     Field(
@@ -69,6 +79,7 @@ Environment = Annotated[
         "`{from_env: NAME}` (a secret, read from the shell by the CLI at apply time) or "
         "`{database: NAME}` (that database's connection URL; its password comes as PGPASSWORD).",
     ),
+    AfterValidator(_fits_its_task_definition),
 ]
 
 
