@@ -5,6 +5,7 @@ later calls need nothing more."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +15,7 @@ from botocore.exceptions import ClientError
 from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
+from capstan.sandbox.cloud.simulator import simulator
 from tests.sandbox.aws import new_account, trust_policy
 
 CREATE_CLUSTER = {"Effect": "Allow", "Action": "ecs:CreateCluster", "Resource": "*"}
@@ -121,3 +123,27 @@ def test_scaling_an_ecs_service_makes_application_auto_scalings_ecs_role(
     assert unknown.value.response["Error"]["Code"] == "ClusterNotFoundException"
     name = "AWSServiceRoleForApplicationAutoScaling_ECSService"
     assert session.client("iam").get_role(RoleName=name)["Role"]["RoleName"] == name
+
+
+def test_ecs_cannot_use_its_new_role_for_a_while_after_making_it(
+    endpoint: Endpoint, admin: tuple[str, AwsSession]
+) -> None:
+    granted = _linked("ecs.amazonaws.com")
+    before = simulator().configure(service_linked_role_seconds=0.6)
+    try:
+        with _as_role(endpoint, admin, "clusters", CREATE_CLUSTER, granted) as caller:
+            ecs = caller.client("ecs")
+            refused = []
+            started = time.monotonic()
+            while True:
+                try:
+                    ecs.create_cluster(clusterName="first")
+                    break
+                except ClientError as error:
+                    assert error.response["Error"]["Code"] == "InvalidParameterException"
+                    refused.append(time.monotonic() - started)
+                    time.sleep(0.1)
+    finally:
+        simulator().configure(service_linked_role_seconds=before.service_linked_role_seconds)
+    assert len(refused) >= 3  # the call that made the role, and the ones after within 0.6 s
+    assert time.monotonic() - started >= 0.6

@@ -221,6 +221,9 @@ class Authorizer:
                     call, session.arn, check.action, check.resource, verdict.reason
                 )
         service_linked.make_implied(call, checks, session.account, session.partition)
+        settling = service_linked.not_ready(call, prefix, session.account)
+        if settling is not None:
+            return error_response(call, 400, "InvalidParameterException", settling)
         return None
 
 

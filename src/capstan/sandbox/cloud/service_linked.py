@@ -9,12 +9,20 @@ aws-service-role/elasticloadbalancing.amazonaws.com/AWSServiceRoleForElasticLoad
 sandbox answers every service's first use that way. Once made, the role stays, and later calls
 need nothing more. moto makes none of them, so without this the access role's
 `ServiceLinkedRoles` statement was never put to the test a first deployment puts it to.
+
+A role just made is not usable at once. ECS's is the one known to show it: in a new account the
+first `CreateCluster` (or `CreateService`), which makes the role, often fails with
+`InvalidParameterException` "Unable to assume the service linked role. Please verify that the
+ECS service linked role exists." and the same call a moment later succeeds. The sandbox refuses
+so ECS's clusters and services, the call that makes the role among them, for the simulator's
+`service_linked_role_seconds` after it is made (`not_ready`; 0, the default, refuses none).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 
 from capstan.sandbox.cloud.policy import Request
 from capstan.sandbox.cloud.requests import Call
@@ -62,7 +70,14 @@ def missing(call: Call, prefix: str, account: str, partition: str) -> str | None
     return service
 
 
+_NOT_READY = (
+    "Unable to assume the service linked role. Please verify that the ECS service linked role "
+    "exists."
+)
+_WAITS_FOR_ROLE = {("ecs", "CreateCluster"), ("ecs", "CreateService")}
 _making = threading.Lock()
+# (account, service) -> when (time.monotonic()) the role becomes usable.
+_usable_at: dict[tuple[str, str], float] = {}
 
 
 def make_implied(call: Call, checks: list[Request], account: str, partition: str) -> None:
@@ -73,6 +88,15 @@ def make_implied(call: Call, checks: list[Request], account: str, partition: str
         if check.action == ACTION:
             for service in check.context.get("iam:awsservicename", ()):
                 make(account, partition, service)
+
+
+def not_ready(call: Call, prefix: str, account: str) -> str | None:
+    """ECS's answer to a call that needs its service-linked role while the role is too new to
+    use, or None."""
+    if (prefix, call.operation) not in _WAITS_FOR_ROLE:
+        return None
+    usable_at = _usable_at.get((account, "ecs.amazonaws.com"), 0.0)
+    return _NOT_READY if time.monotonic() < usable_at else None
 
 
 def make(account: str, partition: str, service: str) -> None:
@@ -98,3 +122,7 @@ def make(account: str, partition: str, service: str) -> None:
             max_session_duration="3600",
             linked_service=service,
         )
+        from capstan.sandbox.cloud.simulator import simulator
+
+        settling = simulator().knobs.service_linked_role_seconds
+        _usable_at[(account, service)] = time.monotonic() + settling

@@ -64,6 +64,10 @@ class Knobs:
     # How long a new IAM role stays unusable by CodeBuild (IAM is eventually consistent): a
     # build whose service role is younger fails in PROVISIONING, as in AWS. 0 = at once.
     iam_propagation_seconds: float = 0.0
+    # How long after ECS makes its service-linked role (a new account's first cluster) ECS still
+    # cannot assume it: its clusters and services, the call that made it among them, are refused
+    # meanwhile (see `service_linked`). 0 = usable at once.
+    service_linked_role_seconds: float = 0.0
 
 
 class Simulator:
