@@ -48,6 +48,8 @@ def drop_statement(server: RunningServer, account_id: str, sid: str) -> None:
     [
         ("KeepImages", "ecr:CreateRepository"),  # the deployment's own step (its first ECR call)
         ("CreateSharedNetwork", "ec2:CreateVpc"),  # the network it waits for
+        # A new account's first cluster makes ECS's service-linked role, as the caller.
+        ("ServiceLinkedRoles", "iam:CreateServiceLinkedRole"),
     ],
 )
 def test_the_deployment_fails_naming_the_missing_permission(

@@ -134,3 +134,17 @@ def test_quotas_are_terminal_with_a_sentence(code: str, message: str, names: str
 def test_a_request_rate_is_no_quota(code: str) -> None:
     error = translate(client_error(code, 400, "Rate exceeded"))
     assert isinstance(error, RetryableCloudError)
+
+
+def test_ecs_not_yet_able_to_use_its_new_service_linked_role_is_retryable() -> None:
+    """A new account's first cluster: ECS makes its role and cannot use it for a moment."""
+    message = (
+        "Unable to assume the service linked role. Please verify that the ECS service linked "
+        "role exists."
+    )
+    error = translate(client_error("InvalidParameterException", 400, message))
+    assert type(error) is RetryableCloudError
+    assert error.code == "service_linked_role_not_ready"
+    assert message not in error.message
+    other = translate(client_error("InvalidParameterException", 400, "Invalid 'cpu' setting."))
+    assert type(other) is TerminalCloudError

@@ -60,6 +60,8 @@ _ACCESS_DENIED_CODES = frozenset(
         "AuthorizationError",
     }
 )
+# ECS, in a new account, about the service-linked role its first cluster has just made.
+_LINKED_ROLE_NOT_READY = "Unable to assume the service linked role"
 _NOT_AUTHORIZED = re.compile(
     r"not authorized to perform: (?P<action>[\w-]+:\w+)(?: on resource: (?P<resource>\S+))?"
 )
@@ -93,6 +95,14 @@ def translate(error: Exception) -> CloudError:
         if code == "LimitExceededException":  # a request rate (quota_error read the message)
             return RetryableCloudError(
                 "throttling", f"AWS is limiting the rate of {operation} ({code}).", detail=message
+            )
+        if code == "InvalidParameterException" and _LINKED_ROLE_NOT_READY in message:
+            # A new account's first cluster makes ECS's service-linked role, which ECS cannot
+            # assume for a moment: the same call succeeds a little later.
+            return RetryableCloudError(
+                "service_linked_role_not_ready",
+                f"ECS cannot use the account's new service-linked role yet ({operation}).",
+                detail=message,
             )
         if code in _ACCESS_DENIED_CODES or (status == 403 and code in ("403", "Forbidden")):
             # A HEAD request's refusal has no body: only the operation says what was refused.
