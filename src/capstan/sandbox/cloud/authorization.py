@@ -36,7 +36,7 @@ from xml.sax.saxutils import escape
 from moto.iam.models import iam_backends
 from moto.sts.models import sts_backends
 
-from capstan.sandbox.cloud import iam_catalogue, policy, service_linked
+from capstan.sandbox.cloud import iam_catalogue, new_accounts, policy, service_linked
 from capstan.sandbox.cloud.requests import CALL, Call, read_body, read_call
 from capstan.sandbox.cloud.resources import ResourceGap, resources_for
 from capstan.sandbox.cloud.stats import ACCOUNT, OPERATION
@@ -224,6 +224,9 @@ class Authorizer:
         settling = service_linked.not_ready(call, prefix, session.account)
         if settling is not None:
             return error_response(call, 400, "InvalidParameterException", settling)
+        held_back = new_accounts.refusal(call, prefix, session.account)
+        if held_back is not None:
+            return error_response(call, *held_back)
         return None
 
 
