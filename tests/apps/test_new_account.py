@@ -1,16 +1,22 @@
-"""A first deployment into a new account: ECS's first cluster makes its service-linked role,
-which ECS cannot use for a moment (`InvalidParameterException`, "Unable to assume the service
-linked role…"; the sandbox refuses so for `service_linked_role_seconds`). The project network's
-pass tries again, and the web server runs, instead of failing with the network."""
+"""A first deployment into a new account.
+
+ECS's first cluster makes its service-linked role, which ECS cannot use for a moment
+(`InvalidParameterException`, "Unable to assume the service linked role…"; the sandbox refuses so
+for `service_linked_role_seconds`): the project network's pass tries again, and the web server
+runs, instead of failing with the network. And an account AWS has not verified yet
+(`new_accounts.hold_back`) is told to ask AWS Support."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
+from capstan.sandbox.cloud import new_accounts
 from capstan.sandbox.cloud.simulator import simulator
-from tests.apps.helpers import ready
+from tests.apps.helpers import Ready, ready
+from tests.apps.test_static_websites import create_site
 from tests.harness import RunningServer
 
 
@@ -30,5 +36,40 @@ def test_the_first_web_server_runs_once_ecs_can_use_its_new_role(server: Running
         path = f"{shop.base}/web_servers/{web['id']}"
         running = shop.wait_for(path, "running", "failed", timeout=90)
         assert running["status"] == "running", running
+    finally:
+        org.close()
+
+
+@pytest.mark.parametrize(
+    ("create", "kind", "what"),
+    [
+        (lambda shop: shop.create_web_server(), "web_servers", "load balancers"),
+        (create_site, "static_websites", "CloudFront distributions"),
+    ],
+)
+def test_an_account_aws_has_not_verified_yet_is_told_to_ask_aws_support(
+    server: RunningServer, create: Callable[[Ready], dict[str, Any]], kind: str, what: str
+) -> None:
+    """Some new accounts may create no load balancer or CloudFront distribution until AWS
+    Support verifies them. CloudFront says so with an `AccessDenied`: the user is sent to AWS
+    Support, not to the access role's stack. Once verified, a redeploy runs."""
+    org = server.new_org()
+    try:
+        shop = ready(org)
+        account_id = org.api.get("/api/cloud_account").json()["account_id"]
+        new_accounts.hold_back(account_id)
+        created = create(shop)
+        path = f"{shop.base}/{kind}/{created['id']}"
+        assert shop.wait_for(path, "failed", timeout=60)["status"] == "failed"
+        [deployment] = org.api.get(f"{path}/deployments").json()["deployments"]
+        assert f"AWS does not let this account create {what}" in deployment["error"]
+        assert "AWS Support" in deployment["error"]
+        assert "capstan-access" not in deployment["error"]  # not a permission of the role
+        assert "must be verified" not in deployment["error"]  # AWS's words stay in the log
+        assert "does not support creating" not in deployment["error"]
+
+        new_accounts.verify(account_id)
+        assert org.api.post(f"{path}/redeploy").status_code == 202
+        assert shop.wait_for(path, "running", timeout=90)["status"] == "running"
     finally:
         org.close()

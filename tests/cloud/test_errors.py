@@ -148,3 +148,34 @@ def test_ecs_not_yet_able_to_use_its_new_service_linked_role_is_retryable() -> N
     assert message not in error.message
     other = translate(client_error("InvalidParameterException", 400, "Invalid 'cpu' setting."))
     assert type(other) is TerminalCloudError
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "message", "what"),
+    [
+        (
+            "AccessDenied",
+            403,
+            "Your account must be verified before you can add new CloudFront resources. To "
+            "verify your account, please contact AWS Support (https://console.aws.amazon.com/"
+            "support/home#/) and include this error message.",
+            "CloudFront distributions",
+        ),
+        (
+            "OperationNotPermitted",
+            400,
+            "This AWS account currently does not support creating load balancers. For more "
+            "information, please contact AWS Support.",
+            "load balancers",
+        ),
+    ],
+)
+def test_what_aws_holds_back_from_a_new_account_sends_the_user_to_aws_support(
+    code: str, status: int, message: str, what: str
+) -> None:
+    error = translate(client_error(code, status, message))
+    assert type(error) is TerminalCloudError
+    assert error.code == "account_not_verified"
+    assert f"create {what}" in error.message and "AWS Support" in error.message
+    assert "capstan-access" not in error.message  # not a permission of the access role
+    assert message not in error.message and error.detail == message

@@ -104,6 +104,15 @@ def translate(error: Exception) -> CloudError:
                 f"ECS cannot use the account's new service-linked role yet ({operation}).",
                 detail=message,
             )
+        held_back = _held_back(code, message)
+        if held_back is not None:
+            return TerminalCloudError(
+                "account_not_verified",
+                f"AWS does not let this account create {held_back} yet: some new accounts must "
+                "first be verified by AWS Support. Ask AWS Support to enable it for the account "
+                "(the Capstan server's log has AWS's answer to quote), then redeploy.",
+                detail=message,
+            )
         if code in _ACCESS_DENIED_CODES or (status == 403 and code in ("403", "Forbidden")):
             # A HEAD request's refusal has no body: only the operation says what was refused.
             return access_denied(message, operation=error.operation_name)
@@ -127,6 +136,26 @@ def translate(error: Exception) -> CloudError:
     if isinstance(error, BotoCoreError):
         return RetryableCloudError("cloud_client_error", str(error))
     raise TypeError(f"not a cloud error: {error!r}") from error
+
+
+# What AWS holds back from some new accounts until AWS Support verifies them: (code, AWS's
+# words) -> what the account cannot create (CloudFront's refusal is an `AccessDenied`, which
+# would otherwise send the user to the access role, wrongly).
+_HELD_BACK = {
+    ("AccessDenied", "must be verified before you can add new CloudFront"): (
+        "CloudFront distributions (a static website's)"
+    ),
+    ("OperationNotPermitted", "does not support creating load balancers"): (
+        "load balancers (a project's web servers')"
+    ),
+}
+
+
+def _held_back(code: str, message: str) -> str | None:
+    for (held_code, words), what in _HELD_BACK.items():
+        if code == held_code and words in message:
+            return what
+    return None
 
 
 def refused(operation: str, code: str) -> str:
