@@ -42,6 +42,9 @@ class Quotas:
     acm_certificates: int = 2500
     db_instances_per_region: int = 40
     db_subnet_groups_per_region: int = 50
+    # Fargate On-Demand vCPU resource count: the vCPUs of an account's tasks running at once in a
+    # region ("New AWS accounts might have initial lower quotas that can increase over time").
+    fargate_vcpus_per_region: int = 6
     # Docker Hub, not AWS: anonymous pulls per hour from one address (CodeBuild's are shared).
     dockerhub_anonymous_pulls_per_hour: int = 10
     # One page of FilterLogEvents: at most 10,000 events (and 1 MB, always enforced).

@@ -3,6 +3,12 @@
 moto's UpdateService swaps the task definition in place; `install()` makes it start a new PRIMARY
 deployment (IN_PROGRESS) as ECS does, and makes target health answer from the simulator for
 targets it knows to be unhealthy. `Scheduler.tick` then does what ECS's scheduler does.
+
+Fargate runs at most `quotas.fargate_vcpus_per_region` vCPUs of an account's tasks at once in a
+region (6 in a new account). Tasks that would go past it are not placed: the deployment stays in
+progress and the service's events say why, in ECS's words, as ECS keeps trying ("(service …) was
+unable to place a task. Reason: You've reached the limit on the number of vCPUs you can run
+concurrently…"); a rollout's new tasks are placed all at once or not at once.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from moto.ecs.models import EC2ContainerServiceBackend, ecs_backends
 from moto.elbv2.models import FakeHealthStatus, FakeTargetGroup, elbv2_backends
 from moto.moto_api._internal import mock_random
 
+from capstan.sandbox.cloud.quotas import quotas
 from capstan.sandbox.cloud.simulator import images
 from capstan.sandbox.cloud.simulator.backends import each
 
@@ -32,6 +39,12 @@ _addresses = itertools.count(1)
 CIRCUIT_BREAKER_REASON = (
     "ECS deployment circuit breaker: tasks failed to start or failed their health checks."
 )
+VCPU_LIMIT_REASON = (
+    "You've reached the limit on the number of vCPUs you can run concurrently. For more "
+    "information, see the Troubleshooting section of the Amazon ECS Developer Guide."
+)
+# How often ECS repeats an event that has not changed (the sandbox's pace, not AWS's).
+_EVENT_REPEAT_SECONDS = 30.0
 
 
 def install() -> None:
@@ -114,6 +127,7 @@ class ServiceSim:
     seen: dict[str, float] = field(default_factory=dict)
     last_metrics: float = 0.0
     last_cost: float | None = None
+    last_refusal: float = float("-inf")  # when the quota last kept tasks from being placed
 
 
 def _cannot_run(
@@ -176,6 +190,10 @@ class Scheduler:
             ) or bool(_cannot_run(account_id, region, backend, primary))
             new = [task for task in sim.tasks if task.deployment_id == primary["id"]]
             if not new:
+                cpu = self._size(backend, str(primary.get("taskDefinition")))[0]
+                if self._free(account_id, region, backend) < cpu * service.desired_count:
+                    self._cannot_place(service, sim, now)
+                    return
                 new = [
                     self._task(primary, now, healthy=not failing)
                     for _ in range(service.desired_count)
@@ -243,17 +261,25 @@ class Scheduler:
         desired = service.desired_count
         running = [task for task in sim.tasks if task.deployment_id == primary["id"]]
         if len(running) < desired:
-            extra = [self._task(primary, now, healthy=True) for _ in range(desired - len(running))]
+            backend = ecs_backends[account_id][region]
+            cpu = self._size(backend, str(primary.get("taskDefinition")))[0]
+            placed = min(desired - len(running), self._free(account_id, region, backend) // cpu)
+            if placed < desired - len(running):
+                self._cannot_place(service, sim, now)
+            extra = [self._task(primary, now, healthy=True) for _ in range(placed)]
             sim.tasks += extra
             self._register(account_id, region, service, extra)
+            running += extra
         elif len(running) > desired:
             stopping = running[desired:]
             self._deregister(account_id, region, service, stopping)
             sim.tasks = [task for task in sim.tasks if task not in stopping]
-        if primary.get("runningCount") != desired or service.running_count != desired:
-            primary.update(runningCount=desired, desiredCount=desired, pendingCount=0)
-            service.running_count = desired
-            service.pending_count = 0
+            running = running[:desired]
+        count = len(running)
+        if primary.get("runningCount") != count or primary.get("desiredCount") != desired:
+            primary.update(runningCount=count, desiredCount=desired, pendingCount=desired - count)
+        service.running_count = count
+        service.pending_count = desired - count
 
     def _retire(
         self,
@@ -272,6 +298,31 @@ class Scheduler:
             sim.tasks = []
         if backend.services.get(key) is service:
             del backend.services[key]
+
+    # -- Fargate's vCPU quota ----------------------------------------------------------------
+
+    def _free(self, account_id: str, region: str, backend: Any) -> int:
+        """CPU units (1,024 a vCPU) the account's running tasks leave of its Fargate quota."""
+        used = sum(
+            self._size(backend, task.task_definition)[0]
+            for (account, where, _arn), sim in list(self.services.items())
+            if account == account_id and where == region
+            for task in sim.tasks
+        )
+        return quotas().fargate_vcpus_per_region * 1024 - used
+
+    @staticmethod
+    def _cannot_place(service: Any, sim: ServiceSim, now: float) -> None:
+        """ECS's event for tasks the quota kept from being placed (repeated at its pace)."""
+        if now - sim.last_refusal < _EVENT_REPEAT_SECONDS:
+            return
+        sim.last_refusal = now
+        message = f"(service {service.name}) was unable to place a task. Reason: "
+        message += VCPU_LIMIT_REASON
+        service.events.insert(
+            0, {"id": str(uuid.uuid4()), "createdAt": utcnow(), "message": message}
+        )
+        del service.events[100:]
 
     # -- tasks and targets -----------------------------------------------------------------
 
