@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from capstan.sandbox.cloud import new_accounts
+from capstan.sandbox.cloud import new_accounts, quotas
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
 from tests.apps.test_static_websites import create_site
@@ -71,5 +71,32 @@ def test_an_account_aws_has_not_verified_yet_is_told_to_ask_aws_support(
         new_accounts.verify(account_id)
         assert org.api.post(f"{path}/redeploy").status_code == 202
         assert shop.wait_for(path, "running", timeout=90)["status"] == "running"
+    finally:
+        org.close()
+
+
+def test_past_the_accounts_fargate_vcpus_the_deployment_fails_with_the_quota(
+    server: RunningServer,
+) -> None:
+    """Fargate runs at most the account's quota of vCPUs at once in a region (6 by default;
+    here 1). ECS does not place the tasks past it, and keeps trying — its circuit breaker never
+    trips on it — so the deployment would wait out its deadline; it fails at once instead, with
+    the quota and what to do, and runs once there is room."""
+    org = server.new_org()
+    try:
+        shop = ready(org)
+        with quotas.changed(fargate_vcpus_per_region=1):
+            first = shop.create_web_server(name="first", cpu=1024, memory=2048)
+            first_path = f"{shop.base}/web_servers/{first['id']}"
+            assert shop.wait_for(first_path, "running", "failed")["status"] == "running"
+            second = shop.create_web_server(name="second")  # 0.25 vCPU more
+            path = f"{shop.base}/web_servers/{second['id']}"
+            assert shop.wait_for(path, "failed", "running")["status"] == "failed"
+            [deployment] = org.api.get(f"{path}/deployments").json()["deployments"]
+            assert "quota of Fargate vCPUs" in deployment["error"], deployment
+            assert "Service Quotas" in deployment["error"]
+            assert "You've reached the limit" not in deployment["error"]  # ECS's words: the log
+        assert org.api.post(f"{path}/redeploy").status_code == 202  # the quota is 6 again
+        assert shop.wait_for(path, "running", "failed")["status"] == "running"
     finally:
         org.close()

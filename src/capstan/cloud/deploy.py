@@ -331,6 +331,9 @@ class Deployer(TargetDriver):
                 deployment.desired,
                 deployment.reason or "ECS stopped the rollout.",
             )
+        refused = ecs.placement_refusal(service, deployment)
+        if refused is not None and deployment.running < deployment.desired:
+            return Rollout("failed", deployment.running, deployment.desired, refused)
         unhealthy: str | None = None
         healthy = deployment.running
         if target.kind == "web_server":

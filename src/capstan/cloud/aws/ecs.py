@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -31,6 +32,13 @@ class Deployment:
     reason: str | None
     running: int
     desired: int
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ServiceEvent:
+    created_at: datetime
+    message: str  # ECS's words: for the log, or to be read (`placement_refusal`), never shown
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,7 @@ class ServiceState:
     deployments: tuple[Deployment, ...]
     # The target groups the service registers its tasks in (a web server's one).
     target_groups: tuple[str, ...] = ()
+    events: tuple[ServiceEvent, ...] = ()  # newest first, as ECS lists them
 
 
 @dataclass(frozen=True)
@@ -264,7 +273,41 @@ def _deployment(raw: dict[str, Any]) -> Deployment:
         reason=raw.get("rolloutStateReason"),
         running=int(raw.get("runningCount") or 0),
         desired=int(raw.get("desiredCount") or 0),
+        created_at=_aware(raw.get("createdAt")),
     )
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+# ECS's events when Fargate's quota keeps a service's tasks from being placed: its vCPUs (or,
+# before vCPU quotas, its tasks) running at once in the region, or a new account's quota of 0.
+_QUOTA_EVENT = re.compile(
+    r"unable to place a task.*(reached the limit on the number of (vCPUs|tasks) you can run "
+    r"concurrently|your account is currently blocked)",
+    re.IGNORECASE,
+)
+FARGATE_QUOTA = (
+    "ECS cannot start the service's tasks: the AWS account has reached its quota of Fargate "
+    "vCPUs running at once in this region (6 by default; a new account may start lower). Ask "
+    'for more in Service Quotas (AWS Fargate, "Fargate On-Demand vCPU resource count") or '
+    "stop other services there, then redeploy."
+)
+
+
+def placement_refusal(service: ServiceState, deployment: Deployment) -> str | None:
+    """Capstan's sentence when ECS, since `deployment` began, could not place its tasks because
+    of the account's Fargate quota (ECS keeps trying, and its circuit breaker never trips on
+    it); None otherwise."""
+    for event in service.events:
+        if deployment.created_at is not None and event.created_at < deployment.created_at:
+            break  # newest first: the rest are older still
+        if _QUOTA_EVENT.search(event.message):
+            return FARGATE_QUOTA
+    return None
 
 
 def describe_service(session: AwsSession, cluster: str, service: str) -> ServiceState | None:
@@ -290,6 +333,11 @@ def describe_service(session: AwsSession, cluster: str, service: str) -> Service
             str(item["targetGroupArn"])
             for item in raw.get("loadBalancers") or []
             if item.get("targetGroupArn")
+        ),
+        events=tuple(
+            ServiceEvent(created, str(item.get("message") or ""))
+            for item in raw.get("events") or []
+            if (created := _aware(item.get("createdAt"))) is not None
         ),
     )
 
