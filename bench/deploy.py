@@ -192,7 +192,12 @@ def run(n: int, timeout: float, *, with_timeline: bool = False, profile: Path | 
         extra["BENCH_PROFILE_OUT"] = str(profile.resolve() / f"profile-{n}.txt")
     with tempfile.TemporaryDirectory(prefix="capstan-bench-") as tmp, processes(Path(tmp)) as procs:
         with (
-            ready_dev_server(procs, **extra) as (dev, api),
+            # The account's Fargate quota as an operator would have AWS raise it for N services
+            # of 0.25 vCPU and the warm-up's worker (a new account runs 6 vCPUs at once).
+            ready_dev_server(procs, f"fargate_vcpus_per_region={n // 4 + 2}", **extra) as (
+                dev,
+                api,
+            ),
             httpx.Client(base_url=dev.sandbox_url, timeout=30) as stats,
         ):
             sandbox, server, data_dir = dev.sandbox, dev.server, dev.data_dir

@@ -144,8 +144,11 @@ class Processes:
         process.wait_for_line(ready, timeout=timeout)
         return process
 
-    def sandbox(self, *, build_seconds: float, task_start_seconds: float) -> tuple[Process, str]:
-        """`capstan sandbox` on a free port: the process and the cloud's URL."""
+    def sandbox(
+        self, *, build_seconds: float, task_start_seconds: float, quotas: str = ""
+    ) -> tuple[Process, str]:
+        """`capstan sandbox` on a free port: the process and the cloud's URL (`quotas`: AWS
+        quotas other than a new account's, as `CAPSTAN_SANDBOX_QUOTAS` takes them)."""
         port = free_port()
         process = self.start(
             "sandbox",
@@ -158,7 +161,7 @@ class Processes:
                 "--task-start-seconds",
                 str(task_start_seconds),
             ],
-            capstan_env(),
+            capstan_env(**({"CAPSTAN_SANDBOX_QUOTAS": quotas} if quotas else {})),
             ready=r"sandbox cloud at http://",
         )
         return process, f"http://127.0.0.1:{port}"
@@ -167,10 +170,10 @@ class Processes:
         # uvicorn says "Application startup complete" before it binds its port; this line after.
         return self.start(name, ["server", *args], env, ready="Uvicorn running on")
 
-    def dev_server_on_sandbox(self, **env: str) -> DevServer:
-        """A zero-delay sandbox and `capstan server --dev` on it (its data under `root`), as the
-        benchmarks run them; `env`: more of the server's settings."""
-        sandbox, sandbox_url = self.sandbox(build_seconds=0, task_start_seconds=0)
+    def dev_server_on_sandbox(self, quotas: str = "", **env: str) -> DevServer:
+        """A zero-delay sandbox (with `quotas`) and `capstan server --dev` on it (its data under
+        `root`), as the benchmarks run them; `env`: more of the server's settings."""
+        sandbox, sandbox_url = self.sandbox(build_seconds=0, task_start_seconds=0, quotas=quotas)
         port = free_port()
         data_dir = self.root / "data"
         server = self.server(
@@ -260,11 +263,13 @@ def install_git_host(api: httpx.Client) -> int:
 
 
 @contextmanager
-def ready_dev_server(procs: Processes, **env: str) -> Iterator[tuple[DevServer, httpx.Client]]:
-    """`Processes.dev_server_on_sandbox` (`env`: more of the server's settings) and a client
-    with its dev token, the cloud account connected and the git host app installed: where each
-    benchmark starts."""
-    dev = procs.dev_server_on_sandbox(**env)
+def ready_dev_server(
+    procs: Processes, quotas: str = "", **env: str
+) -> Iterator[tuple[DevServer, httpx.Client]]:
+    """`Processes.dev_server_on_sandbox` (`quotas` for the sandbox, `env`: more of the server's
+    settings) and a client with its dev token, the cloud account connected and the git host app
+    installed: where each benchmark starts."""
+    dev = procs.dev_server_on_sandbox(quotas, **env)
     with bearer_client(dev.base_url, dev.token) as api:
         connect_cloud_account(api)
         install_git_host(api)
