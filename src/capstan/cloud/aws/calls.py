@@ -1,9 +1,11 @@
-"""Small helpers for boto3 calls: reading an error's code, tolerating the expected ones."""
+"""Small helpers for boto3 calls: reading an error's code, tolerating the expected ones, reading
+a time an answer gives."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 
 from botocore.exceptions import ClientError
 
@@ -20,3 +22,8 @@ def ignoring(*codes: str) -> Iterator[None]:
     except ClientError as error:
         if error_code(error) not in codes:
             raise
+
+
+def utc(moment: datetime) -> datetime:
+    """A time from an answer, in UTC when it names no zone (the sandbox's may not)."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

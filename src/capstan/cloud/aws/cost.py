@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import names
-from capstan.cloud.aws.calls import error_code
+from capstan.cloud.aws.calls import error_code, utc
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
 
@@ -75,8 +75,7 @@ def tag_unavailable(session: AwsSession, *, now: datetime) -> str | None:
 
 
 def _timestamp(value: Any) -> datetime:
-    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return utc(value if isinstance(value, datetime) else datetime.fromisoformat(str(value)))
 
 
 def _not_enabled(error: ClientError) -> bool:

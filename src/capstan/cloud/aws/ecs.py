@@ -6,13 +6,13 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import names
-from capstan.cloud.aws.calls import error_code, ignoring
+from capstan.cloud.aws.calls import error_code, ignoring, utc
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
 
@@ -273,14 +273,8 @@ def _deployment(raw: dict[str, Any]) -> Deployment:
         reason=raw.get("rolloutStateReason"),
         running=int(raw.get("runningCount") or 0),
         desired=int(raw.get("desiredCount") or 0),
-        created_at=_aware(raw.get("createdAt")),
+        created_at=utc(raw["createdAt"]) if raw.get("createdAt") else None,
     )
-
-
-def _aware(moment: datetime | None) -> datetime | None:
-    if moment is None:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 # ECS's events when Fargate's quota keeps a service's tasks from being placed: its vCPUs (or,
@@ -335,9 +329,9 @@ def describe_service(session: AwsSession, cluster: str, service: str) -> Service
             if item.get("targetGroupArn")
         ),
         events=tuple(
-            ServiceEvent(created, str(item.get("message") or ""))
+            ServiceEvent(utc(item["createdAt"]), str(item.get("message") or ""))
             for item in raw.get("events") or []
-            if (created := _aware(item.get("createdAt"))) is not None
+            if item.get("createdAt")
         ),
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import urllib.parse
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import botocore.session
@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from capstan.cloud.access_role import boundary_arn
 from capstan.cloud.aws import names
+from capstan.cloud.aws.calls import ignoring, utc
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import TerminalCloudError
@@ -328,8 +329,7 @@ def role_created_at(session: AwsSession, role_arn: str) -> datetime | None:
             if error.response.get("Error", {}).get("Code") == "NoSuchEntity":
                 return None
             raise
-    created: datetime = role["CreateDate"]
-    return created if created.tzinfo else created.replace(tzinfo=UTC)
+    return utc(role["CreateDate"])
 
 
 def database_secrets_policy(database_id: str) -> str:
@@ -385,11 +385,7 @@ def remove_target_secrets(session: AwsSession, project_id: str, resource_id: str
 
 
 def _delete_policy(session: AwsSession, project_id: str, policy_name: str) -> None:
-    with aws_errors():
-        try:
-            session.client("iam").delete_role_policy(
-                RoleName=names.execution_role_name(project_id), PolicyName=policy_name
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "NoSuchEntity":
-                raise
+    with aws_errors(), ignoring("NoSuchEntity"):
+        session.client("iam").delete_role_policy(
+            RoleName=names.execution_role_name(project_id), PolicyName=policy_name
+        )
