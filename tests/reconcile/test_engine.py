@@ -304,7 +304,7 @@ def test_a_heartbeat_does_not_wait_for_a_row_an_unfinished_transaction_holds(
     kind = f"test-{secrets.token_hex(4)}"
     clock = FakeClock()
 
-    async def work(sessions: Sessions) -> tuple[set[tuple[str, str]], dict[str, object]]:
+    async def work(sessions: Sessions) -> tuple[queue.Beat, dict[str, object]]:
         await enqueue_ids(sessions, kind, "p", "q", clock=clock)
         async with sessions() as session:
             claims = await queue.claim(
@@ -314,7 +314,7 @@ def test_a_heartbeat_does_not_wait_for_a_row_an_unfinished_transaction_holds(
             await queue.enqueue(request, kind, "p", clock=clock)  # p's row locked, uncommitted
             clock.advance(2)
             async with sessions() as session:
-                gone = await asyncio.wait_for(
+                beat = await asyncio.wait_for(
                     queue.heartbeat(
                         session, owner="A", claims=claims, lease_seconds=3, clock=clock
                     ),
@@ -322,10 +322,11 @@ def test_a_heartbeat_does_not_wait_for_a_row_an_unfinished_transaction_holds(
                 )
             await request.commit()
         rows = await queue_rows(sessions, kind)
-        return gone, {r.resource_id: r.lease_expires_at for r in rows}
+        return beat, {r.resource_id: r.lease_expires_at for r in rows}
 
-    gone, expiries = run(server, work)
-    assert gone == set()  # both still A's
+    beat, expiries = run(server, work)
+    assert beat.gone == set()  # both still A's
+    assert beat.extended == {(kind, "q")}
     assert expiries["q"] == clock.now + timedelta(seconds=3)  # extended
     assert expiries["p"] == clock.now + timedelta(seconds=1)  # left for the next beat
 

@@ -326,37 +326,49 @@ def _next_due_statement(busy: bool) -> Select[tuple[datetime | None]]:
     return select(func.min(when)).where(*_claimable(busy))
 
 
+@dataclass(frozen=True)
+class Beat:
+    """What a heartbeat did: the leases it extended, and those of its claims the worker no
+    longer holds (another worker took the row over, or the pass finished meanwhile)."""
+
+    extended: set[tuple[str, str]]
+    gone: set[tuple[str, str]]
+
+
 async def heartbeat(
     session: AsyncSession,
     *,
     owner: str,
     claims: list[Claim],
     lease_seconds: float,
+    wait: bool = False,
     clock: Clock = utc_now,
-) -> set[tuple[str, str]]:
-    """Extend the leases `owner` still holds; answers the (kind, resource id) of `claims` it no
-    longer holds (another worker took the row over, or the pass finished meanwhile). Commits.
+) -> Beat:
+    """Extend the leases `owner` still holds of `claims`. Commits.
 
     On PostgreSQL a row another transaction has locked (an enqueue not yet committed) is left for
     the next beat instead of waited for: one request holding one row must not hold up the
-    extension of every lease this worker holds. What is held is read without locks, so the
-    answer never waits either.
+    extension of every lease this worker holds — unless `wait` (one pass about to begin, which
+    must know its lease is extended). What is held is read without locks, so that never waits.
     """
     if not claims:
-        return set()
+        return Beat(set(), set())
     keys = [(c.kind, c.resource_id) for c in claims]
     mine = select(_Q.kind, _Q.resource_id).where(
         tuple_(_Q.kind, _Q.resource_id).in_(keys), _Q.lease_owner == owner
     )
-    extend = mine.with_for_update(skip_locked=True) if _dialect(session) == "postgresql" else mine
-    await session.execute(
+    postgresql = _dialect(session) == "postgresql"
+    extend = mine.with_for_update(skip_locked=not wait) if postgresql else mine
+    rows = await session.execute(
         update(_QUEUE)
         .where(tuple_(_Q.kind, _Q.resource_id).in_(extend))
         .values(lease_expires_at=clock() + timedelta(seconds=lease_seconds))
+        .returning(_Q.kind, _Q.resource_id)
     )
+    extended = {(row.kind, row.resource_id) for row in rows}
     held = {(row.kind, row.resource_id) for row in await session.execute(mine)}
     await session.commit()
-    return set(keys) - held
+    return Beat(extended, set(keys) - held)
 
 
 def backoff_seconds(attempts: int) -> float:

@@ -9,9 +9,10 @@ is a failed pass: retried with exponential backoff and jitter, at most `queue.MA
 in a row; then the row is dead (logged as an error, its last error kept on the row and its last
 pass recorded as `dead`) until the resource changes. A heartbeat keeps the leases of
 passes under way alive; a worker that dies simply stops extending them, and another worker takes
-the rows over once they expire. A periodic resync enqueues every live resource, so status and
-drift are refreshed even when nothing changed. All of it reads time from the `clock` it is
-given, so tests move time instead of sleeping.
+the rows over once they expire. A pass whose claim waited most of its lease extends it before it
+begins, and does not begin when the row is another worker's by then. A periodic resync
+enqueues every live resource, so status and drift are refreshed even when nothing changed. All
+of it reads time from the `clock` it is given, so tests move time instead of sleeping.
 
 A worker with nothing due does not poll: it sleeps until the earliest row can be claimed, until
 an enqueue wakes it (`queue.on_enqueue` in this process, `queue.listening` across processes on
@@ -110,6 +111,8 @@ class Worker:
         self.settings = settings or WorkerSettings()
         self.owner = owner or worker_name()
         self._in_flight: dict[tuple[str, str], Claim] = {}
+        # When the lease of each claim in flight ends, as this worker last wrote it.
+        self._leased_until: dict[tuple[str, str], datetime] = {}
         # The passes under way, and those another worker took over (stopped at the next await).
         self._passes: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._taken_over: set[tuple[str, str]] = set()
@@ -192,6 +195,7 @@ class Worker:
     async def _claim(self, limit: int) -> list[Claim]:
         """Claim up to `limit` due rows; when fewer were due, learn when the next one is."""
         self._look = False
+        leased_until = self._clock() + timedelta(seconds=self.settings.lease_seconds)
         try:
             async with self._sessionmaker() as session:
                 claims = await queue.claim(
@@ -216,10 +220,63 @@ class Worker:
             return []
         for claim in claims:
             self._in_flight[(claim.kind, claim.resource_id)] = claim
+            self._leased_until[(claim.kind, claim.resource_id)] = leased_until
         return claims
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        self._in_flight.pop(key, None)
+        self._leased_until.pop(key, None)
+        self._passes.pop(key, None)
+        self._taken_over.discard(key)
+
+    async def _extend(self, claims: list[Claim], *, wait: bool = False) -> queue.Beat:
+        """Extend the leases of `claims` this worker still holds (`queue.heartbeat`)."""
+        leased_until = self._clock() + timedelta(seconds=self.settings.lease_seconds)
+        async with self._sessionmaker() as session:
+            beat = await queue.heartbeat(
+                session,
+                owner=self.owner,
+                claims=claims,
+                lease_seconds=self.settings.lease_seconds,
+                wait=wait,
+                clock=self._clock,
+            )
+        for key in beat.extended:
+            if key in self._in_flight:
+                self._leased_until[key] = leased_until
+        return beat
+
+    async def _may_begin(self, claim: Claim) -> bool:
+        """Whether the pass of `claim` may begin: its lease has two thirds of its time left, as a
+        claim just made has, or it is extended now. A worker starved between its claim and the
+        pass (CPU, a slow commit) may find the lease nearly over, or over and the row another
+        worker's; begun anyway, the pass would run beside that worker's (CI of 2026-11-29)."""
+        key = (claim.kind, claim.resource_id)
+        lease = self.settings.lease_seconds
+        left = (self._leased_until[key] - self._clock()).total_seconds()
+        if left >= lease * 2 / 3:
+            return True
+        try:
+            beat = await self._extend([claim], wait=True)
+        except Exception:
+            log.exception("extending the lease of %s %s failed; its pass waits", *key)
+            return False
+        if key in beat.extended:
+            return True
+        log.warning(
+            "%s %s: another worker took it over before its pass began (its lease had %.1f s "
+            "left); the pass is that worker's",
+            *key,
+            left,
+        )
+        return False
 
     async def _process(self, claim: Claim) -> None:
         key = (claim.kind, claim.resource_id)
+        if not await self._may_begin(claim):
+            self._forget(key)  # no pass ran: nothing to record, nothing to release
+            self._wake.set()
+            return
         reconciler = self._reconcilers[claim.kind]
         started_at = self._clock()
         requeue_after: float | None = None
@@ -254,9 +311,7 @@ class Worker:
             )
             error = f"{type(failure).__name__}: {failure}"
         finally:
-            self._in_flight.pop(key, None)
-            self._passes.pop(key, None)
-            self._taken_over.discard(key)
+            self._forget(key)
         async with self._sessionmaker() as session:
             due = await queue.finish(
                 session,
@@ -283,14 +338,7 @@ class Worker:
                 self.settings.lease_seconds,
             )
         claims = list(self._in_flight.values())
-        async with self._sessionmaker() as session:
-            gone = await queue.heartbeat(
-                session,
-                owner=self.owner,
-                claims=claims,
-                lease_seconds=self.settings.lease_seconds,
-                clock=self._clock,
-            )
+        gone = (await self._extend(claims)).gone
         # Rows no longer held whose passes are still under way: another worker took them over
         # after their lease lapsed (a pass that finished meanwhile released its row itself).
         taken = [
