@@ -298,6 +298,17 @@ def overlapping(passes: list[Pass]) -> list[tuple[Pass, Pass]]:
     return found
 
 
+def _warnings(workers: list[Process]) -> list[str]:
+    """Every warning and error the workers logged (a late heartbeat, a takeover), whenever it
+    came: the last lines of each process alone may no longer hold the one that explains."""
+    return [
+        f"{worker.name} (pid {worker.pid}): {line}"
+        for worker in workers
+        for line in list(worker.lines)
+        if " WARNING " in line or " ERROR " in line
+    ]
+
+
 def _span(item: Pass) -> str:
     return f"{item.owner} {item.started_at:%T.%f} to {item.finished_at:%T.%f} {item.outcome}"
 
@@ -416,7 +427,7 @@ def _scale_out(
     passes = database.run(_passes)
     # No resource was ever reconciled by two workers at once (nor twice at once by one).
     overlaps = [f"{a.resource_id}: {_span(a)} / {_span(b)}" for a, b in overlapping(passes)]
-    assert overlaps == [], "\n".join(overlaps) + "\n" + procs.output()
+    assert overlaps == [], "\n".join([*overlaps, *_warnings(workers)]) + "\n" + procs.output()
     assert [p for p in passes if p.outcome == "lost"] == []
     assert not [p for p in passes if pid_of(p.owner) == victim.pid and p.started_at > killed_at]
     # Every row the dead worker held was taken over by the survivor once its lease expired,
