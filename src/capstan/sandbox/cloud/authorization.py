@@ -36,7 +36,7 @@ from xml.sax.saxutils import escape
 from moto.iam.models import iam_backends
 from moto.sts.models import sts_backends
 
-from capstan.sandbox.cloud import iam_catalogue, new_accounts, policy, service_linked
+from capstan.sandbox.cloud import iam_catalogue, new_accounts, policy, regions, service_linked
 from capstan.sandbox.cloud.requests import CALL, Call, read_body, read_call
 from capstan.sandbox.cloud.resources import ResourceGap, resources_for
 from capstan.sandbox.cloud.stats import ACCOUNT, OPERATION
@@ -172,6 +172,11 @@ class Authorizer:
     def refusal(
         self, call: Call, session: Session
     ) -> tuple[str, list[tuple[str, str]], bytes] | None:
+        # AWS authenticates before it authorizes: in a region the account has not enabled, it
+        # does not accept the account's credentials at all.
+        disabled = regions.refusal(call, session.account)
+        if disabled is not None:
+            return error_response(call, *disabled)
         prefix = iam_catalogue.IAM_PREFIX.get(call.signing_name, call.signing_name)
         if f"{prefix}:{call.operation}" in ALWAYS_ALLOWED:
             return None
@@ -276,7 +281,12 @@ def error_response(
     call: Call, status: int, code: str, message: str
 ) -> tuple[str, list[tuple[str, str]], bytes]:
     """AWS's error answer to `call` in its protocol's shape: status line, headers, body."""
-    reason = {400: "Bad Request", 403: "Forbidden", 500: "Internal Server Error"}[status]
+    reason = {
+        400: "Bad Request",
+        401: "Unauthorized",
+        403: "Forbidden",
+        500: "Internal Server Error",
+    }[status]
     protocol = call.protocol
     if protocol == "json":
         json_code = "AccessDeniedException" if code == "AccessDenied" else code
