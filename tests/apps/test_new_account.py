@@ -3,8 +3,9 @@
 ECS's first cluster makes its service-linked role, which ECS cannot use for a moment
 (`InvalidParameterException`, "Unable to assume the service linked role…"; the sandbox refuses so
 for `service_linked_role_seconds`): the project network's pass tries again, and the web server
-runs, instead of failing with the network. And an account AWS has not verified yet
-(`new_accounts.hold_back`) is told to ask AWS Support."""
+runs, instead of failing with the network. An account AWS has not verified yet
+(`new_accounts.hold_back`) is told to ask AWS Support, and a project in a region the account has
+not enabled (`regions`) to enable it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from capstan.sandbox.cloud import new_accounts, quotas
+from capstan.sandbox.cloud import new_accounts, quotas, regions
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
 from tests.apps.test_static_websites import create_site
@@ -98,5 +99,38 @@ def test_past_the_accounts_fargate_vcpus_the_deployment_fails_with_the_quota(
             assert "You've reached the limit" not in deployment["error"]  # ECS's words: the log
         assert org.api.post(f"{path}/redeploy").status_code == 202  # the quota is 6 again
         assert shop.wait_for(path, "running", "failed")["status"] == "running"
+    finally:
+        org.close()
+
+
+@pytest.mark.parametrize(
+    ("create", "kind"),
+    [(lambda shop: shop.create_web_server(), "web_servers"), (create_site, "static_websites")],
+)
+def test_a_project_in_a_region_the_account_has_not_enabled_is_told_to_enable_it(
+    server: RunningServer, create: Callable[[Ready], dict[str, Any]], kind: str
+) -> None:
+    """Cape Town, like every region AWS added since March 2019, is off in an account until it is
+    enabled, and AWS does not accept the account's credentials there (EC2 `AuthFailure`, S3
+    `InvalidToken`…): the user is told to enable the region, not left with AWS's words about a
+    security token. Once enabled, a redeploy runs."""
+    org = server.new_org()
+    try:
+        shop = ready(org, region="af-south-1")
+        account_id = org.api.get("/api/cloud_account").json()["account_id"]
+        created = create(shop)
+        path = f"{shop.base}/{kind}/{created['id']}"
+        assert shop.wait_for(path, "failed", "running", timeout=60)["status"] == "failed"
+        [deployment] = org.api.get(f"{path}/deployments").json()["deployments"]
+        assert "most likely the region is not enabled in the AWS account" in deployment["error"]
+        assert "Enable it in the AWS console" in deployment["error"]
+        assert "security token" not in deployment["error"]  # AWS's words stay in the log
+
+        regions.enable(account_id, "af-south-1")
+        try:
+            assert org.api.post(f"{path}/redeploy").status_code == 202
+            assert shop.wait_for(path, "running", "failed", timeout=90)["status"] == "running"
+        finally:
+            regions.disable(account_id, "af-south-1")
     finally:
         org.close()

@@ -179,3 +179,36 @@ def test_what_aws_holds_back_from_a_new_account_sends_the_user_to_aws_support(
     assert f"create {what}" in error.message and "AWS Support" in error.message
     assert "capstan-access" not in error.message  # not a permission of the access role
     assert message not in error.message and error.detail == message
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "operation"),
+    [
+        ("UnrecognizedClientException", 400, "CreateCluster"),
+        ("InvalidClientTokenId", 403, "CreateLoadBalancer"),
+        ("AuthFailure", 401, "CreateVpc"),
+        ("InvalidToken", 400, "CreateBucket"),
+        ("400", 400, "HeadBucket"),  # a HEAD's answer has no body: its status alone
+        ("RegionDisabledException", 403, "GetParameters"),
+    ],
+)
+def test_credentials_aws_does_not_accept_in_a_region_send_the_user_to_enable_it(
+    code: str, status: int, operation: str
+) -> None:
+    words = "The security token included in the request is invalid."
+    raised = client_error(code, status, words)
+    raised.operation_name = operation
+    error = translate(raised)
+    assert type(error) is TerminalCloudError
+    assert error.code == "region_not_enabled"
+    assert "the region is not enabled in the AWS account" in error.message
+    assert operation in error.message
+    assert words not in error.message and error.detail == words
+
+
+@pytest.mark.parametrize("code", ["InvalidClientTokenId", "UnrecognizedClientException"])
+def test_the_control_planes_own_credentials_refused_are_no_region_matter(code: str) -> None:
+    """`AssumeRole` presents the control plane's own credentials (in its own region)."""
+    error = translate(client_error(code, 403))
+    assert error.code == snake_case(code)
+    assert "region" not in error.message

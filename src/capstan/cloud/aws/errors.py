@@ -60,6 +60,18 @@ _ACCESS_DENIED_CODES = frozenset(
         "AuthorizationError",
     }
 )
+# What AWS's services answer for credentials they do not accept in a region (JSON services, query
+# services, EC2, S3, STS): for the credentials of the customer's role, which STS has just issued,
+# a region the account has not enabled (those AWS added since March 2019 are off until enabled).
+_CREDENTIALS_NOT_ACCEPTED = frozenset(
+    {
+        "UnrecognizedClientException",
+        "InvalidClientTokenId",
+        "AuthFailure",
+        "InvalidToken",
+        "RegionDisabledException",
+    }
+)
 # ECS, in a new account, about the service-linked role its first cluster has just made.
 _LINKED_ROLE_NOT_READY = "Unable to assume the service linked role"
 _NOT_AUTHORIZED = re.compile(
@@ -113,6 +125,16 @@ def translate(error: Exception) -> CloudError:
                 "(the Capstan server's log has AWS's answer to quote), then redeploy.",
                 detail=message,
             )
+        if _credentials_not_accepted(code, operation):
+            return TerminalCloudError(
+                "region_not_enabled",
+                f"AWS did not accept Capstan's credentials for {operation} ({code}) in this "
+                "project's region: most likely the region is not enabled in the AWS account "
+                "(the regions AWS added since March 2019, such as af-south-1, ap-east-1 or "
+                "me-south-1, are off until enabled). Enable it in the AWS console (Account, AWS "
+                "Regions), wait until it shows Enabled, then redeploy.",
+                detail=message,
+            )
         if code in _ACCESS_DENIED_CODES or (status == 403 and code in ("403", "Forbidden")):
             # A HEAD request's refusal has no body: only the operation says what was refused.
             return access_denied(message, operation=error.operation_name)
@@ -136,6 +158,17 @@ def translate(error: Exception) -> CloudError:
     if isinstance(error, BotoCoreError):
         return RetryableCloudError("cloud_client_error", str(error))
     raise TypeError(f"not a cloud error: {error!r}") from error
+
+
+def _credentials_not_accepted(code: str, operation: str) -> bool:
+    """AWS did not accept the customer role's credentials (not the control plane's own, which
+    `AssumeRole` and `GetCallerIdentity` present). S3 answers a HEAD with its status alone: a
+    400 to Capstan's HEAD of its own bucket, addressed in the bucket's region, is that too."""
+    if operation in ("AssumeRole", "GetCallerIdentity"):
+        return False
+    return code in _CREDENTIALS_NOT_ACCEPTED or (
+        code == "400" and operation in ("HeadBucket", "HeadObject")
+    )
 
 
 # What AWS holds back from some new accounts until AWS Support verifies them: (code, AWS's
