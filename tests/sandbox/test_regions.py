@@ -4,6 +4,7 @@ accept the account's credentials, each service answering in its own words."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from botocore.exceptions import ClientError
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud import regions
 from capstan.sandbox.cloud.accounts import organization_access
+from capstan.sandbox.cloud.requests import Call
 from tests.sandbox.aws import new_account
 
 OPT_IN = "af-south-1"
@@ -61,3 +63,16 @@ def test_the_environment_enables_opt_in_regions_only() -> None:
     assert regions.parse("af-south-1, me-south-1,") == {"af-south-1", "me-south-1"}
     with pytest.raises(ValueError, match="not an opt-in region: us-east-1"):
         regions.parse("us-east-1")
+
+
+def test_the_environment_enables_regions_for_every_account(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`CAPSTAN_SANDBOX_ENABLED_REGIONS`, read at the first request (as the sandbox starts)."""
+    call = Call("ecs", "ecs", "ListClusters", OPT_IN, "ASIAEXAMPLE")
+    monkeypatch.setattr(regions, "_everywhere", None)
+    monkeypatch.setenv(regions.ENVIRONMENT_VARIABLE, f"{OPT_IN},me-south-1")
+    assert regions.refusal(call, "111122223333") is None
+    assert regions.refusal(replace(call, region="ap-east-1"), "111122223333") == (
+        400,
+        "UnrecognizedClientException",
+        "The security token included in the request is invalid.",
+    )
