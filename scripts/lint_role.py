@@ -36,7 +36,8 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
     ),
     ("access", "RESOURCE_STAR", "application-autoscaling"): (
         "Scalable targets are authorized by an id the request does not carry: IAM offers no "
-        "resource scoping for these actions."
+        "resource scoping for these actions; the statement allows ECS services' task count "
+        "only (application-autoscaling:service-namespace and scalable-dimension)."
     ),
     ("access", "RESOURCE_STAR", "cloudfront:CreateDistribution"): (
         "CloudFront creates are not resource-scoped in IAM; the statement requires the "

@@ -355,3 +355,34 @@ def test_what_the_driver_no_longer_does_is_refused(customer: Customer) -> None:
         GatewayId=gateway,
     )
     denied(customer.client("s3").create_bucket, Bucket=unique("user-uploads"))
+
+
+def test_scaling_anything_but_an_ecs_services_task_count_is_refused(customer: Customer) -> None:
+    """Application Auto Scaling's actions are allowed on "*" only (a target's ARN carries an id
+    the request does not), so the request narrows them: a DynamoDB table's capacity, an Aurora
+    cluster's replicas or a Lambda function's concurrency are out of reach; an ECS service's
+    task count, which Capstan scales, is not."""
+    scaling = customer.client("application-autoscaling")
+    others = [
+        ("dynamodb", "table/orders", "dynamodb:table:WriteCapacityUnits"),
+        ("rds", "cluster:orders-db", "rds:cluster:ReadReplicaCount"),
+        ("lambda", "function:checkout:live", "lambda:function:ProvisionedConcurrency"),
+    ]
+    for namespace, resource, dimension in others:
+        target = {
+            "ServiceNamespace": namespace,
+            "ResourceId": resource,
+            "ScalableDimension": dimension,
+        }
+        denied(scaling.register_scalable_target, MinCapacity=1, MaxCapacity=100, **target)
+        denied(scaling.deregister_scalable_target, **target)
+        denied(scaling.delete_scaling_policy, PolicyName="capstan-cpu", **target)
+    ecs_service = {
+        "ServiceNamespace": "ecs",
+        "ResourceId": f"service/{unique('capstan')}/capstan-x",
+        "ScalableDimension": "ecs:service:DesiredCount",
+    }
+    # Authorized, then answered by the service itself: there is no such ECS service.
+    with pytest.raises(ClientError) as caught:
+        scaling.register_scalable_target(MinCapacity=1, MaxCapacity=4, **ecs_service)
+    assert caught.value.response["Error"]["Code"] not in DENIED

@@ -75,16 +75,32 @@ def access_statements() -> list[dict[str, Any]]:
             "WriteWithoutResourceScope",
             [
                 # No resource-level scoping exists for these either (task definition revisions
-                # are deregistered by ARN, which IAM does not check; scaling targets are ids).
+                # are deregistered by ARN, which IAM does not check).
                 "ecs:DeregisterTaskDefinition",
-                "application-autoscaling:RegisterScalableTarget",
-                "application-autoscaling:DeregisterScalableTarget",
-                "application-autoscaling:PutScalingPolicy",
-                "application-autoscaling:DeleteScalingPolicy",
                 "cloudfront:CreateOriginAccessControl",
                 "cloudfront:CreateMonitoringSubscription",
             ],
             "*",
+        ),
+        statement(
+            "ScaleServiceTasks",
+            [
+                # A scalable target's ARN carries an id the request does not, so IAM matches
+                # these on "*" only; what they may scale is narrowed by the request instead: the
+                # task count of ECS services, never a table's capacity, a cluster's replicas or a
+                # function's concurrency.
+                "application-autoscaling:RegisterScalableTarget",
+                "application-autoscaling:DeregisterScalableTarget",
+                "application-autoscaling:PutScalingPolicy",
+                "application-autoscaling:DeleteScalingPolicy",
+            ],
+            "*",
+            {
+                "StringEquals": {
+                    "application-autoscaling:service-namespace": "ecs",
+                    "application-autoscaling:scalable-dimension": "ecs:service:DesiredCount",
+                }
+            },
         ),
         *network_statements(),
         *load_balancing_statements(),

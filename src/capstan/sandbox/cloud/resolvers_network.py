@@ -243,8 +243,12 @@ def _hosted_zone(scope: Scope) -> list[Target]:
 )
 def _scalable_target(scope: Scope) -> list[Target]:
     # A scalable target's ARN carries an id the request does not: AWS resolves it, the sandbox
-    # cannot, so only a statement on "*" covers these.
-    return [Target(UNKNOWN)]
+    # cannot, so only a statement on "*" covers these. IAM sets the two keys from the request.
+    context = {
+        "application-autoscaling:service-namespace": [scope.call.get("ServiceNamespace") or ""],
+        "application-autoscaling:scalable-dimension": [scope.call.get("ScalableDimension") or ""],
+    }
+    return [Target(UNKNOWN, context=context)]
 
 
 def _rds(scope: Scope, kind: str, name: str | None) -> str:
