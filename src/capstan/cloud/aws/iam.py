@@ -52,8 +52,9 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
     """The project's roles by purpose (`task`, `execution`, `build`) -> ARN, made if missing.
 
     The task role starts with no permissions (model access adds its own policy later). The
-    execution role may pull images, write the project's task logs and read its parameters;
-    the build role may push images and write build logs.
+    execution role may pull images, write task logs and read its own project's parameters (those
+    tagged with the project: another project's are out of its reach); the build role may push
+    images and write build logs.
     """
     iam = session.client("iam")
     parameters = "arn:*:ssm:*:*:parameter/capstan/*"
@@ -76,7 +77,15 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
                     ],
                     "Resource": "*",
                 },
-                {"Effect": "Allow", "Action": ["ssm:GetParameters"], "Resource": parameters},
+                # The project's own parameters: each is tagged with its project as it is made.
+                {
+                    "Effect": "Allow",
+                    "Action": ["ssm:GetParameters"],
+                    "Resource": parameters,
+                    "Condition": {
+                        "StringEquals": {f"aws:ResourceTag/{names.PROJECT_TAG}": project_id}
+                    },
+                },
                 {"Effect": "Allow", "Action": ["kms:Decrypt"], "Resource": "*"},
             ),
         ),

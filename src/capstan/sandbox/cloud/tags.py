@@ -110,4 +110,34 @@ def _iam(
     return None
 
 
-_READERS = {"ec2": _ec2, "acm": _acm, "cloudfront": _cloudfront, "iam": _iam}
+def _ssm(
+    partition: str, region: str, account: str, arn: str, resource: str
+) -> dict[str, str] | None:
+    from moto.ssm.models import ssm_backends
+
+    backend = ssm_backends[account][region]
+    found = backend.get_parameter(resource.removeprefix("parameter"))
+    if found is None:
+        return None
+    return dict(backend._resource_tags["Parameter"].get(found.name, {}))
+
+
+def _secretsmanager(
+    partition: str, region: str, account: str, arn: str, resource: str
+) -> dict[str, str] | None:
+    from moto.secretsmanager.models import secretsmanager_backends
+
+    secrets = secretsmanager_backends[account][region].secrets
+    if arn not in secrets:
+        return None
+    return {tag["Key"]: tag["Value"] for tag in secrets[arn].tags or []}
+
+
+_READERS = {
+    "ec2": _ec2,
+    "acm": _acm,
+    "cloudfront": _cloudfront,
+    "iam": _iam,
+    "ssm": _ssm,
+    "secretsmanager": _secretsmanager,
+}

@@ -1,0 +1,77 @@
+"""A task starts only if its execution role may read every secret its task definition names, as
+ECS's agent reads them before any container runs; and a project's execution role reads its own
+project's parameters only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import pytest
+
+from capstan.cloud.aws import iam
+from capstan.cloud.aws.names import tag_list
+from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.sandbox.cloud.accounts import organization_access
+from capstan.sandbox.cloud.simulator import task_secrets
+from tests.sandbox.aws import access_role, new_account
+
+
+@pytest.fixture
+def admin(endpoint: Endpoint) -> Iterator[tuple[str, AwsSession, AwsSession]]:
+    """The account, its administrator, and Capstan's access role there (which makes the roles)."""
+    account = new_account(endpoint, "secrets")
+    with organization_access(endpoint, account) as session, access_role(endpoint, account) as role:
+        yield account, session, role
+
+
+def _definition(execution_role_arn: str, *value_from: str) -> SimpleNamespace:
+    secrets = [{"name": f"V{n}", "valueFrom": value} for n, value in enumerate(value_from)]
+    return SimpleNamespace(
+        execution_role_arn=execution_role_arn,
+        container_definitions=[{"name": "app", "secrets": secrets}],
+    )
+
+
+def _parameter(session: AwsSession, project_id: str, resource_id: str) -> str:
+    name = f"/capstan/{resource_id}/v1/DATABASE_URL"
+    session.client("ssm").put_parameter(
+        Name=name, Value="x", Type="SecureString", Tags=tag_list(project_id, resource_id)
+    )
+    return name
+
+
+def test_a_projects_tasks_read_their_own_projects_parameters_only(
+    admin: tuple[str, AwsSession, AwsSession],
+) -> None:
+    account, session, role = admin
+    roles = iam.ensure_project_roles(role, "prj_own")
+    own = _parameter(session, "prj_own", "svc_own")
+    other = _parameter(session, "prj_other", "svc_other")
+    region = session.endpoint.region
+
+    assert task_secrets.refusal(account, region, _definition(roles["execution"], own)) is None
+    refused = task_secrets.refusal(account, region, _definition(roles["execution"], own, other))
+    assert refused is not None
+    assert refused.startswith("ResourceInitializationError: unable to pull secrets")
+    assert f"ssm:GetParameters on resource: arn:aws:ssm:{region}:{account}:parameter{other}" in (
+        refused
+    )
+
+
+def test_a_secret_the_role_has_no_grant_for_stops_the_task(
+    admin: tuple[str, AwsSession, AwsSession],
+) -> None:
+    """A database's secret (Secrets Manager) is read only once the database's grant is on the
+    execution role."""
+    account, session, role = admin
+    roles = iam.ensure_project_roles(role, "prj_db")
+    secret = session.client("secretsmanager").create_secret(Name="rds!db-1234", SecretString="x")
+    arn = str(secret["ARN"])
+    region = session.endpoint.region
+    definition = _definition(roles["execution"], f"{arn}:password::")
+
+    refused = task_secrets.refusal(account, region, definition)
+    assert refused is not None and "secretsmanager:GetSecretValue" in refused
+    iam.grant_database_secret(role, "prj_db", "db_1234", arn)
+    assert task_secrets.refusal(account, region, definition) is None
