@@ -74,25 +74,25 @@ def resources_for(call: Call, prefix: str, account: str, partition: str) -> list
             # AWS would name the resource; the sandbox cannot, so only "*" covers it (stricter).
             targets = [Target(UNKNOWN)]
         for target in targets:
-            checks.append(_request(action, target, request_tags, common))
+            checks.append(request_for(action, target, request_tags, common))
             tagging = TAG_ON_CREATE.get(prefix)
             if request_tags and tagging and not target.existing and tagging != action:
                 # Tagging a resource as it is made needs the tagging permission too.
                 create_action = {f"{prefix}:createaction": [call.operation]}
                 tagged = Target(target.arn, target.type, create_action, existing=False)
-                checks.append(_request(tagging, tagged, request_tags, common))
+                checks.append(request_for(tagging, tagged, request_tags, common))
     for passed, service in _passed_roles(scope):
         target = Target(passed, "role", {"iam:passedtoservice": [service]})
-        checks.append(_request("iam:PassRole", target, {}, common))
+        checks.append(request_for("iam:PassRole", target, {}, common))
     linked = service_linked.missing(call, prefix, account, partition)
     if linked is not None:  # the service's first use makes its role, as the caller
         arn = service_linked.role_arn(account, partition, linked)
         target = Target(arn, "role", {"iam:awsservicename": [linked]}, existing=False)
-        checks.append(_request(service_linked.ACTION, target, {}, common))
+        checks.append(request_for(service_linked.ACTION, target, {}, common))
     return checks
 
 
-def _request(
+def request_for(
     action: str,
     target: Target,
     request_tags: Mapping[str, str],

