@@ -66,8 +66,7 @@ def test_a_secret_the_role_has_no_grant_for_stops_the_task(
     execution role."""
     account, session, role = admin
     roles = iam.ensure_project_roles(role, "prj_db")
-    secret = session.client("secretsmanager").create_secret(Name="rds!db-1234", SecretString="x")
-    arn = str(secret["ARN"])
+    arn = _database_secret(session, "capstan-db-1234")
     region = session.endpoint.region
     definition = _definition(roles["execution"], f"{arn}:password::")
 
@@ -75,3 +74,34 @@ def test_a_secret_the_role_has_no_grant_for_stops_the_task(
     assert refused is not None and "secretsmanager:GetSecretValue" in refused
     iam.grant_database_secret(role, "prj_db", "db_1234", arn)
     assert task_secrets.refusal(account, region, definition) is None
+
+
+def _database_secret(session: AwsSession, identifier: str) -> str:
+    created = session.client("rds").create_db_instance(
+        DBInstanceIdentifier=identifier,
+        Engine="postgres",
+        DBInstanceClass="db.t4g.micro",
+        AllocatedStorage=20,
+        MasterUsername="app",
+        ManageMasterUserPassword=True,
+    )
+    return str(created["DBInstance"]["MasterUserSecret"]["SecretArn"])
+
+
+def test_no_grant_reaches_a_database_capstan_did_not_make(
+    admin: tuple[str, AwsSession, AwsSession],
+) -> None:
+    """RDS names its secrets itself (`rds!db-…`), so the boundary tells Capstan's databases'
+    secrets from the account's other ones by the instance RDS tags each with: even a grant
+    written on a Capstan role cannot read the master password of the account's own database."""
+    account, session, role = admin
+    roles = iam.ensure_project_roles(role, "prj_rds")
+    region = session.endpoint.region
+    theirs = _database_secret(session, "orders-production")
+    ours = _database_secret(session, "capstan-db-0001")
+    iam.grant_database_secret(role, "prj_rds", "db_theirs", theirs)
+    iam.grant_database_secret(role, "prj_rds", "db_0001", ours)
+
+    assert task_secrets.refusal(account, region, _definition(roles["execution"], ours)) is None
+    refused = task_secrets.refusal(account, region, _definition(roles["execution"], theirs))
+    assert refused is not None and "permissions boundary" in refused

@@ -187,11 +187,20 @@ def boundary_statements() -> list[dict[str, Any]]:
         },
         {
             # A task's execution role reads the master secrets of the project's databases its
-            # services reference (one grant a database: see `iam.grant_database_secret`).
+            # services reference (one grant a database: see `iam.grant_database_secret`). RDS
+            # names each secret itself (`rds!db-<uuid>`) and tags it with its instance's ARN:
+            # only the secrets of Capstan's instances, never of the account's other databases.
             "Sid": "ReadDatabaseSecrets",
             "Effect": "Allow",
             "Action": "secretsmanager:GetSecretValue",
             "Resource": any_region("secretsmanager", "secret:rds!*"),
+            "Condition": {
+                "StringLike": {
+                    "aws:ResourceTag/aws:rds:primaryDBInstanceArn": any_region(
+                        "rds", "db:capstan-*"
+                    )
+                }
+            },
         },
         {
             "Sid": "UseProjectBuckets",
