@@ -116,10 +116,10 @@ def _ssm(
     from moto.ssm.models import ssm_backends
 
     backend = ssm_backends[account][region]
-    found = backend.get_parameter(resource.removeprefix("parameter"))
-    if found is None:
+    name = resource.removeprefix("parameter")
+    if backend.get_parameter(name) is None:
         return None
-    return dict(backend._resource_tags["Parameter"].get(found.name, {}))
+    return dict(backend.list_tags_for_resource("Parameter", name))
 
 
 def _secretsmanager(

@@ -36,18 +36,15 @@ def refusal(account_id: str, region: str, definition: Any) -> str | None:
     if not wanted:
         return None
     partition = role_arn.split(":")[1] if role_arn.count(":") >= 5 else "aws"
-    role_name = role_arn.rsplit("/", 1)[-1]
-    policies = policies_of_role(account_id, partition, role_name) if role_arn else None
+    policies = policies_of_role(account_id, partition, role_arn.rsplit("/", 1)[-1])
+    # A role that is gone (or none named) reads nothing: IAM finds no policy allowing it.
+    identity, boundary = policies if policies is not None else ([], None)
+    common = {"aws:principalaccount": [account_id]}
     for value_from in wanted:
         action, resource = _read(partition, region, account_id, value_from)
-        if policies is None:
-            verdict = policy.Verdict(policy.Decision.IMPLICIT_DENY, "because the role is gone")
-        else:
-            identity, boundary = policies
-            common = {"aws:principalaccount": [account_id]}
-            # The secret's tags are read for `aws:ResourceTag/…`, as IAM reads them.
-            request = request_for(action, Target(resource, _TYPES[action]), {}, common)
-            verdict = policy.authorize(identity, boundary, request)
+        # The secret's tags are read for `aws:ResourceTag/…`, as IAM reads them.
+        request = request_for(action, Target(resource, _TYPES[action]), {}, common)
+        verdict = policy.authorize(identity, boundary, request)
         if not verdict.allowed:
             return (
                 "ResourceInitializationError: unable to pull secrets or registry auth: "
