@@ -51,6 +51,37 @@ def _ecs_services(scope: Scope) -> list[Target]:
     return [Target(_ecs_service_arn(scope, s), "service", context) for s in named]
 
 
+@resolves("ecs:ListServices")
+def _ecs_list_services(scope: Scope) -> list[Target]:
+    return [Target("*", None, {"ecs:cluster": [_ecs_cluster(scope)]})]
+
+
+@resolves("ecs:ListTasks")
+def _ecs_list_tasks(scope: Scope) -> list[Target]:
+    """On the container instance it names; with none (Fargate), only "*" covers the call."""
+    context = {"ecs:cluster": [_ecs_cluster(scope)]}
+    instance = scope.call.get("containerInstance")
+    if instance and not instance.startswith("arn:"):
+        instance = scope.arn("ecs", f"container-instance/{last(_ecs_cluster(scope))}/{instance}")
+    return [Target(instance or "*", "container-instance", context)]
+
+
+@resolves("ecs:DescribeTasks")
+def _ecs_tasks(scope: Scope) -> list[Target]:
+    context = {"ecs:cluster": [_ecs_cluster(scope)]}
+    named = numbered(scope.call, "tasks") or [scope.call.get("task") or ""]
+    return [
+        Target(
+            t
+            if t.startswith("arn:")
+            else scope.arn("ecs", f"task/{last(_ecs_cluster(scope))}/{t}"),
+            "task",
+            context,
+        )
+        for t in named
+    ]
+
+
 @resolves("ecs:RegisterTaskDefinition")
 def _ecs_register(scope: Scope) -> list[Target]:
     family = scope.call.get("family") or ""

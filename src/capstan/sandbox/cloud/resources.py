@@ -67,7 +67,8 @@ def resources_for(call: Call, prefix: str, account: str, partition: str) -> list
             raise ResourceGap(f"{action} is not an IAM action in the catalogue")
         resolver = RESOLVERS.get(action.lower())
         if not entry.get("resourceTypes"):  # the catalogue says IAM checks it against "*"
-            targets = [Target("*")]
+            # (a resolver may add the keys the call gives, such as the cluster it lists)
+            targets = resolver(scope) if resolver is not None else [Target("*")]
         elif resolver is not None:
             targets = resolver(scope)
         else:

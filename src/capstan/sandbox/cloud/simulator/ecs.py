@@ -25,7 +25,7 @@ from moto.elbv2.models import FakeHealthStatus, FakeTargetGroup, elbv2_backends
 from moto.moto_api._internal import mock_random
 
 from capstan.sandbox.cloud.quotas import quotas
-from capstan.sandbox.cloud.simulator import images, task_secrets
+from capstan.sandbox.cloud.simulator import images, task_secrets, task_stops
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
@@ -132,23 +132,25 @@ class ServiceSim:
 
 def _cannot_run(
     account_id: str, region: str, backend: Any, deployment: dict[str, Any]
-) -> list[str]:
+) -> list[task_stops.Stop]:
     """Why the deployment's tasks cannot start (a secret the execution role may not read:
     `task_secrets`) or its containers run or stay healthy on their images (a shell or curl the
     image lacks: `images.missing_tool`); images the sandbox did not build are not judged."""
     arn = str(deployment.get("taskDefinition") or "")
     family, _, revision = arn.rsplit("/", 1)[-1].partition(":")
     definition = backend.task_definitions.get(family, {}).get(int(revision or 0))
-    reasons = []
+    stops = []
     unreadable = task_secrets.refusal(account_id, region, definition)
     if unreadable is not None:  # the agent stops the task before any container runs
-        reasons.append(unreadable)
+        stops.append(task_stops.secret_unreadable(unreadable))
     for container in getattr(definition, "container_definitions", None) or []:
         found = images.image(account_id, region, str(container.get("image") or ""))
         reason = images.missing_tool(found, container) if found is not None else None
-        if reason is not None:
-            reasons.append(reason)
-    return reasons
+        if reason is not None and reason.startswith("health check"):
+            stops.append(task_stops.container_unhealthy())
+        elif reason is not None:
+            stops.append(task_stops.cannot_start(reason))
+    return stops
 
 
 def _tags(service: Any) -> dict[str, str]:
@@ -188,9 +190,17 @@ class Scheduler:
             seen = sim.seen.setdefault(primary["id"], now)
             if now - seen < knobs.task_start_seconds:
                 return
-            failing = self._simulator.is_failing(
+            stops = _cannot_run(account_id, region, backend, primary)
+            if not stops and self._simulator.is_failing(
                 service.name, _tags(service).get("capstan:resource")
-            ) or bool(_cannot_run(account_id, region, backend, primary))
+            ):
+                groups = self._target_groups(account_id, region, service)
+                stops = [
+                    task_stops.load_balancer_unhealthy(groups[0][0].arn)
+                    if groups
+                    else task_stops.app_exited()
+                ]
+            failing = bool(stops)
             new = [task for task in sim.tasks if task.deployment_id == primary["id"]]
             if not new:
                 cpu = self._size(backend, str(primary.get("taskDefinition")))[0]
@@ -203,6 +213,10 @@ class Scheduler:
                 ]
                 sim.tasks += new
                 self._register(account_id, region, service, new)
+                if failing:
+                    task_stops.record(
+                        account_id, region, backend, service, primary, stops[0], len(new)
+                    )
             if failing:
                 primary["failedTasks"] = len(new)
                 primary["runningCount"] = 0
