@@ -39,6 +39,11 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
         "resource scoping for these actions; the statement allows ECS services' task count "
         "only (application-autoscaling:service-namespace and scalable-dimension)."
     ),
+    ("access", "RESOURCE_STAR", "ecs:ListTasks"): (
+        "ListTasks is scoped by a container instance, which Fargate has none of: a request "
+        'naming none is matched on "*" (as ECS\'s own example policy has it); the statement '
+        "lists only in capstan-* clusters (ecs:cluster)."
+    ),
     ("access", "RESOURCE_STAR", "cloudfront:CreateDistribution"): (
         "CloudFront creates are not resource-scoped in IAM; the statement requires the "
         "capstan:project tag on the request."

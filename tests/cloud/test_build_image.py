@@ -156,6 +156,7 @@ def test_an_image_without_curl_or_a_shell_runs_as_a_web_server(
         timeout=60,
     )
     assert rollout.state == "failed" and "circuit breaker" in (rollout.reason or "")
+    assert "failed their container's health check" in (rollout.reason or "")
     wait_until(lambda: deployer.delete(target), timeout=10)
 
 

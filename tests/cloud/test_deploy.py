@@ -259,6 +259,9 @@ def test_a_rollout_that_never_becomes_healthy_fails_and_rolls_back(
     )
     assert rollout.state == "failed"
     assert rollout.reason is not None and "circuit breaker" in rollout.reason
+    # Why, from the stopped tasks ECS keeps listed, in Capstan's words (not ECS's).
+    assert "failed the load balancer's health check" in rollout.reason
+    assert "target-group" not in rollout.reason
     # Rolled back: the previous task definition is PRIMARY again and still serving.
     assert deployer.describe_rollout(target, good).state == "completed"
     service = customer.client("ecs").describe_services(

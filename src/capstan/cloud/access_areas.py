@@ -179,8 +179,17 @@ def container_statements() -> list[dict[str, Any]]:
                 "ecs:DeleteService",
                 "ecs:RegisterTaskDefinition",
                 "ecs:DeleteTaskDefinitions",
+                "ecs:DescribeTasks",
             ],
-            _CONTAINERS,
+            [*_CONTAINERS, any_region("ecs", "task/capstan-*/*")],
+        ),
+        statement(
+            "ListInCapstanClusters",
+            # IAM checks these on "*" (or a container instance, which Fargate has none of); the
+            # cluster they list in is the request's `ecs:cluster`.
+            ["ecs:ListServices", "ecs:ListTasks"],
+            "*",
+            {"ArnLike": {"ecs:cluster": any_region("ecs", "cluster/capstan-*")}},
         ),
         statement(
             "TagContainersOnCreate",

@@ -56,7 +56,6 @@ def access_statements() -> list[dict[str, Any]]:
                 "elasticloadbalancing:DescribeTags",
                 "ecs:DescribeTaskDefinition",
                 "ecs:ListTaskDefinitions",
-                "ecs:ListServices",
                 "logs:DescribeLogGroups",
                 "application-autoscaling:DescribeScalableTargets",
                 "application-autoscaling:DescribeScalingPolicies",

@@ -39,6 +39,7 @@ from capstan.cloud.aws import (
     names,
     route53,
     ssm,
+    task_stops,
 )
 from capstan.cloud.aws.names import CONTAINER_PORT
 from capstan.cloud.aws.session import AwsSession
@@ -324,13 +325,12 @@ class Deployer(TargetDriver):
                 service.desired,
                 "The service no longer runs this task definition (rolled back or replaced).",
             )
+        # Why its tasks stopped, read only for a rollout that has stopped ones.
+        cause = self._stop_cause(target, deployment) if deployment.failed_tasks else None
         if deployment.rollout_state == "FAILED":
-            return Rollout(
-                "failed",
-                deployment.running,
-                deployment.desired,
-                deployment.reason or "ECS stopped the rollout.",
-            )
+            said = deployment.reason or "ECS stopped the rollout."
+            reason = f"{said} {cause}" if cause else said
+            return Rollout("failed", deployment.running, deployment.desired, reason)
         refused = ecs.placement_refusal(service, deployment)
         if refused is not None and deployment.running < deployment.desired:
             return Rollout("failed", deployment.running, deployment.desired, refused)
@@ -360,7 +360,14 @@ class Deployer(TargetDriver):
             f"{deployment.running} of {deployment.desired} tasks running"
             + (f"; {deployment.reason}" if deployment.reason else "")
         )
+        if cause:
+            reason = f"{reason}; {cause}"
         return Rollout("in_progress", deployment.running, deployment.desired, reason)
+
+    def _stop_cause(self, target: Target, deployment: ecs.Deployment) -> str | None:
+        """Why ECS stopped the newest of the deployment's tasks, in Capstan's words."""
+        stopped = task_stops.stopped_tasks(self._customer, self._cluster(target), deployment.id)
+        return task_stops.explain(stopped[0]) if stopped else None
 
     def move_hostname(self, target: Target, old_hostname: str) -> None:
         """After a hostname_suffix rename: rule and DNS record to `target.hostname`."""

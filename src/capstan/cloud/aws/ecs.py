@@ -33,6 +33,7 @@ class Deployment:
     running: int
     desired: int
     created_at: datetime | None = None
+    failed_tasks: int = 0  # tasks of it that ECS stopped (failed to start, or unhealthy)
 
 
 @dataclass(frozen=True)
@@ -274,6 +275,7 @@ def _deployment(raw: dict[str, Any]) -> Deployment:
         running=int(raw.get("runningCount") or 0),
         desired=int(raw.get("desiredCount") or 0),
         created_at=utc(raw["createdAt"]) if raw.get("createdAt") else None,
+        failed_tasks=int(raw.get("failedTasks") or 0),
     )
 
 

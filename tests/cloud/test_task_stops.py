@@ -1,0 +1,180 @@
+"""A rollout whose tasks cannot start or stay up says why, from the stopped tasks ECS keeps
+listed, in Capstan's words; the access role lists tasks and services in Capstan's clusters only."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from botocore.exceptions import ClientError
+
+from capstan.cloud.aws.names import tag_list
+from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.aws.ssm import StoredEnvironment
+from capstan.cloud.aws.task_stops import StoppedTask, explain
+from capstan.cloud.deploy import Deployer, Rollout
+from capstan.cloud.target import Target
+from capstan.sandbox.cloud.simulator import simulator
+from tests.cloud.deploy_helpers import GitHost, build, new_id, task_spec, worker_target
+from tests.polling import wait_until
+
+pytestmark = pytest.mark.usefixtures("fast_simulator")
+
+
+def _worker(deployer: Deployer, source: GitHost) -> tuple[Target, str]:
+    target = worker_target(new_id("prj"))
+    deployer.network.ensure_project_network(target.project_id)
+    finished = deployer.describe_build(build(deployer, target, source))
+    assert finished.image_uri
+    return target, finished.image_uri
+
+
+def _ended(deployer: Deployer, target: Target, arn: str) -> Rollout:
+    return wait_until(
+        lambda: (r := deployer.describe_rollout(target, arn)).state != "in_progress" and r
+    )
+
+
+def test_a_secret_the_execution_role_may_not_read_is_named(
+    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+) -> None:
+    """Another project's parameter: ECS's agent is refused it, the task never starts, and the
+    rollout says which secret, while it is still trying and once its circuit breaker trips."""
+    customer, _operator = sessions
+    target, image = _worker(deployer, source)
+    other = f"/capstan/{new_id('svc')}/v1/DATABASE_URL"
+    customer.client("ssm").put_parameter(
+        Name=other, Value="x", Type="SecureString", Tags=tag_list(new_id("prj"), "svc_other")
+    )
+    simulator().configure(circuit_breaker_seconds=30)
+    environment = StoredEnvironment(parameters={"DATABASE_URL": other}, plain={})
+    arn = deployer.deploy(task_spec(target, image, environment))
+
+    said = f"their execution role may not read the secret {other} (ssm:GetParameters was denied)"
+    trying = wait_until(
+        lambda: (
+            (r := deployer.describe_rollout(target, arn)).reason
+            and "may not read" in r.reason
+            and r
+        )
+    )
+    assert trying.state == "in_progress" and said in (trying.reason or ""), trying
+    simulator().configure(circuit_breaker_seconds=0)
+    failed = _ended(deployer, target, arn)
+    assert failed.state == "failed" and "circuit breaker" in (failed.reason or "")
+    assert said in (failed.reason or "")
+    assert "ResourceInitializationError" not in (failed.reason or "")  # ECS's words stay out
+
+    stopped = customer.client("ecs").list_tasks(
+        cluster=f"capstan-{target.project_id}", desiredStatus="STOPPED"
+    )["taskArns"]
+    assert stopped  # ECS's own answer, as the customer's console would show it
+    wait_until(lambda: deployer.delete(target), timeout=10)
+
+
+def test_an_app_that_exits_is_reported_with_its_exit_code(
+    deployer: Deployer, source: GitHost
+) -> None:
+    target, image = _worker(deployer, source)
+    simulator().fail_rollouts(target.resource_id)
+    failed = _ended(deployer, target, deployer.deploy(task_spec(target, image)))
+    assert failed.state == "failed"
+    assert "The app exited with code 1 soon after it started" in (failed.reason or "")
+    wait_until(lambda: deployer.delete(target), timeout=10)
+
+
+def test_an_access_role_from_before_still_watches_rollouts(
+    deployer: Deployer,
+    access: AwsSession,
+    sessions: tuple[AwsSession, AwsSession],
+    source: GitHost,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A stack launched before Capstan read stopped tasks cannot list them: the rollout fails
+    as it did then (its circuit breaker's reason), and the log says what to update."""
+    customer, _operator = sessions
+    iam = customer.client("iam")
+    role = access.role_name
+    assert role is not None
+    iam.put_role_policy(
+        RoleName=role,
+        PolicyName="before-stopped-tasks",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Deny", "Action": "ecs:ListTasks", "Resource": "*"}],
+            }
+        ),
+    )
+    try:
+        target, image = _worker(deployer, source)
+        simulator().fail_rollouts(target.resource_id)
+        with caplog.at_level(logging.WARNING, logger="capstan.cloud.aws.task_stops"):
+            failed = _ended(deployer, target, deployer.deploy(task_spec(target, image)))
+        assert failed.state == "failed" and "circuit breaker" in (failed.reason or "")
+        assert "exited" not in (failed.reason or "")
+        assert "may predate ecs:ListTasks" in caplog.text
+        wait_until(lambda: deployer.delete(target), timeout=10)
+    finally:
+        iam.delete_role_policy(RoleName=role, PolicyName="before-stopped-tasks")
+
+
+def test_the_access_role_lists_in_capstans_clusters_only(
+    access: AwsSession, sessions: tuple[AwsSession, AwsSession]
+) -> None:
+    customer, _operator = sessions
+    customer.client("ecs").create_cluster(clusterName="orders")
+    ecs = access.client("ecs")
+    for call in (ecs.list_services, ecs.list_tasks):
+        with pytest.raises(ClientError) as refused:
+            call(cluster="orders")
+        assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
+    ours = f"capstan-{new_id('prj')}"
+    customer.client("ecs").create_cluster(clusterName=ours)
+    assert ecs.list_tasks(cluster=ours, desiredStatus="STOPPED")["taskArns"] == []
+    assert ecs.list_services(cluster=ours)["serviceArns"] == []
+
+
+@pytest.mark.parametrize(
+    ("task", "said"),
+    [
+        (
+            StoppedTask(
+                "EssentialContainerExited",
+                "Essential container in task exited",
+                137,
+                ("OutOfMemoryError: Container killed due to memory usage"),
+            ),
+            "The app ran out of memory and was stopped: give the service more memory.",
+        ),
+        (
+            StoppedTask(
+                "TaskFailedToStart",
+                "CannotPullContainerError: pull image manifest has "
+                "been retried 5 time(s): not found",
+                None,
+                "",
+            ),
+            "The tasks could not start: ECS could not pull the service's image.",
+        ),
+        (
+            StoppedTask(
+                "TaskFailedToStart",
+                'CannotStartContainerError: … exec: "sh": '
+                "executable file not found in $PATH: unknown",
+                None,
+                "",
+            ),
+            "The container could not start: its image has no sh, which its start command runs.",
+        ),
+        (
+            StoppedTask(
+                "SpotInterruption", "Your Spot Task was interrupted (ARN arn:…).", None, ""
+            ),
+            "ECS stopped the tasks (SpotInterruption).",
+        ),
+    ],
+)
+def test_a_stop_is_said_in_capstans_words(task: StoppedTask, said: str) -> None:
+    assert explain(task) == said
