@@ -41,6 +41,33 @@ def restore_knobs() -> Iterator[None]:
 def _project(admin: AwsSession, name: str) -> None:
     admin.client("logs").create_log_group(logGroupName=f"/{name}")
     admin.client("ecr").create_repository(repositoryName=name)
+    # The build's service role pushes the image (the sandbox evaluates each push as IAM would).
+    iam = admin.client("iam")
+    iam.create_role(
+        RoleName="b",
+        AssumeRolePolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": "codebuild.amazonaws.com"},
+                        "Action": "sts:AssumeRole",
+                    }
+                ],
+            }
+        ),
+    )
+    iam.put_role_policy(
+        RoleName="b",
+        PolicyName="push",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": "ecr:*", "Resource": "*"}],
+            }
+        ),
+    )
     admin.client("codebuild").create_project(
         name=name,
         source={"type": "NO_SOURCE", "buildspec": BUILDSPEC},

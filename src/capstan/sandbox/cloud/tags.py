@@ -133,7 +133,19 @@ def _secretsmanager(
     return {tag["Key"]: tag["Value"] for tag in secrets[arn].tags or []}
 
 
+def _ecr(
+    partition: str, region: str, account: str, arn: str, resource: str
+) -> dict[str, str] | None:
+    from moto.ecr.models import ecr_backends
+
+    backend = ecr_backends[account][region]
+    if resource.removeprefix("repository/") not in backend.repositories:
+        return None
+    return {tag["Key"]: tag["Value"] for tag in backend.list_tags_for_resource(arn)["tags"]}
+
+
 _READERS = {
+    "ecr": _ecr,
     "ec2": _ec2,
     "acm": _acm,
     "cloudfront": _cloudfront,

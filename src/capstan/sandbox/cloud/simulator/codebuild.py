@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import hashlib
 import json
 import mimetypes
 import threading
@@ -33,12 +32,11 @@ from moto.codebuild.models import CodeBuildBackend, codebuild_backends
 from moto.codebuild.responses import CodeBuildResponse
 from moto.core.responses import ActionResult
 from moto.core.utils import iso_8601_datetime_with_milliseconds
-from moto.ecr.models import ecr_backends
 from moto.s3.models import s3_backends
 from moto.ssm.models import ssm_backends
 
 from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
-from capstan.sandbox.cloud.simulator import build_queue, build_shell, images
+from capstan.sandbox.cloud.simulator import build_queue, build_shell, images, registry
 from capstan.sandbox.cloud.simulator import logs as sim_logs
 from capstan.sandbox.cloud.simulator.backends import each
 
@@ -208,8 +206,17 @@ def run_build(account_id: str, region: str, build: dict[str, Any]) -> None:
     failed_phase, error = outcome.failed_phase, outcome.error
     if failed_phase is None:
         for pushed in outcome.pushed:
+            denied = registry.push_denial(account_id, build, pushed.tag)
+            if denied is not None:  # docker push's own words, then the command's failure
+                lines.append(f"denied: {denied}")
+                failed_phase = "POST_BUILD"
+                error = (
+                    "COMMAND_EXECUTION_ERROR: Error while executing command: docker push "
+                    f"{pushed.tag}. Reason: exit status 1"
+                )
+                break
             try:
-                _push_image(account_id, region, pushed.tag, pushed.layer)
+                registry.push(account_id, region, pushed.tag, pushed.layer)
             except Exception as problem:  # e.g. the repository was deleted meanwhile
                 failed_phase, error = "POST_BUILD", f"push failed: {problem}"
                 break
@@ -391,39 +398,6 @@ def fetch_outcome(variables: dict[str, str]) -> dict[str, Any]:
     if not isinstance(decoded, dict):
         raise SourceUnavailable(f"{SOURCE_FILE} is not a JSON object")
     return decoded
-
-
-def _push_image(account_id: str, region: str, image_uri: str, content: bytes) -> None:
-    path, _, tag = image_uri.partition("/")[2].rpartition(":")
-    layer = hashlib.sha256(content).hexdigest()
-    manifest = {
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
-        "config": {
-            "mediaType": "application/vnd.docker.container.image.v1+json",
-            "size": 1469,
-            "digest": f"sha256:{hashlib.sha256(layer.encode()).hexdigest()}",
-        },
-        "layers": [
-            {
-                "mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
-                "size": len(content),
-                "digest": f"sha256:{layer}",
-            }
-        ],
-    }
-    backend = ecr_backends[account_id][region]
-    if path not in backend.repositories:
-        raise RuntimeError(f"name unknown: the repository '{path}' does not exist")
-    repository = backend.repositories[path]
-    if any(tag in (image.image_tags or []) for image in list(repository.images)):
-        return
-    backend.put_image(
-        path,
-        json.dumps(manifest),
-        tag,
-        "application/vnd.docker.distribution.manifest.v2+json",
-    )
 
 
 def _complete(build: dict[str, Any], failed_phase: str | None, error: str | None) -> None:

@@ -25,7 +25,7 @@ from moto.elbv2.models import FakeHealthStatus, FakeTargetGroup, elbv2_backends
 from moto.moto_api._internal import mock_random
 
 from capstan.sandbox.cloud.quotas import quotas
-from capstan.sandbox.cloud.simulator import images, task_secrets, task_stops
+from capstan.sandbox.cloud.simulator import images, task_start, task_stops
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
@@ -133,16 +133,17 @@ class ServiceSim:
 def _cannot_run(
     account_id: str, region: str, backend: Any, deployment: dict[str, Any]
 ) -> list[task_stops.Stop]:
-    """Why the deployment's tasks cannot start (a secret the execution role may not read:
-    `task_secrets`) or its containers run or stay healthy on their images (a shell or curl the
-    image lacks: `images.missing_tool`); images the sandbox did not build are not judged."""
+    """Why the deployment's tasks cannot start (a secret the execution role may not read, an
+    image it may not pull: `task_start`) or its containers run or stay healthy on their images
+    (a shell or curl the image lacks: `images.missing_tool`); images the sandbox did not build
+    are not judged."""
     arn = str(deployment.get("taskDefinition") or "")
     family, _, revision = arn.rsplit("/", 1)[-1].partition(":")
     definition = backend.task_definitions.get(family, {}).get(int(revision or 0))
     stops = []
-    unreadable = task_secrets.refusal(account_id, region, definition)
-    if unreadable is not None:  # the agent stops the task before any container runs
-        stops.append(task_stops.secret_unreadable(unreadable))
+    refused = task_start.refusal(account_id, region, definition)
+    if refused is not None:  # the agent stops the task before any container runs
+        stops.append(task_stops.failed_to_start(refused))
     for container in getattr(definition, "container_definitions", None) or []:
         found = images.image(account_id, region, str(container.get("image") or ""))
         reason = images.missing_tool(found, container) if found is not None else None

@@ -6,7 +6,8 @@ its `stopCode`, its `stoppedReason` and its containers' exit codes. moto runs no
 so it kept none; the ECS simulator puts its failed tasks in moto's task store (`record`) with the
 reason ECS gives for each cause:
 
-- a secret its execution role may not read: `TaskFailedToStart`, `ResourceInitializationError: …`
+- a secret its execution role may not read, or an image: `TaskFailedToStart`,
+  `ResourceInitializationError: …`, `CannotPullContainerError: …`
 - an entry point the image lacks: `TaskFailedToStart`, `CannotStartContainerError: … exec: …`
 - a container health check that fails: `ServiceSchedulerInitiated`, "Task failed container health
   checks" (the check's output is not in the answer)
@@ -37,7 +38,7 @@ class Stop:
     health: str = "UNKNOWN"  # the container's healthStatus
 
 
-def secret_unreadable(refusal: str) -> Stop:
+def failed_to_start(refusal: str) -> Stop:
     return Stop("TaskFailedToStart", refusal)
 
 

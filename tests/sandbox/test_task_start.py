@@ -13,7 +13,7 @@ from capstan.cloud.aws import iam
 from capstan.cloud.aws.names import tag_list
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.simulator import task_secrets
+from capstan.sandbox.cloud.simulator import task_start
 from tests.sandbox.aws import access_role, new_account
 
 
@@ -50,8 +50,8 @@ def test_a_projects_tasks_read_their_own_projects_parameters_only(
     other = _parameter(session, "prj_other", "svc_other")
     region = session.endpoint.region
 
-    assert task_secrets.refusal(account, region, _definition(roles["execution"], own)) is None
-    refused = task_secrets.refusal(account, region, _definition(roles["execution"], own, other))
+    assert task_start.refusal(account, region, _definition(roles["execution"], own)) is None
+    refused = task_start.refusal(account, region, _definition(roles["execution"], own, other))
     assert refused is not None
     assert refused.startswith("ResourceInitializationError: unable to pull secrets")
     assert f"ssm:GetParameters on resource: arn:aws:ssm:{region}:{account}:parameter{other}" in (
@@ -70,10 +70,10 @@ def test_a_secret_the_role_has_no_grant_for_stops_the_task(
     region = session.endpoint.region
     definition = _definition(roles["execution"], f"{arn}:password::")
 
-    refused = task_secrets.refusal(account, region, definition)
+    refused = task_start.refusal(account, region, definition)
     assert refused is not None and "secretsmanager:GetSecretValue" in refused
     iam.grant_database_secret(role, "prj_db", "db_1234", arn)
-    assert task_secrets.refusal(account, region, definition) is None
+    assert task_start.refusal(account, region, definition) is None
 
 
 def _database_secret(session: AwsSession, identifier: str) -> str:
@@ -102,6 +102,7 @@ def test_no_grant_reaches_a_database_capstan_did_not_make(
     iam.grant_database_secret(role, "prj_rds", "db_theirs", theirs)
     iam.grant_database_secret(role, "prj_rds", "db_0001", ours)
 
-    assert task_secrets.refusal(account, region, _definition(roles["execution"], ours)) is None
-    refused = task_secrets.refusal(account, region, _definition(roles["execution"], theirs))
+    assert task_start.refusal(account, region, _definition(roles["execution"], ours)) is None
+    refused = task_start.refusal(account, region, _definition(roles["execution"], theirs))
     assert refused is not None and "permissions boundary" in refused
+

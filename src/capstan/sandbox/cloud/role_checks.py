@@ -1,0 +1,33 @@
+"""What a role may do, for work the sandbox does *as* that role rather than as a caller of its
+API: ECS's agent starting a task with the task's execution role, CodeBuild pushing an image with
+the build's service role. AWS authorizes those calls as it does any other, so a grant the role
+lacks fails there; moto made them without asking.
+
+`RoleRequests(account, role_arn).denial(action, arn, type)` evaluates one request as IAM would —
+the role's inline and managed policies and its permissions boundary, against the resource's ARN
+and its tags (`aws:ResourceTag/…`, read as the authorizer reads them) — and answers IAM's reason
+for a refusal, or None. A role that is gone (or none named) may do nothing: IAM finds no policy
+allowing it.
+"""
+
+from __future__ import annotations
+
+from capstan.sandbox.cloud import policy
+from capstan.sandbox.cloud.authorization import policies_of_role
+from capstan.sandbox.cloud.resolving import Target
+from capstan.sandbox.cloud.resources import request_for
+
+
+class RoleRequests:
+    def __init__(self, account_id: str, role_arn: str) -> None:
+        self.role_arn = role_arn
+        self.partition = role_arn.split(":")[1] if role_arn.count(":") >= 5 else "aws"
+        found = policies_of_role(account_id, self.partition, role_arn.rsplit("/", 1)[-1])
+        self._identity, self._boundary = found if found is not None else ([], None)
+        self._common = {"aws:principalaccount": [account_id]}
+
+    def denial(self, action: str, resource: str, resource_type: str) -> str | None:
+        """IAM's reason the role may not make the request, or None when it may."""
+        request = request_for(action, Target(resource, resource_type), {}, self._common)
+        verdict = policy.authorize(self._identity, self._boundary, request)
+        return None if verdict.allowed else verdict.reason

