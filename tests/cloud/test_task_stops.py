@@ -151,6 +151,16 @@ def test_the_access_role_lists_in_capstans_clusters_only(
         (
             StoppedTask(
                 "TaskFailedToStart",
+                "CannotPullContainerError: pull image manifest has been retried 7 time(s): "
+                "failed to resolve ref …: 403 Forbidden",
+                None,
+                "",
+            ),
+            "The tasks could not start: their execution role may not pull their image.",
+        ),
+        (
+            StoppedTask(
+                "TaskFailedToStart",
                 "CannotPullContainerError: pull image manifest has "
                 "been retried 5 time(s): not found",
                 None,

@@ -13,7 +13,7 @@ from capstan.cloud.aws import iam
 from capstan.cloud.aws.names import tag_list
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.simulator import task_start
+from capstan.sandbox.cloud.simulator import registry, task_start
 from tests.sandbox.aws import access_role, new_account
 
 
@@ -106,3 +106,53 @@ def test_no_grant_reaches_a_database_capstan_did_not_make(
     refused = task_start.refusal(account, region, _definition(roles["execution"], theirs))
     assert refused is not None and "permissions boundary" in refused
 
+
+def _repository(session: AwsSession, project_id: str, resource_id: str) -> str:
+    """An image URI in the project's repository for the target, as Capstan makes them."""
+    created = session.client("ecr").create_repository(
+        repositoryName=f"capstan/{resource_id}", tags=tag_list(project_id, resource_id)
+    )
+    return f"{created['repository']['repositoryUri']}:release-1"
+
+
+def _with_image(execution_role_arn: str, image: str) -> SimpleNamespace:
+    return SimpleNamespace(
+        execution_role_arn=execution_role_arn,
+        container_definitions=[{"name": "app", "image": image, "secrets": []}],
+    )
+
+
+def test_a_projects_tasks_pull_their_own_projects_images_only(
+    admin: tuple[str, AwsSession, AwsSession],
+) -> None:
+    """Repositories are named by target, not project: the execution role's grant is the
+    repository's `capstan:project` tag, so another project's image is refused as ECR refuses
+    it (a 403 on the manifest) and the task stops before it runs."""
+    account, session, role = admin
+    roles = iam.ensure_project_roles(role, "prj_pull")
+    own = _repository(session, "prj_pull", "svc_pull_own")
+    other = _repository(session, "prj_pull_other", "svc_pull_other")
+    region = session.endpoint.region
+
+    assert task_start.refusal(account, region, _with_image(roles["execution"], own)) is None
+    refused = task_start.refusal(account, region, _with_image(roles["execution"], other))
+    assert refused is not None and refused.startswith("CannotPullContainerError")
+    assert "403 Forbidden" in refused and "svc_pull_other" in refused
+
+
+def test_a_projects_builds_push_to_their_own_projects_repositories_only(
+    admin: tuple[str, AwsSession, AwsSession],
+) -> None:
+    """A build runs the project's own commands with the build role: it may push to its
+    project's repositories, and `docker push` to another project's is denied in ECR's words."""
+    account, session, role = admin
+    roles = iam.ensure_project_roles(role, "prj_push")
+    own = _repository(session, "prj_push", "svc_push_own")
+    other = _repository(session, "prj_push_other", "svc_push_other")
+    build = {"serviceRole": roles["build"], "id": "capstan-svc_push_own:1"}
+
+    assert registry.push_denial(account, build, own) is None
+    denied = registry.push_denial(account, build, other)
+    assert denied is not None
+    assert "is not authorized to perform: ecr:BatchCheckLayerAvailability" in denied
+    assert "repository/capstan/svc_push_other" in denied

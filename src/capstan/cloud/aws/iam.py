@@ -52,12 +52,15 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
     """The project's roles by purpose (`task`, `execution`, `build`) -> ARN, made if missing.
 
     The task role starts with no permissions (model access adds its own policy later). The
-    execution role may pull images, write task logs and read its own project's parameters (those
-    tagged with the project: another project's are out of its reach); the build role may push
-    images and write build logs.
+    execution role may pull its own project's images, write task logs and read its own project's
+    parameters; the build role may push to its own project's repositories and write build logs.
+    "Its own" is the resource's `capstan:project` tag (repositories and parameters are named by
+    target, not by project, and tagged as they are made): another project's are out of reach.
     """
     iam = session.client("iam")
     parameters = "arn:*:ssm:*:*:parameter/capstan/*"
+    repositories = "arn:*:ecr:*:*:repository/capstan/*"
+    own = {"StringEquals": {f"aws:ResourceTag/{names.PROJECT_TAG}": project_id}}
     tokens = names.build_token_parameter(project_id, "*", "*")
     roles = {
         "task": (names.task_role_name(project_id), "ecs-tasks.amazonaws.com", None),
@@ -69,22 +72,28 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
                     "Effect": "Allow",
                     "Action": [
                         "ecr:GetAuthorizationToken",
-                        "ecr:BatchCheckLayerAvailability",
-                        "ecr:GetDownloadUrlForLayer",
-                        "ecr:BatchGetImage",
                         "logs:CreateLogStream",
                         "logs:PutLogEvents",
                     ],
                     "Resource": "*",
+                },
+                # The project's own images: each repository is tagged with its project.
+                {
+                    "Effect": "Allow",
+                    "Action": [
+                        "ecr:BatchCheckLayerAvailability",
+                        "ecr:GetDownloadUrlForLayer",
+                        "ecr:BatchGetImage",
+                    ],
+                    "Resource": repositories,
+                    "Condition": own,
                 },
                 # The project's own parameters: each is tagged with its project as it is made.
                 {
                     "Effect": "Allow",
                     "Action": ["ssm:GetParameters"],
                     "Resource": parameters,
-                    "Condition": {
-                        "StringEquals": {f"aws:ResourceTag/{names.PROJECT_TAG}": project_id}
-                    },
+                    "Condition": own,
                 },
                 {"Effect": "Allow", "Action": ["kms:Decrypt"], "Resource": "*"},
             ),
@@ -97,6 +106,17 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
                     "Effect": "Allow",
                     "Action": [
                         "ecr:GetAuthorizationToken",
+                        "logs:CreateLogGroup",
+                        "logs:CreateLogStream",
+                        "logs:PutLogEvents",
+                    ],
+                    "Resource": "*",
+                },
+                # Pushes to (and cache pulls from) the project's own repositories only: a build
+                # runs the project's commands, which must not reach another project's images.
+                {
+                    "Effect": "Allow",
+                    "Action": [
                         "ecr:BatchCheckLayerAvailability",
                         "ecr:InitiateLayerUpload",
                         "ecr:UploadLayerPart",
@@ -104,11 +124,9 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
                         "ecr:PutImage",
                         "ecr:BatchGetImage",
                         "ecr:GetDownloadUrlForLayer",
-                        "logs:CreateLogGroup",
-                        "logs:CreateLogStream",
-                        "logs:PutLogEvents",
                     ],
-                    "Resource": "*",
+                    "Resource": repositories,
+                    "Condition": own,
                 },
                 # The git tokens of the project's builds (resolved by CodeBuild at start).
                 {

@@ -96,6 +96,8 @@ def explain(task: StoppedTask) -> str:
             "their log group or their secrets were out of reach)."
         )
     if reason.startswith("CannotPullContainerError"):
+        if "403 Forbidden" in reason or "AccessDenied" in reason:
+            return "The tasks could not start: their execution role may not pull their image."
         return "The tasks could not start: ECS could not pull the service's image."
     if reason.startswith("CannotStartContainerError"):
         missing = _MISSING_PROGRAM.search(reason)
