@@ -1,12 +1,15 @@
 """moto beside itself (`moto_threads`): a role is found (or not) while another call changes the
 account's roles — moto walked the live dictionary, and a change in the middle of the walk was a
-bare 500 — and a second create started between a first one's check and its keeping is refused."""
+bare 500 — and so are ECS's task definitions while one is registered; a second create started
+between a first one's check and its keeping is refused."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
+from moto.ecs.models import ecs_backends
 from moto.iam.exceptions import LimitExceededException, NotFoundException
 from moto.iam.models import User, iam_backends
 from moto.secretsmanager.exceptions import ResourceExistsException
@@ -92,3 +95,42 @@ def test_two_access_keys_made_at_once_beside_one_are_two(monkeypatch: pytest.Mon
     finally:
         backend.users.clear()
         backend.access_keys.clear()
+
+
+class _SlowDefinition:
+    """A task definition that, as a walk over the task definitions reads it, lets another
+    thread's `RegisterTaskDefinition` run (for up to half a second) before the walk goes on."""
+
+    family = "capstan-slow"
+    status = "ACTIVE"
+
+    def __init__(self, register: threading.Thread) -> None:
+        self._register = register
+
+    @property
+    def arn(self) -> str:
+        self._register.start()
+        self._register.join(timeout=0.5)
+        return f"arn:aws:ecs:us-east-1:{ACCOUNT}:task-definition/capstan-slow:1"
+
+
+@pytest.mark.usefixtures("endpoint")
+def test_task_definitions_are_listed_while_another_is_registered() -> None:
+    """moto's `ListTaskDefinitions` walked the live families: a registration of a new family in
+    the middle of the walk failed it (`dictionary changed size during iteration`, a bare 500).
+    The registration now waits for the walk, and both succeed."""
+    backend = ecs_backends[ACCOUNT]["us-east-1"]
+    container = [{"name": "app", "image": "nginx", "memory": 128}]
+    register = threading.Thread(
+        target=lambda: backend.register_task_definition("capstan-new", container)
+    )
+    backend.task_definitions["capstan-slow"] = {1: _SlowDefinition(register)}
+    try:
+        listed = backend.list_task_definitions(None)
+        register.join(timeout=10)
+        assert listed == [f"arn:aws:ecs:us-east-1:{ACCOUNT}:task-definition/capstan-slow:1"]
+        assert backend.list_task_definitions("capstan-new") == [
+            f"arn:aws:ecs:us-east-1:{ACCOUNT}:task-definition/capstan-new:1"
+        ]
+    finally:
+        backend.task_definitions.clear()

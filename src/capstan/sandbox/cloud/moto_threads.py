@@ -25,6 +25,13 @@ quota (`PriorityInUse`, `TooManyRules`). Each such create holds its service's lo
 outermost method — moto's, or the extension that checks before it — so `install()` runs after
 every other extension (`server.install_extensions` calls it last). `_ONE_AT_A_TIME` lists them.
 
+ECS walks its live dictionaries too: `ListTaskDefinitions` every family's revisions (a
+`RegisterTaskDefinition` beside it failed the walk; seen in `make bench` at 100 deployments at
+once, the pass retried), `ListTasks` and `DescribeTasks` every cluster's tasks (which the ECS
+simulator adds stopped tasks to: `simulator/task_stops.py` holds `ECS_LOCK` as it does). Those
+walks and the calls that change what they walk hold `ECS_LOCK` (a re-entrant one: moto's own
+calls nest).
+
 `install()` does all of it (once per process); `tests/sandbox/test_moto_threads.py` changes the
 roles in the middle of a walk and puts a second create between a first one's check and its
 keeping.
@@ -38,6 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 from moto.cloudfront.models import CloudFrontBackend
+from moto.ecs.models import EC2ContainerServiceBackend
 from moto.elbv2.models import ELBv2Backend
 from moto.iam.models import IAMBackend, Role
 from moto.secretsmanager.models import SecretsManagerBackend
@@ -48,14 +56,21 @@ _iam_lock = threading.Lock()
 _secrets_lock = threading.Lock()
 _cloudfront_lock = threading.Lock()
 _elbv2_lock = threading.Lock()
+ECS_LOCK = threading.RLock()
 # The creates that check for room and then keep what they made, and the lock each holds.
-_ONE_AT_A_TIME: tuple[tuple[type, str, threading.Lock], ...] = (
+_ONE_AT_A_TIME: tuple[tuple[type, str, Any], ...] = (
     (IAMBackend, "create_user", _iam_lock),
     (IAMBackend, "create_access_key", _iam_lock),
     (SecretsManagerBackend, "create_secret", _secrets_lock),
     (SecretsManagerBackend, "put_secret_value", _secrets_lock),
     (CloudFrontBackend, "create_origin_access_control", _cloudfront_lock),
     (ELBv2Backend, "create_rule", _elbv2_lock),
+    (EC2ContainerServiceBackend, "list_task_definitions", ECS_LOCK),
+    (EC2ContainerServiceBackend, "register_task_definition", ECS_LOCK),
+    (EC2ContainerServiceBackend, "deregister_task_definition", ECS_LOCK),
+    (EC2ContainerServiceBackend, "delete_task_definitions", ECS_LOCK),
+    (EC2ContainerServiceBackend, "list_tasks", ECS_LOCK),
+    (EC2ContainerServiceBackend, "describe_tasks", ECS_LOCK),
 )
 
 
@@ -64,7 +79,7 @@ def _roles(self: IAMBackend) -> list[Role]:
     return list(self.roles.values())
 
 
-def _alone(method: Callable[..., Any], lock: threading.Lock) -> Callable[..., Any]:
+def _alone(method: Callable[..., Any], lock: Any) -> Callable[..., Any]:
     @functools.wraps(method)
     def alone(self: Any, *args: Any, **kwargs: Any) -> Any:
         with lock:

@@ -26,6 +26,8 @@ from moto.core.utils import utcnow
 from moto.ec2.models import ec2_backends
 from moto.ecs.models import Task
 
+from capstan.sandbox.cloud.moto_threads import ECS_LOCK
+
 # How many stopped tasks of one service the sandbox keeps (ECS keeps them for about an hour).
 _KEPT_PER_SERVICE = 20
 
@@ -85,6 +87,21 @@ def record(
     definition = backend.task_definitions.get(family, {}).get(int(revision or 0))
     if cluster is None or definition is None or not service.network_configuration:
         return
+    with ECS_LOCK:  # ListTasks and DescribeTasks walk the store (`moto_threads`)
+        _record(account_id, region, backend, cluster, definition, service, deployment, stop, count)
+
+
+def _record(
+    account_id: str,
+    region: str,
+    backend: Any,
+    cluster: Any,
+    definition: Any,
+    service: Any,
+    deployment: dict[str, Any],
+    stop: Stop,
+    count: int,
+) -> None:
     kept = backend.tasks.setdefault(cluster.name, {})
     group = f"service:{service.name}"
     for _ in range(count):
