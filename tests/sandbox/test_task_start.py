@@ -25,11 +25,14 @@ def admin(endpoint: Endpoint) -> Iterator[tuple[str, AwsSession, AwsSession]]:
         yield account, session, role
 
 
-def _definition(execution_role_arn: str, *value_from: str) -> SimpleNamespace:
+def _definition(
+    execution_role_arn: str, *value_from: str, image: str = "nginx:latest"
+) -> SimpleNamespace:
+    """A task definition's parts the agent reads: its role, its secrets, its image."""
     secrets = [{"name": f"V{n}", "valueFrom": value} for n, value in enumerate(value_from)]
     return SimpleNamespace(
         execution_role_arn=execution_role_arn,
-        container_definitions=[{"name": "app", "secrets": secrets}],
+        container_definitions=[{"name": "app", "image": image, "secrets": secrets}],
     )
 
 
@@ -115,13 +118,6 @@ def _repository(session: AwsSession, project_id: str, resource_id: str) -> str:
     return f"{created['repository']['repositoryUri']}:release-1"
 
 
-def _with_image(execution_role_arn: str, image: str) -> SimpleNamespace:
-    return SimpleNamespace(
-        execution_role_arn=execution_role_arn,
-        container_definitions=[{"name": "app", "image": image, "secrets": []}],
-    )
-
-
 def test_a_projects_tasks_pull_their_own_projects_images_only(
     admin: tuple[str, AwsSession, AwsSession],
 ) -> None:
@@ -134,8 +130,8 @@ def test_a_projects_tasks_pull_their_own_projects_images_only(
     other = _repository(session, "prj_pull_other", "svc_pull_other")
     region = session.endpoint.region
 
-    assert task_start.refusal(account, region, _with_image(roles["execution"], own)) is None
-    refused = task_start.refusal(account, region, _with_image(roles["execution"], other))
+    assert task_start.refusal(account, region, _definition(roles["execution"], image=own)) is None
+    refused = task_start.refusal(account, region, _definition(roles["execution"], image=other))
     assert refused is not None and refused.startswith("CannotPullContainerError")
     assert "403 Forbidden" in refused and "svc_pull_other" in refused
 

@@ -325,10 +325,9 @@ class Deployer(TargetDriver):
                 service.desired,
                 "The service no longer runs this task definition (rolled back or replaced).",
             )
-        # Why its tasks stopped, read only for a rollout that has stopped ones.
-        cause = self._stop_cause(target, deployment) if deployment.failed_tasks else None
         if deployment.rollout_state == "FAILED":
             said = deployment.reason or "ECS stopped the rollout."
+            cause = self._stop_cause(target, deployment)
             reason = f"{said} {cause}" if cause else said
             return Rollout("failed", deployment.running, deployment.desired, reason)
         refused = ecs.placement_refusal(service, deployment)
@@ -360,12 +359,16 @@ class Deployer(TargetDriver):
             f"{deployment.running} of {deployment.desired} tasks running"
             + (f"; {deployment.reason}" if deployment.reason else "")
         )
+        cause = self._stop_cause(target, deployment)
         if cause:
             reason = f"{reason}; {cause}"
         return Rollout("in_progress", deployment.running, deployment.desired, reason)
 
     def _stop_cause(self, target: Target, deployment: ecs.Deployment) -> str | None:
-        """Why ECS stopped the newest of the deployment's tasks, in Capstan's words."""
+        """Why ECS stopped the newest of the deployment's tasks, in Capstan's words; read only
+        for a rollout that ECS counts failed tasks of (one that goes well costs no call)."""
+        if not deployment.failed_tasks:
+            return None
         stopped = task_stops.stopped_tasks(self._customer, self._cluster(target), deployment.id)
         return task_stops.explain(stopped[0]) if stopped else None
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from botocore.exceptions import ClientError
 
@@ -27,6 +28,7 @@ from capstan.cloud.aws.session import AwsSession
 
 log = logging.getLogger(__name__)
 
+_NEVER = datetime.min.replace(tzinfo=UTC)  # a task not stopped yet sorts last
 _DENIED = re.compile(r"not authorized to perform: (?P<action>\S+) on resource: (?P<arn>\S+)")
 _MISSING_PROGRAM = re.compile(r'exec: "(?P<program>[^"]+)": executable file not found')
 
@@ -59,7 +61,7 @@ def stopped_tasks(session: AwsSession, cluster: str, deployment_id: str) -> list
             )
             return []
     described.sort(
-        key=lambda task: utc(task["stoppedAt"]) if task.get("stoppedAt") else 0, reverse=True
+        key=lambda task: utc(task["stoppedAt"]) if task.get("stoppedAt") else _NEVER, reverse=True
     )
     stopped = []
     for task in described:
