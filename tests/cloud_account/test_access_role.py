@@ -237,6 +237,37 @@ def test_an_ecs_cluster_capstan_did_not_make(customer: Customer) -> None:
     denied(ecs.delete_cluster, cluster=cluster)
 
 
+def test_an_ecs_cluster_capstan_did_not_make_is_not_listed(customer: Customer) -> None:
+    """Listing services and tasks is allowed in Capstan's clusters only (`ecs:cluster`)."""
+    cluster = unique("orders")
+    customer.admin.client("ecs").create_cluster(clusterName=cluster)
+    ecs = customer.client("ecs")
+    denied(ecs.list_services, cluster=cluster)
+    denied(ecs.list_tasks, cluster=cluster, desiredStatus="STOPPED")
+
+
+def test_a_task_definition_capstan_did_not_make_is_not_read(customer: Customer) -> None:
+    """IAM cannot scope `DescribeTaskDefinition`: the role has none, so the plain environment
+    variables of the customer's other workloads stay unread. Capstan reads its own definitions'
+    tags (`ListTagsForResource`, scoped to `capstan-*`) instead."""
+    family = unique("orders")
+    arn = customer.admin.client("ecs").register_task_definition(
+        family=family,
+        containerDefinitions=[
+            {
+                "name": "app",
+                "image": "nginx",
+                "memory": 128,
+                "environment": [{"name": "STRIPE_KEY", "value": "sk_live_not_for_capstan"}],
+            }
+        ],
+        tags=[{"key": "team", "value": "payments"}],
+    )["taskDefinition"]["taskDefinitionArn"]
+    ecs = customer.client("ecs")
+    denied(ecs.describe_task_definition, taskDefinition=arn)
+    denied(ecs.list_tags_for_resource, resourceArn=arn)
+
+
 def test_a_role_capstan_did_not_make(customer: Customer) -> None:
     iam = customer.client("iam")
     for name, path in ((unique("prod-admin"), "/"), (unique("capstan-lookalike"), "/")):

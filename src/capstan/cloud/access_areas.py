@@ -180,6 +180,9 @@ def container_statements() -> list[dict[str, Any]]:
                 "ecs:RegisterTaskDefinition",
                 "ecs:DeleteTaskDefinitions",
                 "ecs:DescribeTasks",
+                # A task definition's tags, not its content: DescribeTaskDefinition would read
+                # every task definition of the account (IAM cannot scope it).
+                "ecs:ListTagsForResource",
             ],
             [*_CONTAINERS, any_region("ecs", "task/capstan-*/*")],
         ),

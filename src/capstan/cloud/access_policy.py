@@ -54,7 +54,6 @@ def access_statements() -> list[dict[str, Any]]:
                 "elasticloadbalancing:DescribeTargetGroupAttributes",
                 "elasticloadbalancing:DescribeTargetHealth",
                 "elasticloadbalancing:DescribeTags",
-                "ecs:DescribeTaskDefinition",
                 "ecs:ListTaskDefinitions",
                 "logs:DescribeLogGroups",
                 "application-autoscaling:DescribeScalableTargets",

@@ -4,6 +4,7 @@ rolling service per target (minimum healthy 100 %, maximum 200 %, circuit breake
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,6 +16,8 @@ from capstan.cloud.aws import names
 from capstan.cloud.aws.calls import error_code, ignoring, utc
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
+
+log = logging.getLogger(__name__)
 
 DEPLOYMENT_CONFIGURATION = {
     "minimumHealthyPercent": 100,
@@ -202,7 +205,12 @@ def ensure_task_definition(
     task_role_arn: str,
     execution_role_arn: str,
 ) -> str:
-    """The task definition revision of `deployment_id`, registered once (found by its tag)."""
+    """The task definition revision of `deployment_id`, registered once (found by its tag).
+
+    The tag is read with `ListTagsForResource`, which IAM scopes to Capstan's task definitions,
+    not `DescribeTaskDefinition`, which IAM cannot scope: allowed, it would read every task
+    definition of the account, the plain environment variables of the customer's other
+    workloads included."""
     ecs = _client(session)
     family = names.service_name(resource_id)
     with aws_errors():
@@ -210,12 +218,9 @@ def ensure_task_definition(
             "taskDefinitionArns"
         ][:3]
         for arn in newest:
-            described = ecs.describe_task_definition(taskDefinition=arn, include=["TAGS"])
-            tags = {tag["key"]: tag["value"] for tag in described.get("tags", [])}
-            if (
-                tags.get(names.DEPLOYMENT_TAG) == deployment_id
-                and described["taskDefinition"]["family"] == family
-            ):
+            if arn.rsplit("/", 1)[-1].rpartition(":")[0] != family:
+                continue
+            if _tags_of_definition(ecs, arn).get(names.DEPLOYMENT_TAG) == deployment_id:
                 return str(arn)
         registered = ecs.register_task_definition(
             **task_definition(
@@ -233,6 +238,24 @@ def ensure_task_definition(
             ),
         )
     return str(registered["taskDefinition"]["taskDefinitionArn"])
+
+
+def _tags_of_definition(ecs: Any, arn: str) -> dict[str, str]:
+    """A task definition's tags. A stack launched before Capstan read them so has no
+    `ecs:ListTagsForResource`, but `ecs:DescribeTaskDefinition`: that is asked instead, until
+    the stack is updated (the log says so)."""
+    try:
+        listed = ecs.list_tags_for_resource(resourceArn=arn).get("tags", [])
+    except ClientError as error:
+        if error_code(error) != "AccessDeniedException":
+            raise
+        log.warning(
+            "the access role may not ecs:ListTagsForResource (a stack from before it): reading "
+            "%s with ecs:DescribeTaskDefinition; update the stack",
+            arn,
+        )
+        listed = ecs.describe_task_definition(taskDefinition=arn, include=["TAGS"]).get("tags", [])
+    return {tag["key"]: tag["value"] for tag in listed}
 
 
 def delete_task_definitions(session: AwsSession, resource_id: str) -> None:
