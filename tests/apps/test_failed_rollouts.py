@@ -3,11 +3,24 @@ Capstan's words: what the user reads in the deployment's `error`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
+
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import ready
 from tests.harness import RunningServer
 
 
+@pytest.fixture
+def quick_breaker() -> Iterator[None]:
+    """ECS's circuit breaker trips after a second, not the sandbox's ten."""
+    before = simulator().configure(circuit_breaker_seconds=1.0)
+    yield
+    simulator().configure(circuit_breaker_seconds=before.circuit_breaker_seconds)
+
+
+@pytest.mark.usefixtures("quick_breaker")
 def test_a_worker_that_exits_fails_its_deployment_with_the_exit_code(
     server: RunningServer,
 ) -> None:
