@@ -90,9 +90,13 @@ def test_the_largest_task_definition_the_api_allows_keeps_2_kib_to_spare() -> No
     assert size <= TASK_DEFINITION_BYTES - MARGIN
 
 
-def test_the_sandbox_registers_a_worker_at_the_apis_maxima(access: AwsSession) -> None:
+def test_the_sandbox_registers_a_worker_at_the_apis_maxima(
+    access: AwsSession, sessions: tuple[AwsSession, AwsSession]
+) -> None:
     """Through the driver: the parameters written by `ssm.put_environment`, named as it answers,
-    and the definition registered by `ecs.ensure_task_definition` with the project's roles."""
+    and the definition registered by `ecs.ensure_task_definition` with the project's roles (read
+    back by the account's administrator: the access role reads no task definition)."""
+    customer, _operator = sessions
     project_id, resource_id, deployment_id = new_id("prj"), new_id("svc"), new_id("dep")
     region = access.endpoint.region
     roles = iam.ensure_project_roles(access, project_id)
@@ -110,7 +114,7 @@ def test_the_sandbox_registers_a_worker_at_the_apis_maxima(access: AwsSession) -
         task_role_arn=roles["task"],
         execution_role_arn=roles["execution"],
     )
-    described = access.client("ecs").describe_task_definition(taskDefinition=arn)
+    described = customer.client("ecs").describe_task_definition(taskDefinition=arn)
     (registered,) = described["taskDefinition"]["containerDefinitions"]
     assert len(registered["secrets"]) == len(variables) + 1  # and PGPASSWORD
     assert sorted(item["name"] for item in registered["environment"]) == references
