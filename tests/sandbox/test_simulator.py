@@ -130,6 +130,113 @@ def test_a_build_stays_in_progress_until_build_seconds_pass(
     assert any(message.startswith("c1: digest: sha256:") for message in messages)
 
 
+def test_a_build_whose_role_may_not_read_a_parameter_fails_as_it_provisions(
+    admin: AwsSession, source: GitHost
+) -> None:
+    """CodeBuild resolves `PARAMETER_STORE` variables with the build's service role: a
+    parameter the role may not read (here the role has ECR's actions only) fails the build in
+    PROVISIONING, in CodeBuild's words, and nothing is pushed."""
+    simulator().configure(build_seconds=0.0)
+    _project(admin, "app")
+    account = admin.client("sts").get_caller_identity()["Account"]
+    admin.client("ssm").put_parameter(
+        Name="/capstan/build-tokens/app/git", Value=GOOD_TOKEN, Type="SecureString"
+    )
+    plain = {
+        "GIT_API_URL": source.api_url,
+        "GIT_CLONE_BASE": clone_base(source.api_url),
+        "SOURCE_REPO": "acme/app",
+        "SOURCE_COMMIT": "c1",
+        "IMAGE_URI": f"{account}.dkr.ecr.us-east-1.amazonaws.com/app:c1",
+    }
+    codebuild = admin.client("codebuild")
+    build_id = codebuild.start_build(
+        projectName="app",
+        environmentVariablesOverride=[
+            {
+                "name": "GIT_TOKEN",
+                "value": "/capstan/build-tokens/app/git",
+                "type": "PARAMETER_STORE",
+            },
+            *({"name": k, "value": v, "type": "PLAINTEXT"} for k, v in plain.items()),
+        ],
+    )["build"]["id"]
+    build = wait_until(
+        lambda: (
+            (b := codebuild.batch_get_builds(ids=[build_id])["builds"][0])["buildStatus"]
+            != "IN_PROGRESS"
+            and b
+        )
+    )
+    assert build["buildStatus"] == "FAILED"
+    [failed] = [phase for phase in build["phases"] if phase.get("phaseStatus") == "FAILED"]
+    assert failed["phaseType"] == "PROVISIONING"
+    message = failed["contexts"][0]["message"]
+    assert "is not authorized to perform: ssm:GetParameters" in message
+    assert "parameter/capstan/build-tokens/app/git" in message
+    assert admin.client("ecr").describe_images(repositoryName="app")["imageDetails"] == []
+
+
+def test_a_site_build_whose_role_may_not_write_its_bucket_fails_its_sync(
+    admin: AwsSession, source: GitHost
+) -> None:
+    """A static website's `aws s3 sync` runs as the build's service role: a role without the
+    bucket (here: ECR's actions only) fails the build in POST_BUILD, in the CLI's words, and
+    the bucket stays empty."""
+    simulator().configure(build_seconds=0.0)
+    _project(admin, "site")
+    admin.client("s3").create_bucket(Bucket="capstan-site-test")
+    # The role reads the build's git token (CodeBuild resolves it), and has no S3 action.
+    admin.client("ssm").put_parameter(Name="/site/git", Value=GOOD_TOKEN, Type="SecureString")
+    admin.client("iam").put_role_policy(
+        RoleName="b",
+        PolicyName="token",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": "ssm:GetParameters", "Resource": "*"}],
+            }
+        ),
+    )
+    source.files[("acme/site", "s1")] = {
+        "build": "succeed",
+        "publish_dir": "dist",
+        "files": {"index.html": "<h1>hello</h1>"},
+    }
+    plain = {
+        "GIT_API_URL": source.api_url,
+        "GIT_CLONE_BASE": clone_base(source.api_url),
+        "SOURCE_REPO": "acme/site",
+        "SOURCE_COMMIT": "s1",
+        "BUILD_COMMAND": "npm run build",
+        "PUBLISH_DIR": "dist",
+        "SITE_BUCKET": "capstan-site-test",
+    }
+    codebuild = admin.client("codebuild")
+    build_id = codebuild.start_build(
+        projectName="site",
+        environmentVariablesOverride=[
+            {"name": "GIT_TOKEN", "value": "/site/git", "type": "PARAMETER_STORE"},
+            *({"name": k, "value": v, "type": "PLAINTEXT"} for k, v in plain.items()),
+        ],
+    )["build"]["id"]
+    build = wait_until(
+        lambda: (
+            (b := codebuild.batch_get_builds(ids=[build_id])["builds"][0])["buildStatus"]
+            != "IN_PROGRESS"
+            and b
+        )
+    )
+    assert build["buildStatus"] == "FAILED"
+    [failed] = [phase for phase in build["phases"] if phase.get("phaseStatus") == "FAILED"]
+    assert failed["phaseType"] == "POST_BUILD"
+    assert (
+        "(AccessDenied) when calling the ListObjectsV2 operation"
+        in (failed["contexts"][0]["message"])
+    )
+    assert "Contents" not in admin.client("s3").list_objects_v2(Bucket="capstan-site-test")
+
+
 def test_update_service_starts_a_new_deployment_that_completes(admin: AwsSession) -> None:
     simulator().configure(task_start_seconds=0.3)
     ecs = admin.client("ecs")

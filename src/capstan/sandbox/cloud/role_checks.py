@@ -20,6 +20,7 @@ from capstan.sandbox.cloud.resources import request_for
 
 class RoleRequests:
     def __init__(self, account_id: str, role_arn: str) -> None:
+        self.account_id = account_id
         self.role_arn = role_arn
         self.partition = role_arn.split(":")[1] if role_arn.count(":") >= 5 else "aws"
         found = policies_of_role(account_id, self.partition, role_arn.rsplit("/", 1)[-1])
@@ -31,3 +32,10 @@ class RoleRequests:
         request = request_for(action, Target(resource, resource_type), {}, self._common)
         verdict = policy.authorize(self._identity, self._boundary, request)
         return None if verdict.allowed else verdict.reason
+
+    def caller(self, session_name: str) -> str:
+        """The ARN AWS names the role's session by in a refusal (`assumed-role/<role>/<name>`)."""
+        role_name = self.role_arn.rsplit("/", 1)[-1]
+        return (
+            f"arn:{self.partition}:sts::{self.account_id}:assumed-role/{role_name}/{session_name}"
+        )

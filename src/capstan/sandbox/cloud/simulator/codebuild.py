@@ -36,6 +36,7 @@ from moto.s3.models import s3_backends
 from moto.ssm.models import ssm_backends
 
 from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
+from capstan.sandbox.cloud.role_checks import RoleRequests
 from capstan.sandbox.cloud.simulator import build_queue, build_shell, images, registry
 from capstan.sandbox.cloud.simulator import logs as sim_logs
 from capstan.sandbox.cloud.simulator.backends import each
@@ -194,7 +195,7 @@ def run_build(account_id: str, region: str, build: dict[str, Any]) -> None:
     plain, stored = _variables(items)
     lines = ["[Container] Entering phase PROVISIONING"]
     try:
-        resolved = _parameters(account_id, region, stored)
+        resolved = _parameters(account_id, region, build, stored)
     except BuildFailed as failed:
         lines += [failed.error]
         _write_log(account_id, region, build, lines)
@@ -274,7 +275,7 @@ def run_site_build(
     lines = ["[Container] Entering phase PROVISIONING"]
     failure: BuildFailed | None = None
     try:
-        resolved = _parameters(account_id, region, stored)
+        resolved = _parameters(account_id, region, build, stored)
         token = resolved.pop("GIT_TOKEN", "")
         own = {name for name in plain if name not in SITE_BUILD_VARIABLES}
         lines += [
@@ -309,7 +310,7 @@ def run_site_build(
         if build.get("buildStatus") != "IN_PROGRESS":
             return  # stopped meanwhile: a stopped build syncs nothing
         prefix = plain.get("SITE_PREFIX", "").strip("/")
-        lines += _sync(account_id, bucket, publish_dir, files, prefix)
+        lines += _sync(account_id, build, bucket, publish_dir, files, prefix)
         lines += ["[Container] Phase complete: POST_BUILD State: SUCCEEDED"]
     except BuildFailed as failed:
         failure = failed
@@ -325,10 +326,14 @@ def _directory(path: str) -> str:
     return "/".join(parts)
 
 
-def _parameters(account_id: str, region: str, stored: dict[str, str]) -> dict[str, str]:
+def _parameters(
+    account_id: str, region: str, build: dict[str, Any], stored: dict[str, str]
+) -> dict[str, str]:
     """The values of the build's PARAMETER_STORE variables, decrypted, as CodeBuild resolves
-    them when the build starts."""
+    them when the build starts: with the build's service role, which must be allowed to read
+    each (`ssm:GetParameters`), or the build fails as it provisions."""
     backend = ssm_backends[account_id][region]
+    role = RoleRequests(account_id, str(build.get("serviceRole") or ""))
     values = {}
     for variable, name in stored.items():
         parameter = backend.get_parameter(name)
@@ -338,16 +343,42 @@ def _parameters(account_id: str, region: str, stored: dict[str, str]) -> dict[st
                 f"CLIENT_ERROR: Parameter {name} for the environment variable {variable} "
                 "does not exist",
             )
+        arn = f"arn:{role.partition}:ssm:{region}:{account_id}:parameter/{name.lstrip('/')}"
+        denied = role.denial("ssm:GetParameters", arn, "parameter")
+        if denied is not None:
+            caller = role.caller(f"AWSCodeBuild-{build.get('id', '')}")
+            raise BuildFailed(
+                "PROVISIONING",
+                f"CLIENT_ERROR: AccessDeniedException: User: {caller} is not authorized to "
+                f"perform: ssm:GetParameters on resource: {arn} {denied} for the environment "
+                f"variable {variable}",
+            )
         values[variable] = str(parameter.decrypt(parameter.value))
     return values
 
 
 def _sync(
-    account_id: str, bucket: str, publish_dir: str, files: dict[str, bytes], prefix: str = ""
+    account_id: str,
+    build: dict[str, Any],
+    bucket: str,
+    publish_dir: str,
+    files: dict[str, bytes],
+    prefix: str = "",
 ) -> list[str]:
     """`aws s3 sync <publish_dir> s3://<bucket>/<prefix>/ --delete`, and its output lines (the
-    deletions, like the CLI's, only under the prefix)."""
+    deletions, like the CLI's, only under the prefix), as the build's service role: a listing,
+    upload or deletion it may not make fails the sync in the CLI's words."""
     backend = s3_backends[account_id]["aws"]
+    role = RoleRequests(account_id, str(build.get("serviceRole") or ""))
+
+    def allowed(action: str, resource: str, kind: str, operation: str) -> None:
+        if role.denial(action, f"arn:{role.partition}:s3:::{resource}", kind) is not None:
+            raise BuildFailed(
+                "POST_BUILD",
+                f"fatal error: An error occurred (AccessDenied) when calling the {operation} "
+                "operation: Access Denied",
+            )
+
     try:
         found = backend.get_bucket(bucket)
     except Exception:
@@ -356,16 +387,19 @@ def _sync(
             f"fatal error: An error occurred (NoSuchBucket) when calling the ListObjectsV2 "
             f"operation: The specified bucket does not exist: {bucket}",
         ) from None
+    allowed("s3:ListBucket", bucket, "bucket", "ListObjectsV2")
     lines = []
     under = f"{prefix}/" if prefix else ""
     existing = {str(key) for key in list(found.keys.keys()) if str(key).startswith(under)}
     files = {under + key: body for key, body in files.items()}
     for key, body in sorted(files.items()):
+        allowed("s3:PutObject", f"{bucket}/{key}", "object", "PutObject")
         stored = backend.put_object(bucket, key, body)
         kind, _ = mimetypes.guess_type(key)
         stored.set_metadata({"Content-Type": kind or "binary/octet-stream"})
         lines.append(f"upload: {publish_dir}/{key.removeprefix(under)} to s3://{bucket}/{key}")
     for key in sorted(existing - set(files)):
+        allowed("s3:DeleteObject", f"{bucket}/{key}", "object", "DeleteObject")
         backend.delete_object(bucket, key)
         lines.append(f"delete: s3://{bucket}/{key}")
     return lines

@@ -35,8 +35,7 @@ def push_denial(account_id: str, build: dict[str, Any], image_uri: str) -> str |
     for action in _PUSH:
         denied = role.denial(action, arn, "repository")
         if denied is not None:
-            session = f"{role.role_arn.rsplit('/', 1)[-1]}/AWSCodeBuild-{build.get('id', '')}"
-            caller = f"arn:{role.partition}:sts::{account_id}:assumed-role/{session}"
+            caller = role.caller(f"AWSCodeBuild-{build.get('id', '')}")
             return (
                 f"User: {caller} is not authorized to perform: {action} on resource: {arn} {denied}"
             )
