@@ -151,6 +151,16 @@ def test_the_access_role_lists_in_capstans_clusters_only(
         (
             StoppedTask(
                 "TaskFailedToStart",
+                "ResourceInitializationError: failed to validate logger args: create stream has "
+                "been retried 1 times: failed to create Cloudwatch log stream: …",
+                None,
+                "",
+            ),
+            "The tasks could not start: their execution role may not write their log group.",
+        ),
+        (
+            StoppedTask(
+                "TaskFailedToStart",
                 "CannotPullContainerError: pull image manifest has been retried 7 time(s): "
                 "failed to resolve ref …: 403 Forbidden",
                 None,

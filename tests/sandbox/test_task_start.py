@@ -152,3 +152,31 @@ def test_a_projects_builds_push_to_their_own_projects_repositories_only(
     assert denied is not None
     assert "is not authorized to perform: ecr:BatchCheckLayerAvailability" in denied
     assert "repository/capstan/svc_push_other" in denied
+
+
+def test_a_tasks_log_stream_is_made_in_capstans_log_groups_only(
+    admin: tuple[str, AwsSession, AwsSession],
+) -> None:
+    """The `awslogs` driver makes the container's log stream with the execution role before
+    the container starts: in a `/capstan/*` group it may (the boundary's `WriteProjectLogs`),
+    in another group the task stops."""
+    account, session, role = admin
+    roles = iam.ensure_project_roles(role, "prj_logs")
+    region = session.endpoint.region
+
+    def logging_to(group: str) -> SimpleNamespace:
+        definition = _definition(roles["execution"])
+        definition.container_definitions[0]["logConfiguration"] = {
+            "logDriver": "awslogs",
+            "options": {
+                "awslogs-group": group,
+                "awslogs-region": region,
+                "awslogs-stream-prefix": "app",
+            },
+        }
+        return definition
+
+    assert task_start.refusal(account, region, logging_to("/capstan/svc_logs/runtime")) is None
+    refused = task_start.refusal(account, region, logging_to("/aws/ecs/orders"))
+    assert refused is not None and "failed to create Cloudwatch log stream" in refused
+    assert "logs:CreateLogStream" in refused

@@ -92,6 +92,8 @@ def explain(task: StoppedTask) -> str:
                 f"{name} ({denied['action']} was denied)."
             )
         return "The tasks could not start: ECS could not read the secrets of their variables."
+    if reason.startswith("ResourceInitializationError") and "log stream" in reason:
+        return "The tasks could not start: their execution role may not write their log group."
     if reason.startswith("ResourceInitializationError"):
         return (
             "The tasks could not start: ECS could not prepare them (their image's registry, "

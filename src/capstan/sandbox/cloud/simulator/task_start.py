@@ -1,9 +1,11 @@
 """What ECS's agent does as a task starts, before any container runs, with the task's
 **execution role**: it reads each secret the task definition names (`secrets[].valueFrom`: an
-SSM parameter, by name or ARN, or a Secrets Manager secret), then pulls each container's image
-from ECR. A call the role may not make stops the task there, in ECS's words:
+SSM parameter, by name or ARN, or a Secrets Manager secret), makes each container's log stream
+(the `awslogs` driver), then pulls each container's image from ECR. A call the role may not make
+stops the task there, in ECS's words:
 
 - a secret: `ResourceInitializationError: unable to pull secrets or registry auth: … AccessDenied…`
+- a log stream: `ResourceInitializationError: failed to validate logger args: … AccessDenied…`
 - an image: `CannotPullContainerError: … 403 Forbidden`
 
 so the task never runs, the rollout's tasks keep failing and its circuit breaker trips.
@@ -11,8 +13,8 @@ so the task never runs, the rollout's tasks keep failing and its circuit breaker
 moto starts every task, so a grant the execution role lacks (or one too wide, which a test cannot
 see at all) passed the sandbox and failed in AWS. `refusal` evaluates each call as IAM would
 (`role_checks`: the role's policies and boundary, the resource's ARN and tags). Not evaluated
-here: the registry sign-in (`ecr:GetAuthorizationToken`, on "*" only), the log writes, and KMS's
-decrypt of a SecureString.
+here: the registry sign-in (`ecr:GetAuthorizationToken`, on "*" only) and KMS's decrypt of a
+SecureString.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ def refusal(account_id: str, region: str, definition: Any) -> str | None:
     ]
     matches = [_ECR_IMAGE.match(str(container.get("image") or "")) for container in containers]
     pulled = [match for match in matches if match is not None and match["account"] == account_id]
-    if not wanted and not pulled:
+    logging = [c for c in containers if (c.get("logConfiguration") or {}).get("logDriver")]
+    if not wanted and not pulled and not logging:
         return None
     role = RoleRequests(account_id, str(getattr(definition, "execution_role_arn", None) or ""))
     for value_from in wanted:
@@ -57,6 +60,10 @@ def refusal(account_id: str, region: str, definition: Any) -> str | None:
                 f"{role.role_arn} is not authorized to perform: {action} on resource: "
                 f"{resource} {denied}"
             )
+    for container in containers:
+        logged = _log_denial(role, account_id, region, container)
+        if logged is not None:
+            return logged
     for image in pulled:
         repository = (
             f"arn:{role.partition}:ecr:{image['region']}:{account_id}:"
@@ -68,6 +75,31 @@ def refusal(account_id: str, region: str, definition: Any) -> str | None:
                 "CannotPullContainerError: pull image manifest has been retried 7 time(s): "
                 f"failed to resolve ref {image.string}: pulling from host {image['host']} "
                 f"failed with status code [manifests {reference}]: 403 Forbidden"
+            )
+    return None
+
+
+def _log_denial(
+    role: RoleRequests, account_id: str, region: str, container: dict[str, Any]
+) -> str | None:
+    """Why the `awslogs` driver cannot make the container's log stream, or None: the agent
+    makes it with the execution role before the container starts."""
+    configuration = container.get("logConfiguration") or {}
+    if configuration.get("logDriver") != "awslogs":
+        return None
+    options = configuration.get("options") or {}
+    group, prefix = options.get("awslogs-group", ""), options.get("awslogs-stream-prefix", "")
+    where = options.get("awslogs-region") or region
+    stream = f"{prefix}/{container.get('name', '')}/task"
+    arn = f"arn:{role.partition}:logs:{where}:{account_id}:log-group:{group}:log-stream:{stream}"
+    for action in ("logs:CreateLogStream", "logs:PutLogEvents"):
+        denied = role.denial(action, arn, "log-stream")
+        if denied is not None:
+            return (
+                "ResourceInitializationError: failed to validate logger args: create stream has "
+                "been retried 1 times: failed to create Cloudwatch log stream: "
+                f"AccessDeniedException: User: {role.caller('task')} is not authorized to "
+                f"perform: {action} on resource: {arn} {denied} : exit status 1"
             )
     return None
 
