@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
@@ -82,6 +83,22 @@ def _project(admin: AwsSession, name: str) -> None:
     )
 
 
+def _finished(codebuild: Any, build_id: str) -> dict[str, Any]:
+    """The build, once it is no longer in progress."""
+    return wait_until(
+        lambda: (
+            (b := codebuild.batch_get_builds(ids=[build_id])["builds"][0])["buildStatus"]
+            != "IN_PROGRESS"
+            and b
+        )
+    )
+
+
+def _failed_phase(build: dict[str, Any]) -> dict[str, Any]:
+    [failed] = [phase for phase in build["phases"] if phase.get("phaseStatus") == "FAILED"]
+    return failed
+
+
 def test_a_build_stays_in_progress_until_build_seconds_pass(
     admin: AwsSession, source: GitHost
 ) -> None:
@@ -107,13 +124,7 @@ def test_a_build_stays_in_progress_until_build_seconds_pass(
         ],
     )["build"]["id"]
     assert codebuild.batch_get_builds(ids=[build_id])["builds"][0]["buildStatus"] == "IN_PROGRESS"
-    build = wait_until(
-        lambda: (
-            (b := codebuild.batch_get_builds(ids=[build_id])["builds"][0])["buildStatus"]
-            != "IN_PROGRESS"
-            and b
-        )
-    )
+    build = _finished(codebuild, build_id)
     assert time.monotonic() - started >= 1.0
     assert build["buildStatus"] == "SUCCEEDED"
     assert build["logs"]["groupName"] == "/app"
@@ -161,15 +172,9 @@ def test_a_build_whose_role_may_not_read_a_parameter_fails_as_it_provisions(
             *({"name": k, "value": v, "type": "PLAINTEXT"} for k, v in plain.items()),
         ],
     )["build"]["id"]
-    build = wait_until(
-        lambda: (
-            (b := codebuild.batch_get_builds(ids=[build_id])["builds"][0])["buildStatus"]
-            != "IN_PROGRESS"
-            and b
-        )
-    )
+    build = _finished(codebuild, build_id)
     assert build["buildStatus"] == "FAILED"
-    [failed] = [phase for phase in build["phases"] if phase.get("phaseStatus") == "FAILED"]
+    failed = _failed_phase(build)
     assert failed["phaseType"] == "PROVISIONING"
     message = failed["contexts"][0]["message"]
     assert "is not authorized to perform: ssm:GetParameters" in message
@@ -220,15 +225,9 @@ def test_a_site_build_whose_role_may_not_write_its_bucket_fails_its_sync(
             *({"name": k, "value": v, "type": "PLAINTEXT"} for k, v in plain.items()),
         ],
     )["build"]["id"]
-    build = wait_until(
-        lambda: (
-            (b := codebuild.batch_get_builds(ids=[build_id])["builds"][0])["buildStatus"]
-            != "IN_PROGRESS"
-            and b
-        )
-    )
+    build = _finished(codebuild, build_id)
     assert build["buildStatus"] == "FAILED"
-    [failed] = [phase for phase in build["phases"] if phase.get("phaseStatus") == "FAILED"]
+    failed = _failed_phase(build)
     assert failed["phaseType"] == "POST_BUILD"
     assert (
         "(AccessDenied) when calling the ListObjectsV2 operation"
