@@ -73,6 +73,39 @@ def test_a_secret_the_execution_role_may_not_read_is_named(
     wait_until(lambda: deployer.delete(target), timeout=10)
 
 
+def test_tasks_without_a_way_out_of_their_subnet_are_told_so(
+    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+) -> None:
+    """A Fargate task's agent reaches ECR, SSM and CloudWatch Logs over the subnet's default
+    route: with the shared network's route to its internet gateway removed (by hand, as it
+    could be in the customer's console), the tasks cannot start and the rollout says why."""
+    customer, _operator = sessions
+    target, image = _worker(deployer, source)
+    ec2 = customer.client("ec2")
+    shared = [{"Name": "tag:capstan:shared", "Values": ["network"]}]
+    removed = []
+    for table in ec2.describe_route_tables(Filters=shared)["RouteTables"]:
+        for route in table["Routes"]:
+            if route.get("DestinationCidrBlock") == "0.0.0.0/0":
+                ec2.delete_route(
+                    RouteTableId=table["RouteTableId"], DestinationCidrBlock="0.0.0.0/0"
+                )
+                removed.append((table["RouteTableId"], route["GatewayId"]))
+    assert removed
+    try:
+        failed = _ended(deployer, target, deployer.deploy(task_spec(target, image)))
+        assert failed.state == "failed"
+        assert "could not reach AWS (the image registry, secrets, logs) from their subnet" in (
+            failed.reason or ""
+        )
+    finally:
+        for table_id, gateway_id in removed:
+            ec2.create_route(
+                RouteTableId=table_id, DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway_id
+            )
+    wait_until(lambda: deployer.delete(target), timeout=10)
+
+
 def test_an_app_that_exits_is_reported_with_its_exit_code(
     deployer: Deployer, source: GitHost
 ) -> None:
@@ -147,6 +180,18 @@ def test_the_access_role_lists_in_capstans_clusters_only(
                 ("OutOfMemoryError: Container killed due to memory usage"),
             ),
             "The app ran out of memory and was stopped: give the service more memory.",
+        ),
+        (
+            StoppedTask(
+                "TaskFailedToStart",
+                "ResourceInitializationError: unable to pull secrets or registry auth: … dial tcp "
+                "52.46.145.71:443: i/o timeout. Please check your task network configuration.",
+                None,
+                "",
+            ),
+            "The tasks could not start: they could not reach AWS (the image registry, secrets, "
+            "logs) from their subnet, which needs a route to the internet and a public address "
+            "(or a NAT gateway), and their security group outbound HTTPS.",
         ),
         (
             StoppedTask(

@@ -83,6 +83,14 @@ def explain(task: StoppedTask) -> str:
     reason = task.reason
     if "OutOfMemoryError" in task.container_reason or "OutOfMemoryError" in reason:
         return "The app ran out of memory and was stopped: give the service more memory."
+    if reason.startswith("ResourceInitializationError") and (
+        "i/o timeout" in reason or "network configuration" in reason
+    ):
+        return (
+            "The tasks could not start: they could not reach AWS (the image registry, secrets, "
+            "logs) from their subnet, which needs a route to the internet and a public address "
+            "(or a NAT gateway), and their security group outbound HTTPS."
+        )
     if reason.startswith("ResourceInitializationError") and "secret" in reason:
         denied = _DENIED.search(reason)
         if denied is not None:

@@ -25,7 +25,7 @@ from moto.elbv2.models import FakeHealthStatus, FakeTargetGroup, elbv2_backends
 from moto.moto_api._internal import mock_random
 
 from capstan.sandbox.cloud.quotas import quotas
-from capstan.sandbox.cloud.simulator import images, task_start, task_stops
+from capstan.sandbox.cloud.simulator import images, task_network, task_start, task_stops
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
@@ -131,16 +131,20 @@ class ServiceSim:
 
 
 def _cannot_run(
-    account_id: str, region: str, backend: Any, deployment: dict[str, Any]
+    account_id: str, region: str, backend: Any, service: Any, deployment: dict[str, Any]
 ) -> list[task_stops.Stop]:
-    """Why the deployment's tasks cannot start (a secret the execution role may not read, an
-    image it may not pull: `task_start`) or its containers run or stay healthy on their images
+    """Why the deployment's tasks cannot start (no way out of their subnet to AWS:
+    `task_network`; a secret the execution role may not read, an image it may not pull:
+    `task_start`) or its containers run or stay healthy on their images
     (a shell or curl the image lacks: `images.missing_tool`); images the sandbox did not build
     are not judged."""
     arn = str(deployment.get("taskDefinition") or "")
     family, _, revision = arn.rsplit("/", 1)[-1].partition(":")
     definition = backend.task_definitions.get(family, {}).get(int(revision or 0))
     stops = []
+    unreachable = task_network.unreachable(account_id, region, service)
+    if unreachable is not None:  # the agent's first call, for a secret or the registry
+        stops.append(task_stops.failed_to_start(unreachable))
     refused = task_start.refusal(account_id, region, definition)
     if refused is not None:  # the agent stops the task before any container runs
         stops.append(task_stops.failed_to_start(refused))
@@ -191,7 +195,7 @@ class Scheduler:
             seen = sim.seen.setdefault(primary["id"], now)
             if now - seen < knobs.task_start_seconds:
                 return
-            stops = _cannot_run(account_id, region, backend, primary)
+            stops = _cannot_run(account_id, region, backend, service, primary)
             if not stops and self._simulator.is_failing(
                 service.name, _tags(service).get("capstan:resource")
             ):
