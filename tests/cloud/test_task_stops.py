@@ -16,7 +16,14 @@ from capstan.cloud.aws.task_stops import StoppedTask, explain
 from capstan.cloud.deploy import Deployer, Rollout
 from capstan.cloud.target import Target
 from capstan.sandbox.cloud.simulator import simulator
-from tests.cloud.deploy_helpers import GitHost, build, new_id, task_spec, worker_target
+from tests.cloud.deploy_helpers import (
+    GitHost,
+    build,
+    new_id,
+    task_spec,
+    web_target,
+    worker_target,
+)
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.usefixtures("fast_simulator")
@@ -103,6 +110,42 @@ def test_tasks_without_a_way_out_of_their_subnet_are_told_so(
             ec2.create_route(
                 RouteTableId=table_id, DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway_id
             )
+    wait_until(lambda: deployer.delete(target), timeout=10)
+
+
+def test_a_services_group_the_balancer_cannot_reach_fails_the_health_checks(
+    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+) -> None:
+    """The load balancer's health checks reach a web server's tasks through the project's
+    services group, which lets in the balancer's group on the container port. With that rule
+    revoked (by hand), each check times out: the rollout reports its targets and then fails."""
+    customer, _operator = sessions
+    target = web_target(new_id("prj"))
+    deployer.network.ensure_project_network(target.project_id)
+    finished = deployer.describe_build(build(deployer, target, source))
+    assert finished.image_uri
+    ec2 = customer.client("ec2")
+    name = f"capstan-{target.project_id}-services"
+    [group] = ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": [name]}])[
+        "SecurityGroups"
+    ]
+    ec2.revoke_security_group_ingress(
+        GroupId=group["GroupId"], IpPermissions=group["IpPermissions"]
+    )
+    simulator().configure(circuit_breaker_seconds=30)
+    arn = deployer.deploy(task_spec(target, finished.image_uri))
+    trying = wait_until(
+        lambda: (
+            (r := deployer.describe_rollout(target, arn)).reason
+            and "Request timed out" in r.reason
+            and r
+        )
+    )
+    assert trying.state == "in_progress"
+    simulator().configure(circuit_breaker_seconds=0)
+    failed = _ended(deployer, target, arn)
+    assert failed.state == "failed"
+    assert "failed the load balancer's health check" in (failed.reason or "")
     wait_until(lambda: deployer.delete(target), timeout=10)
 
 

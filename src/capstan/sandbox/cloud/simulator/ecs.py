@@ -25,7 +25,13 @@ from moto.elbv2.models import FakeHealthStatus, FakeTargetGroup, elbv2_backends
 from moto.moto_api._internal import mock_random
 
 from capstan.sandbox.cloud.quotas import quotas
-from capstan.sandbox.cloud.simulator import images, task_network, task_start, task_stops
+from capstan.sandbox.cloud.simulator import (
+    images,
+    target_reach,
+    task_network,
+    task_start,
+    task_stops,
+)
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
@@ -33,8 +39,9 @@ if TYPE_CHECKING:
 
 _MARK = "_capstan_simulated"
 _install_lock = threading.Lock()
-# (target group ARN, target id) -> why its health check fails.
-_unhealthy: dict[tuple[str, str], str] = {}
+# (target group ARN, target id) -> why its health check fails (ELB's reason code, description).
+_unhealthy: dict[tuple[str, str], tuple[str, str]] = {}
+_BAD_STATUS = ("Target.ResponseCodeMismatch", "Health checks failed with these codes: [503]")
 _addresses = itertools.count(1)
 CIRCUIT_BREAKER_REASON = (
     "ECS deployment circuit breaker: tasks failed to start or failed their health checks."
@@ -74,8 +81,7 @@ def install() -> None:
                     self.targets[target["Id"]]["Port"],
                     self.health_check_port,
                     "unhealthy",
-                    "Target.ResponseCodeMismatch",
-                    reason,
+                    *reason,
                 )
             return original_health(self, target, ec2_backend)
 
@@ -196,10 +202,17 @@ class Scheduler:
             if now - seen < knobs.task_start_seconds:
                 return
             stops = _cannot_run(account_id, region, backend, service, primary)
+            groups = self._target_groups(account_id, region, service)
+            unreached = [
+                group
+                for group, port in groups
+                if target_reach.blocked(account_id, region, service, group, port)
+            ]
+            if not stops and unreached:  # the balancer's health checks time out
+                stops = [task_stops.load_balancer_unhealthy(unreached[0].arn)]
             if not stops and self._simulator.is_failing(
                 service.name, _tags(service).get("capstan:resource")
             ):
-                groups = self._target_groups(account_id, region, service)
                 stops = [
                     task_stops.load_balancer_unhealthy(groups[0][0].arn)
                     if groups
@@ -217,7 +230,9 @@ class Scheduler:
                     for _ in range(service.desired_count)
                 ]
                 sim.tasks += new
-                self._register(account_id, region, service, new)
+                self._register(
+                    account_id, region, service, new, target_reach.TIMEOUT if unreached else None
+                )
                 if failing:
                     task_stops.record(
                         account_id, region, backend, service, primary, stops[0], len(new)
@@ -371,13 +386,20 @@ class Scheduler:
                 groups.append((group, int(balancer.get("containerPort") or group.port or 80)))
         return groups
 
-    def _register(self, account_id: str, region: str, service: Any, tasks: list[Task]) -> None:
+    def _register(
+        self,
+        account_id: str,
+        region: str,
+        service: Any,
+        tasks: list[Task],
+        why: tuple[str, str] | None = None,
+    ) -> None:
+        """Register the tasks in the service's target groups; an unhealthy one fails its health
+        checks for `why` (ELB's reason code and description; a 503 by default)."""
         for group, port in self._target_groups(account_id, region, service):
             for task in tasks:
                 if not task.healthy:
-                    _unhealthy[(group.arn, task.address)] = (
-                        "Health checks failed with these codes: [503]"
-                    )
+                    _unhealthy[(group.arn, task.address)] = why or _BAD_STATUS
             group.register([{"Id": task.address, "Port": port} for task in tasks])
 
     def _deregister(self, account_id: str, region: str, service: Any, tasks: list[Task]) -> None:
