@@ -228,6 +228,27 @@ def test_only_the_site_s_distribution_may_read_its_bucket(published: Site) -> No
     assert statement["Condition"] == {"StringEquals": {"AWS:SourceArn": distribution["ARN"]}}
 
 
+def test_the_front_reads_only_what_the_bucket_lets_the_distribution_read(published: Site) -> None:
+    """CloudFront reads the private bucket as `cloudfront.amazonaws.com` for its distribution:
+    with the bucket policy naming another distribution, the site answers 403 (as S3 would
+    refuse CloudFront), and 200 again with Capstan's policy back."""
+    server = published.shop.org.server
+    with account(published.shop) as (customer, _operator):
+        s3 = customer.client("s3")
+        kept = s3.get_bucket_policy(Bucket=published.bucket)["Policy"]
+        elsewhere = json.loads(kept)
+        condition = elsewhere["Statement"][0]["Condition"]["StringEquals"]
+        condition["AWS:SourceArn"] = condition["AWS:SourceArn"].rsplit("/", 1)[0] + "/EOTHER"
+        s3.put_bucket_policy(Bucket=published.bucket, Policy=json.dumps(elsewhere))
+        try:
+            with server.client(headers={"Host": published.hostname}) as front:
+                assert front.get("/").status_code == 403
+        finally:
+            s3.put_bucket_policy(Bucket=published.bucket, Policy=kept)
+    with server.client(headers={"Host": published.hostname}) as front:
+        assert front.get("/").status_code == 200
+
+
 def test_the_site_s_hostname_points_at_its_distribution(published: Site) -> None:
     domain = published.shop.org.server.settings.domain
     with account(published.shop) as (customer, operator):

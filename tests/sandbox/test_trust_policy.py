@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 import pytest
 
+from capstan.sandbox.cloud import policy as policy_module
 from capstan.sandbox.cloud.trust import (
     Decision,
     TrustRequest,
@@ -226,3 +227,41 @@ def test_documents_as_iam_stores_them() -> None:
     single = {"Version": "2012-10-17", "Statement": allow({"AWS": CONTROL_PLANE})}
     assert evaluate(single, request()) is Decision.ALLOW
     assert parse_policy(json.dumps(document)) == document
+
+
+# -- a resource policy with a service principal (CloudFront reading a bucket) ---------------------
+
+DISTRIBUTION = "arn:aws:cloudfront::111111111111:distribution/EDFDVBD6EXAMPLE"
+READ_THROUGH_OAC = {
+    "Effect": "Allow",
+    "Principal": {"Service": "cloudfront.amazonaws.com"},
+    "Action": "s3:GetObject",
+    "Resource": "arn:aws:s3:::capstan-site-x/*",
+    "Condition": {"StringEquals": {"AWS:SourceArn": DISTRIBUTION}},
+}
+
+
+def _cloudfront_reads(key: str, source: str = DISTRIBUTION) -> policy_module.Decision:
+    request = policy_module.Request(
+        action="s3:GetObject",
+        resource=f"arn:aws:s3:::{key}",
+        context={"aws:sourcearn": [source]},
+        principals=frozenset({"cloudfront.amazonaws.com"}),
+    )
+    return policy_module.evaluate([policy(READ_THROUGH_OAC)], request)
+
+
+def test_a_bucket_policy_admits_its_distribution_to_its_own_objects_only() -> None:
+    assert _cloudfront_reads("capstan-site-x/index.html") is Decision.ALLOW
+    assert _cloudfront_reads("capstan-site-y/index.html") is Decision.IMPLICIT_DENY  # Resource
+    assert _cloudfront_reads("capstan-site-x/index.html", DISTRIBUTION[:-1] + "Z") is (
+        Decision.IMPLICIT_DENY
+    )
+    other_service = {**READ_THROUGH_OAC, "Principal": {"Service": "ecs-tasks.amazonaws.com"}}
+    request = policy_module.Request(
+        action="s3:GetObject",
+        resource="arn:aws:s3:::capstan-site-x/index.html",
+        context={"aws:sourcearn": [DISTRIBUTION]},
+        principals=frozenset({"cloudfront.amazonaws.com"}),
+    )
+    assert policy_module.evaluate([policy(other_service)], request) is Decision.IMPLICIT_DENY

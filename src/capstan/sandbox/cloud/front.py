@@ -16,9 +16,10 @@ whichever sandbox account owns it), enabled, deployed and carrying the hostname 
 domain name → its S3 origin and origin path → the object, with the directory index the account's
 viewer function adds (`/guide/` and `/guide` answer `/guide/index.html`) or, without the
 function, the default root object for `/` alone. A missing object answers 403, as S3 behind an
-origin access control does. The front reads the bucket as the account's administrator: it shows
-what the distribution points at, not whether the bucket policy would let it read (the site
-tests check that policy).
+origin access control does. CloudFront reads the bucket only as S3 would let it: through the
+origin's access control, as the service `cloudfront.amazonaws.com` for that distribution, which
+the bucket's policy must allow (`AWS:SourceArn`; `policy.evaluate` with a service principal);
+otherwise 403. The front then reads the object as the account's administrator.
 
 Whichever sandbox account owns a load balancer or distribution is found by entering the
 organization's accounts in turn; the one found is entered first the next time (`_OWNERS`).
@@ -43,6 +44,7 @@ from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.names import CONTAINER_NAME, DEPLOYMENT_TAG
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.cloud.errors import CloudError
+from capstan.sandbox.cloud import policy
 from capstan.sandbox.cloud.accounts import management_session, organization_access
 
 
@@ -171,6 +173,8 @@ def _behind_distribution(
     key = _object_key(path, viewer_function, str(config.get("DefaultRootObject") or ""))
     origin_path = str(origin.get("OriginPath") or "").strip("/")
     full_key = f"{origin_path}/{key}" if origin_path else key
+    if not _cloudfront_may_read(session, described, origin, bucket, full_key):
+        return NoAnswer(403, f"{hostname}{path}: AccessDenied (the bucket does not let it read).")
     try:
         with aws_errors():
             stored = session.client("s3").get_object(Bucket=bucket, Key=full_key)
@@ -180,6 +184,33 @@ def _behind_distribution(
         body=stored["Body"].read(),
         content_type=str(stored.get("ContentType") or "application/octet-stream"),
     )
+
+
+def _cloudfront_may_read(
+    session: AwsSession, distribution: dict[str, Any], origin: dict[str, Any], bucket: str, key: str
+) -> bool:
+    """CloudFront reads a private bucket through the origin's access control, as the service
+    `cloudfront.amazonaws.com` for that distribution: only if the bucket's policy allows
+    `s3:GetObject` to it, with `AWS:SourceArn` the distribution's ARN (S3 evaluates the policy
+    as it would for any caller; without an access control CloudFront asks anonymously)."""
+    if not origin.get("OriginAccessControlId"):
+        return False
+    try:
+        with aws_errors():
+            document = session.client("s3").get_bucket_policy(Bucket=bucket)["Policy"]
+    except CloudError:
+        return False  # no policy: nobody but the account reads the bucket
+    account = str(distribution["ARN"]).split(":")[4]
+    request = policy.Request(
+        action="s3:GetObject",
+        resource=f"arn:aws:s3:::{bucket}/{key}",
+        context={
+            "aws:sourcearn": [str(distribution["ARN"])],
+            "aws:sourceaccount": [account],
+        },
+        principals=frozenset({"cloudfront.amazonaws.com"}),
+    )
+    return policy.evaluate([document], request) is policy.Decision.ALLOW
 
 
 def _object_key(path: str, viewer_function: bool, root_object: str) -> str:

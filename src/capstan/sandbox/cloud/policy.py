@@ -4,8 +4,8 @@ A pure function of the documents and the request, so it can be tested on its own
 
 - a statement applies when its action (`Action`/`NotAction`, case-insensitive wildcards), its
   resource (`Resource`/`NotResource`, case-sensitive ARN wildcards), its principal when the
-  caller asks for one (`Principal`/`NotPrincipal`, trust and resource policies) and every
-  condition match the request;
+  caller asks for one (`Principal`/`NotPrincipal`, trust and resource policies; an IAM caller
+  or a service principal) and every condition match the request;
 - in one set of policies an applicable `Deny` wins over everything, otherwise an applicable
   `Allow` allows, otherwise the request is implicitly denied;
 - an identity-based request (`authorize`) is allowed only when the identity's policies allow it
@@ -142,8 +142,13 @@ def applies(statement: Mapping[str, Any], request: Request) -> bool:
     if request.principals is None:
         if not _resource_applies(statement, request.resource):
             return False
-    elif not _principal_applies(statement, request.principals):
-        return False
+    else:
+        if not _principal_applies(statement, request.principals):
+            return False
+        # A resource policy (a bucket's) names its resources too; a trust policy names none.
+        has_resource = "Resource" in statement or "NotResource" in statement
+        if has_resource and not _resource_applies(statement, request.resource):
+            return False
     return conditions_hold(statement.get("Condition", {}), request.context)
 
 
@@ -168,8 +173,11 @@ def _principal_matches(principal: Any, names: frozenset[str]) -> bool:
         return True
     if not isinstance(principal, Mapping):
         return False
-    # Only IAM principals ("AWS") are callers here; Service, Federated and CanonicalUser never are.
-    return any(value == "*" or value in names for value in strings(principal.get("AWS", [])))
+    # An IAM caller is named under "AWS" (its ARN, its account); a service acting on its own
+    # (CloudFront reading a bucket) under "Service" (`cloudfront.amazonaws.com`). Federated and
+    # CanonicalUser principals are never callers here.
+    named = strings(principal.get("AWS", [])) + strings(principal.get("Service", []))
+    return any(value == "*" or value in names for value in named)
 
 
 def strings(value: Any) -> list[str]:
