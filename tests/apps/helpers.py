@@ -117,3 +117,15 @@ def counted(org: Org, work: Callable[[AsyncSession], Awaitable[Any]]) -> tuple[A
             await engine.dispose()
 
     return asyncio.run(main()), statements
+
+
+@contextmanager
+def simulator_knobs(**knobs: Any) -> Iterator[None]:
+    """The sandbox simulator's `knobs` changed for the block, and put back after it."""
+    from capstan.sandbox.cloud.simulator import simulator
+
+    before = simulator().configure(**knobs)
+    try:
+        yield
+    finally:
+        simulator().configure(**{name: getattr(before, name) for name in knobs})

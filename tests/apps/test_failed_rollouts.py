@@ -8,16 +8,15 @@ from collections.abc import Iterator
 import pytest
 
 from capstan.sandbox.cloud.simulator import simulator
-from tests.apps.helpers import ready
+from tests.apps.helpers import ready, simulator_knobs
 from tests.harness import RunningServer
 
 
 @pytest.fixture
 def quick_breaker() -> Iterator[None]:
     """ECS's circuit breaker trips after a second, not the sandbox's ten."""
-    before = simulator().configure(circuit_breaker_seconds=1.0)
-    yield
-    simulator().configure(circuit_breaker_seconds=before.circuit_breaker_seconds)
+    with simulator_knobs(circuit_breaker_seconds=1.0):
+        yield
 
 
 @pytest.mark.usefixtures("quick_breaker")

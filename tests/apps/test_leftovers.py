@@ -22,8 +22,7 @@ from capstan.apps.models import Preview, Service
 from capstan.cloud.aws.inventory import capstan_resources, dns_records
 from capstan.kinds import KINDS
 from capstan.projects.models import Project
-from capstan.sandbox.cloud.simulator import simulator
-from tests.apps.helpers import Ready, ready
+from tests.apps.helpers import Ready, ready, simulator_knobs
 from tests.apps.processes import account_sessions, wait_all_running
 from tests.apps.test_static_websites import create_site
 from tests.cloud.deploy_helpers import leftovers
@@ -118,9 +117,8 @@ SITE_KINDS = {
 
 @pytest.fixture
 def quick_caches() -> Iterator[None]:
-    before = simulator().configure(cache_seconds=0.3)
-    yield
-    simulator().configure(cache_seconds=before.cache_seconds)
+    with simulator_knobs(cache_seconds=0.3):
+        yield
 
 
 @pytest.mark.usefixtures("quick_caches")

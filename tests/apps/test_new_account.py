@@ -15,17 +15,15 @@ from typing import Any
 import pytest
 
 from capstan.sandbox.cloud import new_accounts, quotas, regions
-from capstan.sandbox.cloud.simulator import simulator
-from tests.apps.helpers import Ready, ready
+from tests.apps.helpers import Ready, ready, simulator_knobs
 from tests.apps.test_static_websites import create_site
 from tests.harness import RunningServer
 
 
 @pytest.fixture
 def slow_service_linked_role() -> Iterator[None]:
-    before = simulator().configure(service_linked_role_seconds=2.5)
-    yield
-    simulator().configure(service_linked_role_seconds=before.service_linked_role_seconds)
+    with simulator_knobs(service_linked_role_seconds=2.5):
+        yield
 
 
 @pytest.mark.usefixtures("slow_service_linked_role")
