@@ -17,8 +17,9 @@ from typing import Any
 from moto.ec2.models import ec2_backends
 from moto.elbv2.models import elbv2_backends
 
+from capstan.sandbox.cloud.simulator.security_rules import ANYWHERE, awsvpc, groups, opens
+
 TIMEOUT = ("Target.Timeout", "Request timed out")
-_ANYWHERE = "0.0.0.0/0"
 
 
 def blocked(account_id: str, region: str, service: Any, group: Any, port: int) -> bool:
@@ -26,10 +27,7 @@ def blocked(account_id: str, region: str, service: Any, group: Any, port: int) -
     `port` (a target group without a balancer checks nothing: not blocked)."""
     ec2 = ec2_backends[account_id][region]
     elbv2 = elbv2_backends[account_id][region]
-    awsvpc = (getattr(service, "network_configuration", None) or {}).get(
-        "awsvpcConfiguration"
-    ) or {}
-    tasks = _groups(ec2, awsvpc.get("securityGroups") or [])
+    tasks = groups(ec2, awsvpc(service).get("securityGroups") or [])
     balancers = [
         found
         for arn in group.load_balancer_arns or []
@@ -38,31 +36,17 @@ def blocked(account_id: str, region: str, service: Any, group: Any, port: int) -
     if not balancers or not tasks:
         return False
     vpc = ec2.vpcs.get(group.vpc_id)
-    inside = {_ANYWHERE, *([vpc.cidr_block] if vpc is not None else [])}
+    inside = {ANYWHERE, *([vpc.cidr_block] if vpc is not None else [])}
     task_ids = {task.id for task in tasks}
     for balancer in balancers:
         own = set(balancer.security_groups or [])
         leaves = any(
-            _opens(rule, port, inside, task_ids)
-            for out in _groups(ec2, own)
+            opens(rule, port, inside, task_ids)
+            for out in groups(ec2, own)
             for rule in out.egress_rules
         )
         if leaves and any(
-            _opens(rule, port, inside, own) for g in tasks for rule in g.ingress_rules
+            opens(rule, port, inside, own) for g in tasks for rule in g.ingress_rules
         ):
             return False
     return True
-
-
-def _groups(ec2: Any, ids: Any) -> list[Any]:
-    return [found for group_id in ids if (found := ec2.get_security_group_from_id(group_id))]
-
-
-def _opens(rule: Any, port: int, ranges: set[str], groups: set[str]) -> bool:
-    """The rule lets TCP on `port` through from (or to) one of `ranges` or `groups`."""
-    protocol = str(rule.ip_protocol)
-    if protocol not in ("-1", "all", "tcp", "6"):
-        return False
-    if protocol in ("tcp", "6") and not (rule.from_port <= port <= rule.to_port):
-        return False
-    return rule.ip_range.get("CidrIp") in ranges or rule.source_group.get("GroupId") in groups

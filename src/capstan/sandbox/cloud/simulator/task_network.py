@@ -18,27 +18,25 @@ from typing import Any
 
 from moto.ec2.models import ec2_backends
 
-_ANYWHERE = "0.0.0.0/0"
+from capstan.sandbox.cloud.simulator.security_rules import ANYWHERE, awsvpc, groups, opens
 
 
 def unreachable(account_id: str, region: str, service: Any) -> str | None:
     """ECS's stopped reason when the service's tasks cannot reach AWS's endpoints, or None."""
-    awsvpc = (getattr(service, "network_configuration", None) or {}).get(
-        "awsvpcConfiguration"
-    ) or {}
-    subnets = list(awsvpc.get("subnets") or [])
+    network = awsvpc(service)
+    subnets = list(network.get("subnets") or [])
     if not subnets:
         return None
     ec2 = ec2_backends[account_id][region]
-    public = awsvpc.get("assignPublicIp") == "ENABLED"
+    public = network.get("assignPublicIp") == "ENABLED"
     for subnet_id in subnets:
         subnet = next(
             (found for kept in ec2.subnets.values() if (found := kept.get(subnet_id))), None
         )
         if subnet is not None and not _routes_out(ec2, subnet, public):
             return _timeout(region)
-    groups = [ec2.get_security_group_from_id(group) for group in awsvpc.get("securityGroups") or []]
-    if not any(_lets_https_out(group) for group in groups if group is not None):
+    out = groups(ec2, network.get("securityGroups") or [])
+    if not any(opens(rule, 443, {ANYWHERE}, set()) for group in out for rule in group.egress_rules):
         return _timeout(region)
     return None
 
@@ -52,7 +50,7 @@ def _routes_out(ec2: Any, subnet: Any, public: bool) -> bool:
         next((t for t in tables if t.main_association_id is not None), None),
     )
     route = next(
-        (r for r in (table.routes if table else []) if r.destination_cidr_block == _ANYWHERE), None
+        (r for r in (table.routes if table else []) if r.destination_cidr_block == ANYWHERE), None
     )
     if route is None:
         return False
@@ -63,17 +61,6 @@ def _routes_out(ec2: Any, subnet: Any, public: bool) -> bool:
     return (
         public and str(getattr(gateway, "id", "")).startswith("igw-") and attached == subnet.vpc_id
     )
-
-
-def _lets_https_out(group: Any) -> bool:
-    for rule in group.egress_rules:
-        if rule.ip_range.get("CidrIp") != _ANYWHERE:
-            continue
-        if rule.ip_protocol in ("-1", "all"):
-            return True
-        if rule.ip_protocol in ("tcp", "6") and rule.from_port <= 443 <= rule.to_port:
-            return True
-    return False
 
 
 def _timeout(region: str) -> str:
