@@ -260,13 +260,17 @@ def _audit(path: str, call: Call, checks: list[policy.Request]) -> None:
 _QUERY_DENIED_CODE = {"ec2": "UnauthorizedOperation"}
 
 
+def not_authorized(caller: str, action: str, resource: str, reason: str) -> str:
+    """AWS's sentence for a refused request (`reason`: the verdict's "because …")."""
+    return f"User: {caller} is not authorized to perform: {action} on resource: {resource} {reason}"
+
+
 def _access_denied(
     call: Call, caller: str, action: str, resource: str, reason: str
 ) -> tuple[str, list[tuple[str, str]], bytes]:
-    message = (
-        f"User: {caller} is not authorized to perform: {action} on resource: {resource} {reason}"
+    return error_response(
+        call, 403, "AccessDenied", not_authorized(caller, action, resource, reason)
     )
-    return error_response(call, 403, "AccessDenied", message)
 
 
 def _gap(call: Call, detail: str) -> tuple[str, list[tuple[str, str]], bytes]:

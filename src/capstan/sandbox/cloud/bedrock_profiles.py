@@ -24,9 +24,8 @@ from typing import Any
 
 from moto.bedrock.responses import BedrockResponse
 
-from capstan.sandbox.cloud import policy
-from capstan.sandbox.cloud.authorization import policies_of_role
 from capstan.sandbox.cloud.bedrock import MODELS, catalog
+from capstan.sandbox.cloud.role_checks import RoleRequests
 
 
 @dataclass(frozen=True)
@@ -145,26 +144,19 @@ def invocation_refusal(
         resources = [f"arn:{partition}:bedrock:{region}::foundation-model/{model_id}"]
     else:
         return "The provided model identifier is invalid."
-    documents = policies_of_role(account, partition, role_name)
-    if documents is None:
+    role = RoleRequests(account, f"arn:{partition}:iam::{account}:role/{role_name}")
+    if not role.exists:
         return f"The role {role_name} does not exist."
-    identity, boundary = documents
-    caller = f"arn:{partition}:sts::{account}:assumed-role/{role_name}/task"
     for resource in resources:
-        verdict = policy.authorize(
-            identity, boundary, policy.Request("bedrock:InvokeModel", resource)
-        )
-        if not verdict.allowed:
-            return (
-                f"User: {caller} is not authorized to perform: bedrock:InvokeModel on "
-                f"resource: {resource} {verdict.reason}"
-            )
+        refused = role.refusal("bedrock:InvokeModel", resource, None, "task")
+        if refused is not None:
+            return refused
     key = (account, model.model_id)
     with _subscribed_lock:
         subscribed = key in _subscribed
     if model.provider != "Amazon" and not subscribed:
         for action in ("aws-marketplace:ViewSubscriptions", "aws-marketplace:Subscribe"):
-            if not policy.authorize(identity, boundary, policy.Request(action, "*")).allowed:
+            if role.denial(action, "*", None) is not None:
                 return _MARKETPLACE_REFUSAL
         with _subscribed_lock:
             _subscribed.add(key)

@@ -13,7 +13,7 @@ allowing it.
 from __future__ import annotations
 
 from capstan.sandbox.cloud import policy
-from capstan.sandbox.cloud.authorization import policies_of_role
+from capstan.sandbox.cloud.authorization import not_authorized, policies_of_role
 from capstan.sandbox.cloud.resolving import Target
 from capstan.sandbox.cloud.resources import request_for
 
@@ -24,18 +24,26 @@ class RoleRequests:
         self.role_arn = role_arn
         self.partition = role_arn.split(":")[1] if role_arn.count(":") >= 5 else "aws"
         found = policies_of_role(account_id, self.partition, role_arn.rsplit("/", 1)[-1])
+        self.exists = found is not None
         self._identity, self._boundary = found if found is not None else ([], None)
         self._common = {"aws:principalaccount": [account_id]}
 
-    def denial(self, action: str, resource: str, resource_type: str) -> str | None:
+    def denial(self, action: str, resource: str, resource_type: str | None) -> str | None:
         """IAM's reason the role may not make the request, or None when it may."""
         request = request_for(action, Target(resource, resource_type), {}, self._common)
         verdict = policy.authorize(self._identity, self._boundary, request)
         return None if verdict.allowed else verdict.reason
 
-    def caller(self, session_name: str) -> str:
-        """The ARN AWS names the role's session by in a refusal (`assumed-role/<role>/<name>`)."""
+    def refusal(
+        self, action: str, resource: str, resource_type: str | None, session_name: str
+    ) -> str | None:
+        """AWS's sentence when the role's session `session_name` may not make the request
+        ("User: …:assumed-role/<role>/<session> is not authorized to perform: …"), or None."""
+        denied = self.denial(action, resource, resource_type)
+        if denied is None:
+            return None
         role_name = self.role_arn.rsplit("/", 1)[-1]
-        return (
+        caller = (
             f"arn:{self.partition}:sts::{self.account_id}:assumed-role/{role_name}/{session_name}"
         )
+        return not_authorized(caller, action, resource, denied)

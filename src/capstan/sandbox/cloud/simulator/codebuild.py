@@ -344,14 +344,14 @@ def _parameters(
                 "does not exist",
             )
         arn = f"arn:{role.partition}:ssm:{region}:{account_id}:parameter/{name.lstrip('/')}"
-        denied = role.denial("ssm:GetParameters", arn, "parameter")
-        if denied is not None:
-            caller = role.caller(f"AWSCodeBuild-{build.get('id', '')}")
+        refused = role.refusal(
+            "ssm:GetParameters", arn, "parameter", f"AWSCodeBuild-{build.get('id', '')}"
+        )
+        if refused is not None:
             raise BuildFailed(
                 "PROVISIONING",
-                f"CLIENT_ERROR: AccessDeniedException: User: {caller} is not authorized to "
-                f"perform: ssm:GetParameters on resource: {arn} {denied} for the environment "
-                f"variable {variable}",
+                f"CLIENT_ERROR: AccessDeniedException: {refused} for the environment variable "
+                f"{variable}",
             )
         values[variable] = str(parameter.decrypt(parameter.value))
     return values

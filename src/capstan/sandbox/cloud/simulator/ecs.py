@@ -136,17 +136,20 @@ class ServiceSim:
     last_refusal: float = float("-inf")  # when the quota last kept tasks from being placed
 
 
+def _definition(backend: Any, arn: str) -> Any:
+    """moto's task definition of `arn` (`…:task-definition/<family>:<revision>`), or None."""
+    family, _, revision = arn.rsplit("/", 1)[-1].partition(":")
+    return backend.task_definitions.get(family, {}).get(int(revision or 0))
+
+
 def _cannot_run(
-    account_id: str, region: str, backend: Any, service: Any, deployment: dict[str, Any]
+    account_id: str, region: str, service: Any, definition: Any
 ) -> list[task_stops.Stop]:
     """Why the deployment's tasks cannot start (no way out of their subnet to AWS:
     `task_network`; a secret the execution role may not read, an image it may not pull:
     `task_start`) or its containers run or stay healthy on their images
     (a shell or curl the image lacks: `images.missing_tool`); images the sandbox did not build
     are not judged."""
-    arn = str(deployment.get("taskDefinition") or "")
-    family, _, revision = arn.rsplit("/", 1)[-1].partition(":")
-    definition = backend.task_definitions.get(family, {}).get(int(revision or 0))
     stops = []
     unreachable = task_network.unreachable(account_id, region, service)
     if unreachable is not None:  # the agent's first call, for a secret or the registry
@@ -201,7 +204,8 @@ class Scheduler:
             seen = sim.seen.setdefault(primary["id"], now)
             if now - seen < knobs.task_start_seconds:
                 return
-            stops = _cannot_run(account_id, region, backend, service, primary)
+            definition = _definition(backend, str(primary.get("taskDefinition") or ""))
+            stops = _cannot_run(account_id, region, service, definition)
             groups = self._target_groups(account_id, region, service)
             unreached = [
                 group
@@ -235,7 +239,14 @@ class Scheduler:
                 )
                 if failing:
                     task_stops.record(
-                        account_id, region, backend, service, primary, stops[0], len(new)
+                        account_id,
+                        region,
+                        backend,
+                        service,
+                        definition,
+                        primary,
+                        stops[0],
+                        len(new),
                     )
             if failing:
                 primary["failedTasks"] = len(new)
@@ -427,9 +438,7 @@ class Scheduler:
 
     @staticmethod
     def _size(backend: Any, task_definition: str) -> tuple[int, int]:
-        definition = backend.task_definitions.get(
-            task_definition.split("/")[-1].split(":")[0], {}
-        ).get(int(task_definition.rsplit(":", 1)[-1]) if ":" in task_definition else 0)
+        definition = _definition(backend, task_definition)
         if definition is None:
             return 256, 512
         return int(definition.cpu or 256), int(definition.memory or 512)

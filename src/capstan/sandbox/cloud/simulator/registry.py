@@ -32,14 +32,15 @@ def push_denial(account_id: str, build: dict[str, Any], image_uri: str) -> str |
     role = RoleRequests(account_id, str(build.get("serviceRole") or ""))
     repository = rest.split("@")[0].rsplit(":", 1)[0]
     arn = f"arn:{role.partition}:ecr:{region}:{account_id}:repository/{repository}"
-    for action in _PUSH:
-        denied = role.denial(action, arn, "repository")
-        if denied is not None:
-            caller = role.caller(f"AWSCodeBuild-{build.get('id', '')}")
-            return (
-                f"User: {caller} is not authorized to perform: {action} on resource: {arn} {denied}"
-            )
-    return None
+    session = f"AWSCodeBuild-{build.get('id', '')}"
+    return next(
+        (
+            refused
+            for action in _PUSH
+            if (refused := role.refusal(action, arn, "repository", session))
+        ),
+        None,
+    )
 
 
 def push(account_id: str, region: str, image_uri: str, content: bytes) -> None:

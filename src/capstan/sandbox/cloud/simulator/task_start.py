@@ -51,14 +51,13 @@ def refusal(account_id: str, region: str, definition: Any) -> str | None:
     role = RoleRequests(account_id, str(getattr(definition, "execution_role_arn", None) or ""))
     for value_from in wanted:
         action, resource = _read(role.partition, region, account_id, value_from)
-        denied = role.denial(action, resource, _TYPES[action])
-        if denied is not None:
+        refused = role.refusal(action, resource, _TYPES[action], "task")
+        if refused is not None:
             return (
                 "ResourceInitializationError: unable to pull secrets or registry auth: "
                 f"execution resource retrieval failed: unable to retrieve secret from "
-                f"{'ssm' if action.startswith('ssm:') else 'asm'}: AccessDeniedException: User: "
-                f"{role.role_arn} is not authorized to perform: {action} on resource: "
-                f"{resource} {denied}"
+                f"{'ssm' if action.startswith('ssm:') else 'asm'}: AccessDeniedException: "
+                f"{refused}"
             )
     for container in containers:
         logged = _log_denial(role, account_id, region, container)
@@ -93,13 +92,12 @@ def _log_denial(
     stream = f"{prefix}/{container.get('name', '')}/task"
     arn = f"arn:{role.partition}:logs:{where}:{account_id}:log-group:{group}:log-stream:{stream}"
     for action in ("logs:CreateLogStream", "logs:PutLogEvents"):
-        denied = role.denial(action, arn, "log-stream")
-        if denied is not None:
+        refused = role.refusal(action, arn, "log-stream", "task")
+        if refused is not None:
             return (
                 "ResourceInitializationError: failed to validate logger args: create stream has "
                 "been retried 1 times: failed to create Cloudwatch log stream: "
-                f"AccessDeniedException: User: {role.caller('task')} is not authorized to "
-                f"perform: {action} on resource: {arn} {denied} : exit status 1"
+                f"AccessDeniedException: {refused} : exit status 1"
             )
     return None
 

@@ -75,67 +75,56 @@ def record(
     region: str,
     backend: Any,
     service: Any,
+    definition: Any,
     deployment: dict[str, Any],
     stop: Stop,
     count: int,
 ) -> None:
-    """`count` tasks of the service's `deployment` that ECS stopped for `stop`, kept in moto's
-    task store as ECS keeps them (the newest `_KEPT_PER_SERVICE` of the service)."""
+    """`count` tasks of the service's `deployment` (of task `definition`) that ECS stopped for
+    `stop`, kept in moto's task store as ECS keeps them (the newest `_KEPT_PER_SERVICE` of the
+    service)."""
     cluster = backend.clusters.get(service.cluster_name)
-    arn = str(deployment.get("taskDefinition") or "")
-    family, _, revision = arn.rsplit("/", 1)[-1].partition(":")
-    definition = backend.task_definitions.get(family, {}).get(int(revision or 0))
     if cluster is None or definition is None or not service.network_configuration:
         return
-    with ECS_LOCK:  # ListTasks and DescribeTasks walk the store (`moto_threads`)
-        _record(account_id, region, backend, cluster, definition, service, deployment, stop, count)
-
-
-def _record(
-    account_id: str,
-    region: str,
-    backend: Any,
-    cluster: Any,
-    definition: Any,
-    service: Any,
-    deployment: dict[str, Any],
-    stop: Stop,
-    count: int,
-) -> None:
-    kept = backend.tasks.setdefault(cluster.name, {})
     group = f"service:{service.name}"
-    for _ in range(count):
-        task = Task(
-            cluster,
-            definition,
-            None,
-            None,
-            backend,
-            group,
-            launch_type="FARGATE",
-            started_by=str(deployment["id"]),
-            networking_configuration=service.network_configuration,
-            platform_version="1.4.0",
-        )
-        _release_interfaces(account_id, region, task)  # a stopped task holds no interface
-        task.status = "STOPPED"
-        task.desired_status = "STOPPED"
-        task.stopped_reason = stop.reason
-        # moto's Task has no stop code or stop time of its own; its answer reads them if set.
-        setattr(task, "stop_code", stop.code)  # noqa: B010
-        setattr(task, "stopped_at", utcnow())  # noqa: B010
-        for container in task.containers:
-            container.last_status = "STOPPED"
-            setattr(container, "exitCode", stop.exit_code)  # noqa: B010 (None: it never ran)
-            container.health_status = stop.health
-        kept[task.task_arn] = task
-    stopped = [
-        key
-        for key, task in kept.items()
-        if task.group == group and task.desired_status == "STOPPED"
-    ]
-    for key in stopped[:-_KEPT_PER_SERVICE]:
-        del kept[key]
+    with ECS_LOCK:  # ListTasks and DescribeTasks walk the store (`moto_threads`)
+        kept = backend.tasks.setdefault(cluster.name, {})
+        for _ in range(count):
+            task = Task(
+                cluster,
+                definition,
+                None,
+                None,
+                backend,
+                group,
+                launch_type="FARGATE",
+                started_by=str(deployment["id"]),
+                networking_configuration=service.network_configuration,
+                platform_version="1.4.0",
+            )
+            _release_interfaces(account_id, region, task)  # a stopped task holds no interface
+            _stopped(task, stop)
+            kept[task.task_arn] = task
+        stopped = [
+            key
+            for key, task in kept.items()
+            if task.group == group and task.desired_status == "STOPPED"
+        ]
+        for key in stopped[:-_KEPT_PER_SERVICE]:
+            del kept[key]
+
+
+def _stopped(task: Task, stop: Stop) -> None:
+    task.status = "STOPPED"
+    task.desired_status = "STOPPED"
+    task.stopped_reason = stop.reason
+    # moto's Task has no stop code or stop time of its own; its answer reads them if set.
+    setattr(task, "stop_code", stop.code)  # noqa: B010
+    setattr(task, "stopped_at", utcnow())  # noqa: B010
+    for container in task.containers:
+        container.last_status = "STOPPED"
+        setattr(container, "exitCode", stop.exit_code)  # noqa: B010 (None: it never ran)
+        container.health_status = stop.health
 
 
 def _release_interfaces(account_id: str, region: str, task: Task) -> None:
