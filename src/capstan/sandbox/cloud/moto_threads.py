@@ -57,20 +57,25 @@ _secrets_lock = threading.Lock()
 _cloudfront_lock = threading.Lock()
 _elbv2_lock = threading.Lock()
 ECS_LOCK = threading.RLock()
-# The creates that check for room and then keep what they made, and the lock each holds.
-_ONE_AT_A_TIME: tuple[tuple[type, str, Any], ...] = (
-    (IAMBackend, "create_user", _iam_lock),
-    (IAMBackend, "create_access_key", _iam_lock),
-    (SecretsManagerBackend, "create_secret", _secrets_lock),
-    (SecretsManagerBackend, "put_secret_value", _secrets_lock),
-    (CloudFrontBackend, "create_origin_access_control", _cloudfront_lock),
-    (ELBv2Backend, "create_rule", _elbv2_lock),
-    (EC2ContainerServiceBackend, "list_task_definitions", ECS_LOCK),
-    (EC2ContainerServiceBackend, "register_task_definition", ECS_LOCK),
-    (EC2ContainerServiceBackend, "deregister_task_definition", ECS_LOCK),
-    (EC2ContainerServiceBackend, "delete_task_definitions", ECS_LOCK),
-    (EC2ContainerServiceBackend, "list_tasks", ECS_LOCK),
-    (EC2ContainerServiceBackend, "describe_tasks", ECS_LOCK),
+# The creates that check for room and then keep what they made (and ECS's walks with the calls
+# that change what they walk), by backend, and the lock each holds.
+_ONE_AT_A_TIME: tuple[tuple[type, tuple[str, ...], Any], ...] = (
+    (IAMBackend, ("create_user", "create_access_key"), _iam_lock),
+    (SecretsManagerBackend, ("create_secret", "put_secret_value"), _secrets_lock),
+    (CloudFrontBackend, ("create_origin_access_control",), _cloudfront_lock),
+    (ELBv2Backend, ("create_rule",), _elbv2_lock),
+    (
+        EC2ContainerServiceBackend,
+        (
+            "list_task_definitions",
+            "register_task_definition",
+            "deregister_task_definition",
+            "delete_task_definitions",
+            "list_tasks",
+            "describe_tasks",
+        ),
+        ECS_LOCK,
+    ),
 )
 
 
@@ -93,6 +98,7 @@ def install() -> None:
         if getattr(IAMBackend, _MARK, False):
             return
         IAMBackend.get_roles = _roles  # type: ignore[method-assign]
-        for backend, name, lock in _ONE_AT_A_TIME:
-            setattr(backend, name, _alone(getattr(backend, name), lock))
+        for backend, names, lock in _ONE_AT_A_TIME:
+            for name in names:
+                setattr(backend, name, _alone(getattr(backend, name), lock))
         setattr(IAMBackend, _MARK, True)
