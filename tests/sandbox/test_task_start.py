@@ -12,7 +12,9 @@ import pytest
 from capstan.cloud.aws import iam
 from capstan.cloud.aws.names import tag_list
 from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.sandbox.cloud import policy
 from capstan.sandbox.cloud.accounts import organization_access
+from capstan.sandbox.cloud.authorization import policies_of_role
 from capstan.sandbox.cloud.simulator import registry, task_start
 from tests.sandbox.aws import access_role, new_account
 
@@ -180,3 +182,29 @@ def test_a_tasks_log_stream_is_made_in_capstans_log_groups_only(
     refused = task_start.refusal(account, region, logging_to("/aws/ecs/orders"))
     assert refused is not None and "failed to create Cloudwatch log stream" in refused
     assert "logs:CreateLogStream" in refused
+
+
+def test_a_projects_roles_decrypt_only_on_a_secret_stores_behalf_by_their_own_policies(
+    admin: tuple[str, AwsSession, AwsSession],
+) -> None:
+    """SecureString parameters (and a database's secret) are decrypted by SSM (and Secrets
+    Manager) on the role's behalf. The boundary says so; each role's own policy says it too, so
+    a reviewer reading the role sees no decrypt of any key on its own."""
+    account, session, role = admin
+    roles = iam.ensure_project_roles(role, "prj_kms")
+    key = (
+        f"arn:aws:kms:{session.endpoint.region}:{account}:key/0b8c2e66-1111-2222-3333-444455556666"
+    )
+
+    def own_policies_allow(purpose: str, via: str | None) -> bool:
+        found = policies_of_role(account, "aws", roles[purpose].rsplit("/", 1)[-1])
+        assert found is not None
+        context = {"kms:viaservice": [via]} if via else {}
+        request = policy.Request(action="kms:Decrypt", resource=key, context=context)
+        return policy.authorize(found[0], None, request).allowed
+
+    for purpose in ("execution", "build"):
+        assert not own_policies_allow(purpose, None)
+        assert own_policies_allow(purpose, "ssm.us-east-1.amazonaws.com")
+        assert not own_policies_allow(purpose, "s3.us-east-1.amazonaws.com")
+    assert own_policies_allow("execution", "secretsmanager.us-east-1.amazonaws.com")

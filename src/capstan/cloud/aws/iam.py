@@ -35,13 +35,15 @@ def _trust(service: str) -> str:
     )
 
 
-# SecureString parameters are decrypted with the account's SSM key, only on SSM's behalf.
-_DECRYPT_THROUGH_SSM = {
-    "Effect": "Allow",
-    "Action": ["kms:Decrypt"],
-    "Resource": "*",
-    "Condition": {"StringLike": {"kms:ViaService": "ssm.*.amazonaws.com"}},
-}
+def _decrypt_through(*services: str) -> dict[str, Any]:
+    """Decrypting with the account's keys, only on these services' behalf: a SecureString
+    parameter (`ssm`), a database's master secret (`secretsmanager`). Never a key read directly."""
+    return {
+        "Effect": "Allow",
+        "Action": ["kms:Decrypt"],
+        "Resource": "*",
+        "Condition": {"StringLike": {"kms:ViaService": [f"{s}.*.amazonaws.com" for s in services]}},
+    }
 
 
 def _policy(*statements: dict[str, Any]) -> str:
@@ -95,7 +97,7 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
                     "Resource": parameters,
                     "Condition": own,
                 },
-                {"Effect": "Allow", "Action": ["kms:Decrypt"], "Resource": "*"},
+                _decrypt_through("ssm", "secretsmanager"),
             ),
         ),
         "build": (
@@ -134,7 +136,7 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
                     "Action": ["ssm:GetParameters"],
                     "Resource": f"arn:*:ssm:*:*:parameter{tokens}",
                 },
-                _DECRYPT_THROUGH_SSM,
+                _decrypt_through("ssm"),
             ),
         ),
     }
@@ -301,7 +303,7 @@ def ensure_site_build_role(
             "Action": ["ssm:GetParameters"],
             "Resource": [parameters, f"arn:*:ssm:*:*:parameter{token}"],
         },
-        _DECRYPT_THROUGH_SSM,
+        _decrypt_through("ssm"),
     )
     boundary = _boundary(session)
     with aws_errors():
