@@ -10,13 +10,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.db import make_engine, make_sessionmaker
+from capstan.reconcile.models import QueueItem, ReconcilePass
 from tests.cloud_account.test_api import connect
 from tests.git_host.flow import install
-from tests.harness import Org, RunningServer
+from tests.harness import Org, RunningServer, run_db
 
 WEB_REPO = "capstan-samples/hello-web"
 WORKER_REPO = "capstan-samples/hello-worker"
@@ -129,3 +130,29 @@ def simulator_knobs(**knobs: Any) -> Iterator[None]:
         yield
     finally:
         simulator().configure(**{name: getattr(before, name) for name in knobs})
+
+
+def queue_state(org: Org) -> str:
+    """The server's reconcile queue and its last passes, as a timed-out wait reports them: which
+    row waits, until when, after how many errors or looks, and why."""
+
+    async def read(session: AsyncSession) -> str:
+        rows = (await session.scalars(select(QueueItem))).all()
+        passes = (
+            await session.scalars(
+                select(ReconcilePass).order_by(ReconcilePass.started_at.desc()).limit(12)
+            )
+        ).all()
+        lines = ["queue:"] + [
+            f"  {row.kind} {row.resource_id} due {row.due_at:%H:%M:%S.%f} attempts {row.attempts}"
+            f" polls {row.polls} leased {row.lease_owner is not None}: {row.last_error or ''}"[:400]
+            for row in rows
+        ]
+        lines += ["last passes:"] + [
+            f"  {done.kind} {done.resource_id} {done.started_at:%H:%M:%S.%f}"
+            f"-{done.finished_at:%H:%M:%S.%f} {done.outcome}: {done.error or ''}"[:400]
+            for done in passes
+        ]
+        return "\n".join(lines)
+
+    return run_db(org.server.settings, read)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from capstan.sandbox.cloud import quotas
-from tests.apps.helpers import Ready, new_shop, ready
+from tests.apps.helpers import Ready, new_shop, queue_state, ready
 from tests.apps.processes import account_sessions
 from tests.harness import Org
 from tests.polling import wait_until
@@ -101,6 +101,10 @@ def test_a_load_balancer_past_the_regions_quota_fails_the_deployment_until_one_i
 
     # The first project's network goes with its last web server: room for the second's.
     assert org.api.delete(first_path).status_code == 204
-    wait_until(lambda: balancers(first) == 0, timeout=120, what="the first network to go")
+    wait_until(
+        lambda: balancers(first) == 0,
+        timeout=120,
+        what=lambda: f"the first network to go\n{queue_state(org)}",
+    )
     assert org.api.post(f"{path}/redeploy").status_code == 202
     assert second.wait_for(path, "running", "failed", timeout=90)["status"] == "running"
