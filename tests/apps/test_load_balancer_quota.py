@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from capstan.cloud.aws.names import load_balancer_name
 from capstan.sandbox.cloud import quotas
 from tests.apps.helpers import Ready, new_shop, queue_state, ready
 from tests.apps.processes import account_sessions
@@ -22,7 +23,7 @@ def rules_of(shop: Ready) -> int:
     assert url
     with account_sessions(url, account_id) as (customer, _operator):
         elbv2 = customer.client("elbv2")
-        name = "cp-" + shop.project["id"].replace("_", "")
+        name = load_balancer_name(shop.project["id"])
         (balancer,) = elbv2.describe_load_balancers(Names=[name])["LoadBalancers"]
         listeners = elbv2.describe_listeners(LoadBalancerArn=balancer["LoadBalancerArn"])
         return sum(
@@ -33,12 +34,17 @@ def rules_of(shop: Ready) -> int:
 
 
 def balancers(shop: Ready) -> int:
-    """The load balancers in the organization's account and region."""
+    """The load balancers of the shop's project, as the account's administrator counts them.
+
+    Its own, by name: the account's other project makes its load balancer as soon as there is
+    room, so a count of the region's would see one again at once."""
     account_id = shop.org.api.get("/api/cloud_account").json()["account_id"]
     url = shop.org.server.settings.sandbox_cloud_url
     assert url
+    name = load_balancer_name(shop.project["id"])
     with account_sessions(url, account_id) as (customer, _operator):
-        return len(customer.client("elbv2").describe_load_balancers()["LoadBalancers"])
+        found = customer.client("elbv2").describe_load_balancers()["LoadBalancers"]
+        return sum(balancer["LoadBalancerName"] == name for balancer in found)
 
 
 @pytest.fixture
