@@ -3,13 +3,18 @@ Capstan's words: what the user reads in the deployment's `error`."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from capstan.cloud.aws import names
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import ready, simulator_knobs
+from tests.apps.processes import account_sessions
 from tests.harness import RunningServer
+from tests.polling import wait_until
 
 
 @pytest.fixture
@@ -35,4 +40,48 @@ def test_a_worker_that_exits_fails_its_deployment_with_the_exit_code(
         assert "Essential container" not in deployment["error"]  # ECS's words stay out
     finally:
         simulator().heal_rollouts(worker["id"])
+        org.close()
+
+
+def test_a_build_its_role_may_not_log_fails_with_capstans_sentence(server: RunningServer) -> None:
+    """CodeBuild makes a build's log stream with the project's build role: refused, the build
+    fails before any command runs, and the deployment says so in Capstan's words — CodeBuild's
+    own (the role's ARN, the account's id) stay out."""
+    org = server.new_org()
+    shop = ready(org)
+    worker = shop.create_worker()
+    path = f"{shop.base}/workers/{worker['id']}"
+    try:
+        assert shop.wait_for(path, "running", "failed", timeout=90)["status"] == "running"
+        account_id = org.api.get("/api/cloud_account").json()["account_id"]
+        url = org.server.settings.sandbox_cloud_url
+        assert url
+        with account_sessions(url, account_id) as (customer, _operator):
+            # A policy of the customer's own beside Capstan's, which Capstan leaves alone.
+            customer.client("iam").put_role_policy(
+                RoleName=names.build_role_name(shop.project["id"]),
+                PolicyName="no-build-logs",
+                PolicyDocument=json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {"Effect": "Deny", "Action": "logs:CreateLogStream", "Resource": "*"}
+                        ],
+                    }
+                ),
+            )
+        assert org.api.post(f"{path}/redeploy").status_code == 202
+
+        def redeployed() -> dict[str, Any] | None:
+            newest, *older = org.api.get(f"{path}/deployments").json()["deployments"]
+            return newest if older and newest["status"] in ("failed", "running") else None
+
+        newest = wait_until(redeployed, timeout=60, what="the redeploy to end")
+        assert newest["status"] == "failed"
+        assert newest["error"] == (
+            "Build failed: The build could not start: its build role may not write its log group "
+            f"/capstan/{worker['id']}/build (logs:CreateLogStream was denied)."
+        )
+        assert account_id not in newest["error"] and "arn:" not in newest["error"]
+    finally:
         org.close()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from capstan.cloud.aws.codebuild import BUILDSPEC, clone_base
+from capstan.cloud.aws.codebuild import BUILDSPEC, clone_base, explain_failure
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.simulator import simulator
@@ -65,7 +65,15 @@ def _project(admin: AwsSession, name: str) -> None:
         PolicyDocument=json.dumps(
             {
                 "Version": "2012-10-17",
-                "Statement": [{"Effect": "Allow", "Action": "ecr:*", "Resource": "*"}],
+                "Statement": [
+                    {"Effect": "Allow", "Action": "ecr:*", "Resource": "*"},
+                    # CodeBuild makes the build's log stream with the role, and writes to it.
+                    {
+                        "Effect": "Allow",
+                        "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                        "Resource": f"arn:aws:logs:*:*:log-group:/{name}:*",
+                    },
+                ],
             }
         ),
     )
@@ -179,7 +187,71 @@ def test_a_build_whose_role_may_not_read_a_parameter_fails_as_it_provisions(
     message = failed["contexts"][0]["message"]
     assert "is not authorized to perform: ssm:GetParameters" in message
     assert "parameter/capstan/build-tokens/app/git" in message
+    assert explain_failure(message) == (
+        "The build could not start: its build role may not read the parameter "
+        "/capstan/build-tokens/app/git of its variable GIT_TOKEN (ssm:GetParameters was denied)."
+    )
     assert admin.client("ecr").describe_images(repositoryName="app")["imageDetails"] == []
+
+
+def test_a_build_whose_role_may_not_write_its_log_group_fails_as_it_provisions(
+    admin: AwsSession, source: GitHost
+) -> None:
+    """CodeBuild makes the build's log stream with the build's service role as the build
+    provisions: a role that may write another group only (`/other`) fails the build there, in
+    CodeBuild's words, before any command runs (nothing is pushed, no line is written); Capstan
+    says it in its own."""
+    simulator().configure(build_seconds=0.0)
+    _project(admin, "app")
+    account = admin.client("sts").get_caller_identity()["Account"]
+    admin.client("iam").put_role_policy(
+        RoleName="b",
+        PolicyName="push",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {"Effect": "Allow", "Action": "ecr:*", "Resource": "*"},
+                    {
+                        "Effect": "Allow",
+                        "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                        "Resource": "arn:aws:logs:*:*:log-group:/other:*",
+                    },
+                ],
+            }
+        ),
+    )
+    codebuild = admin.client("codebuild")
+    build_id = codebuild.start_build(
+        projectName="app",
+        environmentVariablesOverride=[
+            {"name": name, "value": value, "type": "PLAINTEXT"}
+            for name, value in {
+                "GIT_TOKEN": GOOD_TOKEN,
+                "GIT_API_URL": source.api_url,
+                "GIT_CLONE_BASE": clone_base(source.api_url),
+                "SOURCE_REPO": "acme/app",
+                "SOURCE_COMMIT": "c1",
+                "IMAGE_URI": f"{account}.dkr.ecr.us-east-1.amazonaws.com/app:c1",
+            }.items()
+        ],
+    )["build"]["id"]
+    build = _finished(codebuild, build_id)
+    assert build["buildStatus"] == "FAILED"
+    failed = _failed_phase(build)
+    assert failed["phaseType"] == "PROVISIONING"
+    assert failed["contexts"][0]["statusCode"] == "ACCESS_DENIED"
+    message = failed["contexts"][0]["message"]
+    assert message.startswith("Service role arn:aws:iam::")
+    assert "does not allow AWS CodeBuild to create Amazon CloudWatch Logs log streams" in message
+    assert "is not authorized to perform: logs:CreateLogStream on resource: " in message
+    assert admin.client("ecr").describe_images(repositoryName="app")["imageDetails"] == []
+    streams = admin.client("logs").describe_log_streams(logGroupName="/app")["logStreams"]
+    assert streams == []
+    assert explain_failure(message) == (
+        "The build could not start: its build role may not write its log group /app "
+        "(logs:CreateLogStream was denied)."
+    )
 
 
 def test_a_site_build_whose_role_may_not_write_its_bucket_fails_its_sync(

@@ -15,6 +15,7 @@ from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud import policy
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.authorization import policies_of_role
+from capstan.sandbox.cloud.role_checks import RoleRequests
 from capstan.sandbox.cloud.simulator import registry, task_start
 from tests.sandbox.aws import access_role, new_account
 
@@ -208,3 +209,29 @@ def test_a_projects_roles_decrypt_only_on_a_secret_stores_behalf_by_their_own_po
         assert own_policies_allow(purpose, "ssm.us-east-1.amazonaws.com")
         assert not own_policies_allow(purpose, "s3.us-east-1.amazonaws.com")
     assert own_policies_allow("execution", "secretsmanager.us-east-1.amazonaws.com")
+
+
+def test_a_projects_builds_write_build_logs_and_its_tasks_runtime_logs_only(
+    admin: tuple[str, AwsSession, AwsSession],
+) -> None:
+    """A build's commands hold the build role's credentials: they may write build logs, never a
+    service's runtime log (where they could forge an app's lines). The execution role writes
+    its tasks' runtime logs, never a build's."""
+    account, session, role = admin
+    roles = iam.ensure_project_roles(role, "prj_split")
+    region = session.endpoint.region
+
+    def may_write(purpose: str, group: str) -> bool:
+        stream = f"arn:aws:logs:{region}:{account}:log-group:{group}:log-stream:app/app/1"
+        requests = RoleRequests(account, roles[purpose])
+        return all(
+            requests.denial(action, stream, "log-stream") is None
+            for action in ("logs:CreateLogStream", "logs:PutLogEvents")
+        )
+
+    assert may_write("build", "/capstan/svc_split/build")
+    assert not may_write("build", "/capstan/svc_split/runtime")
+    assert not may_write("build", "/capstan/svc_other/runtime")
+    assert may_write("execution", "/capstan/svc_split/runtime")
+    assert not may_write("execution", "/capstan/svc_split/build")
+    assert not may_write("execution", "/aws/ecs/orders")

@@ -183,7 +183,7 @@ class BuildDriver:
         if errors:
             return errors[-1]
         if info.failed_phase_messages:
-            return info.failed_phase_messages[-1]
+            return codebuild.explain_failure(info.failed_phase_messages[-1])
         if output:
             return output[-1]
         return f"The build ended {info.status.lower().replace('_', ' ')}."

@@ -25,6 +25,7 @@ the `/api...` part removed (`https://host`, `{base_url}/sandbox/git_host`).
 
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from dataclasses import dataclass
@@ -36,12 +37,14 @@ from botocore.exceptions import ClientError
 from capstan.cloud.aws import names
 from capstan.cloud.aws.calls import error_code, ignoring
 from capstan.cloud.aws.coalesce import Coalescer
-from capstan.cloud.aws.errors import aws_errors
+from capstan.cloud.aws.errors import NOT_AUTHORIZED, aws_errors
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import RetryableCloudError
 
 BUILD_IMAGE = "aws/codebuild/standard:7.0"
 BUILD_STREAM_PREFIX = "build"
+# CodeBuild's refusal of a PARAMETER_STORE variable names the variable.
+_VARIABLE = re.compile(r"for the environment variable (?P<name>\w+)")
 # How every build fetches its source (the pre_build commands of both buildspecs): see the module
 # docstring for where the token goes.
 FETCH_SOURCE = """\
@@ -313,6 +316,31 @@ def describe_build(session: AwsSession, build_id: str) -> BuildInfo | None:
             for item in build.get("environment", {}).get("environmentVariables", [])
         ),
     )
+
+
+def explain_failure(message: str) -> str:
+    """A failed phase's message in Capstan's words, where CodeBuild refused the build's role
+    something as the build started (its text names the account's ARNs: read, never shown);
+    any other message (a command that failed) as it is."""
+    denied = NOT_AUTHORIZED.search(message)
+    if denied is None or not denied["resource"]:
+        return message
+    action, resource = denied["action"], denied["resource"]
+    if "CloudWatch Logs log streams" in message:
+        group = resource.partition(":log-group:")[2].partition(":log-stream:")[0]
+        return (
+            f"The build could not start: its build role may not write its log group {group} "
+            f"({action} was denied)."
+        )
+    if action.startswith("ssm:"):
+        name = resource.partition(":parameter")[2]
+        variable = _VARIABLE.search(message)
+        of = f" of its variable {variable['name']}" if variable else ""
+        return (
+            f"The build could not start: its build role may not read the parameter {name}{of} "
+            f"({action} was denied)."
+        )
+    return f"The build could not start: its build role was denied {action}."
 
 
 def start_again(session: AwsSession, info: BuildInfo) -> str:

@@ -74,7 +74,8 @@ _CREDENTIALS_NOT_ACCEPTED = frozenset(
 )
 # ECS, in a new account, about the service-linked role its first cluster has just made.
 _LINKED_ROLE_NOT_READY = "Unable to assume the service linked role"
-_NOT_AUTHORIZED = re.compile(
+# AWS's "… is not authorized to perform: <action> on resource: <resource> …", in any message.
+NOT_AUTHORIZED = re.compile(
     r"not authorized to perform: (?P<action>[\w-]+:\w+)(?: on resource: (?P<resource>\S+))?"
 )
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -200,7 +201,7 @@ def access_denied(message: str, *, operation: str | None = None) -> TerminalClou
     """`access_denied`, in a sentence naming the permission the role lacks (read from AWS's
     "… is not authorized to perform: <action> on resource: <arn> …"), or the refused operation
     when AWS said no more (a HEAD request); for a refused AssumeRole, that AWS refused it."""
-    found = _NOT_AUTHORIZED.search(message)
+    found = NOT_AUTHORIZED.search(message)
     if found is None and operation and operation != "AssumeRole":
         return TerminalCloudError(
             "access_denied",

@@ -46,6 +46,12 @@ def _decrypt_through(*services: str) -> dict[str, Any]:
     }
 
 
+def _log_groups(pattern: str) -> list[str]:
+    """The log groups `pattern` names and their streams, in any region, as IAM names them: a
+    group for CreateLogGroup, `<group>:log-stream:<stream>` (under `<group>:*`) for the rest."""
+    return [f"arn:*:logs:*:*:log-group:{pattern}", f"arn:*:logs:*:*:log-group:{pattern}:*"]
+
+
 def _policy(*statements: dict[str, Any]) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
 
@@ -54,8 +60,9 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
     """The project's roles by purpose (`task`, `execution`, `build`) -> ARN, made if missing.
 
     The task role starts with no permissions (model access adds its own policy later). The
-    execution role may pull its own project's images, write task logs and read its own project's
-    parameters; the build role may push to its own project's repositories and write build logs.
+    execution role may pull its own project's images, write runtime logs and read its own
+    project's parameters; the build role may push to its own project's repositories and write
+    build logs.
     "Its own" is the resource's `capstan:project` tag (repositories and parameters are named by
     target, not by project, and tagged as they are made): another project's are out of reach.
     """
@@ -70,14 +77,12 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
             names.execution_role_name(project_id),
             "ecs-tasks.amazonaws.com",
             _policy(
+                {"Effect": "Allow", "Action": ["ecr:GetAuthorizationToken"], "Resource": "*"},
+                # Its tasks' logs (the `awslogs` driver): runtime log groups only.
                 {
                     "Effect": "Allow",
-                    "Action": [
-                        "ecr:GetAuthorizationToken",
-                        "logs:CreateLogStream",
-                        "logs:PutLogEvents",
-                    ],
-                    "Resource": "*",
+                    "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                    "Resource": _log_groups(names.runtime_log_group("*")),
                 },
                 # The project's own images: each repository is tagged with its project.
                 {
@@ -104,15 +109,13 @@ def ensure_project_roles(session: AwsSession, project_id: str) -> dict[str, str]
             names.build_role_name(project_id),
             "codebuild.amazonaws.com",
             _policy(
+                {"Effect": "Allow", "Action": ["ecr:GetAuthorizationToken"], "Resource": "*"},
+                # CodeBuild writes the build's log with this role: build log groups only, so a
+                # build's commands (which hold its credentials) write no service's log.
                 {
                     "Effect": "Allow",
-                    "Action": [
-                        "ecr:GetAuthorizationToken",
-                        "logs:CreateLogGroup",
-                        "logs:CreateLogStream",
-                        "logs:PutLogEvents",
-                    ],
-                    "Resource": "*",
+                    "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+                    "Resource": _log_groups(names.build_log_group("*")),
                 },
                 # Pushes to (and cache pulls from) the project's own repositories only: a build
                 # runs the project's commands, which must not reach another project's images.
@@ -287,10 +290,7 @@ def ensure_site_build_role(
         {
             "Effect": "Allow",
             "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-            "Resource": [
-                f"arn:*:logs:*:*:log-group:{log_group}",
-                f"arn:*:logs:*:*:log-group:{log_group}:*",
-            ],
+            "Resource": _log_groups(log_group),
         },
         {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": bucket_arn},
         {

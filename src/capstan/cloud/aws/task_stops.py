@@ -23,13 +23,12 @@ from datetime import UTC, datetime
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.calls import error_code, utc
-from capstan.cloud.aws.errors import aws_errors
+from capstan.cloud.aws.errors import NOT_AUTHORIZED, aws_errors
 from capstan.cloud.aws.session import AwsSession
 
 log = logging.getLogger(__name__)
 
 _NEVER = datetime.min.replace(tzinfo=UTC)  # a task not stopped yet sorts last
-_DENIED = re.compile(r"not authorized to perform: (?P<action>\S+) on resource: (?P<arn>\S+)")
 _MISSING_PROGRAM = re.compile(r'exec: "(?P<program>[^"]+)": executable file not found')
 
 
@@ -92,9 +91,9 @@ def explain(task: StoppedTask) -> str:
             "(or a NAT gateway), and their security group outbound HTTPS."
         )
     if reason.startswith("ResourceInitializationError") and "secret" in reason:
-        denied = _DENIED.search(reason)
-        if denied is not None:
-            name = denied["arn"].split(":parameter", 1)[-1].split(":secret:", 1)[-1]
+        denied = NOT_AUTHORIZED.search(reason)
+        if denied is not None and denied["resource"]:
+            name = denied["resource"].split(":parameter", 1)[-1].split(":secret:", 1)[-1]
             return (
                 f"The tasks could not start: their execution role may not read the secret "
                 f"{name} ({denied['action']} was denied)."

@@ -9,6 +9,11 @@ variables — fails like the buildspec when `PUBLISH_DIR` is not that directory,
 files into `SITE_BUCKET` (`--delete`: keys the build no longer has are removed). A build stopped
 meanwhile syncs nothing.
 
+Every build first makes its log stream, with the build's service role: a role that may not
+(`logs:CreateLogStream`, `logs:PutLogEvents` on the project's log group) fails the build as it
+provisions, in CodeBuild's words ("ACCESS_DENIED: Service role … does not allow AWS CodeBuild to
+create Amazon CloudWatch Logs log streams …"), and no line is written (`build_logs.refusal`).
+
 moto refuses a NO_SOURCE project without a source location (AWS wants none), answers StartBuild
 but drops `environmentVariablesOverride` and the project's logs config, and its BatchGetBuilds
 marks every build SUCCEEDED on sight. `install()` fixes all three (in moto's
@@ -21,6 +26,7 @@ import base64
 import copy
 import json
 import mimetypes
+import re
 import threading
 import time
 from string import Template
@@ -37,8 +43,7 @@ from moto.ssm.models import ssm_backends
 
 from capstan.cloud.aws.codebuild import SITE_BUILD_VARIABLES
 from capstan.sandbox.cloud.role_checks import RoleRequests
-from capstan.sandbox.cloud.simulator import build_queue, build_shell, images, registry
-from capstan.sandbox.cloud.simulator import logs as sim_logs
+from capstan.sandbox.cloud.simulator import build_logs, build_queue, build_shell, images, registry
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
@@ -47,6 +52,8 @@ if TYPE_CHECKING:
 _MARK = "_capstan_simulated"
 _install_lock = threading.Lock()
 SOURCE_FILE = "capstan-sandbox.json"
+# "CLIENT_ERROR: …": a failure's status code, then its message.
+_CODED = re.compile(r"(?P<code>[A-Z][A-Z_]+): (?P<message>.*)", re.DOTALL)
 _PHASES = ("PROVISIONING", "DOWNLOAD_SOURCE", "INSTALL", "PRE_BUILD", "BUILD", "POST_BUILD")
 
 
@@ -188,6 +195,10 @@ class BuildRunner:
 
 
 def run_build(account_id: str, region: str, build: dict[str, Any]) -> None:
+    refused = build_logs.refusal(account_id, region, build)
+    if refused is not None:  # no stream, so no log: the build ends as it provisions
+        _complete(build, "PROVISIONING", refused)
+        return
     items = build.get("environment", {}).get("environmentVariables", [])
     if any(item.get("name") == "SITE_BUCKET" for item in items):
         run_site_build(account_id, region, build, items)
@@ -198,7 +209,7 @@ def run_build(account_id: str, region: str, build: dict[str, Any]) -> None:
         resolved = _parameters(account_id, region, build, stored)
     except BuildFailed as failed:
         lines += [failed.error]
-        _write_log(account_id, region, build, lines)
+        build_logs.write(account_id, region, build, lines)
         _complete(build, failed.phase, failed.error)
         return
     source = build.get("source") or {}
@@ -222,7 +233,7 @@ def run_build(account_id: str, region: str, build: dict[str, Any]) -> None:
                 failed_phase, error = "POST_BUILD", f"push failed: {problem}"
                 break
             images.remember(account_id, region, pushed.tag, pushed.dockerfile, pushed.layer)
-    _write_log(account_id, region, build, lines)
+    build_logs.write(account_id, region, build, lines)
     _complete(build, failed_phase, error)
 
 
@@ -239,19 +250,6 @@ def _variables(items: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, s
         if item.get("type") == "PARAMETER_STORE"
     }
     return plain, stored
-
-
-def _write_log(account_id: str, region: str, build: dict[str, Any], lines: list[str]) -> None:
-    logs_info = build.get("logs", {})
-    if logs_info.get("groupName") and logs_info.get("streamName"):
-        sim_logs.write(
-            account_id,
-            region,
-            logs_info["groupName"],
-            logs_info["streamName"],
-            lines,
-            create_group=True,
-        )
 
 
 class SourceUnavailable(Exception):
@@ -315,7 +313,7 @@ def run_site_build(
     except BuildFailed as failed:
         failure = failed
         lines += [failed.error, f"[Container] Phase complete: {failed.phase} State: FAILED"]
-    _write_log(account_id, region, build, lines)
+    build_logs.write(account_id, region, build, lines)
     if build.get("buildStatus") == "IN_PROGRESS":
         _complete(build, failure.phase if failure else None, failure.error if failure else None)
 
@@ -434,6 +432,19 @@ def fetch_outcome(variables: dict[str, str]) -> dict[str, Any]:
     return decoded
 
 
+def _context(error: str) -> dict[str, str]:
+    """A failed phase's context as CodeBuild gives it: its status code (`CLIENT_ERROR`,
+    `ACCESS_DENIED`, `COMMAND_EXECUTION_ERROR`, …) and its message apart; an error named no code
+    is a command's."""
+    coded = _CODED.match(error)
+    if coded is not None:
+        return {"statusCode": coded["code"], "message": coded["message"]}
+    return {
+        "statusCode": "COMMAND_EXECUTION_ERROR",
+        "message": f"Error while executing command. Reason: {error}",
+    }
+
+
 def _complete(build: dict[str, Any], failed_phase: str | None, error: str | None) -> None:
     stamp = iso_8601_datetime_with_milliseconds()
     # SUBMITTED, and QUEUED as the queue ended it (`build_queue.admit`).
@@ -454,12 +465,7 @@ def _complete(build: dict[str, Any], failed_phase: str | None, error: str | None
         }
         if phase_type == failed_phase:
             phase["phaseStatus"] = "FAILED"
-            phase["contexts"] = [
-                {
-                    "statusCode": "COMMAND_EXECUTION_ERROR",
-                    "message": f"Error while executing command. Reason: {error}",
-                }
-            ]
+            phase["contexts"] = [_context(error or "")]
         phases.append(phase)
         if phase_type == failed_phase:
             break
