@@ -39,7 +39,9 @@ def restore_knobs() -> Iterator[None]:
     simulator().configure(**{k: getattr(before, k) for k in before.__dataclass_fields__})
 
 
-def _project(admin: AwsSession, name: str) -> None:
+def _project(admin: AwsSession, name: str, *, logs_of: str | None = None) -> None:
+    """A build project `name` whose service role may push images and write the log group
+    `logs_of` (by default its own, `/<name>`)."""
     admin.client("logs").create_log_group(logGroupName=f"/{name}")
     admin.client("ecr").create_repository(repositoryName=name)
     # The build's service role pushes the image (the sandbox evaluates each push as IAM would).
@@ -71,7 +73,7 @@ def _project(admin: AwsSession, name: str) -> None:
                     {
                         "Effect": "Allow",
                         "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
-                        "Resource": f"arn:aws:logs:*:*:log-group:/{name}:*",
+                        "Resource": f"arn:aws:logs:*:*:log-group:{logs_of or '/' + name}:*",
                     },
                 ],
             }
@@ -88,6 +90,29 @@ def _project(admin: AwsSession, name: str) -> None:
         },
         serviceRole=f"arn:aws:iam::{admin.client('sts').get_caller_identity()['Account']}:role/b",
         logsConfig={"cloudWatchLogs": {"status": "ENABLED", "groupName": f"/{name}"}},
+    )
+
+
+def _start_image_build(admin: AwsSession, source: GitHost) -> str:
+    """Start project `app`'s build of `acme/app` at `c1` into its repository; the build's id."""
+    account = admin.client("sts").get_caller_identity()["Account"]
+    variables = {
+        "GIT_TOKEN": GOOD_TOKEN,
+        "GIT_API_URL": source.api_url,
+        "GIT_CLONE_BASE": clone_base(source.api_url),
+        "SOURCE_REPO": "acme/app",
+        "SOURCE_COMMIT": "c1",
+        "IMAGE_URI": f"{account}.dkr.ecr.us-east-1.amazonaws.com/app:c1",
+        "DOCKERHUB_USERNAME": "capstan-tests",
+    }
+    return str(
+        admin.client("codebuild").start_build(
+            projectName="app",
+            environmentVariablesOverride=[
+                {"name": name, "value": value, "type": "PLAINTEXT"}
+                for name, value in variables.items()
+            ],
+        )["build"]["id"]
     )
 
 
@@ -112,25 +137,9 @@ def test_a_build_stays_in_progress_until_build_seconds_pass(
 ) -> None:
     simulator().configure(build_seconds=1.0)
     _project(admin, "app")
-    account = admin.client("sts").get_caller_identity()["Account"]
-    image = f"{account}.dkr.ecr.us-east-1.amazonaws.com/app:c1"
     codebuild = admin.client("codebuild")
     started = time.monotonic()
-    build_id = codebuild.start_build(
-        projectName="app",
-        environmentVariablesOverride=[
-            {"name": name, "value": value, "type": "PLAINTEXT"}
-            for name, value in {
-                "GIT_TOKEN": GOOD_TOKEN,
-                "GIT_API_URL": source.api_url,
-                "GIT_CLONE_BASE": clone_base(source.api_url),
-                "SOURCE_REPO": "acme/app",
-                "SOURCE_COMMIT": "c1",
-                "IMAGE_URI": image,
-                "DOCKERHUB_USERNAME": "capstan-tests",
-            }.items()
-        ],
-    )["build"]["id"]
+    build_id = _start_image_build(admin, source)
     assert codebuild.batch_get_builds(ids=[build_id])["builds"][0]["buildStatus"] == "IN_PROGRESS"
     build = _finished(codebuild, build_id)
     assert time.monotonic() - started >= 1.0
@@ -202,40 +211,9 @@ def test_a_build_whose_role_may_not_write_its_log_group_fails_as_it_provisions(
     CodeBuild's words, before any command runs (nothing is pushed, no line is written); Capstan
     says it in its own."""
     simulator().configure(build_seconds=0.0)
-    _project(admin, "app")
-    account = admin.client("sts").get_caller_identity()["Account"]
-    admin.client("iam").put_role_policy(
-        RoleName="b",
-        PolicyName="push",
-        PolicyDocument=json.dumps(
-            {
-                "Version": "2012-10-17",
-                "Statement": [
-                    {"Effect": "Allow", "Action": "ecr:*", "Resource": "*"},
-                    {
-                        "Effect": "Allow",
-                        "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
-                        "Resource": "arn:aws:logs:*:*:log-group:/other:*",
-                    },
-                ],
-            }
-        ),
-    )
+    _project(admin, "app", logs_of="/other")
     codebuild = admin.client("codebuild")
-    build_id = codebuild.start_build(
-        projectName="app",
-        environmentVariablesOverride=[
-            {"name": name, "value": value, "type": "PLAINTEXT"}
-            for name, value in {
-                "GIT_TOKEN": GOOD_TOKEN,
-                "GIT_API_URL": source.api_url,
-                "GIT_CLONE_BASE": clone_base(source.api_url),
-                "SOURCE_REPO": "acme/app",
-                "SOURCE_COMMIT": "c1",
-                "IMAGE_URI": f"{account}.dkr.ecr.us-east-1.amazonaws.com/app:c1",
-            }.items()
-        ],
-    )["build"]["id"]
+    build_id = _start_image_build(admin, source)
     build = _finished(codebuild, build_id)
     assert build["buildStatus"] == "FAILED"
     failed = _failed_phase(build)
