@@ -340,7 +340,7 @@ def explain_failure(message: str) -> str:
             f"The build could not start: its build role may not read the parameter {name}{of} "
             f"({action} was denied)."
         )
-    return f"The build could not start: its build role was denied {action}."
+    return f"The build failed: its build role was denied {action}."
 
 
 def start_again(session: AwsSession, info: BuildInfo) -> str:
