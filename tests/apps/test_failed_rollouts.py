@@ -43,10 +43,28 @@ def test_a_worker_that_exits_fails_its_deployment_with_the_exit_code(
         org.close()
 
 
-def test_a_build_its_role_may_not_log_fails_with_capstans_sentence(server: RunningServer) -> None:
-    """CodeBuild makes a build's log stream with the project's build role: refused, the build
-    fails before any command runs, and the deployment says so in Capstan's words — CodeBuild's
-    own (the role's ARN, the account's id) stay out."""
+# What a Deny of the customer's own beside Capstan's policy takes from the build role, and what
+# the deployment then says ({project} and {worker}: their ids).
+BUILD_REFUSALS = {
+    "logs:CreateLogStream": (
+        "its build role may not write its log group /capstan/{worker}/build "
+        "(logs:CreateLogStream was denied)."
+    ),
+    "ssm:GetParameters": (
+        "its build role may not read the parameter /capstan/build-tokens/{project}/{worker}/git "
+        "of its variable GIT_TOKEN (ssm:GetParameters was denied)."
+    ),
+}
+
+
+@pytest.mark.parametrize("denied", sorted(BUILD_REFUSALS))
+def test_a_build_its_role_is_refused_fails_with_capstans_sentence(
+    server: RunningServer, denied: str
+) -> None:
+    """CodeBuild makes a build's log stream and reads its `PARAMETER_STORE` variables (the git
+    token) with the project's build role as the build provisions: refused, the build fails
+    before any command runs, and the deployment says so in Capstan's words — CodeBuild's own
+    (the role's ARN, the account's id) stay out."""
     org = server.new_org()
     shop = ready(org)
     worker = shop.create_worker()
@@ -60,13 +78,11 @@ def test_a_build_its_role_may_not_log_fails_with_capstans_sentence(server: Runni
             # A policy of the customer's own beside Capstan's, which Capstan leaves alone.
             customer.client("iam").put_role_policy(
                 RoleName=names.build_role_name(shop.project["id"]),
-                PolicyName="no-build-logs",
+                PolicyName="refuse-the-build",
                 PolicyDocument=json.dumps(
                     {
                         "Version": "2012-10-17",
-                        "Statement": [
-                            {"Effect": "Deny", "Action": "logs:CreateLogStream", "Resource": "*"}
-                        ],
+                        "Statement": [{"Effect": "Deny", "Action": denied, "Resource": "*"}],
                     }
                 ),
             )
@@ -78,10 +94,8 @@ def test_a_build_its_role_may_not_log_fails_with_capstans_sentence(server: Runni
 
         newest = wait_until(redeployed, timeout=60, what="the redeploy to end")
         assert newest["status"] == "failed"
-        assert newest["error"] == (
-            "Build failed: The build could not start: its build role may not write its log group "
-            f"/capstan/{worker['id']}/build (logs:CreateLogStream was denied)."
-        )
+        said = BUILD_REFUSALS[denied].format(project=shop.project["id"], worker=worker["id"])
+        assert newest["error"] == f"Build failed: The build could not start: {said}"
         assert account_id not in newest["error"] and "arn:" not in newest["error"]
     finally:
         org.close()

@@ -200,6 +200,14 @@ def test_a_build_whose_role_may_not_read_a_parameter_fails_as_it_provisions(
         "The build could not start: its build role may not read the parameter "
         "/capstan/build-tokens/app/git of its variable GIT_TOKEN (ssm:GetParameters was denied)."
     )
+    # CodeBuild's own refusal is in its `[Container]` lines only, as CodeBuild logs a phase's
+    # context: no line of the build's output (which Capstan may show) carries it.
+    events = admin.client("logs").get_log_events(
+        logGroupName="/app", logStreamName=build["logs"]["streamName"], startFromHead=True
+    )["events"]
+    said = [event["message"] for event in events]
+    assert f"[Container] Phase context status code: CLIENT_ERROR Message: {message}" in said
+    assert all(line.startswith("[Container]") for line in said)
     assert admin.client("ecr").describe_images(repositoryName="app")["imageDetails"] == []
 
 

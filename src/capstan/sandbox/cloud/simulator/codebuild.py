@@ -26,7 +26,6 @@ import base64
 import copy
 import json
 import mimetypes
-import re
 import threading
 import time
 from string import Template
@@ -52,8 +51,6 @@ if TYPE_CHECKING:
 _MARK = "_capstan_simulated"
 _install_lock = threading.Lock()
 SOURCE_FILE = "capstan-sandbox.json"
-# "CLIENT_ERROR: …": a failure's status code, then its message.
-_CODED = re.compile(r"(?P<code>[A-Z][A-Z_]+): (?P<message>.*)", re.DOTALL)
 _PHASES = ("PROVISIONING", "DOWNLOAD_SOURCE", "INSTALL", "PRE_BUILD", "BUILD", "POST_BUILD")
 
 
@@ -208,7 +205,7 @@ def run_build(account_id: str, region: str, build: dict[str, Any]) -> None:
     try:
         resolved = _parameters(account_id, region, build, stored)
     except BuildFailed as failed:
-        lines += [failed.error]
+        lines += build_logs.failure_lines(failed.phase, failed.error)
         build_logs.write(account_id, region, build, lines)
         _complete(build, failed.phase, failed.error)
         return
@@ -312,7 +309,7 @@ def run_site_build(
         lines += ["[Container] Phase complete: POST_BUILD State: SUCCEEDED"]
     except BuildFailed as failed:
         failure = failed
-        lines += [failed.error, f"[Container] Phase complete: {failed.phase} State: FAILED"]
+        lines += build_logs.failure_lines(failed.phase, failed.error)
     build_logs.write(account_id, region, build, lines)
     if build.get("buildStatus") == "IN_PROGRESS":
         _complete(build, failure.phase if failure else None, failure.error if failure else None)
@@ -343,7 +340,7 @@ def _parameters(
             )
         arn = f"arn:{role.partition}:ssm:{region}:{account_id}:parameter/{name.lstrip('/')}"
         refused = role.refusal(
-            "ssm:GetParameters", arn, "parameter", f"AWSCodeBuild-{build.get('id', '')}"
+            "ssm:GetParameters", arn, "parameter", build_logs.role_session(build)
         )
         if refused is not None:
             raise BuildFailed(
@@ -432,19 +429,6 @@ def fetch_outcome(variables: dict[str, str]) -> dict[str, Any]:
     return decoded
 
 
-def _context(error: str) -> dict[str, str]:
-    """A failed phase's context as CodeBuild gives it: its status code (`CLIENT_ERROR`,
-    `ACCESS_DENIED`, `COMMAND_EXECUTION_ERROR`, …) and its message apart; an error named no code
-    is a command's."""
-    coded = _CODED.match(error)
-    if coded is not None:
-        return {"statusCode": coded["code"], "message": coded["message"]}
-    return {
-        "statusCode": "COMMAND_EXECUTION_ERROR",
-        "message": f"Error while executing command. Reason: {error}",
-    }
-
-
 def _complete(build: dict[str, Any], failed_phase: str | None, error: str | None) -> None:
     stamp = iso_8601_datetime_with_milliseconds()
     # SUBMITTED, and QUEUED as the queue ended it (`build_queue.admit`).
@@ -465,7 +449,7 @@ def _complete(build: dict[str, Any], failed_phase: str | None, error: str | None
         }
         if phase_type == failed_phase:
             phase["phaseStatus"] = "FAILED"
-            phase["contexts"] = [_context(error or "")]
+            phase["contexts"] = [build_logs.context(error or "")]
         phases.append(phase)
         if phase_type == failed_phase:
             break

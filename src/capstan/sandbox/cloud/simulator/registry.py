@@ -11,6 +11,7 @@ from typing import Any
 from moto.ecr.models import ecr_backends
 
 from capstan.sandbox.cloud.role_checks import RoleRequests
+from capstan.sandbox.cloud.simulator import build_logs
 
 # What `docker push` asks of ECR, in order.
 _PUSH = (
@@ -32,7 +33,7 @@ def push_denial(account_id: str, build: dict[str, Any], image_uri: str) -> str |
     role = RoleRequests(account_id, str(build.get("serviceRole") or ""))
     repository = rest.split("@")[0].rsplit(":", 1)[0]
     arn = f"arn:{role.partition}:ecr:{region}:{account_id}:repository/{repository}"
-    session = f"AWSCodeBuild-{build.get('id', '')}"
+    session = build_logs.role_session(build)
     return next(
         (
             refused
