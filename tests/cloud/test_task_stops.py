@@ -149,6 +149,43 @@ def test_a_services_group_the_balancer_cannot_reach_fails_the_health_checks(
     wait_until(lambda: deployer.delete(target), timeout=10)
 
 
+def test_a_services_group_open_to_a_range_holding_the_balancer_passes_the_health_checks(
+    deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
+) -> None:
+    """A rule need not name the balancer's group or the VPC's exact range: any range holding
+    the balancer's subnets lets the checks in, as it does in AWS (here 10.0.0.0/8, around the
+    shared VPC's 10.0.0.0/16)."""
+    customer, _operator = sessions
+    target = web_target(new_id("prj"))
+    deployer.network.ensure_project_network(target.project_id)
+    finished = deployer.describe_build(build(deployer, target, source))
+    assert finished.image_uri
+    ec2 = customer.client("ec2")
+    name = f"capstan-{target.project_id}-services"
+    [group] = ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": [name]}])[
+        "SecurityGroups"
+    ]
+    ec2.revoke_security_group_ingress(
+        GroupId=group["GroupId"], IpPermissions=group["IpPermissions"]
+    )
+    port = group["IpPermissions"][0]["FromPort"]
+    ec2.authorize_security_group_ingress(
+        GroupId=group["GroupId"],
+        IpPermissions=[
+            {
+                "IpProtocol": "tcp",
+                "FromPort": port,
+                "ToPort": port,
+                "IpRanges": [{"CidrIp": "10.0.0.0/8"}],
+            }
+        ],
+    )
+    simulator().configure(circuit_breaker_seconds=0)
+    done = _ended(deployer, target, deployer.deploy(task_spec(target, finished.image_uri)))
+    assert done.state == "completed", done.reason
+    wait_until(lambda: deployer.delete(target), timeout=10)
+
+
 def test_an_app_that_exits_is_reported_with_its_exit_code(
     deployer: Deployer, source: GitHost
 ) -> None:

@@ -18,25 +18,30 @@ from typing import Any
 
 from moto.ec2.models import ec2_backends
 
-from capstan.sandbox.cloud.simulator.security_rules import ANYWHERE, awsvpc, groups, opens
+from capstan.sandbox.cloud.simulator.security_rules import (
+    ANY_ADDRESS,
+    ANYWHERE,
+    awsvpc,
+    groups,
+    opens,
+    subnets,
+)
 
 
 def unreachable(account_id: str, region: str, service: Any) -> str | None:
     """ECS's stopped reason when the service's tasks cannot reach AWS's endpoints, or None."""
     network = awsvpc(service)
-    subnets = list(network.get("subnets") or [])
-    if not subnets:
+    if not network.get("subnets"):
         return None
     ec2 = ec2_backends[account_id][region]
     public = network.get("assignPublicIp") == "ENABLED"
-    for subnet_id in subnets:
-        subnet = next(
-            (found for kept in ec2.subnets.values() if (found := kept.get(subnet_id))), None
-        )
-        if subnet is not None and not _routes_out(ec2, subnet, public):
+    for subnet in subnets(ec2, network["subnets"]):
+        if not _routes_out(ec2, subnet, public):
             return _timeout(region)
     out = groups(ec2, network.get("securityGroups") or [])
-    if not any(opens(rule, 443, {ANYWHERE}, set()) for group in out for rule in group.egress_rules):
+    if not any(
+        opens(rule, 443, [ANY_ADDRESS], set()) for group in out for rule in group.egress_rules
+    ):
         return _timeout(region)
     return None
 
