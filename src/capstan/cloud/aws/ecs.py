@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -217,10 +218,9 @@ def ensure_task_definition(
         newest = ecs.list_task_definitions(familyPrefix=family, status="ACTIVE", sort="DESC")[
             "taskDefinitionArns"
         ][:3]
-        for arn in newest:
-            if arn.rsplit("/", 1)[-1].rpartition(":")[0] != family:
-                continue
-            if _tags_of_definition(ecs, arn).get(names.DEPLOYMENT_TAG) == deployment_id:
+        ours = [arn for arn in newest if arn.rsplit("/", 1)[-1].rpartition(":")[0] == family]
+        for arn, tags in _tags_of_definitions(ecs, ours):
+            if tags.get(names.DEPLOYMENT_TAG) == deployment_id:
                 return str(arn)
         registered = ecs.register_task_definition(
             **task_definition(
@@ -240,22 +240,27 @@ def ensure_task_definition(
     return str(registered["taskDefinition"]["taskDefinitionArn"])
 
 
-def _tags_of_definition(ecs: Any, arn: str) -> dict[str, str]:
-    """A task definition's tags. A stack launched before Capstan read them so has no
-    `ecs:ListTagsForResource`, but `ecs:DescribeTaskDefinition`: that is asked instead, until
-    the stack is updated (the log says so)."""
-    try:
-        listed = ecs.list_tags_for_resource(resourceArn=arn).get("tags", [])
-    except ClientError as error:
-        if error_code(error) != "AccessDeniedException":
-            raise
-        log.warning(
-            "the access role may not ecs:ListTagsForResource (a stack from before it): reading "
-            "%s with ecs:DescribeTaskDefinition; update the stack",
-            arn,
-        )
-        listed = ecs.describe_task_definition(taskDefinition=arn, include=["TAGS"]).get("tags", [])
-    return {tag["key"]: tag["value"] for tag in listed}
+def _tags_of_definitions(ecs: Any, arns: list[str]) -> Iterator[tuple[str, dict[str, str]]]:
+    """Each task definition's tags, read as they are wanted. A stack launched before Capstan
+    read them so has no `ecs:ListTagsForResource`, but `ecs:DescribeTaskDefinition`: at the first
+    refusal the rest are asked that way, until the stack is updated (the log says so, once)."""
+    listing = True
+    for arn in arns:
+        if listing:
+            try:
+                listed = ecs.list_tags_for_resource(resourceArn=arn).get("tags", [])
+                yield arn, {tag["key"]: tag["value"] for tag in listed}
+                continue
+            except ClientError as error:
+                if error_code(error) != "AccessDeniedException":
+                    raise
+                listing = False
+                log.warning(
+                    "the access role may not ecs:ListTagsForResource (a stack from before it): "
+                    "reading task definitions with ecs:DescribeTaskDefinition; update the stack"
+                )
+        described = ecs.describe_task_definition(taskDefinition=arn, include=["TAGS"])
+        yield arn, {tag["key"]: tag["value"] for tag in described.get("tags", [])}
 
 
 def delete_task_definitions(session: AwsSession, resource_id: str) -> None:

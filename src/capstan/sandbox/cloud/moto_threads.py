@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from moto.cloudfront.models import CloudFrontBackend
@@ -59,7 +60,7 @@ _elbv2_lock = threading.Lock()
 ECS_LOCK = threading.RLock()
 # The creates that check for room and then keep what they made (and ECS's walks with the calls
 # that change what they walk), by backend, and the lock each holds.
-_ONE_AT_A_TIME: tuple[tuple[type, tuple[str, ...], Any], ...] = (
+_ONE_AT_A_TIME: tuple[tuple[type, tuple[str, ...], AbstractContextManager[Any]], ...] = (
     (IAMBackend, ("create_user", "create_access_key"), _iam_lock),
     (SecretsManagerBackend, ("create_secret", "put_secret_value"), _secrets_lock),
     (CloudFrontBackend, ("create_origin_access_control",), _cloudfront_lock),
@@ -84,7 +85,7 @@ def _roles(self: IAMBackend) -> list[Role]:
     return list(self.roles.values())
 
 
-def _alone(method: Callable[..., Any], lock: Any) -> Callable[..., Any]:
+def _alone(method: Callable[..., Any], lock: AbstractContextManager[Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def alone(self: Any, *args: Any, **kwargs: Any) -> Any:
         with lock:
