@@ -200,10 +200,10 @@ def _cloudfront_may_read(
             document = session.client("s3").get_bucket_policy(Bucket=bucket)["Policy"]
     except CloudError:
         return False  # no policy: nobody but the account reads the bucket
-    account = str(distribution["ARN"]).split(":")[4]
+    _, partition, _, _, account, _ = str(distribution["ARN"]).split(":", 5)
     request = policy.Request(
         action="s3:GetObject",
-        resource=f"arn:aws:s3:::{bucket}/{key}",
+        resource=f"arn:{partition}:s3:::{bucket}/{key}",
         context={
             "aws:sourcearn": [str(distribution["ARN"])],
             "aws:sourceaccount": [account],
