@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
@@ -113,6 +114,19 @@ def test_tasks_without_a_way_out_of_their_subnet_are_told_so(
     wait_until(lambda: deployer.delete(target), timeout=10)
 
 
+def _revoke_services_group_rules(customer: AwsSession, target: Target) -> dict[str, Any]:
+    """Take every rule out of the project's services group, by hand; the group as it was."""
+    ec2 = customer.client("ec2")
+    name = f"capstan-{target.project_id}-services"
+    [group] = ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": [name]}])[
+        "SecurityGroups"
+    ]
+    ec2.revoke_security_group_ingress(
+        GroupId=group["GroupId"], IpPermissions=group["IpPermissions"]
+    )
+    return dict(group)
+
+
 def test_a_services_group_the_balancer_cannot_reach_fails_the_health_checks(
     deployer: Deployer, sessions: tuple[AwsSession, AwsSession], source: GitHost
 ) -> None:
@@ -124,14 +138,7 @@ def test_a_services_group_the_balancer_cannot_reach_fails_the_health_checks(
     deployer.network.ensure_project_network(target.project_id)
     finished = deployer.describe_build(build(deployer, target, source))
     assert finished.image_uri
-    ec2 = customer.client("ec2")
-    name = f"capstan-{target.project_id}-services"
-    [group] = ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": [name]}])[
-        "SecurityGroups"
-    ]
-    ec2.revoke_security_group_ingress(
-        GroupId=group["GroupId"], IpPermissions=group["IpPermissions"]
-    )
+    _revoke_services_group_rules(customer, target)
     simulator().configure(circuit_breaker_seconds=30)
     arn = deployer.deploy(task_spec(target, finished.image_uri))
     trying = wait_until(
@@ -161,13 +168,7 @@ def test_a_services_group_open_to_a_range_holding_the_balancer_passes_the_health
     finished = deployer.describe_build(build(deployer, target, source))
     assert finished.image_uri
     ec2 = customer.client("ec2")
-    name = f"capstan-{target.project_id}-services"
-    [group] = ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": [name]}])[
-        "SecurityGroups"
-    ]
-    ec2.revoke_security_group_ingress(
-        GroupId=group["GroupId"], IpPermissions=group["IpPermissions"]
-    )
+    group = _revoke_services_group_rules(customer, target)
     port = group["IpPermissions"][0]["FromPort"]
     ec2.authorize_security_group_ingress(
         GroupId=group["GroupId"],
