@@ -8,10 +8,12 @@ from typing import Any
 import pytest
 
 from capstan.cloud.aws import names
+from capstan.cloud.aws.session import Endpoint
 from tests.apps.helpers import Ready, ready
-from tests.apps.processes import account_sessions
+from tests.apps.processes import REGION, account_sessions
 from tests.apps.test_static_websites import account, create_site, distribution_of, served
 from tests.harness import Org
+from tests.sandbox.aws import calls, calls_since
 
 
 @pytest.fixture
@@ -47,6 +49,37 @@ def test_the_live_deployment_is_the_only_running_one_and_one_reads_by_id(shop: R
     other = shop.create_worker()
     elsewhere = f"{shop.base}/workers/{other['id']}/deployments/{first['id']}"
     assert shop.org.api.get(elsewhere).status_code == 404
+
+
+def test_a_first_release_lists_nothing_to_prune_and_the_next_one_prunes(shop: Ready) -> None:
+    """A target's first deployment is its only one: no other version of its environment can be
+    in SSM, so its rollout lists none to remove. The release after it lists and removes what no
+    release needs, as ever. Counted in the organization's own account."""
+    account_id = shop.org.api.get("/api/cloud_account").json()["account_id"]
+    sandbox_url = shop.org.server.settings.sandbox_cloud_url
+    assert sandbox_url
+    endpoint = Endpoint(region=REGION, url=sandbox_url)
+    before = calls(endpoint, account_id)
+    created = shop.create_web_server()
+    path = f"{shop.base}/web_servers/{created['id']}"
+    shop.wait_for(path, "running")
+    first = calls_since(endpoint, before, account_id)
+    assert first["ecs:CreateService"] == 1  # counted: the deployment's calls are in the account
+    assert "ssm:GetParametersByPath" not in first, first
+    # Its image is kept by the repository's lifecycle policy all the same.
+    (release,) = shop.org.api.get(f"{path}/deployments").json()["deployments"]
+    assert _release_tags(shop, created["id"]) == {
+        release["image"].partition("@")[2]: {f"release-{release['id']}"}
+    }
+
+    before = calls(endpoint, account_id)
+    put = shop.org.api.put(
+        f"{path}/environment", json={"environment": [{"name": "GREETING", "value": "b"}]}
+    )
+    assert put.status_code == 202, put.text
+    shop.wait_for(path, "running")
+    assert _newest(shop, path)["id"] != release["id"]
+    assert calls_since(endpoint, before, account_id)["ssm:GetParametersByPath"] == 1
 
 
 def _live_task(shop: Ready, service_id: str) -> dict[str, Any]:

@@ -310,7 +310,7 @@ class TargetReconciler:
                     Deployment.id != deployment.id,
                 )
             subject.row.observed_generation = deployment.generation
-            await self._prune_environments(session, subject, deployer, first=first)
+            await self._prune_environments(session, subject, deployment, deployer, first=first)
             return Done()
         if progress.state == "failed":
             await self._fail(session, deployment, progress.reason or "The deployment failed.")
@@ -321,25 +321,41 @@ class TargetReconciler:
         return PollAgain(self._poll)
 
     async def _prune_environments(
-        self, session: AsyncSession, subject: Subject, deployer: Deployer, *, first: bool
+        self,
+        session: AsyncSession,
+        subject: Subject,
+        deployment: Deployment,
+        deployer: Deployer,
+        *,
+        first: bool,
     ) -> None:
         """Remove the environment versions (and a static site's build outputs) no release of the
         target needs any more, and mark the images releases need so that the repository's
         lifecycle policy keeps them (`first`: the target's first release, no mark to remove). A
-        failure is only logged: the next rollout prunes again."""
-        preview_id = subject.preview.id if subject.preview else None
-        needed = await releases.needed(session, subject.service.id, preview_id)
-        keep = needed.versions
+        failure is only logged: the next rollout prunes again.
+
+        The target's first deployment (`services.first_of_target`) is its only one: no other
+        wrote an environment version, an image or a site output, so nothing is read to find
+        what to prune (neither the target's deployments nor the cloud's listings); its own image
+        is still marked."""
+        keep: set[str | None] | None = None  # None: no version to remove
         outputs: set[str] | None = None
         images: dict[str, str] | None = None
-        if subject.service.kind == services.STATIC_WEBSITE:
-            outputs = needed.outputs
+        if services.first_of_target(deployment):
+            if subject.service.kind != services.STATIC_WEBSITE:
+                images = releases.images_of([deployment])
         else:
-            images = needed.images
+            preview_id = subject.preview.id if subject.preview else None
+            needed = await releases.needed(session, subject.service.id, preview_id)
+            keep = needed.versions
+            if subject.service.kind == services.STATIC_WEBSITE:
+                outputs = needed.outputs
+            else:
+                images = needed.images
         target = subject.target(self._settings.domain)
 
         def prune() -> tuple[int, int]:
-            removed = len(deployer.prune_environments(target, keep))
+            removed = 0 if keep is None else len(deployer.prune_environments(target, keep))
             if images is not None:
                 deployer.keep_images(target, images, first=first)
             if outputs is None:

@@ -67,6 +67,16 @@ async def kept_releases(
     return list(await session.scalars(*_KEPT.of(service_id, preview_id)))
 
 
+def images_of(deployments: list[Deployment]) -> dict[str, str]:
+    """The image digests (`sha256:…`) of those of `deployments` whose image is pinned, by
+    deployment id."""
+    return {
+        deployment.id: deployment.image_uri.rpartition("@")[2]
+        for deployment in deployments
+        if deployment.image_uri is not None and "@sha256:" in deployment.image_uri
+    }
+
+
 @dataclass(frozen=True)
 class Needed:
     """A target's deployments under way and its kept releases: those whose pieces in the cloud
@@ -85,11 +95,7 @@ class Needed:
         """The images (digests, by deployment id) a release of the target or a deployment under
         way still needs in the registry: what the repository's lifecycle policy must never
         expire."""
-        return {
-            deployment.id: deployment.image_uri.rpartition("@")[2]
-            for deployment in (*self.under_way, *self.kept)
-            if deployment.image_uri is not None and "@sha256:" in deployment.image_uri
-        }
+        return images_of([*self.under_way, *self.kept])
 
     @property
     def outputs(self) -> set[str] | None:
