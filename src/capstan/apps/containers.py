@@ -4,6 +4,8 @@ image, roll the task out, watch it, tear it down; `reconcile.TargetReconciler` d
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -39,6 +41,14 @@ def registry_login(settings: Settings) -> RegistryLogin | None:
             settings.dockerhub_username, settings.dockerhub_token.get_secret_value()
         )
     return None
+
+
+@dataclass
+class _Made:
+    """What a roll-out's steps made, in the cloud's thread, for the pass to record."""
+
+    image_uri: str | None = None
+    task_definition_arn: str | None = None
 
 
 class ContainerSteps:
@@ -102,48 +112,77 @@ class ContainerSteps:
         target = subject.target(self._settings.domain)
         built = build.image_uri
         # The release keeps the image by digest: a tag can be pushed again, a digest cannot.
-        deployment.image_uri = await self._cloud.run(lambda: deployer.pin_image(target, built))
-        await self._roll_out(subject, deployment, deployer)
+        await self._roll_out(
+            subject, deployment, deployer, pin=lambda: deployer.pin_image(target, built)
+        )
 
     async def reuse(
         self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
     ) -> None:
         await self._roll_out(subject, deployment, deployer)
 
-    async def _roll_out(self, subject: Subject, deployment: Deployment, deployer: Deployer) -> None:
+    async def _roll_out(
+        self,
+        subject: Subject,
+        deployment: Deployment,
+        deployer: Deployer,
+        *,
+        pin: Callable[[], str] | None = None,
+    ) -> None:
         """The deployment's release, as it was recorded: its environment version (written once,
-        never over another's), its settings and its image."""
+        never over another's), its settings and its image (`pin`: the built image's digest is
+        found first). The cloud's steps run in one trip to the cloud's threads."""
         target = subject.target(self._settings.domain)
         listed = self._listed(subject, deployment)
         variables = {v["name"]: v["value"] for v in listed if "value" in v}
         databases = references.referenced(listed)
         version = deployment.environment_version
         first = services.first_of_target(deployment)
-        stored = await self._cloud.run(
-            lambda: deployer.put_environment(target, variables, version, databases, first=first)
-        )
         service = subject.service
         ran = {**{name: getattr(service, name) for name in services.RELEASE_FIELDS}}
         ran.update(releases.settings_of(deployment))
-        assert deployment.image_uri is not None
+        assert pin is not None or deployment.image_uri is not None
         assert ran["cpu"] is not None and ran["memory"] is not None
-        spec = TaskSpec(
-            target=target,
-            deployment_id=deployment.id,
-            image_uri=deployment.image_uri,
-            cpu=ran["cpu"],
-            memory=ran["memory"],
-            environment=stored,
-            start_command=ran["start_command"],
-            health_path=ran["health_path"] if service.kind == services.WEB_SERVER else None,
-            # A web server's hostname is applied by its first completed deploy step; a worker
-            # has none, and is known deployed once a deployment of it has run.
-            first_roll_out=subject.row.applied_hostname is None and services.never_ran(subject.row),
-        )
         old_hostname = subject.row.applied_hostname
-        deployment.task_definition_arn = await self._cloud.run(lambda: deployer.deploy(spec))
-        if old_hostname and target.hostname and old_hostname != target.hostname:
-            await self._cloud.run(lambda: deployer.move_hostname(target, old_hostname))
+        # A web server's hostname is applied by its first completed deploy step; a worker has
+        # none, and is known deployed once a deployment of it has run.
+        first_roll_out = old_hostname is None and services.never_ran(subject.row)
+        deployment_id, recorded_image = deployment.id, deployment.image_uri
+        made = _Made()
+
+        def roll_out() -> None:
+            image_uri = recorded_image if pin is None else pin()
+            assert image_uri is not None
+            if pin is not None:
+                made.image_uri = image_uri
+            stored = deployer.put_environment(target, variables, version, databases, first=first)
+            made.task_definition_arn = deployer.deploy(
+                TaskSpec(
+                    target=target,
+                    deployment_id=deployment_id,
+                    image_uri=image_uri,
+                    cpu=ran["cpu"],
+                    memory=ran["memory"],
+                    environment=stored,
+                    start_command=ran["start_command"],
+                    health_path=(
+                        ran["health_path"] if service.kind == services.WEB_SERVER else None
+                    ),
+                    first_roll_out=first_roll_out,
+                )
+            )
+            if old_hostname and target.hostname and old_hostname != target.hostname:
+                deployer.move_hostname(target, old_hostname)
+
+        try:
+            await self._cloud.run(roll_out)
+        finally:
+            # As far as the steps got: a deployment that fails after its image was pinned or its
+            # task definition registered records them.
+            if made.image_uri is not None:
+                deployment.image_uri = made.image_uri
+            if made.task_definition_arn is not None:
+                deployment.task_definition_arn = made.task_definition_arn
         subject.row.applied_hostname = target.hostname
 
     async def watch(
