@@ -27,6 +27,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import ClauseElement, ColumnElement, Update, bindparam, inspect, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.exc import StaleDataError
 
 from capstan.db import utcnow
 
@@ -61,6 +62,12 @@ class StateMachine(Generic[M]):
         self._columns = mapper.columns
         (self._id,) = mapper.primary_key
         self._status = mapper.columns["status"]
+        # A model whose status is its row's version (`version_id_col`) has the flush of a row's
+        # own changes guarded by the same status its move is: those changes can go in the move's
+        # UPDATE instead of one of their own (`_fold`). Not with a column the ORM sets on update.
+        self._foldable = mapper.version_id_col is self._status and not any(
+            column.onupdate is not None for column in mapper.columns
+        )
         # A move without guards, by the columns it sets: one statement each, built once
         # (decisions.md "Statements built once").
         self._moves: dict[tuple[str, ...], Update] = {}
@@ -97,7 +104,11 @@ class StateMachine(Generic[M]):
         The object in memory follows a move that happened."""
         current = getattr(row, "status")  # noqa: B009 - the model is generic
         values = self._values(self.target(current, event), changes)
-        await session.flush()  # the row's own pending changes go first, in the same transaction
+        folded = {} if guards else self._fold(row)
+        values = {**folded, **values}
+        # Other rows' pending changes (and this row's, unless folded) go first, in the same
+        # transaction.
+        await session.flush()
         row_id = getattr(row, self._id.key)
         if guards or any(isinstance(value, ClauseElement) for value in values.values()):
             result = await session.execute(
@@ -111,10 +122,35 @@ class StateMachine(Generic[M]):
             parameters |= {"m__id": row_id, "m__status": current}
             result = await session.execute(self._move_statement(tuple(values)), parameters)
         if not result.rowcount:  # type: ignore[attr-defined]
+            if folded:
+                # What the flush of the row's own changes would have raised: its version (the
+                # status) moved under it.
+                raise StaleDataError(
+                    f"{self.name} {row_id}: its status is no longer {current!r}; "
+                    f"{len(folded)} changes not written"
+                )
             return False
         for name, value in values.items():
             set_committed_value(row, name, value)
         return True
+
+    def _fold(self, row: M) -> dict[str, Any]:
+        """The row's own pending column changes, taken out of the unit of work for the move's
+        UPDATE to write (one statement, not two; decisions.md "A move writes the row's changes");
+        {} when the model's moves cannot carry them or the row has a change other than a plain
+        column's."""
+        if not self._foldable:
+            return {}
+        state = inspect(row)
+        if not state.persistent or not state.committed_state:
+            return {}
+        keys = list(state.committed_state)
+        if any(key not in self._columns or key == self._status.key for key in keys):
+            return {}
+        pending = {key: state.dict[key] for key in keys if key in state.dict}
+        for key, value in pending.items():
+            set_committed_value(row, key, value)
+        return pending
 
     def _move_statement(self, names: tuple[str, ...]) -> Update:
         """`UPDATE ... SET names WHERE id = :m__id AND status = :m__status`, on the Core table

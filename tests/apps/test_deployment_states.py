@@ -3,8 +3,10 @@ others are refused, and a reconcile pass loses cleanly to a newer deployment sup
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 from sqlalchemy.orm.exc import StaleDataError
 
 from capstan.apps.models import DEPLOYMENT_STATES, Deployment
@@ -92,6 +94,64 @@ def test_a_pass_writing_asuperseded_deployment_loses_with_stale_data(
             await reconciler.rollback()
         row = await stored(sessions, Deployment, deployment_id)
         return row.status, row.invalidation_id
+
+    assert database.run(work) == ("superseded", None)
+
+
+def test_a_move_writes_the_rows_own_changes_in_its_one_update(database: Database) -> None:
+    """A pass sets what a step made (an image, a task definition) and moves the deployment: one
+    UPDATE writes both, guarded by the status as the flush of those changes would be."""
+
+    async def work(sessions: Sessions) -> tuple[bool, list[str], tuple[str, str | None, str]]:
+        deployment_id = await add_row(sessions, "deployment", "building")
+        updates: list[str] = []
+
+        def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+            if statement.lstrip().upper().startswith("UPDATE"):
+                updates.append(statement)
+
+        engine = sessions.kw["bind"].sync_engine
+        event.listen(engine, "before_cursor_execute", seen)
+        try:
+            async with sessions() as reconciler:
+                deployment = await reconciler.get(Deployment, deployment_id)
+                assert deployment is not None
+                deployment.image_uri = "repo@sha256:abc"
+                deployment.task_definition_arn = "arn:task:1"
+                moved = await DEPLOYMENT_STATES.move(reconciler, deployment, "built")
+                assert not reconciler.dirty  # nothing left for the commit to flush
+                await reconciler.commit()
+        finally:
+            event.remove(engine, "before_cursor_execute", seen)
+        row = await stored(sessions, Deployment, deployment_id)
+        return moved, updates, (row.status, row.image_uri, str(row.task_definition_arn))
+
+    moved, updates, row = database.run(work)
+    assert moved
+    assert len(updates) == 1, updates
+    assert row == ("deploying", "repo@sha256:abc", "arn:task:1")
+
+
+def test_a_move_carrying_changes_of_a_superseded_deployment_loses_with_stale_data(
+    database: Database,
+) -> None:
+    """As their own flush would: a newer deployment superseded this one, so neither the move
+    nor the changes land."""
+
+    async def work(sessions: Sessions) -> tuple[str, str | None]:
+        deployment_id = await add_row(sessions, "deployment", "building")
+        async with sessions() as reconciler:
+            deployment = await reconciler.get(Deployment, deployment_id)
+            assert deployment is not None
+            async with sessions() as request:
+                await supersede(request, deployment.service_id)
+                await request.commit()
+            deployment.image_uri = "repo@sha256:abc"
+            with pytest.raises(StaleDataError):
+                await DEPLOYMENT_STATES.move(reconciler, deployment, "built")
+            await reconciler.rollback()
+        row = await stored(sessions, Deployment, deployment_id)
+        return row.status, row.image_uri
 
     assert database.run(work) == ("superseded", None)
 
