@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 
 from capstan.apps.models import DEPLOYMENT_STATES, Deployment
@@ -77,17 +78,24 @@ def test_asuperseded_deployment_stayssuperseded_and_the_pass_loses(database: Dat
     assert database.run(work) == (False, "superseded", None)
 
 
+async def _superseded_meanwhile(reconciler: AsyncSession, deployment_id: str) -> Deployment:
+    """The deployment as a pass read it, and a push that superseded it meanwhile (another
+    session, committed)."""
+    deployment = await reconciler.get(Deployment, deployment_id)
+    assert deployment is not None
+    async with async_sessionmaker(reconciler.bind)() as request:
+        await supersede(request, deployment.service_id)
+        await request.commit()
+    return deployment
+
+
 def test_a_pass_writing_asuperseded_deployment_loses_with_stale_data(
     database: Database,
 ) -> None:
     async def work(sessions: Sessions) -> tuple[str, str | None]:
         deployment_id = await add_row(sessions, "deployment", "deploying")
         async with sessions() as reconciler:
-            deployment = await reconciler.get(Deployment, deployment_id)
-            assert deployment is not None
-            async with sessions() as request:
-                await supersede(request, deployment.service_id)
-                await request.commit()
+            deployment = await _superseded_meanwhile(reconciler, deployment_id)
             deployment.invalidation_id = "I-1"  # a step's own write, not a move
             with pytest.raises(StaleDataError):
                 await reconciler.flush()
@@ -141,11 +149,7 @@ def test_a_move_carrying_changes_of_a_superseded_deployment_loses_with_stale_dat
     async def work(sessions: Sessions) -> tuple[str, str | None]:
         deployment_id = await add_row(sessions, "deployment", "building")
         async with sessions() as reconciler:
-            deployment = await reconciler.get(Deployment, deployment_id)
-            assert deployment is not None
-            async with sessions() as request:
-                await supersede(request, deployment.service_id)
-                await request.commit()
+            deployment = await _superseded_meanwhile(reconciler, deployment_id)
             deployment.image_uri = "repo@sha256:abc"
             with pytest.raises(StaleDataError):
                 await DEPLOYMENT_STATES.move(reconciler, deployment, "built")

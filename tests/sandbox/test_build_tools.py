@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from capstan.sandbox.cloud.simulator import build_shell
 
 # What only `git checkout` (the git host's API) and `docker build` (the layer's tar) need.
@@ -33,34 +35,45 @@ def _imported(tools: Path, state: Path, *command: str) -> tuple[int, set[str]]:
     return finished.returncode, {line.rpartition("|")[2].strip() for line in lines}
 
 
-def test_tools_that_make_no_request_and_no_layer_import_neither(tmp_path: Path) -> None:
-    tools, state = tmp_path / "tools", tmp_path / "state"
-    tools.mkdir()
-    state.mkdir()
-    build_shell._tools(tools)
-    for command in (
-        ("aws", "ecr", "get-login-password"),
-        ("docker", "login", "--username", "AWS", "--password-stdin", "1.dkr.ecr.local"),
-        ("git", "clone", "--quiet", "https://git.example/o/r.git", "source"),
-    ):
-        status, modules = _imported(tools, state, *command)
-        assert status == 0, command
-        assert modules, "the import times were not reported"
-        assert not modules & set(HEAVY), (command, sorted(modules & set(HEAVY)))
+@pytest.fixture
+def tools(tmp_path: Path) -> Path:
+    """A build's tool directory, beside its state directory (`<tools>/../state`)."""
+    directory = tmp_path / "tools"
+    directory.mkdir()
+    (tmp_path / "state").mkdir()
+    build_shell._tools(directory)
+    return directory
 
 
-def test_tools_that_read_no_json_import_no_parser(tmp_path: Path) -> None:
-    tools, state = tmp_path / "tools", tmp_path / "state"
-    tools.mkdir()
-    state.mkdir()
-    build_shell._tools(tools)
-    for command in (
-        ("aws", "ecr", "get-login-password"),
-        ("docker", "login", "--username", "AWS", "--password-stdin", "1.dkr.ecr.local"),
-        ("docker", "login", "--username", "someone", "--password-stdin"),
-    ):
-        status, modules = _imported(tools, state, *command)
+def _assert_none_imported(tools: Path, commands: list[tuple[str, ...]], modules: set[str]) -> None:
+    for command in commands:
+        status, imported = _imported(tools, tools.parent / "state", *command)
         assert status == 0, command
-        assert modules, "the import times were not reported"
-        assert not modules & set(PARSING), (command, sorted(modules & set(PARSING)))
-    assert (state / "dockerhub_login").read_text() == "someone"  # Docker Hub's login is kept
+        assert imported, "the import times were not reported"
+        assert not imported & modules, (command, sorted(imported & modules))
+
+
+def test_tools_that_make_no_request_and_no_layer_import_neither(tools: Path) -> None:
+    _assert_none_imported(
+        tools,
+        [
+            ("aws", "ecr", "get-login-password"),
+            ("docker", "login", "--username", "AWS", "--password-stdin", "1.dkr.ecr.local"),
+            ("git", "clone", "--quiet", "https://git.example/o/r.git", "source"),
+        ],
+        set(HEAVY),
+    )
+
+
+def test_tools_that_read_no_json_import_no_parser(tools: Path) -> None:
+    _assert_none_imported(
+        tools,
+        [
+            ("aws", "ecr", "get-login-password"),
+            ("docker", "login", "--username", "AWS", "--password-stdin", "1.dkr.ecr.local"),
+            ("docker", "login", "--username", "someone", "--password-stdin"),
+        ],
+        set(PARSING),
+    )
+    # Docker Hub's login is kept (the build then pulls signed in).
+    assert (tools.parent / "state" / "dockerhub_login").read_text() == "someone"
