@@ -136,9 +136,9 @@ class StateMachine(Generic[M]):
 
     def _fold(self, row: M) -> dict[str, Any]:
         """The row's own pending column changes, taken out of the unit of work for the move's
-        UPDATE to write (one statement, not two; decisions.md "A move writes the row's changes");
-        {} when the model's moves cannot carry them or the row has a change other than a plain
-        column's."""
+        UPDATE to write: one statement, not two (decisions.md, "A move writes the row's own
+        changes"). {} when the model's moves cannot carry them or the row has a change other
+        than a plain column's."""
         if not self._foldable:
             return {}
         state = inspect(row)
