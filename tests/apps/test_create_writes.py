@@ -88,3 +88,13 @@ def test_a_create_writes_each_row_once(shop: Ready) -> None:
     assert written == ["INSERT previews", "INSERT deployments", "INSERT reconcile_queue"]
     preview = shop.wait_for(f"{path}/previews/{preview_id}", "running")
     assert preview["branch"] == "feature-x"
+
+
+def test_a_create_answers_what_its_get_shows_without_reading_it_back(shop: Ready) -> None:
+    """The create's answer is rendered from the rows it wrote (no read after the writes), and is
+    what the service's GET shows at once (before its first pass has moved anything shown)."""
+    created = shop.create_web_server(name="echo")
+    shown = shop.org.api.get(f"{shop.base}/web_servers/{created['id']}")
+    assert shown.status_code == 200, shown.text
+    assert created == shown.json()
+    assert created["status"] == "deploying" and created["url"]

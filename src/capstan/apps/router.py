@@ -97,7 +97,12 @@ def make_router(spec: Kind) -> APIRouter:
             body.model_dump(),
             git_host=git_host,
         )
-        return await render(session, caller, service, settings)
+        # As its GET will show it, from the rows the create wrote and read (the project is in
+        # the session): read again they are the same. Its first deployment is pending, which
+        # shows as deploying, as no deployment does.
+        project = await session.get(Project, service.project_id)
+        assert project is not None
+        return shown(project, service, None, settings)
 
     @router.get(item, response_model=spec.out, summary=f"A {spec.label}")
     async def get(
