@@ -141,7 +141,6 @@ class ContainerSteps:
         service = subject.service
         ran = {**{name: getattr(service, name) for name in services.RELEASE_FIELDS}}
         ran.update(releases.settings_of(deployment))
-        assert pin is not None or deployment.image_uri is not None
         assert ran["cpu"] is not None and ran["memory"] is not None
         old_hostname = subject.row.applied_hostname
         # A web server's hostname is applied by its first completed deploy step; a worker has

@@ -14,6 +14,7 @@ the build; POST_BUILD runs after BUILD either way, with `CODEBUILD_BUILD_SUCCEED
 
 from __future__ import annotations
 
+import functools
 import json
 import marshal
 import shutil
@@ -126,17 +127,12 @@ def _script(buildspec: dict[str, Any]) -> str:
 # The tools' module, compiled once per process: each tool is a two-line program that runs it
 # (`marshal` is built in), so the ~3 ms compile is not paid by every tool process of every build.
 _TOOLS_CODE = "tools.code"
-_compiled: bytes | None = None
-_compiled_lock = threading.Lock()
 
 
+@functools.cache
 def _tools_code() -> bytes:
-    global _compiled
-    with _compiled_lock:
-        if _compiled is None:
-            source = Path(build_tools.__file__).read_text()
-            _compiled = marshal.dumps(compile(source, build_tools.__file__, "exec"))
-        return _compiled
+    source = Path(build_tools.__file__).read_text()
+    return marshal.dumps(compile(source, build_tools.__file__, "exec"))
 
 
 def _tools(directory: Path) -> None:

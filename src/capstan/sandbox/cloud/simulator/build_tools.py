@@ -53,10 +53,14 @@ DEFAULT_IMAGE_FILES = {
 }
 
 
+def _state_dir() -> str:
+    return os.environ["CAPSTAN_SANDBOX_BUILD_STATE"]
+
+
 def _state() -> Path:
     from pathlib import Path
 
-    return Path(os.environ["CAPSTAN_SANDBOX_BUILD_STATE"])
+    return Path(_state_dir())
 
 
 def _fail(message: str, status: int = 1) -> int:
@@ -292,7 +296,7 @@ def _login(args: list[str]) -> int:
     username = args[args.index("--username") + 1] if "--username" in args else ""
     servers = [server for server in servers if server != username]
     if not servers or servers[-1] in _DOCKER_HUB:
-        path = os.path.join(os.environ["CAPSTAN_SANDBOX_BUILD_STATE"], "dockerhub_login")
+        path = os.path.join(_state_dir(), "dockerhub_login")  # no pathlib: see the imports
         with open(path, "w") as signed_in:
             signed_in.write(username)
     print("Login Succeeded")
