@@ -26,7 +26,7 @@ from capstan.plans.environment import (
     environment_body,
     environment_changes,
 )
-from capstan.plans.pricing import monthly_usd
+from capstan.plans.pricing import monthly_usd, shared
 from capstan.plans.schemas import CapstanFile, Change, FieldChange, LeftAlone, Plan, RunRate
 from capstan.plans.steps import (
     DATABASE_FIXED,
@@ -388,24 +388,44 @@ async def make_plan(
         *_bucket_steps(document, project, live_buckets, prune, left_alone),
         *_model_access_steps(document, await session.get(ModelAccess, project.id)),
     ]
+    lines = shared(region, _users(live_services, []), _users(live_services, steps))
     before = sum(
         [
             *(monthly_usd(s.kind, _sizes(s), region) for s in live_services),
             *(monthly_usd("cache", _cache_size(c), region) for c in live_caches),
             *(monthly_usd("database", _database_size(d), region) for d in live_databases),
             *(monthly_usd("bucket", {}, region) for _b in live_buckets),
+            *(line.monthly_usd_before for line in lines),
         ]
     )
     after = before + sum(
-        step.change.monthly_usd_after - step.change.monthly_usd_before for step in steps
+        [
+            *(step.change.monthly_usd_after - step.change.monthly_usd_before for step in steps),
+            *(line.monthly_usd_after - line.monthly_usd_before for line in lines),
+        ]
     )
     plan = Plan(
         changes=[step.change for step in steps],
         left_alone=left_alone,
         prune=prune,
         no_changes=not steps,
+        shared=lines,
         monthly_run_rate_usd=RunRate(
             before=round(before, 2), after=round(after, 2), delta=round(after - before, 2)
         ),
     )
     return Planned(plan=plan, steps=steps, project=project)
+
+
+def _users(live: list[Service], steps: list[Step]) -> tuple[int, int]:
+    """(web servers, tasks) of the project once `steps` are applied: what its shared lines
+    count (a task a web server or worker)."""
+    counted = ("web_server", "worker")
+    kinds = [service.kind for service in live if service.kind in counted]
+    for step in steps:
+        change = step.change
+        if change.kind in counted and change.action == "create":
+            kinds.append(change.kind)
+        elif change.kind in counted and change.action == "delete":
+            kinds.remove(change.kind)
+    return kinds.count("web_server"), len(kinds)
