@@ -36,6 +36,8 @@ def task(shop: Ready) -> float:
 
 def test_a_project_of_workers_has_no_load_balancer_in_its_estimate(connected: Org) -> None:
     shop = new_shop(connected)
+    empty = shop.org.api.get(f"{shop.base}/shared_cost").json()
+    assert (empty["lines"], empty["monthly_usd"]) == ([], 0)
     planned = post(shop, "plan", WORKERS)
     address = pricing.public_ipv4_monthly_usd(1)
     assert lines(planned) == {"task_ipv4": (0, 1, 0.0, address)}
@@ -64,8 +66,15 @@ def test_the_first_web_server_brings_the_load_balancer_into_the_estimate(
     [change] = planned["changes"]
     assert (change["kind"], change["monthly_usd_after"]) == ("web_server", task(shop))
 
-    # A second web server shares the load balancer: only its task and its address.
+    # Applied, the project's shared cost is what the plan said it would be.
     post(shop, "apply", WEB_AND_WORKERS)
+    now = shop.org.api.get(f"{shop.base}/shared_cost").json()
+    assert {line["item"]: (line["quantity"], line["monthly_usd"]) for line in now["lines"]} == {
+        item: (quantity, usd) for item, (_was, quantity, _before, usd) in lines(planned).items()
+    }
+    assert now["monthly_usd"] == round(balancer + addresses + two, 2)
+
+    # A second web server shares the load balancer: only its task and its address.
     second = {
         **WEB_AND_WORKERS,
         "web_servers": {

@@ -15,6 +15,7 @@ from capstan.buckets import service as buckets
 from capstan.buckets.models import Bucket
 from capstan.caches import service as caches
 from capstan.caches.models import Cache
+from capstan.cloud.pricing import shared_lines
 from capstan.crypto import SecretBox
 from capstan.databases import service as databases
 from capstan.databases.models import Database
@@ -27,7 +28,16 @@ from capstan.plans.environment import (
     environment_changes,
 )
 from capstan.plans.pricing import monthly_usd, shared
-from capstan.plans.schemas import CapstanFile, Change, FieldChange, LeftAlone, Plan, RunRate
+from capstan.plans.schemas import (
+    CapstanFile,
+    Change,
+    FieldChange,
+    LeftAlone,
+    Plan,
+    RunRate,
+    SharedCostLine,
+    SharedCosts,
+)
 from capstan.plans.steps import (
     DATABASE_FIXED,
     SERVICE_SECTIONS,
@@ -429,3 +439,29 @@ def _users(live: list[Service], steps: list[Step]) -> tuple[int, int]:
         elif change.kind in counted and change.action == "delete":
             kinds.remove(change.kind)
     return kinds.count("web_server"), len(kinds)
+
+
+async def shared_now(session: AsyncSession, caller: Principal, project_id: str) -> SharedCosts:
+    """The project's shared lines as it stands: its live web servers and workers, and their
+    live previews (each one more task, with its address)."""
+    project = await projects.get(session, caller, project_id)
+    live = [
+        service
+        for kind in (services.WEB_SERVER, services.WORKER)
+        for service in await services.list_in_project(session, caller, project.id, kind)
+    ]
+    previews = sum([len(await services.live_previews(session, service.id)) for service in live])
+    web_servers, tasks = _users(live, [])
+    lines = shared_lines(project.region, web_servers=web_servers, tasks=tasks + previews)
+    return SharedCosts(
+        lines=[
+            SharedCostLine(
+                item=line.item,
+                description=line.description,
+                quantity=line.quantity,
+                monthly_usd=line.monthly_usd,
+            )
+            for line in lines
+        ],
+        monthly_usd=round(sum(line.monthly_usd for line in lines), 2),
+    )

@@ -208,6 +208,24 @@ class SharedCost(Response):
     monthly_usd_after: float
 
 
+class SharedCostLine(Response):
+    item: Literal["load_balancer", "load_balancer_ipv4", "task_ipv4"]
+    description: str
+    quantity: int
+    monthly_usd: float
+
+
+class SharedCosts(Response):
+    lines: list[SharedCostLine] = Field(
+        description="What the project's web servers and workers share, or AWS bills beside each "
+        "one: the load balancer (only while the project has a web server) and its public IPv4 "
+        "addresses, and each task's public IPv4 address (previews' included). Not in any "
+        "service's run-rate."
+    )
+    monthly_usd: float = Field(description="The lines' sum, a month.")
+    currency: Literal["USD"] = "USD"
+
+
 class Plan(Response):
     changes: list[Change]
     left_alone: list[LeftAlone] = Field(
