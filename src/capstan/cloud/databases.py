@@ -10,7 +10,9 @@ instance, or applying a change of storage, Multi-AZ or backup retention — neve
 `connection` is what a service that references a database gets (see `docs/decisions.md`): a
 `postgresql://<user>@<host>:5432/<db>?sslmode=require` URL without the password, and the ARN of
 the RDS-managed secret whose `password` key ECS puts in `PGPASSWORD` — which libpq and the
-drivers built on it read when the URL has none. Capstan never reads the secret.
+drivers built on it read when the URL has none. Capstan never reads the secret's value;
+`password_rotated_at` reads when RDS last rotated it (its metadata), so that the services using
+it are started again after a rotation (`Deployer.reconnect_databases`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from capstan.cloud.aws import cloudwatch, iam, names, network
+from capstan.cloud.aws import cloudwatch, iam, names, network, secrets
 from capstan.cloud.aws import rds as aws
 from capstan.cloud.aws.cost import console_url
 from capstan.cloud.aws.session import AwsSession
@@ -236,6 +238,17 @@ class DatabaseDriver:
 
     def _protect(self, database_id: str) -> None:
         aws.modify(self._customer, database_id, deletion_protection=True)
+
+    def password_rotated_at(self, database_id: str) -> datetime | None:
+        """When RDS last rotated the master password (its secret's `LastRotatedDate`); None
+        when it never has, or the database or its secret is gone. Tasks started before then
+        hold a password the instance no longer accepts (ECS reads secrets only as a task
+        starts)."""
+        instance = aws.describe(self._customer, database_id)
+        if instance is None or instance.secret_arn is None:
+            return None
+        found = secrets.rotation(self._customer, instance.secret_arn)
+        return found.last_rotated_at if found is not None else None
 
     def final_snapshot_exists(self, database_id: str) -> bool:
         return aws.final_snapshot_exists(self._customer, database_id)
