@@ -22,9 +22,10 @@ from tests.databases.test_api import cloud_instance, create_database, customer_o
 from tests.harness import Org, run_db
 from tests.polling import wait_until
 
-# How long the instance is watched while its delete is refused: a few of the refused passes
-# (their waits grow from a second).
-WATCH_SECONDS = 5.0
+# The instance is watched over this many refused passes (their waits grow from a second), for
+# at most WATCH_SECONDS.
+WATCHED_PASSES = 3
+WATCH_SECONDS = 90.0
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,10 @@ def _passes(org: Org, database_id: str) -> list[tuple[datetime, datetime]]:
     return run_db(org.server.settings, read)
 
 
-def _watch(customer: Any, database_id: str) -> list[Look]:
-    looks = []
+def _watch(org: Org, customer: Any, database_id: str) -> list[Look]:
+    """Describe the instance again and again until `WATCHED_PASSES` passes of its reconciler
+    have ended since the first look."""
+    looks: list[Look] = []
     until = time.monotonic() + WATCH_SECONDS
     while time.monotonic() < until:
         asked = datetime.now(UTC)
@@ -63,8 +66,12 @@ def _watch(customer: Any, database_id: str) -> list[Look]:
                 bool(instance["DeletionProtection"]),
             )
         )
+        if len(looks) % 10 == 0:
+            ended = [end for _start, end in _passes(org, database_id) if end > looks[0].asked]
+            if len(ended) >= WATCHED_PASSES:
+                return looks
         time.sleep(0.05)
-    return looks
+    raise AssertionError(f"fewer than {WATCHED_PASSES} passes in {WATCH_SECONDS} s")
 
 
 def test_a_refused_delete_never_leaves_the_instance_unprotected(connected: Org) -> None:
@@ -75,8 +82,9 @@ def test_a_refused_delete_never_leaves_the_instance_unprotected(connected: Org) 
         # No room for one more manual snapshot: RDS refuses DeleteDBInstance with a final one.
         with quotas.changed(db_manual_snapshots_per_region=0):
             assert connected.api.delete(path).status_code == 200
-            looks = _watch(customer, database["id"])
+            looks = _watch(connected, customer, database["id"])
             held = connected.api.get(path).json()
+            refused_until = datetime.now(UTC)
         # The cause is gone: the delete goes through on a later pass, by itself.
         wait_until(
             lambda: connected.api.get(path).status_code == 404,
@@ -88,9 +96,10 @@ def test_a_refused_delete_never_leaves_the_instance_unprotected(connected: Org) 
         )["DBSnapshots"]
 
     passes = _passes(connected, database["id"])
-    watched = (looks[0].asked, looks[-1].answered)
-    during = [p for p in passes if watched[0] <= p[0] and p[1] <= watched[1]]
-    assert len(during) >= 2, (passes, watched)  # the looks span several refused passes
+    # The looks span several refused passes: the ones begun after the first look and ended
+    # while the quota still refused.
+    during = [p for p in passes if looks[0].asked <= p[0] and p[1] <= refused_until]
+    assert len(during) >= WATCHED_PASSES - 1, (passes, looks[0].asked, refused_until)
     resting = [
         look
         for look in looks

@@ -155,6 +155,9 @@ def test_a_task_keeps_the_password_it_started_with(account: tuple[str, AwsSessio
     restarted = task_start.started_with(account_id, "us-east-1", definition)
     (again,) = rds_passwords.connections(account_id, "us-east-1", restarted)
     assert again.error is None
+    # A host that is no DB instance's endpoint: the sandbox cannot tell, and says nothing.
+    elsewhere = {"REPORTS_URL": "postgresql://app@db.example.com/reports", "PGPASSWORD": "x"}
+    assert rds_passwords.connections(account_id, "us-east-1", elsewhere) == []
 
 
 def test_the_manual_snapshot_quota_refuses_a_final_snapshot(

@@ -28,10 +28,12 @@ has no value. `install()` makes the secret RDS's:
   with `RotateImmediately` false only changes the schedule.
 
 `connections(account, region, variables)` answers what a PostgreSQL client given those
-environment variables gets from the instances: the connection URLs among them (`postgres://`
-or `postgresql://`, the password from the URL or else `PGPASSWORD`, as libpq reads them) and,
-for each, None or the error libpq reports. It reads only the variables and the instances, as a
-client in the account would: the sandbox knows nothing of who wrote them.
+environment variables gets from the account's DB instances: the connection URLs among them that
+name an RDS endpoint (`postgres://` or `postgresql://`, the password from the URL or else
+`PGPASSWORD`, as libpq reads them) and, for each, None or the error libpq reports. It reads only
+the variables and the instances, as a client in the account would: the sandbox knows nothing of
+who wrote them. A URL naming any other host is left out: the sandbox cannot tell whether it
+answers.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ lock = threading.RLock()
 OWNING_SERVICE = "rds"
 ROTATION_DAYS = 7  # RDS's default schedule
 PORT = 5432
+RDS_DOMAIN = ".rds.amazonaws.com"  # every DB instance's endpoint is under it
 _DAY = 86400.0
 
 
@@ -163,14 +166,15 @@ def connections(account_id: str, region: str, variables: Mapping[str, str]) -> l
     found = []
     for name, value in sorted(variables.items()):
         parts = urlsplit(value)
-        if parts.scheme not in ("postgres", "postgresql") or not parts.hostname:
+        host = parts.hostname or ""
+        if parts.scheme not in ("postgres", "postgresql") or not host.endswith(RDS_DOMAIN):
             continue
         password = unquote(parts.password) if parts.password else variables.get("PGPASSWORD")
         user = unquote(parts.username or "") or variables.get("PGUSER", "")
         port = parts.port or PORT
         database_name = parts.path.lstrip("/") or user
-        shown = f"{parts.scheme}://{user}@{parts.hostname}:{port}/{database_name}"
-        error = _refusal(account_id, region, parts.hostname, port, user, password, database_name)
+        shown = f"{parts.scheme}://{user}@{host}:{port}/{database_name}"
+        error = _refusal(account_id, region, host, port, user, password, database_name)
         found.append(Connection(name, shown, error))
     return found
 

@@ -1,10 +1,10 @@
 """What running tasks produce on their own: log lines in their awslogs streams and CloudWatch
 data points (ECS CPU and memory per service; the load balancer's requests per target group).
 
-A task whose variables name a PostgreSQL database (a `postgresql://` URL, with `PGPASSWORD` as
-libpq reads it) connects to it as it starts and logs the outcome; while its connections are
-refused (a password the instance no longer accepts, once RDS has rotated it), each of its log
-intervals adds libpq's error, as an application's new connections would fail
+A task whose variables name an RDS database (a `postgresql://` URL of its endpoint, with
+`PGPASSWORD` as libpq reads it) connects to it as it starts and logs the outcome; while its
+connections are refused (a password the instance no longer accepts, once RDS has rotated it),
+each of its log intervals adds libpq's error, as an application's new connections would fail
 (`rds_passwords.connections`, with the variables the task started with).
 """
 
