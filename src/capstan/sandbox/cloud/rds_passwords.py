@@ -131,6 +131,7 @@ def _rotate(secret: Any, database: Any) -> None:
     }
     secret.reset_default_version(version, version_id)
     version["version_stages"] = ["AWSCURRENT"]
+    secret.secret_string = version["secret_string"]
     database.capstan_master_password = password
     secret.last_changed_date = now
     secret.last_rotation_date = now
