@@ -95,3 +95,21 @@ def test_a_call_the_role_does_not_grant_is_refused(
     assert "rds:DeleteDBInstance" in message
     refused = [d for d in authorization.decisions(denied_only=True) if name in d.resource]
     assert {d.action for d in refused} >= {"rds:DeleteDBInstance"}
+
+
+def test_the_role_reads_when_its_own_databases_passwords_rotated(
+    accounts: tuple[AwsSession, AwsSession],
+) -> None:
+    """`DescribeSecret` (dates and stages, never the value) of the secrets RDS keeps for
+    Capstan's instances only; the account's other databases' secrets, and every value, are
+    refused."""
+    role, admin = accounts
+    ours = admin.client("rds").create_db_instance(**_instance(f"capstan-dbs{secrets.token_hex(4)}"))
+    theirs = admin.client("rds").create_db_instance(**_instance(f"orders-{secrets.token_hex(4)}"))
+    manager = role.client("secretsmanager")
+    own_secret = ours["DBInstance"]["MasterUserSecret"]["SecretArn"]
+    described = manager.describe_secret(SecretId=own_secret)
+    assert described["RotationEnabled"] is True and "SecretString" not in described
+    other = theirs["DBInstance"]["MasterUserSecret"]["SecretArn"]
+    assert "secretsmanager:DescribeSecret" in _denied(manager.describe_secret, SecretId=other)
+    assert "secretsmanager:GetSecretValue" in _denied(manager.get_secret_value, SecretId=own_secret)

@@ -18,6 +18,7 @@ from capstan.apps.steps import Progress, Subject
 from capstan.cloud.builds import RegistryLogin
 from capstan.cloud.deploy import Build, BuildSpec, Deployer, TaskSpec
 from capstan.cloud.driver import Cloud
+from capstan.cloud.errors import TerminalCloudError
 from capstan.config import Settings
 from capstan.crypto import SecretBox
 from capstan.databases import references
@@ -213,7 +214,8 @@ class ContainerSteps:
     async def check_running(
         self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
     ) -> Result:
-        """A periodic look at a running target: move its hostname, repair drift."""
+        """A periodic look at a running target: move its hostname, repair drift, and start its
+        tasks again after a rotation of a referenced database's password."""
         target = subject.target(self._settings.domain)
         old_hostname = subject.row.applied_hostname
         if target.hostname and old_hostname and old_hostname != target.hostname:
@@ -225,7 +227,36 @@ class ContainerSteps:
         if rollout.state != "completed":
             log.warning("drift on %s: re-applying its running deployment", target.resource_id)
             await self._roll_out(subject, deployment, deployer)
+            return Done()
+        await self.reconnect_databases(subject, deployment, deployer)
         return Done()
+
+    def databases_of(self, subject: Subject, deployment: Deployment) -> set[str]:
+        """The databases the deployment's environment references."""
+        return set(references.referenced(self._listed(subject, deployment)).values())
+
+    async def reconnect_databases(
+        self, subject: Subject, deployment: Deployment, deployer: Deployer
+    ) -> None:
+        """Start the tasks of the running `deployment` again when RDS has rotated the password
+        of a database it references since they started: RDS rotates a managed master password
+        every 7 days, and tasks keep the one they started with
+        (docs/decisions/0020-database-password-rotation.md)."""
+        databases = self.databases_of(subject, deployment)
+        if not databases:
+            return
+        target = subject.target(self._settings.domain)
+        try:
+            restarted = await self._cloud.run(
+                lambda: deployer.reconnect_databases(target, databases)
+            )
+        except TerminalCloudError as error:
+            # The running release is not failed for it (a role whose stack predates the grant,
+            # say): the log says why, and the next resync looks again.
+            log.warning("%s: database passwords not checked: %s", target.resource_id, error)
+            return
+        if restarted:
+            log.info("%s: a database password was rotated; tasks start again", target.resource_id)
 
     async def tear_down(self, session: AsyncSession, subject: Subject, deployer: Deployer) -> bool:
         target = subject.target(self._settings.domain)

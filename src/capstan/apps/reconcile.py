@@ -197,7 +197,9 @@ class TargetReconciler:
     ) -> Result:
         if deployment is None:
             return Done()
-        if deployment.status in ("failed", "superseded"):
+        if deployment.status == "failed":
+            return await self._still_running(session, subject, account)
+        if deployment.status == "superseded":
             return Done()
         if deployment.generation > subject.row.generation:
             # The rows were read before the change that made this deployment committed (each
@@ -219,6 +221,26 @@ class TargetReconciler:
             return Done()
         except GitHostError as error:  # transient: the queue retries with backoff
             raise RuntimeError(_message(error)) from error
+
+    async def _still_running(
+        self, session: AsyncSession, subject: Subject, account: CloudAccount | None
+    ) -> Result:
+        """A target whose newest deployment failed runs the release before it, if any (ECS
+        rolled back to it, or the failure came before a rollout): its tasks are started again
+        after a rotation of a referenced database's password, as a running target's are."""
+        preview_id = subject.preview.id if subject.preview else None
+        running = await target_deployments.running_deployment(
+            session, subject.service.id, preview_id
+        )
+        steps = self._steps[subject.service.kind]
+        if running is None or not steps.databases_of(subject, running):
+            return Done()
+        try:
+            async with self._deployer(account, subject) as deployer:
+                await steps.reconnect_databases(subject, running, deployer)
+        except TerminalCloudError as error:  # the account's role, say: the next resync retries
+            log.warning("%s: database passwords not checked: %s", running.id, error)
+        return Done()
 
     async def _start_build(
         self,

@@ -297,6 +297,14 @@ class SiteSteps:
             f"({progress.reason or 'CloudFront did not finish'})."
         )
 
+    def databases_of(self, subject: Subject, deployment: Deployment) -> set[str]:
+        return set()  # a site's variables exist only at build time: they reference none
+
+    async def reconnect_databases(
+        self, subject: Subject, deployment: Deployment, deployer: Deployer
+    ) -> None:
+        return None
+
     async def check_running(
         self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
     ) -> Result:

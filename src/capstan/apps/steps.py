@@ -12,7 +12,11 @@ servers and workers) and static websites, around one state machine written once 
 - `reuse`: a rollback's step instead of a build (containers: roll out the release's image;
   sites: point the distribution at the release's output).
 - `watch`: the next step of the rollout or publication and where it stands (`Progress`).
-- `check_running`: the periodic look at a running target (hostname moves, drift).
+- `check_running`: the periodic look at a running target (hostname moves, drift, and
+  `reconnect_databases`).
+- `databases_of` / `reconnect_databases`: the databases a deployment references, and starting
+  its tasks again after a rotation of one's password — also for the release a target still runs
+  when its newest deployment failed (containers; a site references none).
 - `tear_down` / `forget`: remove the target's cloud resources; drop the kind's own rows.
 """
 
@@ -95,6 +99,12 @@ class Steps(Protocol):
     async def check_running(
         self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
     ) -> Result: ...
+
+    def databases_of(self, subject: Subject, deployment: Deployment) -> set[str]: ...
+
+    async def reconnect_databases(
+        self, subject: Subject, deployment: Deployment, deployer: Deployer
+    ) -> None: ...
 
     async def tear_down(self, session: AsyncSession, subject: Subject, deployer: Deployer) -> bool:
         """True when nothing of the target is left in the cloud."""

@@ -1,7 +1,7 @@
 """Statements about one target's deployments (a target: a service itself, or one of its
 previews): which are the target's (`of_target`), which is its newest (`newest_first`, joined
-beside the target's row as `NEWEST`), and a statement built once for both kinds of target
-(`ForTarget`; decisions.md "Statements built once")."""
+beside the target's row as `NEWEST`), which still runs (`running_deployment`), and a statement
+built once for both kinds of target (`ForTarget`; decisions.md "Statements built once")."""
 
 from __future__ import annotations
 
@@ -74,3 +74,20 @@ async def newest_deployment(
     session: AsyncSession, service_id: str, preview_id: str | None
 ) -> Deployment | None:
     return await session.scalar(*_NEWEST.of(service_id, preview_id))
+
+
+_RUNNING = ForTarget(
+    lambda target: (
+        select(Deployment)
+        .where(target, Deployment.status == "running")
+        .order_by(Deployment.created_at.desc(), Deployment.id.desc())
+        .limit(1)
+    )
+)
+
+
+async def running_deployment(
+    session: AsyncSession, service_id: str, preview_id: str | None
+) -> Deployment | None:
+    """The target's release that runs: after its newest deployment failed, the one before."""
+    return await session.scalar(*_RUNNING.of(service_id, preview_id))

@@ -441,4 +441,19 @@ def database_statements() -> list[dict[str, Any]]:
             ["secretsmanager:CreateSecret", "secretsmanager:TagResource"],
             any_region("secretsmanager", "secret:rds!*"),
         ),
+        statement(
+            # When RDS last rotated a database's master password (the secret's metadata, never
+            # its value), so that the services using it are started again: only the secrets RDS
+            # tags with one of Capstan's instances.
+            "DatabaseSecretRotation",
+            ["secretsmanager:DescribeSecret"],
+            any_region("secretsmanager", "secret:rds!*"),
+            {
+                "StringLike": {
+                    "aws:ResourceTag/aws:rds:primaryDBInstanceArn": any_region(
+                        "rds", "db:capstan-*"
+                    )
+                }
+            },
+        ),
     ]

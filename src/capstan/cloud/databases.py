@@ -10,7 +10,9 @@ instance, or applying a change of storage, Multi-AZ or backup retention — neve
 `connection` is what a service that references a database gets (see `docs/decisions.md`): a
 `postgresql://<user>@<host>:5432/<db>?sslmode=require` URL without the password, and the ARN of
 the RDS-managed secret whose `password` key ECS puts in `PGPASSWORD` — which libpq and the
-drivers built on it read when the URL has none. Capstan never reads the secret.
+drivers built on it read when the URL has none. Capstan never reads the secret's value;
+`password_rotated_at` reads when RDS last rotated it (its metadata), so that the services using
+it are started again after a rotation (`Deployer.reconnect_databases`).
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from capstan.cloud.aws import cloudwatch, iam, names, network
+from capstan.cloud.aws import cloudwatch, iam, names, network, secrets
 from capstan.cloud.aws import rds as aws
 from capstan.cloud.aws.cost import console_url
 from capstan.cloud.aws.session import AwsSession
-from capstan.cloud.errors import RetryableCloudError, TerminalCloudError
+from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
 
 # Major versions of PostgreSQL offered, newest first (the default). From 15 on, RDS's default
 # parameter group sets `rds.force_ssl = 1`: connections without TLS are refused.
@@ -35,6 +37,7 @@ MAX_BACKUP_RETENTION_DAYS = 35
 METRICS_PERIOD_SECONDS = 3600
 NETWORK_NOT_READY = "network_not_ready"
 DATABASE_NOT_READY = "database_not_ready"
+DELETE_REFUSED = "database_delete_refused"
 PASSWORD_VARIABLE = "PGPASSWORD"  # noqa: S105 - the variable's name, not a password
 
 DatabaseStatus = Literal["creating", "available", "modifying", "deleting", "failed"]
@@ -172,6 +175,10 @@ class DatabaseDriver:
                 subnet_group=subnet_group,
             )
         state = _state(instance)
+        if state.status == "available" and not instance.deletion_protection:
+            # A live database is never left unprotected (a delete's step cut short, a change
+            # made by hand): only Capstan's delete lifts it, in the step that deletes.
+            self._protect(spec.database_id)
         if state.status == "available" and not state.holds(spec):
             modified = aws.modify(
                 self._customer,
@@ -185,22 +192,63 @@ class DatabaseDriver:
         return state
 
     def delete(self, database_id: str, project_id: str, *, final_snapshot: bool) -> bool:
-        """Lift the deletion protection, delete the instance (with its final snapshot unless
-        told not to), then its subnet and security groups and the project's execution role's
-        grant of its secret; True when nothing of it is left but the final snapshot."""
+        """Delete the instance (with its final snapshot unless told not to), then its subnet and
+        security groups and the project's execution role's grant of its secret; True when
+        nothing of it is left but the final snapshot.
+
+        The deletion protection is lifted in the same step as the delete and put back when the
+        delete does not start, so between two calls a live instance is never left unprotected;
+        a refusal (RDS's snapshot quota, a permission) is raised as `DELETE_REFUSED` with its
+        reason, and the next call tries again."""
         instance = aws.describe(self._customer, database_id)
         if instance is not None:
-            if _state(instance).status in ("available", "failed"):
-                if instance.deletion_protection:
-                    aws.modify(self._customer, database_id, deletion_protection=False)
-                else:
-                    aws.delete(self._customer, database_id, final_snapshot=final_snapshot)
+            status = _state(instance).status
+            if status in ("available", "failed"):
+                self._delete_instance(database_id, instance, final_snapshot=final_snapshot)
+            elif status != "deleting" and not instance.deletion_protection:
+                self._protect(database_id)  # a step cut short left it so: never at rest
             return False  # being created, modified or deleted: ask again later
         aws.delete_subnet_group(self._customer, database_id)
         if not aws.delete_security_group(self._customer, database_id):
             return False
         iam.revoke_database_secret(self._customer, project_id, database_id)
         return True
+
+    def _delete_instance(
+        self, database_id: str, instance: aws.DbInstance, *, final_snapshot: bool
+    ) -> None:
+        if instance.deletion_protection:
+            lifted = aws.modify(self._customer, database_id, deletion_protection=False)
+            if lifted is None:
+                return  # busy after all: nothing was changed
+        try:
+            started = aws.delete(self._customer, database_id, final_snapshot=final_snapshot)
+        except CloudError as refused:
+            self._protect(database_id)
+            if isinstance(refused, RetryableCloudError):
+                raise
+            raise TerminalCloudError(
+                DELETE_REFUSED,
+                f"AWS refused to delete the database {database_id}; it stays protected from "
+                f"deletion. {refused.message}",
+                detail=refused.detail,
+            ) from refused
+        if not started:
+            self._protect(database_id)
+
+    def _protect(self, database_id: str) -> None:
+        aws.modify(self._customer, database_id, deletion_protection=True)
+
+    def password_rotated_at(self, database_id: str) -> datetime | None:
+        """When RDS last rotated the master password (its secret's `LastRotatedDate`); None
+        when it never has, or the database or its secret is gone. Tasks started before then
+        hold a password the instance no longer accepts (ECS reads secrets only as a task
+        starts)."""
+        instance = aws.describe(self._customer, database_id)
+        if instance is None or instance.secret_arn is None:
+            return None
+        found = secrets.rotation(self._customer, instance.secret_arn)
+        return found.last_rotated_at if found is not None else None
 
     def final_snapshot_exists(self, database_id: str) -> bool:
         return aws.final_snapshot_exists(self._customer, database_id)

@@ -21,7 +21,7 @@ steps, `cloud/site.py`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -377,6 +377,27 @@ class Deployer(TargetDriver):
         if cause:
             reason = f"{reason}; {cause}"
         return Rollout("in_progress", deployment.running, deployment.desired, reason)
+
+    def reconnect_databases(self, target: Target, database_ids: Collection[str]) -> bool:
+        """Start the target's tasks again when RDS has rotated the master password of a
+        database they reference since the running deployment's tasks started (they hold the
+        old one, which the instance no longer accepts); True when it did. Compares the cloud's
+        two dates on every call, so a resync repairs what a rotation left behind."""
+        databases = DatabaseDriver(self._customer)
+        rotated = [databases.password_rotated_at(item) for item in sorted(database_ids)]
+        latest = max((moment for moment in rotated if moment is not None), default=None)
+        if latest is None:
+            return False
+        service = ecs.describe_service(
+            self._customer, self._cluster(target), names.service_name(target.resource_id)
+        )
+        if service is None or service.status != "ACTIVE":
+            return False
+        primary = next((item for item in service.deployments if item.status == "PRIMARY"), None)
+        if primary is None or primary.created_at is None or primary.created_at >= latest:
+            return False
+        ecs.restart_tasks(self._customer, self._cluster(target), target.resource_id)
+        return True
 
     def _stop_cause(self, target: Target, deployment: ecs.Deployment) -> str | None:
         """Why ECS stopped the newest of the deployment's tasks, in Capstan's words; read only

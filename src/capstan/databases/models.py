@@ -41,7 +41,7 @@ class Database(Base):
     backup_retention_days: Mapped[int] = mapped_column(Integer)
     # Asked for with DELETE: remove the instance without its final snapshot.
     skip_final_snapshot: Mapped[bool] = mapped_column(Boolean, default=False)
-    # Why the database is `failed`.
+    # Why the database is `failed`, or why its deletion is held up (`reconcile.NOT_DELETED`).
     error: Mapped[str | None] = mapped_column(Text)
     deleted_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = created_at_column()

@@ -7,9 +7,12 @@ One pass compares a database row with the cloud and takes the next step, never w
   applies a change when the instance is available and differs; the pass records the endpoint and
   moves the status once the cloud's instance is available as asked (`created`, `modified`), or
   `failed` when the cloud gave it up;
-- tearing down (`deleted_at` set): lift the deletion protection, delete the instance (with its
-  final snapshot unless asked not to), wait until it is gone, delete its groups, then the row —
-  and enqueue the project's network, which goes with its last user.
+- tearing down (`deleted_at` set): delete the instance (with its final snapshot unless asked
+  not to; its deletion protection is lifted in that step only, and put back when the delete is
+  refused), wait until it is gone, delete its groups, then the row — and enqueue the project's
+  network, which goes with its last user. A refusal (RDS's snapshot quota, a permission) shows
+  in the database's `error` while it stays `deleting`, and the pass is tried again, less and
+  less often, until the cause is gone.
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ log = logging.getLogger("capstan.databases")
 # RDS takes minutes to create, modify or delete an instance; the sandbox a second.
 POLL = Poll(first=timedelta(seconds=0.5), factor=1.5, cap=timedelta(seconds=60))
 NETWORK_POLL = Poll(first=timedelta(seconds=0.5), factor=1.5, cap=timedelta(seconds=30))
+# A refused delete waits for someone to remove its cause (free a snapshot, raise a quota, grant
+# a permission): soon at first, then at most every ten minutes.
+REFUSED_POLL = Poll(first=timedelta(seconds=1), factor=2, cap=timedelta(minutes=10))
+# The start of a database's `error` while its deletion is held up (cleared once it goes on).
+NOT_DELETED = "Not deleted yet (Capstan tries again): "
 
 
 @dataclass(frozen=True)
@@ -134,12 +142,19 @@ class DatabaseReconciler(RowReconciler[Database, DatabaseContext]):
         if account is not None and account.account_id is not None:
             region = context.project.region
             final_snapshot = not database.skip_final_snapshot
-            async with service.driver_for(self._cloud, account, region) as driver:
-                done = await self._cloud.run(
-                    lambda: driver.delete(
-                        database.id, database.project_id, final_snapshot=final_snapshot
+            try:
+                async with service.driver_for(self._cloud, account, region) as driver:
+                    done = await self._cloud.run(
+                        lambda: driver.delete(
+                            database.id, database.project_id, final_snapshot=final_snapshot
+                        )
                     )
-                )
+            except TerminalCloudError as error:
+                log.warning("database %s not deleted: %s", database.id, error)
+                database.error = (NOT_DELETED + error.message)[:4000]
+                return PollAgain(REFUSED_POLL)
+            if database.error is not None and database.error.startswith(NOT_DELETED):
+                database.error = None  # it goes on: the refusal is past
             if not done:
                 return PollAgain(self._poll)
         await session.delete(database)

@@ -82,7 +82,11 @@ class DatabaseOut(Response):
     storage_gb: int
     high_availability: bool
     backup_retention_days: int
-    error: str | None = Field(default=None, description="Why the database is failed, if it is.")
+    error: str | None = Field(
+        default=None,
+        description="Why the database is failed, or why its deletion is held up (it is tried "
+        "again until it goes through).",
+    )
     created_at: datetime
     updated_at: datetime
 

@@ -441,6 +441,17 @@ def ensure_service(
         ecs.create_service(**arguments)
 
 
+def restart_tasks(session: AwsSession, cluster: str, resource_id: str) -> None:
+    """Replace the service's tasks with new ones of the same task definition, rolling as any
+    deployment does: ECS reads a task's secrets only as it starts, so this is how running tasks
+    get a secret's new value ("Force new deployment",
+    https://docs.aws.amazon.com/AmazonECS/latest/developerguide/secrets-envvar-secrets-manager.html)."""
+    with aws_errors():
+        _client(session).update_service(
+            cluster=cluster, service=names.service_name(resource_id), forceNewDeployment=True
+        )
+
+
 def _name_in_use(error: ClientError) -> bool:
     """ECS's refusal of a CreateService whose name an ACTIVE service holds."""
     message = str(error.response.get("Error", {}).get("Message", ""))

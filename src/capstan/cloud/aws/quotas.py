@@ -40,6 +40,10 @@ _KNOWN: dict[str, str] = {
     ),
     "InstanceQuotaExceeded": "RDS DB instances per region (40 by default)",
     "DBSubnetGroupQuotaExceeded": "RDS DB subnet groups per region (50 by default)",
+    "SnapshotQuotaExceeded": (
+        "manual RDS DB snapshots per region (100 by default; each deleted database's final "
+        "snapshot is one)"
+    ),
     "TooManyDistributions": "CloudFront distributions (200 by default)",
     "TooManyOriginAccessControls": "CloudFront origin access controls (100 by default)",
     "TooManyFunctions": "CloudFront functions (100 by default)",
@@ -58,6 +62,11 @@ _KNOWN: dict[str, str] = {
 # What to do where the general remedy is wrong: the size of a role's inline policies is fixed
 # (Service Quotas raises none of it).
 _REMEDIES = {
+    # Capstan never deletes a snapshot: the final ones are kept for people to decide on.
+    "SnapshotQuotaExceeded": (
+        "Delete manual DB snapshots that are no longer needed, or request a higher quota in the "
+        "Service Quotas console of that account."
+    ),
     "LimitExceeded": (
         "No request raises the size of a role's policies: delete databases or buckets in that "
         "project, then retry."

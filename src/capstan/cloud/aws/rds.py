@@ -5,8 +5,10 @@ with a DB subnet group of the same name over the project's subnets and a securit
 (`capstan-<id>-database`, in the project's VPC) that admits TCP 5432 from the project's services
 group and nothing else. It is not publicly accessible, its storage is encrypted, RDS keeps its
 master password in Secrets Manager (`ManageMasterUserPassword`: Capstan never sees it), and it is
-protected from deletion until Capstan itself removes it. Everything is tagged `capstan:project` /
-`capstan:resource`, and the tags are copied to its snapshots (the final one included).
+protected from deletion until Capstan itself removes it (the protection is lifted only by the
+step that deletes it, and put back when RDS refuses the delete: `cloud.databases`). Everything
+is tagged `capstan:project` / `capstan:resource`, and the tags are copied to its snapshots (the
+final one included).
 """
 
 from __future__ import annotations
@@ -214,26 +216,28 @@ def modify(
     return _parse(modified["DBInstance"])
 
 
-def delete(session: AwsSession, database_id: str, *, final_snapshot: bool) -> None:
-    """Start deleting the instance, taking its final snapshot unless told not to (nothing happens
-    while it is being created or modified: RDS refuses, and the caller asks again later)."""
+def delete(session: AwsSession, database_id: str, *, final_snapshot: bool) -> bool:
+    """Start deleting the instance, taking its final snapshot unless told not to: True when RDS
+    took the delete (or the instance is gone), False when the instance cannot be deleted in its
+    state now (being created, modified or backed up: the caller asks again later). Any other
+    refusal (a snapshot quota, a permission) is raised."""
     options: dict[str, Any] = (
         {"FinalDBSnapshotIdentifier": final_snapshot_identifier(database_id)}
         if final_snapshot
         else {"SkipFinalSnapshot": True}
     )
-    with (
-        aws_errors(),
-        ignoring(
-            "DBInstanceNotFound",
-            "InvalidDBInstanceState",
-            "InvalidDBInstanceStateFault",
-            "DBSnapshotAlreadyExists",
-        ),
-    ):
-        _client(session).delete_db_instance(
-            DBInstanceIdentifier=instance_identifier(database_id), **options
-        )
+    with aws_errors():
+        try:
+            _client(session).delete_db_instance(
+                DBInstanceIdentifier=instance_identifier(database_id), **options
+            )
+        except ClientError as error:
+            code = error_code(error)
+            if code in ("InvalidDBInstanceState", "InvalidDBInstanceStateFault"):
+                return False
+            if code not in ("DBInstanceNotFound", "DBInstanceNotFoundFault"):
+                raise
+    return True
 
 
 def delete_subnet_group(session: AwsSession, database_id: str) -> None:

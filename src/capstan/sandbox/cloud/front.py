@@ -14,7 +14,10 @@ a fixed response with its own, a forward → the target group, answering only wh
 of its targets is healthy → the ECS service behind the group → the task definition its primary
 deployment runs, tagged with Capstan's deployment id. The page shows that deployment: the
 commit (the image's tag), when its task definition was registered, and the names of its
-environment variables — never their values.
+environment variables — never their values; and, for each database its variables name, whether
+the service's running tasks connect to it with what they started with (`rds_passwords`: a
+password RDS has since rotated is refused), as this process's simulator runs them (a sandbox
+cloud in another process shows no such line).
 
 A static website's hostname is an alias of its CloudFront distribution instead, and the front
 plays CloudFront too: the operator's DNS record → the distribution with that domain name (in
@@ -50,7 +53,7 @@ from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.names import CONTAINER_NAME, DEPLOYMENT_TAG
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.cloud.errors import CloudError
-from capstan.sandbox.cloud import policy
+from capstan.sandbox.cloud import policy, rds_passwords
 from capstan.sandbox.cloud.accounts import management_session, organization_access
 
 
@@ -65,6 +68,8 @@ class Answering:
     commit_sha: str | None
     registered_at: str | None
     variable_names: tuple[str, ...]
+    # Each database the running tasks' variables name, and whether they connect to it.
+    databases: tuple[rds_passwords.Connection, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,7 +130,27 @@ def answering(
     account_id, found = owned
     if isinstance(found, NoAnswer | Redirect):
         return found
-    return Answering(hostname=hostname, account_id=account_id, **found)
+    databases = _databases(account_id, region, found.pop("service_arn"))
+    return Answering(hostname=hostname, account_id=account_id, databases=databases, **found)
+
+
+def _databases(
+    account_id: str, region: str, service_arn: str
+) -> tuple[rds_passwords.Connection, ...]:
+    """Per database the service's running tasks name, the first refusal among them (or a
+    connection that succeeds); nothing when this process's simulator does not run the service."""
+    from capstan.sandbox.cloud.simulator import simulator
+
+    running = simulator().ecs.services.get((account_id, region, service_arn))
+    found: dict[str, rds_passwords.Connection] = {}
+    for task in list(running.tasks) if running is not None else []:
+        if not task.healthy:
+            continue
+        for connection in rds_passwords.connections(account_id, region, task.environment):
+            seen = found.get(connection.variable)
+            if seen is None or (seen.error is None and connection.error is not None):
+                found[connection.variable] = connection
+    return tuple(found[name] for name in sorted(found))
 
 
 def _site(endpoint: Endpoint, dns_name: str, hostname: str, path: str) -> SiteObject | NoAnswer:
@@ -403,6 +428,7 @@ def _running(session: AwsSession, region: str, group_arn: str) -> dict[str, Any]
                 if group_arn in groups and service.get("status") == "ACTIVE":
                     found = _deployment_of(ecs, service)
                     found["commit_sha"] = _commit_of(session, region, found.pop("image"))
+                    found["service_arn"] = str(service["serviceArn"])
                     return found
     return None
 
@@ -513,11 +539,22 @@ def _page(found: Answering) -> str:
         f"{html.escape(value)}</td></tr>"
         for label, value in rows
     )
+    databases = "".join(
+        f'<li data-database="{html.escape(item.variable)}"><code>{html.escape(item.url)}</code>: '
+        + (
+            "connects"
+            if item.error is None
+            else f'<span role="alert">{html.escape(item.error)}</span>'
+        )
+        + "</li>"
+        for item in found.databases
+    )
     return _SHELL.format(
         title=html.escape(found.hostname),
         body=f"<p>This deployment answers at <strong>{html.escape(found.hostname)}</strong> in the "
         f"sandbox cloud.</p><table>{table}</table><h2>Environment variables</h2>"
-        f"<ul>{names or '<li>none</li>'}</ul><p>Values are never shown.</p>",
+        f"<ul>{names or '<li>none</li>'}</ul><p>Values are never shown.</p>"
+        + (f"<h2>Databases</h2><ul>{databases}</ul>" if databases else ""),
     )
 
 

@@ -42,6 +42,9 @@ class Quotas:
     acm_certificates: int = 2500
     db_instances_per_region: int = 40
     db_subnet_groups_per_region: int = 50
+    # Manual DB instance snapshots, a deletion's final snapshot among them (Amazon RDS quotas,
+    # https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/CHAP_Limits.html).
+    db_manual_snapshots_per_region: int = 100
     # Fargate On-Demand vCPU resource count: the vCPUs of an account's tasks running at once in a
     # region ("New AWS accounts might have initial lower quotas that can increase over time").
     fargate_vcpus_per_region: int = 6

@@ -17,8 +17,13 @@ instances move through AWS's statuses instead, and refuses what AWS refuses mean
 
 It also counts AWS's quotas of an account's region (values from `quotas.quotas()`, so a test can
 lower one), which moto does not: at most `db_instances_per_region` instances (40 by default) —
-`InstanceQuotaExceeded` — and `db_subnet_groups_per_region` DB subnet groups (50) —
-`DBSubnetGroupQuotaExceeded`.
+`InstanceQuotaExceeded` —, `db_subnet_groups_per_region` DB subnet groups (50) —
+`DBSubnetGroupQuotaExceeded` — and `db_manual_snapshots_per_region` manual DB snapshots (100),
+which a deletion's final snapshot is one of — `SnapshotQuotaExceeded`, from `CreateDBSnapshot` or
+`DeleteDBInstance`, which then leaves the instance as it was
+(https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_DeleteDBInstance.html, Errors).
+
+Its master password is RDS's too: `rds_passwords` (installed with this).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from moto.rds.models import RDSBackend
 
 from capstan.cloud.aws.names import RESOURCE_TAG
 from capstan.cloud.aws.rds import RESERVED_WORDS
+from capstan.sandbox.cloud import rds_passwords
 from capstan.sandbox.cloud.quotas import quotas
 
 _MARK = "_capstan_rds_takes_time"
@@ -106,8 +112,21 @@ def check_names(db_kwargs: Any) -> None:
             )
 
 
+def check_snapshot_quota(backend: Any, snapshot_type: str) -> None:
+    """RDS's refusal of a manual snapshot past the region's quota."""
+    if snapshot_type != "manual":
+        return
+    manual = [s for s in backend.database_snapshots.values() if s.snapshot_type == "manual"]
+    if len(manual) >= quotas().db_manual_snapshots_per_region:
+        raise RDSClientError(
+            "SnapshotQuotaExceeded",
+            "The request would result in the user exceeding the allowed number of DB snapshots.",
+        )
+
+
 def install() -> None:
     global _original_delete
+    rds_passwords.install()
     with _install_lock:
         if getattr(RDSBackend, _MARK, False):
             return
@@ -116,6 +135,7 @@ def install() -> None:
         modify = backend_class.modify_db_instance
         delete = backend_class.delete_db_instance
         create_subnet_group = backend_class.create_subnet_group
+        create_snapshot = backend_class.create_db_snapshot
         _original_delete = delete
 
         def create_db_instance(self: Any, db_kwargs: dict[str, Any]) -> Any:
@@ -137,6 +157,20 @@ def install() -> None:
                         f"Cannot create more than {limit} DB subnet groups",
                     )
                 return create_subnet_group(self, subnet_name, *args, **kw)
+
+        def create_db_snapshot(
+            self: Any,
+            db_instance_identifier: str,
+            db_snapshot_identifier: str,
+            snapshot_type: str = "manual",
+            *args: Any,
+            **kw: Any,
+        ) -> Any:
+            with lock:
+                check_snapshot_quota(self, snapshot_type)
+                return create_snapshot(
+                    self, db_instance_identifier, db_snapshot_identifier, snapshot_type, *args, **kw
+                )
 
         def modify_db_instance(
             self: Any, db_instance_identifier: str, db_kwargs: dict[str, Any]
@@ -187,4 +221,5 @@ def install() -> None:
         backend_class.modify_db_instance = modify_db_instance
         backend_class.delete_db_instance = delete_db_instance
         backend_class.create_subnet_group = checked_create_subnet_group
+        backend_class.create_db_snapshot = create_db_snapshot
         setattr(RDSBackend, _MARK, True)

@@ -1,4 +1,5 @@
-"""Resolvers for ECS, ECR, CloudWatch Logs, SSM, S3 and CodeBuild (see `resolving`)."""
+"""Resolvers for ECS, ECR, CloudWatch Logs, SSM, Secrets Manager, S3 and CodeBuild (see
+`resolving`)."""
 
 from __future__ import annotations
 
@@ -191,6 +192,24 @@ def _ssm_tagged(scope: Scope) -> list[Target]:
     if scope.call.get("ResourceType") != "Parameter":
         return [Target(UNKNOWN)]
     return [Target(_parameter(scope, scope.call.get("ResourceId") or ""), "parameter")]
+
+
+@resolves(
+    "secretsmanager:DescribeSecret",
+    "secretsmanager:GetSecretValue",
+    "secretsmanager:ListSecretVersionIds",
+    "secretsmanager:RotateSecret",
+)
+def _secret(scope: Scope) -> list[Target]:
+    """One secret, named by ARN or by name: IAM checks the secret's full ARN (its name and the
+    six characters Secrets Manager adds), which a name alone is looked up for."""
+    from moto.secretsmanager.models import secretsmanager_backends
+
+    named = scope.call.get("SecretId") or ""
+    if named.startswith("arn:"):
+        return [Target(named, "Secret")]
+    found = secretsmanager_backends[scope.account][scope.region].secrets.get(named)
+    return [Target(found.arn if found is not None else UNKNOWN, "Secret")]
 
 
 def _bucket(scope: Scope) -> str:

@@ -20,7 +20,8 @@ times a second and moves things along, in AWS's terms:
 - `elasticache`: serverless caches become available (or gone) after `cache_seconds`, write
   CloudWatch data points and accrue the cost of their data stored.
 - `rds`: DB instances become available (or failed, on request), are modified or gone after
-  `database_seconds`, write CloudWatch data points and accrue the cost of their hours and storage.
+  `database_seconds`, write CloudWatch data points and accrue the cost of their hours and storage;
+  their RDS-managed master passwords are rotated when their schedule says.
 - `cdn`: CloudFront distributions are `Deployed` `distribution_seconds` after each change and
   invalidations `Completed` after `invalidation_seconds`; deployed distributions write CloudWatch
   data points and accrue the cost of what they serve.
@@ -58,6 +59,9 @@ class Knobs:
     cache_seconds: float = 2.0
     # How long RDS takes to create, modify or delete a DB instance.
     database_seconds: float = 2.0
+    # How often RDS rotates the master passwords it manages (`rds_passwords`); 0 = each
+    # secret's own schedule, RDS's 7 days unless changed.
+    database_password_rotation_seconds: float = 0.0
     # How long a CloudFront distribution's change takes to deploy, and an invalidation to finish.
     distribution_seconds: float = 0.5
     invalidation_seconds: float = 0.5

@@ -125,6 +125,8 @@ class Task:
     healthy: bool
     logged_start: bool = False
     last_log: float = 0.0
+    # Its container's variables as it started with them, secrets read then (`task_start`).
+    environment: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -229,8 +231,9 @@ class Scheduler:
                 if self._free(account_id, region, backend) < cpu * service.desired_count:
                     self._cannot_place(service, sim, now)
                     return
+                variables = task_start.started_with(account_id, region, definition)
                 new = [
-                    self._task(primary, now, healthy=not failing)
+                    self._task(primary, now, healthy=not failing, environment=variables)
                     for _ in range(service.desired_count)
                 ]
                 sim.tasks += new
@@ -314,7 +317,11 @@ class Scheduler:
             placed = min(desired - len(running), self._free(account_id, region, backend) // cpu)
             if placed < desired - len(running):
                 self._cannot_place(service, sim, now)
-            extra = [self._task(primary, now, healthy=True) for _ in range(placed)]
+            definition = _definition(backend, str(primary.get("taskDefinition") or ""))
+            variables = task_start.started_with(account_id, region, definition) if placed else {}
+            extra = [
+                self._task(primary, now, healthy=True, environment=variables) for _ in range(placed)
+            ]
             sim.tasks += extra
             self._register(account_id, region, service, extra)
             running += extra
@@ -375,7 +382,13 @@ class Scheduler:
     # -- tasks and targets -----------------------------------------------------------------
 
     @staticmethod
-    def _task(deployment: dict[str, Any], now: float, *, healthy: bool) -> Task:
+    def _task(
+        deployment: dict[str, Any],
+        now: float,
+        *,
+        healthy: bool,
+        environment: dict[str, str] | None = None,
+    ) -> Task:
         number = next(_addresses)
         return Task(
             id=uuid.uuid4().hex,
@@ -384,6 +397,7 @@ class Scheduler:
             deployment_id=str(deployment["id"]),
             started=now,
             healthy=healthy,
+            environment=dict(environment or {}),
         )
 
     @staticmethod

@@ -2,6 +2,8 @@
 
 After `database_seconds`, a `creating` instance becomes `available` (or `failed`, when asked
 for: `rds.fail_databases`), a `modifying` one `available` again, and a `deleting` one is gone.
+An instance's RDS-managed master password is rotated when its secret's schedule says (RDS's 7
+days, or the `database_password_rotation_seconds` knob): `rds_passwords.rotate`.
 An available instance serves made-up load: its CloudWatch metrics (`AWS/RDS`, dimension
 `DBInstanceIdentifier`: CPUUtilization, DatabaseConnections, FreeStorageSpace, ReadIOPS,
 WriteIOPS) every `metrics_interval_seconds`, and its instance hours and storage accrue cost per
@@ -11,6 +13,7 @@ tag (at the price of `cloud.pricing`).
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +22,7 @@ from moto.core.utils import utcnow
 from moto.rds.models import rds_backends
 
 from capstan.cloud.pricing import database_hourly_usd
-from capstan.sandbox.cloud import rds
+from capstan.sandbox.cloud import rds, rds_passwords
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
@@ -60,6 +63,7 @@ class DatabaseSim:
                         rds.move(database, "available")
                 if database.status not in ("available", "modifying"):
                     continue
+                self._rotate_when_due(database)
                 seen = self._seen.setdefault(database.arn, _Seen())
                 self._accrue(account_id, region, database, seen, now)
                 if now - seen.last_metrics >= self._simulator.knobs.metrics_interval_seconds:
@@ -67,6 +71,14 @@ class DatabaseSim:
                     self._metrics(account_id, region, database)
         for gone in set(self._seen) - live:
             del self._seen[gone]
+
+    def _rotate_when_due(self, database: Any) -> None:
+        holder = getattr(database, "master_user_secret", None)
+        if holder is None:
+            return
+        override = self._simulator.knobs.database_password_rotation_seconds
+        if rds_passwords.due(holder.secret, time.time(), override):
+            rds_passwords.rotate(database)
 
     def _metrics(self, account_id: str, region: str, database: Any) -> None:
         storage = int(database.allocated_storage or 20) * GB

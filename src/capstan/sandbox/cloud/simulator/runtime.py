@@ -1,5 +1,12 @@
 """What running tasks produce on their own: log lines in their awslogs streams and CloudWatch
-data points (ECS CPU and memory per service; the load balancer's requests per target group)."""
+data points (ECS CPU and memory per service; the load balancer's requests per target group).
+
+A task whose variables name an RDS database (a `postgresql://` URL of its endpoint, with
+`PGPASSWORD` as libpq reads it) connects to it as it starts and logs the outcome; while its
+connections are refused (a password the instance no longer accepts, once RDS has rotated it),
+each of its log intervals adds libpq's error, as an application's new connections would fail
+(`rds_passwords.connections`, with the variables the task started with).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ from moto.core.utils import utcnow
 from moto.ecs.models import ecs_backends
 from moto.elbv2.models import elbv2_backends
 
+from capstan.sandbox.cloud import rds_passwords
 from capstan.sandbox.cloud.simulator import logs as sim_logs
 from capstan.sandbox.cloud.simulator.backends import each
 
@@ -63,6 +71,8 @@ class Runtime:
             lines = [f"GET / 200 {self._random.randint(2, 40)}ms"]
         else:
             lines = [f"processed job {self._random.randint(1000, 9999)}"]
+        if task.healthy:
+            lines += _database_lines(account_id, region, task)
         stream = f"{prefix}/{container}/{task.id}"
         if sim_logs.write(account_id, region, group, stream, lines):
             task.logged_start = True
@@ -131,6 +141,18 @@ class Runtime:
                     },
                 ],
             )
+
+
+def _database_lines(account_id: str, region: str, task: Task) -> list[str]:
+    """What the task logs of its databases: each connection as it starts, then each refused
+    one again at every interval."""
+    lines = []
+    for connection in rds_passwords.connections(account_id, region, task.environment):
+        if connection.error is not None:
+            lines.append(connection.error)
+        elif not task.logged_start:
+            lines.append(f"connected to {connection.url}")
+    return lines
 
 
 def _awslogs(backend: Any, task_definition: str) -> tuple[str, str, str, bool, str | None] | None:

@@ -15,12 +15,19 @@ see at all) passed the sandbox and failed in AWS. `refusal` evaluates each call 
 (`role_checks`: the role's policies and boundary, the resource's ARN and tags). Not evaluated
 here: the registry sign-in (`ecr:GetAuthorizationToken`, on "*" only) and KMS's decrypt of a
 SecureString.
+
+`started_with` answers what the agent gives a task that starts: its variables, the secrets read
+then, which the task keeps however they change later.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
+
+from moto.secretsmanager.models import secretsmanager_backends
+from moto.ssm.models import ssm_backends
 
 from capstan.sandbox.cloud.role_checks import RoleRequests
 
@@ -111,3 +118,56 @@ def _read(partition: str, region: str, account_id: str, value_from: str) -> tupl
         return "ssm:GetParameters", value_from
     name = value_from if value_from.startswith("/") else f"/{value_from}"
     return "ssm:GetParameters", f"arn:{partition}:ssm:{region}:{account_id}:parameter{name}"
+
+
+def started_with(account_id: str, region: str, definition: Any) -> dict[str, str]:
+    """The first container's variables as its task starts with them: its `environment`, and
+    each of its `secrets` as the agent reads it then (an SSM parameter's value; a Secrets
+    Manager secret's `AWSCURRENT` value, or the version or stage and the JSON key `valueFrom`
+    names). A task keeps them until it stops, however the parameter or secret changes later
+    (https://docs.aws.amazon.com/AmazonECS/latest/developerguide/secrets-envvar-secrets-manager.html:
+    a secret's new value reaches a running task only when it is started again)."""
+    containers = getattr(definition, "container_definitions", None) or []
+    if not containers:
+        return {}
+    container = containers[0]
+    values = {
+        str(item.get("name")): str(item.get("value") or "")
+        for item in container.get("environment") or []
+    }
+    for secret in container.get("secrets") or []:
+        value = _value_of(account_id, region, str(secret.get("valueFrom") or ""))
+        if value is not None:
+            values[str(secret.get("name"))] = value
+    return values
+
+
+def _value_of(account_id: str, region: str, value_from: str) -> str | None:
+    if value_from.startswith("arn:") and ":secretsmanager:" in value_from:
+        return _secret_value(account_id, region, value_from)
+    named = value_from.startswith(("arn:", "/"))
+    parameter = ssm_backends[account_id][region].get_parameter(
+        value_from if named else f"/{value_from}"
+    )
+    if parameter is None:
+        return None
+    value = parameter.decrypt(parameter.value)
+    return None if value is None else str(value)
+
+
+def _secret_value(account_id: str, region: str, value_from: str) -> str | None:
+    """`arn:…:secret:<name>[:<json-key>:<version-stage>:<version-id>]`, as ECS reads it."""
+    parts = value_from.split(":")
+    arn, (key, stage, version_id) = ":".join(parts[:7]), [*parts[7:], "", "", ""][:3]
+    backend = secretsmanager_backends[account_id][region]
+    try:
+        answer = backend.get_secret_value(
+            arn, version_id, stage or ("" if version_id else "AWSCURRENT")
+        )
+    except Exception:  # moto's errors for a secret or version that is not there
+        return None
+    text = answer.get("SecretString")
+    if text is None or not key:
+        return None if text is None else str(text)
+    found = json.loads(text).get(key)
+    return None if found is None else str(found)
