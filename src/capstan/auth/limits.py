@@ -47,6 +47,9 @@ from capstan.config import Settings
 from capstan.db import UtcDateTime
 from capstan.errors import TooManyRequests
 
+# How often expired counters are removed (by the first sign-in after that long).
+CLEANUP_EVERY = timedelta(minutes=1)
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -82,6 +85,7 @@ class Admission:
 class SignInLimiter:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
+        self._cleaned_at: datetime | None = None
         self._hashing = ThreadPoolExecutor(
             max_workers=max(1, settings.password_hash_concurrency),
             thread_name_prefix="capstan-password",
@@ -141,9 +145,17 @@ class SignInLimiter:
             # The first try from an address new to this account: slowed as much as any, never
             # refused, or guesses from other addresses would lock the owner out.
             delay = self._settings.sign_in_delay_max_seconds
-        oldest = now - max(rules.windows)
-        await session.execute(delete(SignInCounter).where(SignInCounter.window_started_at < oldest))
+        await self._remove_expired(session, now, oldest=now - max(rules.windows))
         return Admission(rules=rules, delay_seconds=delay)
+
+    async def _remove_expired(self, session: AsyncSession, now: datetime, oldest: datetime) -> None:
+        """Counters whose window is over are garbage (`_bump` starts a new window over them):
+        removed at most every `CLEANUP_EVERY`, not at every attempt, so that a sign-in writes
+        no more than its own counters."""
+        if self._cleaned_at is not None and now - self._cleaned_at < CLEANUP_EVERY:
+            return
+        self._cleaned_at = now
+        await session.execute(delete(SignInCounter).where(SignInCounter.window_started_at < oldest))
 
     def delay_for(self, account_attempts: int) -> float:
         """Seconds to hold an attempt that is the account's `account_attempts`-th in its window:
