@@ -95,7 +95,8 @@ def set_up(base_url: str, token: str) -> dict[str, str]:
     approved = httpx.get(redirect, timeout=60)
     if approved.status_code != 302:
         raise SystemExit(f"setup: the git host install page answered {approved.status_code}")
-    installed = httpx.get(approved.headers["location"], timeout=60)
+    # Back in the client that started the flow: it holds the cookie the flow is bound to.
+    installed = api.get(approved.headers["location"])
     if installed.status_code != 303:
         raise SystemExit(f"setup: the install callback answered {installed.status_code}")
     project = expect(

@@ -62,7 +62,7 @@ def _migrate(settings: Settings) -> None:
     from capstan.migrations import upgrade
 
     if settings.database_url is None:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         upgrade(settings)
     except ConfigurationError as error:  # a database Capstan cannot run on
@@ -272,6 +272,7 @@ def _dev_first_start(settings: Settings) -> list[str]:
     """On the first dev start, create the dev organization, user and an API token."""
     from capstan.auth import service
     from capstan.auth.principal import Principal
+    from capstan.auth.secrets import password_problem
 
     credentials_file = settings.data_dir / "dev_credentials.json"
     if credentials_file.exists():
@@ -283,6 +284,8 @@ def _dev_first_start(settings: Settings) -> list[str]:
         ]
 
     password = secrets.token_urlsafe(12)
+    while password_problem(password, email=DEV_EMAIL):  # say, "dev" by chance in it
+        password = secrets.token_urlsafe(12)
 
     async def create(session: Any) -> tuple[Any, str]:
         user, org = await service.create_user(

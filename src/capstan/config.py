@@ -7,6 +7,7 @@ what a laptop needs (SQLite, sandbox cloud and git host, a generated secret key)
 
 from __future__ import annotations
 
+import os
 import secrets
 from enum import StrEnum
 from pathlib import Path
@@ -188,7 +189,7 @@ class Settings(BaseSettings):
         """Settings for `capstan server --dev`: everything local, secrets kept in the data dir."""
         settings = cls(**overrides)
         data_dir = settings.data_dir
-        data_dir.mkdir(parents=True, exist_ok=True)
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         changes: dict[str, Any] = {
             "dev": True,
             "cloud": CloudMode.sandbox,
@@ -260,9 +261,11 @@ def _read_or_create_rsa_key(path: Path) -> Path:
 
 
 def _write_private(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.touch(mode=0o600, exist_ok=True)
-    path.write_text(text)
+    """Write `text` to a file only its owner may read or write (0600)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
 
 
 __all__ = ["CloudMode", "ConfigurationError", "GitHostMode", "Settings"]

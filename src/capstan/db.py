@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 from sqlalchemy import DateTime, MetaData, String, TypeDecorator, event
-from sqlalchemy.engine import Dialect
+from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.exc import IntegrityError, InvalidatePoolError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -95,6 +95,7 @@ def created_at_column() -> Mapped[datetime]:
 
 def make_engine(url: str, *, schema: str | None = None, **kwargs: Any) -> AsyncEngine:
     if url.startswith("sqlite"):
+        _create_private_file(make_url(url).database)
         # One trip to aiosqlite's thread per statement that writes, none for one that only reads
         # (run in the event loop's thread, hence check_same_thread) or a COMMIT with nothing to end.
         engine = create_async_engine(
@@ -119,6 +120,19 @@ def make_engine(url: str, *, schema: str | None = None, **kwargs: Any) -> AsyncE
     engine = create_async_engine(url, connect_args=connect_args, **kwargs)
     _ping_after_idle(engine)
     return engine
+
+
+def _create_private_file(database: str | None) -> None:
+    """Make a SQLite database file that does not exist yet readable by its owner only (0600):
+    sqlite3 would make it by the umask (0644 as a rule), and it holds password hashes, sessions
+    and encrypted secrets. SQLite gives its `-wal` and `-shm` files the database file's mode."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    try:
+        descriptor = os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except (FileExistsError, FileNotFoundError):
+        return  # there already, or no directory for it: SQLite says so when it opens it
+    os.close(descriptor)
 
 
 # How long a SQLite connection waits for the database's write lock (and for its turn to write,

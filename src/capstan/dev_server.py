@@ -68,9 +68,12 @@ def write_record(settings: Settings) -> DevServerRecord:
         pid=os.getpid(), base_url=settings.base_url, sandbox_cloud_url=settings.sandbox_cloud_url
     )
     path = record_path(settings.data_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(record.__dict__))
+    # Owner only, like every file of the data directory.
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(json.dumps(record.__dict__))
     temporary.replace(path)
     return record
 

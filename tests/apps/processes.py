@@ -252,10 +252,11 @@ def connect_cloud_account(api: httpx.Client) -> str:
 
 
 def install_git_host(api: httpx.Client) -> int:
-    """The git host app's install flow (as tests/git_host/flow.py walks it)."""
+    """The git host app's install flow (as tests/git_host/flow.py walks it): back at Capstan in
+    the client that started it, which holds the cookie the flow is bound to."""
     setup = api.post("/api/git_host/installation_setup")
     assert setup.status_code == 200, setup.text
-    response = callback(approve(setup.json()["redirect_url"]))
+    response = callback(approve(setup.json()["redirect_url"]), browser=api)
     assert response.status_code == 303, response.text
     outcome = query_of(response.headers["location"])
     assert outcome.get("git_host") == "installed", outcome

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from datetime import timedelta
+from pathlib import Path
 
+import pytest
 from fastapi import FastAPI
 
-from tests.harness import PASSWORD, Org, RunningServer
+from capstan.auth.limits import client_key
+from tests import harness
+from tests.auth.test_session import MovableClock
+from tests.conftest import _database, _drop_schema
+from tests.harness import PASSWORD, Org, RunningServer, start_server
 
 
 def _client_address() -> str:
@@ -77,17 +84,95 @@ def test_client_is_limited_across_accounts(org: Org) -> None:
     assert _sign_in(org.server, org.email, PASSWORD, _client_address())[0] == 201
 
 
+@pytest.fixture
+def short_delays(
+    server: RunningServer, tmp_path: Path, github_app_key: Path, sandbox_cloud_url: str | None
+) -> Iterator[RunningServer]:
+    """A server on the same kind of database as `server` whose sign-in delays are short, so that
+    a test may make a hundred attempts on one account."""
+    database_url, schema = _database(server.backend, tmp_path)
+    running = start_server(
+        lambda base_url: harness.test_settings(
+            data_dir=tmp_path,
+            base_url=base_url,
+            database_url=database_url,
+            database_schema=schema,
+            github_private_key_file=github_app_key,
+            sandbox_cloud_url=sandbox_cloud_url,
+            sign_in_delay_max_seconds=0.05,
+        ),
+        server.backend,
+    )
+    yield running
+    running.stop()
+    if schema:
+        _drop_schema(database_url, schema)
+
+
+def test_strangers_at_many_addresses_cannot_lock_the_owner_out(
+    short_delays: RunningServer,
+) -> None:
+    """Issue 47, finding 5: 22 addresses x 5 wrong passwords went past the account's ceiling
+    (100 an hour), and the owner's right password was then refused from anywhere for an hour."""
+    server = short_delays
+    org = server.new_org()
+    try:
+        strangers = [f"10.47.5.{n + 1}" for n in range(22)]
+        statuses = [
+            _sign_in(server, org.email, "wrong password!", address)[0]
+            for address in strangers
+            for _ in range(5)
+        ]
+        # Up to the ceiling, wrong; past it, the first try of an address new to the account is
+        # still heard (slowed), and any further one from an address that has tried is refused.
+        assert statuses == [401] * 100 + [401, 429, 429, 429, 429] * 2
+        # A stranger's address that has tried is refused even with the right password...
+        status, body, _ = _sign_in(server, org.email, PASSWORD, strangers[-1])
+        assert (status, body["error"]) == (429, "too_many_requests")
+        # ...and the owner, from an address of their own, signs in.
+        assert _sign_in(server, org.email, PASSWORD, "10.47.6.1")[0] == 201
+    finally:
+        org.close()
+
+
 def test_the_account_has_a_ceiling_across_clients(
     make_server: Callable[..., RunningServer],
 ) -> None:
-    server = make_server(sign_in_max_attempts_per_account=6, sign_in_delay_after_attempts=100)
+    clock = MovableClock()
+    server = make_server(
+        clock.install,
+        sign_in_max_attempts_per_account=6,
+        sign_in_delay_after_attempts=100,
+        sign_in_delay_max_seconds=0.01,
+    )
     org = server.new_org()
-    for _ in range(6):
-        assert _sign_in(server, org.email, "wrong password!", _client_address())[0] == 401
-    status, body, _ = _sign_in(server, org.email, PASSWORD, _client_address())
-    assert (status, body["error"]) == (429, "too_many_requests")
-    assert "for this account;" in body["message"]
-    org.close()
+    try:
+        addresses = [_client_address() for _ in range(6)]
+        for address in addresses:
+            assert _sign_in(server, org.email, "wrong password!", address)[0] == 401
+        # Past the ceiling an address that has tried the account is refused...
+        status, body, headers = _sign_in(server, org.email, "wrong password!", addresses[0])
+        assert (status, body["error"]) == (429, "too_many_requests")
+        assert "for this account;" in body["message"]
+        window = server.settings.sign_in_account_window_seconds
+        assert server.settings.sign_in_window_seconds < int(headers["retry-after"]) <= window
+        # ...for the account's whole window, not only the pair's...
+        clock.offset = timedelta(seconds=server.settings.sign_in_window_seconds + 60)
+        assert _sign_in(server, org.email, PASSWORD, addresses[1])[0] == 429
+        # ...and an address new to the account has one try, after the longest delay.
+        fresh = _client_address()
+        assert _sign_in(server, org.email, "wrong password!", fresh)[0] == 401
+        assert _sign_in(server, org.email, PASSWORD, fresh)[0] == 429
+    finally:
+        org.close()
+
+
+def test_an_ipv6_client_is_its_64() -> None:
+    assert client_key("2001:db8:1:2:aaaa::1") == client_key("2001:db8:1:2:bbbb::9")
+    assert client_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
+    assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
+    assert client_key("::ffff:10.1.2.3") == "10.1.2.3"
+    assert client_key("10.1.2.3") == "10.1.2.3"
 
 
 def test_success_resets_the_account_counter(org: Org) -> None:

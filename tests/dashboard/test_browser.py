@@ -187,8 +187,11 @@ def test_edit_the_environment_and_see_the_redeploy(page: Any, tour: dict[str, st
     row.get_by_role("button", name="Show").click()
     assert row.get_by_label("Value").get_attribute("type") == "text"
     page.get_by_role("button", name="Save environment").click()
+    # A function, not an expression: Playwright evals an expression in the page, which the
+    # page's Content-Security-Policy refuses.
     page.wait_for_function(
-        f"document.querySelectorAll('#service-live tr[data-deployment]').length > {before}"
+        "n => document.querySelectorAll('#service-live tr[data-deployment]').length > n",
+        arg=before,
     )
     newest = deployments.first
     assert newest.locator("td").nth(1).inner_text() == "environment"
@@ -248,8 +251,11 @@ def test_roll_back_to_an_earlier_release(
     deployments.last.get_by_role("button", name=re.compile("^Roll back to")).click()
     expect_text(page.locator("#announce"), "Rolling back to")
     assert "Roll back to the release of" in questions[0]
+    # A function, not an expression: Playwright evals an expression in the page, which the
+    # page's Content-Security-Policy refuses.
     page.wait_for_function(
-        f"document.querySelectorAll('#service-live tr[data-deployment]').length > {before}"
+        "n => document.querySelectorAll('#service-live tr[data-deployment]').length > n",
+        arg=before,
     )
     newest = deployments.first
     assert newest.locator("td").nth(1).inner_text() == "rollback"

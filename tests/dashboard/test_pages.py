@@ -73,7 +73,7 @@ def test_the_git_host_callback_outcome_is_a_banner(org: Org) -> None:
 def test_sign_in_returns_only_to_a_path_of_this_site(server: RunningServer) -> None:
     with server.client() as anonymous:
         own = anonymous.get("/sign-in", params={"next": "/settings"}).text
-        assert 'data-then="goto:/settings"' in own
+        assert 'data-then="return:/settings"' in own
         for elsewhere in (
             "https://evil.example/",
             "//evil.example/x",
@@ -82,7 +82,42 @@ def test_sign_in_returns_only_to_a_path_of_this_site(server: RunningServer) -> N
             "javascript:alert(1)",
         ):
             page = anonymous.get("/sign-in", params={"next": elsewhere}).text
-            assert 'data-then="goto:/"' in page
+            assert 'data-then="return:/"' in page
+
+
+def test_no_page_may_be_framed_and_none_runs_what_it_was_not_served(
+    org: Org, server: RunningServer
+) -> None:
+    """Issue 47, finding 9: no frame-ancestors nor X-Frame-Options on the dashboard (another
+    site could overlay the sign-in page, or any page, to steal a click)."""
+    browser = org.browser()
+    with server.client() as anonymous:
+        answers = {
+            "sign-in": anonymous.get("/sign-in"),
+            "docs": anonymous.get("/docs"),
+            "sent to sign in": anonymous.get("/settings", follow_redirects=False),
+            "projects": browser.get("/"),
+            "settings": browser.get("/settings"),
+            "a partial": browser.get("/projects/prj_none/live"),
+        }
+    assert answers["sent to sign in"].status_code == 303
+    for name, answer in answers.items():
+        policy = answer.headers.get("content-security-policy", "")
+        directives = {
+            name: value.strip()
+            for name, _, value in (part.strip().partition(" ") for part in policy.split(";"))
+        }
+        assert directives.get("frame-ancestors") == "'none'", name
+        assert answer.headers.get("x-frame-options") == "DENY", name
+        assert directives.get("script-src") == "'self'", name
+        assert directives.get("style-src") == "'self'", name
+        assert "unsafe-inline" not in policy and "unsafe-eval" not in policy, name
+    # What the policy forbids is not on the pages: no inline script or style.
+    for name in ("sign-in", "docs", "projects", "settings"):
+        page = answers[name].text
+        assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", page), name
+        assert "<style" not in page and " style=" not in page, name
+        assert not re.search(r"\son[a-z]+=", page), name
 
 
 def test_assets_are_served_from_the_package_and_nothing_from_a_cdn(server: RunningServer) -> None:

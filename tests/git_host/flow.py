@@ -1,5 +1,9 @@
 """The install flow as a person walks it: Capstan's redirect_url, the git host's install page,
-and the callback it sends the browser to."""
+and the callback it sends the browser to.
+
+The flow is bound to the client that started it (the cookie `installation_setup` sets): here the
+organization's `api` client, whose cookie jar keeps it. `callback(url, started_by=org)` comes back
+in a browser holding that cookie, as the person's own browser would."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from capstan.git_host.router import SETUP_COOKIE
 from tests.harness import Org, http_client
 from tests.sandbox_git_host.helpers import query_of
 
@@ -14,8 +19,16 @@ from tests.sandbox_git_host.helpers import query_of
 def start_setup(org: Org) -> str:
     response = org.api.post("/api/git_host/installation_setup")
     assert response.status_code == 200, response.text
+    assert SETUP_COOKIE in response.cookies
     url: str = response.json()["redirect_url"]
     return url
+
+
+def setup_cookie(org: Org) -> str:
+    """The value of the cookie binding `org`'s latest flow to the client that started it."""
+    value = org.api.cookies.get(SETUP_COOKIE)
+    assert value, "no install flow was started with org.api"
+    return value
 
 
 def approve(redirect_url: str, **params: str) -> str:
@@ -27,17 +40,22 @@ def approve(redirect_url: str, **params: str) -> str:
     return location
 
 
-def callback(url: str, *, browser: httpx.Client | None = None) -> httpx.Response:
-    """Follow the git host's redirect back to Capstan (without following Capstan's own)."""
+def callback(
+    url: str, *, started_by: Org | None = None, browser: httpx.Client | None = None
+) -> httpx.Response:
+    """Follow the git host's redirect back to Capstan (without following Capstan's own): in
+    `browser`, or in a browser holding only the cookie of the flow `started_by` started, or in
+    a browser that has never seen Capstan."""
     if browser is not None:
         return browser.get(url)
-    with http_client(timeout=30) as anonymous:
-        return anonymous.get(url)
+    cookies = {SETUP_COOKIE: setup_cookie(started_by)} if started_by is not None else None
+    with http_client(timeout=30, cookies=cookies) as fresh:
+        return fresh.get(url)
 
 
 def install(org: Org, **params: str) -> int:
     """The whole flow; the installation id Capstan recorded."""
-    response = callback(approve(start_setup(org), **params))
+    response = callback(approve(start_setup(org), **params), started_by=org)
     assert response.status_code == 303, response.text
     outcome = query_of(response.headers["location"])
     assert outcome.get("git_host") == "installed", outcome

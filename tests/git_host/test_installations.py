@@ -18,10 +18,18 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.git_host.models import GitHostInstallation, GitHostSetup
-from capstan.git_host.setup_state import sign_state
+from capstan.git_host.router import SETUP_COOKIE
+from capstan.git_host.setup_state import binding_of, sign_state
 from capstan.sandbox.git_host.host import SandboxGitHost
 from capstan.sandbox.git_host.store import STATE_FILE
-from tests.git_host.flow import approve, callback, install, start_setup, with_query
+from tests.git_host.flow import (
+    approve,
+    callback,
+    install,
+    setup_cookie,
+    start_setup,
+    with_query,
+)
 from tests.harness import Org, RunningServer, run_db
 from tests.sandbox_git_host.helpers import inject_failures, query_of, uninstall
 
@@ -78,12 +86,19 @@ def assert_error(response: httpx.Response, status: int, code: str) -> None:
 
 
 def craft_state(
-    server: RunningServer, *, setup_id: str, organization_id: str, expires_at: datetime
+    server: RunningServer,
+    *,
+    setup_id: str,
+    organization_id: str,
+    expires_at: datetime,
+    started_by: Org,
 ) -> str:
+    """A state signed with the server's key, bound to the client `started_by` started with."""
     return sign_state(
         server.settings.require_secret_key(),
         setup_id=setup_id,
         organization_id=organization_id,
+        binding=binding_of(setup_cookie(started_by)),
         expires_at=expires_at,
         issued_at=expires_at - timedelta(minutes=30),
     )
@@ -111,7 +126,7 @@ def test_full_flow_records_lists_repositories_and_deletes(org: Org) -> None:
     assert len(params["code"]) == 20  # the installing user's OAuth code
     installation_id = int(params["installation_id"])
 
-    response = callback(callback_url)
+    response = callback(callback_url, started_by=org)
     assert response.status_code == 303, response.text
     assert response.headers["location"] == (
         f"{server.base_url}/?git_host=installed&installation_id={installation_id}"
@@ -163,14 +178,14 @@ def test_installation_on_an_organization_account(org: Org) -> None:
 
 def test_a_member_asking_for_approval_records_nothing(org: Org) -> None:
     redirect_url = start_setup(org)
-    response = callback(approve(redirect_url, outcome="request"))
+    response = callback(approve(redirect_url, outcome="request"), started_by=org)
     assert response.status_code == 303, response.text
     assert response.headers["location"] == f"{org.server.base_url}/?git_host=requested"
     assert listed(org) == []
     [setup] = setups(org.server, org.organization_id)
     assert setup.installation_id is None
     # The link still works once an owner installs.
-    response = callback(approve(redirect_url))
+    response = callback(approve(redirect_url), started_by=org)
     assert query_of(response.headers["location"])["git_host"] == "installed"
 
 
@@ -192,6 +207,7 @@ def test_tampered_or_forged_state_is_refused(org: Org) -> None:
             b"not the server key",
             setup_id=setup.id,
             organization_id=org.organization_id,
+            binding=binding_of(setup_cookie(org)),
             expires_at=later,
             issued_at=datetime.now(UTC),
         ),
@@ -205,15 +221,15 @@ def test_tampered_or_forged_state_is_refused(org: Org) -> None:
         "",
     ]
     for forged in forged_states:
-        response = callback(with_query(callback_url, state=forged))
+        response = callback(with_query(callback_url, state=forged), started_by=org)
         assert_error(response, 400, "git_host_state_invalid")
-    response = callback(callback_url.split("&state=")[0])
+    response = callback(callback_url.split("&state=")[0], started_by=org)
     assert_error(response, 400, "git_host_state_invalid")
     assert listed(org) == []
     [setup] = setups(server, org.organization_id)
     assert setup.installation_id is None
     # None of them used the real state up.
-    assert callback(callback_url).status_code == 303
+    assert callback(callback_url, started_by=org).status_code == 303
     assert len(listed(org)) == 1
 
 
@@ -226,8 +242,9 @@ def test_expired_state_is_refused(org: Org) -> None:
         setup_id=setup.id,
         organization_id=org.organization_id,
         expires_at=datetime.now(UTC) - timedelta(seconds=5),
+        started_by=org,
     )
-    response = callback(with_query(callback_url, state=expired))
+    response = callback(with_query(callback_url, state=expired), started_by=org)
     assert_error(response, 400, "git_host_state_expired")
     assert listed(org) == []
     assert setups(server, org.organization_id)[0].installation_id is None
@@ -246,7 +263,7 @@ def test_state_of_an_expired_setup_is_refused(org: Org) -> None:
         )
 
     run_db(server.settings, expire)
-    response = callback(callback_url)
+    response = callback(callback_url, started_by=org)
     assert_error(response, 400, "git_host_state_expired")
     assert listed(org) == []
 
@@ -255,12 +272,12 @@ def test_reused_state_is_refused(org: Org) -> None:
     server = org.server
     redirect_url = start_setup(org)
     first = approve(redirect_url)
-    assert callback(first).status_code == 303
+    assert callback(first, started_by=org).status_code == 303
     first_id = int(query_of(first)["installation_id"])
     # The same link again, with another installation (or the same one): refused.
     second = approve(redirect_url)
-    assert_error(callback(second), 400, "git_host_state_used")
-    assert_error(callback(first), 400, "git_host_state_used")
+    assert_error(callback(second, started_by=org), 400, "git_host_state_used")
+    assert_error(callback(first, started_by=org), 400, "git_host_state_used")
     assert recorded(server, org.organization_id) == [first_id]
 
 
@@ -269,7 +286,7 @@ def test_concurrent_callbacks_with_one_state_record_once(org: Org) -> None:
     redirect_url = start_setup(org)
     callback_urls = [approve(redirect_url) for _ in range(6)]
     with ThreadPoolExecutor(max_workers=6) as pool:
-        responses = list(pool.map(callback, callback_urls))
+        responses = list(pool.map(lambda url: callback(url, started_by=org), callback_urls))
     statuses = sorted(r.status_code for r in responses)
     assert statuses == [303, 400, 400, 400, 400, 400], [r.text for r in responses]
     assert all(
@@ -284,7 +301,7 @@ def test_concurrent_replays_of_one_callback_record_once(org: Org) -> None:
     """The same callback URL six times at once: its code works once, so one records."""
     callback_url = approve(start_setup(org))
     with ThreadPoolExecutor(max_workers=6) as pool:
-        responses = list(pool.map(lambda _: callback(callback_url), range(6)))
+        responses = list(pool.map(lambda _: callback(callback_url, started_by=org), range(6)))
     outcomes = []
     for response in responses:
         if response.status_code == 303:
@@ -312,41 +329,74 @@ def test_state_is_bound_to_its_organization(org: Org, other_org: Org) -> None:
         setup_id=setup.id,
         organization_id=other_org.organization_id,
         expires_at=datetime.now(UTC) + timedelta(minutes=10),
+        started_by=org,
     )
-    response = callback(with_query(callback_url, state=crossed))
+    response = callback(with_query(callback_url, state=crossed), started_by=org)
     assert_error(response, 400, "git_host_state_invalid")
     assert listed(org) == [] and listed(other_org) == []
     assert setups(server, org.organization_id)[0].installation_id is None
-    assert callback(callback_url).status_code == 303
+    assert callback(callback_url, started_by=org).status_code == 303
     assert len(listed(org)) == 1 and listed(other_org) == []
 
 
 def test_callback_parameters_are_checked(org: Org) -> None:
     callback_url = approve(start_setup(org))
     for bad in ({"setup_action": "bogus"}, {"installation_id": "abc"}, {"installation_id": "0"}):
-        response = callback(with_query(callback_url, **bad))
+        response = callback(with_query(callback_url, **bad), started_by=org)
         assert response.status_code == 400, response.text
         assert set(response.json()) >= {"error", "message"}
     no_id = str(httpx.URL(callback_url).copy_remove_param("installation_id"))
-    assert_error(callback(no_id), 400, "invalid_request")
+    assert_error(callback(no_id, started_by=org), 400, "invalid_request")
     assert listed(org) == []
 
 
 def test_a_browser_signed_in_to_another_organization_cannot_complete(
     org: Org, other_org: Org
 ) -> None:
-    """Someone else's install link, opened in a browser signed in to another organization."""
+    """The browser that started the flow (it has the cookie), signed in to another organization
+    meanwhile."""
     server = org.server
     callback_url = approve(start_setup(org))
-    response = callback(callback_url, browser=other_org.browser())
+    elsewhere = other_org.browser()
+    elsewhere.cookies.set(SETUP_COOKIE, setup_cookie(org))
+    response = callback(callback_url, browser=elsewhere)
     assert response.status_code == 303, response.text
     assert query_of(response.headers["location"]) == {"git_host_error": "wrong_organization"}
     assert listed(org) == [] and listed(other_org) == []
     assert setups(server, org.organization_id)[0].installation_id is None
-    # The organization's own browser completes it.
-    response = callback(callback_url, browser=org.browser())
+    # Signed in to the organization that started it, the browser completes it.
+    own = org.browser()
+    own.cookies.set(SETUP_COOKIE, setup_cookie(org))
+    response = callback(callback_url, browser=own)
     assert query_of(response.headers["location"])["git_host"] == "installed"
     assert len(listed(org)) == 1 and listed(other_org) == []
+
+
+def test_an_install_link_opened_in_another_browser_installs_nothing(
+    org: Org, other_org: Org
+) -> None:
+    """Issue 47, finding 7: an install link sent to someone else (who installs the app on their
+    own git host account) put their installation into the sender's organization."""
+    server = org.server
+    link = start_setup(org)  # the sender's organization starts the flow and sends the link
+    callback_url = approve(link, account=server.unique("victim"))
+    victims_installation = int(query_of(callback_url)["installation_id"])
+    # The victim's browser, never signed in to Capstan, or signed in to an organization of
+    # their own: neither has the cookie the flow was started with.
+    assert_error(callback(callback_url), 400, "git_host_state_other_browser")
+    assert_error(
+        callback(callback_url, browser=other_org.browser()), 400, "git_host_state_other_browser"
+    )
+    assert listed(org) == [] and listed(other_org) == []
+    assert recorded(server, org.organization_id) == []
+    [setup] = setups(server, org.organization_id)
+    assert setup.installation_id is None and setup.completed_at is None
+    # Nor can the sender, who saw the number, record it by hand.
+    response = org.api.post(
+        "/api/git_host/installations", json={"installation_id": victims_installation}
+    )
+    assert_error(response, 404, "installation_not_found")
+    assert listed(org) == []
 
 
 # When the git host fails after the claim ---------------------------------------------------------
@@ -357,14 +407,14 @@ def test_failed_confirmation_keeps_the_claim_and_the_manual_post_finishes(org: O
     callback_url = approve(start_setup(org))
     installation_id = int(query_of(callback_url)["installation_id"])
     inject_failures(server, 503, path=CONFIRMATION)
-    response = callback(callback_url)
+    response = callback(callback_url, started_by=org)
     assert response.status_code == 303, response.text
     assert query_of(response.headers["location"]) == {"git_host_error": "git_host_unavailable"}
     assert listed(org) == []
     [setup] = setups(server, org.organization_id)
     assert setup.installation_id == installation_id  # the claim was committed
     assert setup.completed_at is None
-    assert_error(callback(callback_url), 400, "git_host_state_used")
+    assert_error(callback(callback_url, started_by=org), 400, "git_host_state_used")
 
     body = {
         "installation_id": installation_id,
@@ -395,7 +445,9 @@ def test_the_claim_is_committed_before_the_git_host_is_asked(org: Org) -> None:
     installation_id = int(query_of(callback_url)["installation_id"])
     inject_failures(server, None, delay_seconds=3, path=CONFIRMATION)
     outcome: dict[str, httpx.Response] = {}
-    in_flight = threading.Thread(target=lambda: outcome.update(response=callback(callback_url)))
+    in_flight = threading.Thread(
+        target=lambda: outcome.update(response=callback(callback_url, started_by=org))
+    )
     in_flight.start()
     try:
         deadline = time.monotonic() + 2.5
@@ -436,7 +488,7 @@ def test_installation_removed_at_the_git_host(org: Org) -> None:
     callback_url = approve(start_setup(org))
     gone = int(query_of(callback_url)["installation_id"])
     uninstall(server, gone)
-    response = callback(callback_url)
+    response = callback(callback_url, started_by=org)
     assert query_of(response.headers["location"]) == {"git_host_error": "installation_not_yours"}
     assert listed(org) == []
     assert setups(server, org.organization_id)[0].installation_id is None
@@ -474,7 +526,7 @@ def test_callback_hijack_with_another_organizations_installation_is_refused(
     assert int(query_of(attacker_url)["installation_id"]) != victim
     crafted = with_query(attacker_url, installation_id=victim)
 
-    response = callback(crafted)
+    response = callback(crafted, started_by=other_org)
     assert response.status_code == 303, response.text
     assert query_of(response.headers["location"]) == {"git_host_error": "installation_not_yours"}
     assert listed(other_org) == []
@@ -492,7 +544,7 @@ def test_the_proof_is_of_the_git_host_user(org: Org, other_org: Org) -> None:
     theirs: the proof is about the person at the git host, not who connected it first."""
     victim = install(org)
     own_url = approve(start_setup(other_org))  # the same git host user, `sandbox-user`
-    response = callback(with_query(own_url, installation_id=victim))
+    response = callback(with_query(own_url, installation_id=victim), started_by=other_org)
     assert query_of(response.headers["location"]) == {
         "git_host": "installed",
         "installation_id": str(victim),
@@ -512,19 +564,19 @@ def test_callback_without_a_good_code_records_nothing(org: Org) -> None:
         (with_query(callback_url, code="not a code at all"), "user_authorization_invalid"),
     ]
     for url, error in refused:
-        response = callback(url)
+        response = callback(url, started_by=org)
         assert response.status_code == 303, response.text
         assert query_of(response.headers["location"]) == {"git_host_error": error}
     assert listed(org) == []
     [setup] = setups(server, org.organization_id)
     assert setup.installation_id is None
     # None of them used the state or the real code up.
-    response = callback(callback_url)
+    response = callback(callback_url, started_by=org)
     assert query_of(response.headers["location"])["git_host"] == "installed"
 
     # A used code is worthless, even with a fresh state.
     replayed = approve(start_setup(org))
-    response = callback(with_query(replayed, code=query_of(callback_url)["code"]))
+    response = callback(with_query(replayed, code=query_of(callback_url)["code"]), started_by=org)
     assert query_of(response.headers["location"]) == {
         "git_host_error": "user_authorization_invalid"
     }
@@ -534,7 +586,7 @@ def test_callback_without_a_good_code_records_nothing(org: Org) -> None:
 
 def test_a_code_that_is_too_long_is_a_bad_request(org: Org) -> None:
     callback_url = approve(start_setup(org))
-    response = callback(with_query(callback_url, code="x" * 201))
+    response = callback(with_query(callback_url, code="x" * 201), started_by=org)
     assert_error(response, 400, "invalid_request")
     assert listed(org) == []
 
@@ -545,7 +597,7 @@ def test_git_host_failing_during_the_proof_claims_nothing(org: Org) -> None:
     callback_url = approve(redirect_url)
     installation_id = int(query_of(callback_url)["installation_id"])
     inject_failures(server, 503, path="/api/user/installations")
-    response = callback(callback_url)
+    response = callback(callback_url, started_by=org)
     assert query_of(response.headers["location"]) == {"git_host_error": "git_host_unavailable"}
     assert setups(server, org.organization_id)[0].installation_id is None
     response = org.api.post(
@@ -556,11 +608,11 @@ def test_git_host_failing_during_the_proof_claims_nothing(org: Org) -> None:
     # The OAuth endpoint down: the code was not redeemed, so the same callback works later.
     callback_url = approve(redirect_url)
     inject_failures(server, 502, path="/login/oauth/access_token")
-    response = callback(callback_url)
+    response = callback(callback_url, started_by=org)
     assert query_of(response.headers["location"]) == {"git_host_error": "git_host_unavailable"}
     assert listed(org) == []
     assert setups(server, org.organization_id)[0].installation_id is None
-    response = callback(callback_url)
+    response = callback(callback_url, started_by=org)
     assert query_of(response.headers["location"])["git_host"] == "installed"
 
 
@@ -587,7 +639,7 @@ def test_a_server_with_the_wrong_client_secret_records_nothing(
     try:
         callback_url = approve(start_setup(member))
         installation_id = int(query_of(callback_url)["installation_id"])
-        response = callback(callback_url)
+        response = callback(callback_url, started_by=member)
         assert query_of(response.headers["location"]) == {
             "git_host_error": "git_host_user_authorization_not_configured"
         }
@@ -614,7 +666,7 @@ def test_a_server_without_the_oauth_client_refuses_the_callback(
     try:
         callback_url = approve(start_setup(member))
         installation_id = int(query_of(callback_url)["installation_id"])
-        response = callback(callback_url)
+        response = callback(callback_url, started_by=member)
         assert query_of(response.headers["location"]) == {
             "git_host_error": "git_host_user_authorization_not_configured"
         }

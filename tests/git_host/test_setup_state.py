@@ -5,7 +5,15 @@ from datetime import UTC, datetime, timedelta
 import jwt
 import pytest
 
-from capstan.git_host.setup_state import StateExpired, StateInvalid, read_state, sign_state
+from capstan.git_host.setup_state import (
+    StateExpired,
+    StateInvalid,
+    _key,
+    binding_of,
+    new_binding,
+    read_state,
+    sign_state,
+)
 
 KEY = b"a server secret key of at least thirty-two bytes"
 
@@ -15,6 +23,7 @@ def state(**changes: object) -> str:
     values: dict[str, object] = {
         "setup_id": "ghs_1",
         "organization_id": "org_1",
+        "binding": binding_of("the browser's cookie"),
         "expires_at": now + timedelta(minutes=5),
         "issued_at": now,
     }
@@ -26,6 +35,29 @@ def test_round_trip() -> None:
     read = read_state(KEY, state())
     assert (read.setup_id, read.organization_id) == ("ghs_1", "org_1")
     assert read.expires_at > datetime.now(UTC)
+
+
+def test_a_state_is_bound_to_the_cookie_of_the_browser_that_started_it() -> None:
+    cookie = new_binding()
+    read = read_state(KEY, state(binding=binding_of(cookie)))
+    assert read.started_in(cookie)
+    assert not read.started_in(new_binding())
+    assert not read.started_in(None)
+    assert not read.started_in("")
+    assert cookie not in state(binding=binding_of(cookie))  # the state carries only its hash
+
+
+def test_a_state_without_its_binding_is_invalid() -> None:
+    """A state signed before states were bound (no `bnd` claim) is not accepted."""
+    now = datetime.now(UTC)
+    claims = jwt.decode(
+        state(), options={"verify_signature": False}, audience="capstan:git_host_setup"
+    )
+    del claims["bnd"]
+    unbound = jwt.encode(claims, _key(KEY), algorithm="HS256")
+    assert claims["exp"] > now.timestamp()
+    with pytest.raises(StateInvalid):
+        read_state(KEY, unbound)
 
 
 def test_expired() -> None:

@@ -196,3 +196,62 @@ def test_try_again_later_is_not_remembered(org: Org) -> None:
     other = org.api.post("/api/session", json={**wrong, "password": "another"}, headers=keyed(key))
     assert other.status_code == 429, other.text  # ran again: not 400 idempotency_key_reused
     assert "Idempotent-Replayed" not in other.headers
+
+
+def _kept_answers(server: RunningServer, organization_id: str) -> list[bytes]:
+    async def read(session: AsyncSession) -> list[bytes]:
+        rows = await session.scalars(
+            select(IdempotencyKey.response_body).where(
+                IdempotencyKey.organization_id == organization_id
+            )
+        )
+        return [row or b"" for row in rows]
+
+    return run_db(server.settings, read)
+
+
+def test_a_token_made_under_a_key_is_never_replayed_with_its_secret(org: Org) -> None:
+    """Issue 47, finding 6: the answer to a token create, secret included, was kept 24 hours and
+    replayed to whoever sent its key again, even after the token was revoked."""
+    key = str(uuid.uuid4())
+    made = org.api.post("/api/api_tokens", json={"name": "ci"}, headers=keyed(key))
+    assert made.status_code == 201, made.text
+    secret = made.json()["token"]
+    again = org.api.post("/api/api_tokens", json={"name": "ci"}, headers=keyed(key))
+    assert secret not in again.text
+    assert again.status_code == 409, again.text
+    assert again.json() == {
+        "error": "idempotency_answer_not_kept",
+        "message": again.json()["message"],
+    }
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert made.headers["Cache-Control"] == "no-store"  # nor does any other cache keep it
+    # Carried out once, and nothing Capstan keeps holds the secret.
+    names = [t["name"] for t in org.api.get("/api/api_tokens").json()["api_tokens"]]
+    assert names.count("ci") == 1
+    kept = _kept_answers(org.server, org.organization_id)
+    assert kept and all(secret.encode() not in answer for answer in kept)
+    # Revoked, it is still not shown.
+    assert org.api.delete(f"/api/api_tokens/{made.json()['id']}").status_code == 200
+    after = org.api.post("/api/api_tokens", json={"name": "ci"}, headers=keyed(key))
+    assert after.status_code == 409 and secret not in after.text
+
+
+def test_a_key_is_the_callers_own(org: Org) -> None:
+    """Another member of the organization sending the same request under the same key is not
+    answered with the first caller's answer: their request runs as their own."""
+    colleague = org.server.new_org(organization=org.organization_name)
+    try:
+        key = str(uuid.uuid4())
+        body = {"name": "Shared key", "hostname_suffix": org.server.unique("shared")}
+        mine = org.api.post("/api/projects", json=body, headers=keyed(key))
+        assert mine.status_code == 201, mine.text
+        theirs = colleague.api.post("/api/projects", json=body, headers=keyed(key))
+        assert "Idempotent-Replayed" not in theirs.headers
+        # Run for them: the suffix is the first project's by now.
+        assert theirs.status_code == 409, theirs.text
+        # The first caller's own retry is still the first answer.
+        again = org.api.post("/api/projects", json=body, headers=keyed(key))
+        assert again.content == mine.content and again.headers["Idempotent-Replayed"] == "true"
+    finally:
+        colleague.close()

@@ -61,8 +61,8 @@ class ApiToken(Base):
 
 
 class SignInCounter(Base):
-    """Sign-in attempts under one key (`pair:`, `client:` or `account:`) in its current fixed
-    window. One row per key, bumped by an atomic upsert, so parallel attempts all count."""
+    """Sign-in attempts under one key (`client:`, `pair:`, `from:` or `account:`) in its current
+    fixed window. One row per key, bumped by an atomic upsert, so parallel attempts all count."""
 
     __tablename__ = "sign_in_counters"
 

@@ -34,6 +34,15 @@ class Principal:
     session_id: str | None = None
     token_id: str | None = None
 
+    @property
+    def caller_id(self) -> str:
+        """Who is calling, for what is kept per caller (`capstan.idempotency`): the API token,
+        or the signed-in user of a browser session."""
+        caller = self.token_id if self.via == "token" else self.user_id
+        if caller is None:
+            raise ValueError("a principal without its token or user")
+        return caller
+
 
 def _unauthorized(message: str | None = None) -> Unauthorized:
     return Unauthorized(message, headers={"WWW-Authenticate": 'Bearer realm="capstan"'})

@@ -113,11 +113,16 @@ async def list_api_tokens(caller: Caller, session: DbSession) -> schemas.ApiToke
     status_code=status.HTTP_201_CREATED,
     response_model=schemas.ApiTokenCreated,
     summary="Create an API token (the secret is shown once)",
+    description="The answer is `Cache-Control: no-store`: nothing keeps it, Capstan included. "
+    "Sent again with its `Idempotency-Key`, the request is not run again and the answer is 409 "
+    "`idempotency_answer_not_kept` (the secret is not shown twice).",
 )
 async def create_api_token(
-    body: schemas.ApiTokenCreate, caller: Caller, session: DbSession
+    body: schemas.ApiTokenCreate, caller: Caller, session: DbSession, response: Response
 ) -> schemas.ApiTokenCreated:
     token, secret = await service.create_api_token(session, caller, name=body.name)
+    # A secret shown once: no cache keeps it, nor the idempotency store (`capstan.idempotency`).
+    response.headers["Cache-Control"] = "no-store"
     return schemas.ApiTokenCreated(
         id=token.id, name=token.name, created_at=token.created_at, token=secret
     )

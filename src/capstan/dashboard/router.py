@@ -8,12 +8,15 @@ against `/api/...` with the CSRF token (`static/dashboard.js`); none is made her
 
 Parts of a page that change on their own (statuses, deployments, the certificate) are partials
 that htmx polls (`.../live`); logs stream as Server-Sent Events (`.../logs/stream`).
+
+Every answer of these routes carries `PAGE_HEADERS`: no other site may frame a page, and a page
+runs only the scripts and styles it is served from `/static` (no inline script or style, no eval).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -22,6 +25,7 @@ from urllib.parse import quote, urlsplit
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 
 from capstan.cloud.fargate import FARGATE_MEMORY
@@ -32,6 +36,7 @@ from capstan.log_follow import READ_LIMIT, LogFollower
 HERE = Path(__file__).parent
 STATIC_PATH = "/static"
 HTMX = "htmx-2.0.8.min.js"
+SWAGGER_UI = f"{STATIC_PATH}/swagger-ui-5.32.0"
 templates = Jinja2Templates(directory=HERE / "templates")
 templates.env.globals.update(static=STATIC_PATH, htmx=HTMX)
 
@@ -99,7 +104,47 @@ templates.env.globals.update(
 )
 templates.env.filters["number"] = _number
 
-router = APIRouter(include_in_schema=False, tags=["dashboard"])
+# The policy of every dashboard page: its own origin's scripts, styles, fetches and event streams
+# only, images also as data: URIs (Swagger UI's icons), nothing inline or eval'd, no plugins, and
+# no framing by anyone (`frame-ancestors`; `X-Frame-Options` for browsers that predate it), which
+# keeps another site from overlaying a page to steal a click (OWASP's clickjacking defence:
+# https://cheatsheetseries.owasp.org/cheatsheets/Clickjacking_Defense_Cheat_Sheet.html).
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+class DashboardRoute(APIRoute):
+    """A dashboard route: whatever it answers (a page, a partial, a redirect to sign in, a log
+    stream) carries `PAGE_HEADERS`."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handle = super().get_route_handler()
+
+        async def with_page_headers(request: Request) -> Response:
+            response = await handle(request)
+            response.headers.update(PAGE_HEADERS)
+            return response
+
+        return with_page_headers
+
+
+router = APIRouter(include_in_schema=False, tags=["dashboard"], route_class=DashboardRoute)
 DashboardApi = Annotated[Api, Depends(api_for)]
 Loader = Callable[[Api], Awaitable[dict[str, Any]]]
 
@@ -178,7 +223,8 @@ async def sign_in_page(request: Request, next: str = "/") -> Response:
 
 def _own_site(path: str) -> str:
     """`path` when it is a path of this site, else `/`: never another origin after signing in
-    (browsers read `//host`, `/\\host` and `/<tab>/host` as another host)."""
+    (browsers read `//host`, `/\\host` and `/<tab>/host` as another host). The page navigates
+    to it as it is (`return:`), and `dashboard.js` checks the URL it built again (`ownSite`)."""
     parts = urlsplit(path)
     if (
         not path.startswith("/")
@@ -189,6 +235,20 @@ def _own_site(path: str) -> str:
     ):
         return "/"
     return path
+
+
+# The API's Swagger UI ----------------------------------------------------------------------------
+
+
+@router.get("/docs", response_class=HTMLResponse)
+async def swagger_ui(request: Request) -> Response:
+    """Swagger UI from the vendored assets, started by `static/docs.js` (no inline script)."""
+    context = {
+        "title": f"{request.app.title} API",
+        "openapi_url": request.app.openapi_url or "/docs/api",
+        "swagger": SWAGGER_UI,
+    }
+    return templates.TemplateResponse(request, "docs.html", context)
 
 
 # Projects ----------------------------------------------------------------------------------------

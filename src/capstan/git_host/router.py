@@ -9,6 +9,7 @@ from fastapi import Header, Query, Request, Response, status
 from fastapi.responses import RedirectResponse
 
 from capstan.auth.principal import Caller
+from capstan.config import Settings
 from capstan.db import DbSession
 from capstan.deps import AppGitHost, AppSettings
 from capstan.git_host import events, service
@@ -28,16 +29,41 @@ from capstan.routers import PrefixRouter
 router = PrefixRouter(prefix="/api/git_host", tags=["git host"])
 
 
+# The cookie that binds an install flow to the browser that started it (`setup_state`).
+SETUP_COOKIE = "capstan_git_host_setup"
+
+
+def setup_cookie_name(settings: Settings) -> str:
+    return f"__Host-{SETUP_COOKIE}" if settings.https else SETUP_COOKIE
+
+
 @router.post(
     "/installation_setup",
     response_model=InstallationSetupOut,
     summary="Start installing the git host app",
+    description="Also sets a cookie that binds the flow to this client: the git host's "
+    "redirect back to Capstan completes the installation only in the browser that made this "
+    "request and kept the cookie (an install link sent to someone else installs nothing).",
 )
 async def start_installation_setup(
-    caller: Caller, session: DbSession, settings: AppSettings, git_host: AppGitHost
+    caller: Caller,
+    session: DbSession,
+    settings: AppSettings,
+    git_host: AppGitHost,
+    response: Response,
 ) -> InstallationSetupOut:
-    url = await service.start_setup(session, caller, settings, git_host)
-    return InstallationSetupOut(redirect_url=url)
+    started = await service.start_setup(session, caller, settings, git_host)
+    # Lax: the git host's redirect back is a top-level navigation, which carries it.
+    response.set_cookie(
+        setup_cookie_name(settings),
+        started.browser_binding,
+        max_age=settings.git_host_state_seconds,
+        path="/",
+        secure=settings.https,
+        httponly=True,
+        samesite="lax",
+    )
+    return InstallationSetupOut(redirect_url=started.redirect_url)
 
 
 @router.get(
@@ -46,10 +72,13 @@ async def start_installation_setup(
     status_code=status.HTTP_303_SEE_OTHER,
     response_model=None,
     summary="Where the git host sends the browser back after an installation",
-    description="Public: the signed, single-use `state` identifies the organization, and the "
-    "OAuth `code` proves that the user who installed can access `installation_id`. Redirects "
-    "to the dashboard with `?git_host=installed` (or `requested`), or `?git_host_error=<code>`; "
-    "an invalid, expired or used state is a 400.",
+    description="Public: the signed, single-use `state` identifies the organization, the cookie "
+    "set by `POST /api/git_host/installation_setup` shows this is the browser that started the "
+    "flow, and the OAuth `code` proves that the user who installed can access "
+    "`installation_id`. Redirects to the dashboard with `?git_host=installed` (or "
+    "`requested`), or `?git_host_error=<code>`; an invalid, expired or used state, or another "
+    "browser than the one that started the flow (`git_host_state_other_browser`), is a 400 "
+    "and records nothing.",
     responses={status.HTTP_303_SEE_OTHER: {"description": "Back to the dashboard."}},
     openapi_extra={"security": []},
 )
@@ -72,7 +101,10 @@ async def installation_callback(
         setup_action=setup_action,
         code=code,
         session_cookie=request.cookies.get(settings.session_cookie_name),
+        setup_cookie=request.cookies.get(setup_cookie_name(settings)),
     )
+    # The cookie stays until it expires with the state: a flow whose proof failed may be
+    # finished by a second pass at the git host, in this browser.
     return RedirectResponse(location, status_code=status.HTTP_303_SEE_OTHER)
 
 

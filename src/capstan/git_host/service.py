@@ -4,10 +4,13 @@ and the organization's records — always within one organization.
 How an installation reaches an organization, and why nobody else's can:
 
 1. `start_setup` writes a `git_host_setups` row for the caller's organization and signs a `state`
-   naming it (`setup_state`). The user installs the app at the git host, which redirects the
+   naming it and binding it to the caller's browser (`setup_state`: the router sets the cookie
+   the state is bound to). The user installs the app at the git host, which redirects the
    browser to the public callback with `installation_id`, that `state`, and — the app has
    "Request user authorization (OAuth) during installation" on — an OAuth `code` for the user.
-2. `complete_setup` verifies the state, then *proves* the installation: the `code` becomes a user
+2. `complete_setup` verifies the state and that the browser is the one that started the flow
+   (another person's browser, sent the link, is refused and nothing is written), then *proves*
+   the installation: the `code` becomes a user
    access token (client id and secret), the token lists the installations that user can access,
    and the callback's `installation_id` must be one of them. The `installation_id` parameter is
    the browser's word (anyone can edit a URL); the token is the git host's. Nothing is written
@@ -30,6 +33,7 @@ completing without the proof would be exactly the hijack the proof is there to s
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
 from urllib.parse import urlencode
@@ -58,6 +62,8 @@ from capstan.git_host.setup_state import (
     SetupState,
     StateExpired,
     StateInvalid,
+    binding_of,
+    new_binding,
     read_state,
     sign_state,
 )
@@ -83,6 +89,15 @@ class SetupStateExpired(BadRequest):
     code = "git_host_state_expired"
     default_message = (
         "This install link has expired; start again with POST /api/git_host/installation_setup."
+    )
+
+
+class SetupStateOtherBrowser(BadRequest):
+    code = "git_host_state_other_browser"
+    default_message = (
+        "This install link was started in another browser, and only that browser can finish it: "
+        "nothing was installed into Capstan. To install the app for your own organization, start "
+        "from Capstan's settings page (or POST /api/git_host/installation_setup) in this browser."
     )
 
 
@@ -133,10 +148,17 @@ def _api_error(error: GitHostError) -> ApiError:
 # The install flow ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class StartedSetup:
+    redirect_url: str  # the git host's install page, with the state
+    browser_binding: str  # the value of the cookie the state is bound to (`setup_state`)
+
+
 async def start_setup(
     session: AsyncSession, caller: Principal, settings: Settings, git_host: GitHubAppClient
-) -> str:
-    """A new setup row for the caller's organization, and the git host URL that starts it."""
+) -> StartedSetup:
+    """A new setup row for the caller's organization, the git host URL that starts it, and the
+    cookie value that binds it to the caller's browser."""
     now = utcnow()
     # Housekeeping: this organization's abandoned flows. Claimed rows stay — they are what lets
     # a manual POST finish a flow whose callback failed.
@@ -153,15 +175,17 @@ async def start_setup(
     )
     session.add(setup)
     await session.flush()
+    browser_binding = new_binding()
     state = sign_state(
         settings.require_secret_key(),
         setup_id=setup.id,
         organization_id=caller.organization_id,
+        binding=binding_of(browser_binding),
         expires_at=setup.expires_at,
         issued_at=now,
     )
     try:
-        return git_host.install_url(state)
+        return StartedSetup(git_host.install_url(state), browser_binding)
     except GitHostError as error:
         raise _api_error(error) from error
 
@@ -176,10 +200,12 @@ async def complete_setup(
     setup_action: str | None,
     code: str | None,
     session_cookie: str | None,
+    setup_cookie: str | None,
 ) -> str:
     """Finish the flow the git host came back from; returns where to send the browser.
 
-    A state that is not valid, or no longer usable, is a 400 and records nothing. Every outcome
+    A state that is not valid, or no longer usable, or a browser other than the one that started
+    the flow (without its `setup_cookie`), is a 400 and records nothing. Every outcome
     after that is a redirect to the dashboard saying what happened (`?git_host=installed` or
     `?git_host_error=<code>`), since a person's browser is on the other end. A failed proof
     leaves the setup row unclaimed: the link works again with a fresh installation (a new code).
@@ -192,6 +218,12 @@ async def complete_setup(
             "setup_action must be install, update or request.", code="invalid_setup_action"
         )
     setup_state = _verify_state(settings, state)
+    if not setup_state.started_in(setup_cookie):
+        log.warning(
+            "install callback for setup %s refused: not the browser that started it",
+            setup_state.setup_id,
+        )
+        raise SetupStateOtherBrowser()
     if installation_id is None:
         raise BadRequest("installation_id is required.", code="invalid_request")
     now = utcnow()

@@ -3,7 +3,9 @@ semantics), for every route at once.
 
 A mutating request that carries the header is first authenticated here (the same
 `authenticate` the routes use; a request that fails it is passed on untouched, and the route
-answers its 401 or 403). Its key is then claimed for the caller's organization:
+answers its 401 or 403). Its key is then claimed for the caller (the API token, or the signed-in
+user of a browser session): another caller's key of the same name is another key, so nobody is
+ever answered with someone else's answer.
 
 - new (or expired, 24 hours after first use): the request runs; its answer (status, body) is
   remembered once the route has committed. An answer of 5xx is not remembered: the request did
@@ -13,6 +15,11 @@ answers its 401 or 403). Its key is then claimed for the caller's organization:
 - first used for another request: 400 `idempotency_key_reused`;
 - still running (a concurrent send): 409 `idempotency_key_in_use`.
 
+An answer that shows a secret (a new API token's) is marked `Cache-Control: no-store` by its
+route, and no store keeps it, this one included: what is remembered in its place is that the
+request was carried out, and a replay answers 409 `idempotency_answer_not_kept`, in the one
+error shape, without running the request again. A secret is shown once, never kept in clear.
+
 Keys live in the database (`idempotency_keys`), so every API process sees them. Expired keys are
 removed by the API process at most every `CLEANUP_EVERY`, on a keyed request.
 """
@@ -20,6 +27,7 @@ removed by the API process at most every `CLEANUP_EVERY`, on a keyed request.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from datetime import datetime, timedelta
@@ -55,6 +63,15 @@ class IdempotencyKeyReused(BadRequest):
 
 class IdempotencyKeyInUse(Conflict):
     code = "idempotency_key_in_use"
+
+
+class IdempotentAnswerNotKept(Conflict):
+    code = "idempotency_answer_not_kept"
+    default_message = (
+        f"The request sent with this {HEADER} was carried out, but its answer showed a secret, "
+        "which is shown once and never kept; read what it made (a list or GET of it) instead of "
+        "sending it again."
+    )
 
 
 def fingerprint(method: str, path: str, query: bytes, body: bytes) -> str:
@@ -104,7 +121,9 @@ class IdempotencyMiddleware:
         await self._clean_up(sessionmaker, now)
         print_ = fingerprint(scope["method"], scope["path"], scope.get("query_string", b""), body)
         async with sessionmaker() as session:
-            claim = await store.claim(session, principal.organization_id, key, print_, now)
+            claim = await store.claim(
+                session, principal.organization_id, principal.caller_id, key, print_, now
+            )
         if claim.outcome == "reused":
             await _error(
                 IdempotencyKeyReused(
@@ -143,6 +162,7 @@ class IdempotencyMiddleware:
     ) -> None:
         status = 500
         content_type: str | None = None
+        kept = True
         chunks: list[bytes] = []
         settled = False
 
@@ -154,16 +174,28 @@ class IdempotencyMiddleware:
                 # with the key runs it again.
                 if status >= 500 or status == 429:
                     await store.release(session, row_id)
+                elif not kept:
+                    withheld = IdempotentAnswerNotKept()
+                    await store.answer(
+                        session,
+                        row_id,
+                        withheld.status_code,
+                        "application/json",
+                        json.dumps(withheld.body()).encode(),
+                    )
                 else:
                     await store.answer(session, row_id, status, content_type, b"".join(chunks))
 
         async def remembering(message: Message) -> None:
-            nonlocal status, content_type
+            nonlocal status, content_type, kept
             if message["type"] == "http.response.start":
                 status = int(message["status"])
-                content_type = Headers(raw=message.get("headers", [])).get("content-type")
+                headers = Headers(raw=message.get("headers", []))
+                content_type = headers.get("content-type")
+                kept = "no-store" not in headers.get("cache-control", "").lower()
             elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
+                if kept:
+                    chunks.append(message.get("body", b""))
                 if not message.get("more_body", False):
                     # Remembered before the client has the whole answer: a retry it sends
                     # after reading it finds the answer, not a key still in flight.

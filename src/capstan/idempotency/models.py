@@ -1,5 +1,6 @@
-"""What an `Idempotency-Key` remembers: per organization and key, the request it was first sent
-with (a fingerprint) and, once that request was answered, the answer."""
+"""What an `Idempotency-Key` remembers: per caller and key, the request it was first sent with (a
+fingerprint) and, once that request was answered, the answer (never a secret: see
+`middleware`)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ IN_FLIGHT, DONE = "in_flight", "done"
 class IdempotencyKey(Base):
     __tablename__ = "idempotency_keys"
     __table_args__ = (
-        # One use of a key per organization: the unique index is what makes two concurrent
-        # sends of one key run once.
-        Index("uq_idempotency_keys_organization_key", "organization_id", "key", unique=True),
+        # One use of a key per caller: the unique index is what makes two concurrent sends of
+        # one key run once, and what keeps one caller's answers from another.
+        Index("uq_idempotency_keys_caller_key", "organization_id", "caller", "key", unique=True),
     )
 
     id: Mapped[str] = id_column("idk")
     organization_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    # Who sent it: the API token's id, or the signed-in user's for a browser session.
+    caller: Mapped[str] = mapped_column(String(40))
     key: Mapped[str] = mapped_column(String(255))
     # SHA-256 of the method, path, query and body the key was first sent with.
     fingerprint: Mapped[str] = mapped_column(String(64))

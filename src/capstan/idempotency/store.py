@@ -31,11 +31,16 @@ class Claim:
 
 
 async def claim(
-    session: AsyncSession, organization_id: str, key: str, fingerprint: str, now: datetime
+    session: AsyncSession,
+    organization_id: str,
+    caller: str,
+    key: str,
+    fingerprint: str,
+    now: datetime,
 ) -> Claim:
-    """Take `key` for a request (`run`), or say why not: its first answer (`replay`), another
-    request under the key (`reused`), or the first still running (`in_use`)."""
-    row = await _find(session, organization_id, key)
+    """Take `caller`'s `key` for a request (`run`), or say why not: its first answer (`replay`),
+    another request under the key (`reused`), or the first still running (`in_use`)."""
+    row = await _find(session, organization_id, caller, key)
     if row is not None and (
         row.expires_at <= now
         or (row.state == IN_FLIGHT and row.created_at + ABANDONED_AFTER <= now)
@@ -46,6 +51,7 @@ async def claim(
     if row is None:
         taken = IdempotencyKey(
             organization_id=organization_id,
+            caller=caller,
             key=key,
             fingerprint=fingerprint,
             state=IN_FLIGHT,
@@ -58,7 +64,7 @@ async def claim(
             return Claim("run", row_id=taken.id)
         except IntegrityError:  # a concurrent request took it first
             await session.rollback()
-        row = await _find(session, organization_id, key)
+        row = await _find(session, organization_id, caller, key)
         if row is None:
             return Claim("in_use")
     if row.fingerprint != fingerprint:
@@ -74,10 +80,14 @@ async def claim(
     )
 
 
-async def _find(session: AsyncSession, organization_id: str, key: str) -> IdempotencyKey | None:
+async def _find(
+    session: AsyncSession, organization_id: str, caller: str, key: str
+) -> IdempotencyKey | None:
     return await session.scalar(
         select(IdempotencyKey).where(
-            IdempotencyKey.organization_id == organization_id, IdempotencyKey.key == key
+            IdempotencyKey.organization_id == organization_id,
+            IdempotencyKey.caller == caller,
+            IdempotencyKey.key == key,
         )
     )
 

@@ -7,7 +7,8 @@
 //   <button data-api="DELETE /api/…" data-then="refresh">                   a call without a body
 //
 // data-then: reload | refresh (polled parts reload at once) | goto:<path with {field}> |
-//            open:<field of the answer to navigate to> | reveal-token
+//            return:<path, as it is> | open:<field of the answer to navigate to> | reveal-token
+// goto: and return: only ever navigate within this site (`ownSite`).
 // Fields: name="a.b" nests; data-type="int" | "list" (checkboxes); data-split="cpu,memory" on a
 // select whose value is "256,512"; data-optional leaves an empty field out; data-skip never sent.
 
@@ -152,6 +153,20 @@ function fill(template, data) {
   return template.replace(/\{(\w+)\}/g, (_, key) => encodeURIComponent(data?.[key] ?? ""));
 }
 
+// The target as a path of this site, or "/" when it would leave it. Checked on the URL as it was
+// built, as the browser will read it: filling a template can turn a path into another origin's
+// (`/{x}/evil.example` filled with nothing is `//evil.example`).
+export function ownSite(target) {
+  let url;
+  try {
+    url = new URL(target, window.location.href);
+  } catch {
+    return "/";
+  }
+  if (url.origin !== window.location.origin) return "/";
+  return url.pathname + url.search + url.hash;
+}
+
 function afterSuccess(element, result) {
   const then = element.dataset.then || "reload";
   const data = result.data;
@@ -165,7 +180,9 @@ function afterSuccess(element, result) {
     }
     document.body.dispatchEvent(new CustomEvent("capstan:changed"));
   } else if (then.startsWith("goto:")) {
-    window.location.assign(fill(then.slice(5), data));
+    window.location.assign(ownSite(fill(then.slice(5), data)));
+  } else if (then.startsWith("return:")) {
+    window.location.assign(ownSite(then.slice(7)));
   } else if (then.startsWith("open:")) {
     window.location.assign(data[then.slice(5)]);
   } else if (then === "reveal-token") {
@@ -279,6 +296,15 @@ document.addEventListener("change", (event) => {
   const branch = select.form?.querySelector('[name="branch"]');
   const chosen = select.selectedOptions[0];
   if (branch && chosen?.dataset.branch) branch.value = chosen.dataset.branch;
+});
+
+// A polled part marked data-poll-holds-while-focused is not replaced on its timer while the focus
+// is inside it (what is being typed would be swapped away); a change made on the page
+// (`capstan:changed`) still reloads it. Only a timed poll comes without a triggering event.
+document.addEventListener("htmx:confirm", (event) => {
+  const part = event.detail.elt;
+  if (!(part instanceof HTMLElement) || part.dataset.pollHoldsWhileFocused === undefined) return;
+  if (!event.detail.triggeringEvent && part.contains(document.activeElement)) event.preventDefault();
 });
 
 // Logs stream from the server (Server-Sent Events from `data-stream`): `reset` replaces what is

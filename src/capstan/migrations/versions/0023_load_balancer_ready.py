@@ -1,7 +1,7 @@
 """projects: when their load balancer was made (only projects with a web server have one)
 
 Revision ID: 0023
-Revises: 0019
+Revises: 0021
 Create Date: 2026-12-02 10:00:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0023"
-down_revision: str | None = "0019"
+down_revision: str | None = "0021"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
