@@ -32,7 +32,7 @@ from capstan.caches.schemas import CacheName, StorageLimit
 from capstan.databases.schemas import DatabaseCreate
 from capstan.databases.schemas import Name as DatabaseName
 from capstan.model_access.schemas import ModelIds
-from capstan.schemas import Request, Response
+from capstan.schemas import FREE_TEXT, Request, Response
 
 EnvName = Annotated[str, Field(pattern=ENV_NAME)]
 
@@ -45,7 +45,7 @@ class FromEnv(Request):
     from_env: EnvName
     # Filled by the client at apply time, never written in a file: the published schema leaves
     # it out, so an editor flags a value written in a file.
-    value: SkipJsonSchema[str | None] = None
+    value: SkipJsonSchema[Annotated[str, FREE_TEXT] | None] = None
 
     @field_validator("value")
     @classmethod
@@ -60,7 +60,7 @@ class DatabaseRef(Request):
     database: DatabaseName
 
 
-EnvValue = Annotated[str, Field(max_length=8192)] | FromEnv | DatabaseRef
+EnvValue = Annotated[str, Field(max_length=8192), FREE_TEXT] | FromEnv | DatabaseRef
 
 
 def _fits_its_task_definition(variables: dict[str, EnvValue]) -> dict[str, EnvValue]:
