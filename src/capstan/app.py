@@ -187,7 +187,8 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
-        codes = {404: "not_found", 405: "method_not_allowed"}
+        # 400: a body FastAPI could not parse at all (JSON nested past Python's recursion limit).
+        codes = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}
         message = error.detail if isinstance(error.detail, str) else "Request failed."
         headers = dict(getattr(error, "headers", None) or {})
         if error.status_code == 404:
