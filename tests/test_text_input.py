@@ -89,6 +89,8 @@ def test_a_control_character_in_a_path_id_or_a_query_string_is_refused(
     base = f"/api/projects/{project.json()['id']}"
     refused(org.api.post(f"{base}/plan", params={"prune": "\x00"}, json={}), "query.prune")
     refused(org.api.delete(f"{base}/cache/c%00h"), "path.cache_id")
+    # A dashboard page's path too (the page would put it in the API's path it reads).
+    refused(org.browser().get("/projects/%00"), "path.project_id")
     # A parameter the route does not read is still checked; its name is not echoed back.
     body = org.api.get(base, params={"\x00": "x"}).json()
     assert body["details"] == [

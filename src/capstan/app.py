@@ -307,10 +307,13 @@ class RequestIdMiddleware:
 
 
 class PlainParameters:
-    """The rule for text (`capstan.schemas`) on every request's path and query string, before
-    any route, read or middleware behind it looks at them: all of them are ids, names, flags or
-    addresses, so no control character makes sense in one, and a NUL would otherwise reach the
-    database. Refused with 400, naming each parameter (`path.project_id`, `query.prune`)."""
+    """The rule for text (`capstan.schemas`) on every request's path and every API request's
+    query string, before any route, read or middleware behind it looks at them: all of them are
+    ids, names, flags or addresses, so no control character makes sense in one, and a NUL would
+    otherwise reach the database. Refused with 400, naming each parameter (`path.project_id`,
+    `query.prune`). A dashboard page's query string is the page's: the page reads the database
+    only through the API (in process, through this again) and keeps its own rule for what a link
+    may carry (the sign-in page's `next`)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -335,7 +338,7 @@ def _parameter_problems(scope: Scope) -> list[dict[str, str]]:
                 details.append(_control_character(f"path.{name}", problem))
         if not details:  # no route takes the path apart
             details.append(_control_character("path", text_problem(scope["path"]) or ""))
-    query = scope.get("query_string", b"")
+    query = scope.get("query_string", b"") if scope["path"].startswith("/api/") else b""
     # As Starlette reads it (`Request.query_params`).
     for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True) if query else ():
         if (problem := text_problem(name)) is not None:
