@@ -16,7 +16,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -48,6 +48,7 @@ from capstan.openapi import install_openapi
 from capstan.plans.router import router as plans_router
 from capstan.projects.router import router as projects_router
 from capstan.registry import ResourceKind
+from capstan.schemas import text_problem
 from capstan.wiring import open_configured_cloud, require_sandbox
 from capstan.workers import make_runtime, make_worker, running_worker
 
@@ -129,6 +130,8 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
     # Outside the rest: a learned bearer read skips them (`auth.bearer_read`).
     app.state.hot_reads = HotReads()
     app.add_middleware(HotReadLane)
+    # Outside the hot read lane, whose reads take path parameters too.
+    app.add_middleware(PlainParameters)
     if settings.trusted_proxies:
         # The client address and scheme come from X-Forwarded-For/-Proto only when the TCP peer
         # is one of the configured proxies; otherwise the peer is the client.
@@ -184,7 +187,8 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
-        codes = {404: "not_found", 405: "method_not_allowed"}
+        # 400: a body FastAPI could not parse at all (JSON nested past Python's recursion limit).
+        codes = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}
         message = error.detail if isinstance(error.detail, str) else "Request failed."
         headers = dict(getattr(error, "headers", None) or {})
         if error.status_code == 404:
@@ -300,6 +304,62 @@ class RequestIdMiddleware:
                 else ApiError(f"Something went wrong on our side (request {request_id}).")
             )
             await _error_response(answer)(scope, receive, send_with_id)
+
+
+class PlainParameters:
+    """The rule for text (`capstan.schemas`) on every request's path and every API request's
+    query string, before any route, read or middleware behind it looks at them: all of them are
+    ids, names, flags or addresses, so no control character makes sense in one, and a NUL would
+    otherwise reach the database. Refused with 400, naming each parameter (`path.project_id`,
+    `query.prune`). A dashboard page's query string is the page's: the page reads the database
+    only through the API (in process, through this again) and keeps its own rule for what a link
+    may carry (the sign-in page's `next`)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            details = _parameter_problems(scope)
+            if details:
+                fields = ", ".join(dict.fromkeys(detail["field"] for detail in details))
+                failure = ValidationFailed(f"Invalid value for {fields}.", details=details)
+                await _error_response(failure)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _parameter_problems(scope: Scope) -> list[dict[str, str]]:
+    details = []
+    if text_problem(scope["path"]) is not None:
+        named = _path_parameters(scope["app"], scope["path"])
+        for name, value in named.items():
+            if (problem := text_problem(value)) is not None:
+                details.append(_control_character(f"path.{name}", problem))
+        if not details:  # no route takes the path apart
+            details.append(_control_character("path", text_problem(scope["path"]) or ""))
+    query = scope.get("query_string", b"") if scope["path"].startswith("/api/") else b""
+    # As Starlette reads it (`Request.query_params`).
+    for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True) if query else ():
+        if (problem := text_problem(name)) is not None:
+            details.append(_control_character("query", problem))  # the name is not echoed
+        elif (problem := text_problem(value)) is not None:
+            details.append(_control_character(f"query.{name}", problem))
+    return details
+
+
+def _control_character(field: str, problem: str) -> dict[str, str]:
+    return {"field": field, "type": "control_character", "message": problem}
+
+
+def _path_parameters(app: FastAPI, path: str) -> dict[str, str]:
+    """The path parameters of the first route whose pattern matches `path`, by name."""
+    for context in iter_route_contexts(app.routes):
+        path_regex, _, _ = compile_path(context.path or "")
+        match = path_regex.match(path)
+        if match:
+            return match.groupdict()
+    return {}
 
 
 def _error_response(error: ApiError) -> JSONResponse:

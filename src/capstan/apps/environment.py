@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -90,7 +91,7 @@ async def put_environment(
             ],
         )
     service = await get(session, caller, project_id, kind, service_id)
-    _check_reserved(kind, variables)
+    check_reserved(kind, variables)
     await references.check_environment(
         session, service.project_id, variables, allowed=kind != STATIC_WEBSITE
     )
@@ -138,7 +139,7 @@ def _reserved(kind: str, name: str) -> bool:
     return kind == WEB_SERVER and name == "PORT"
 
 
-def _check_reserved(kind: str, variables: list[dict[str, str]]) -> None:
+def check_reserved(kind: str, variables: list[dict[str, Any]]) -> None:
     reserved = [v["name"] for v in variables if _reserved(kind, v["name"])]
     if not reserved:
         return

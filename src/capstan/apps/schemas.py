@@ -24,7 +24,7 @@ from pydantic.json_schema import SkipJsonSchema
 from capstan.cloud.deploy import MAX_VALUE_BYTES
 from capstan.cloud.fargate import CPU_VALUES
 from capstan.cloud.task_definition_size import start_command_bytes
-from capstan.schemas import SERIES, SPEND_UNAVAILABLE, MetricPoint, Request, Response
+from capstan.schemas import FREE_TEXT, SERIES, SPEND_UNAVAILABLE, MetricPoint, Request, Response
 
 DNS_LABEL = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 # Git forbids spaces, "~^:?*[\" and control characters in ref names (the rest in `_branch_rules`).
@@ -77,7 +77,8 @@ PublishDir = Annotated[
     ),
     AfterValidator(_relative_directory),
 ]
-Command = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+# Free text: a shell command may hold tabs and newlines (never NUL: `capstan.schemas`).
+Command = Annotated[str, StringConstraints(min_length=1, max_length=4096), FREE_TEXT]
 # What a start command may take of its task definition (`cloud/task_definition_size.py`): every
 # command of printable ASCII, tabs and newlines within 4096 characters fits (8,232 at most).
 START_COMMAND_BYTES = 9 * 1024
@@ -314,7 +315,7 @@ class ValueFrom(Request):
 
 class EnvironmentVariable(Request):
     name: Annotated[str, Field(pattern=ENV_NAME)]
-    value: Annotated[str, AfterValidator(_value_fits)] | None = None
+    value: Annotated[str, AfterValidator(_value_fits), FREE_TEXT] | None = None
     value_from: ValueFrom | None = Field(
         default=None, description="Instead of `value`: where the cloud resolves the value from."
     )

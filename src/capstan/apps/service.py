@@ -265,10 +265,16 @@ async def _require_free_hostname(
         )
     )
     if taken is not None:
-        raise NameTaken(
-            f"This project already has a {taken.replace('_', ' ')} named {name!r} "
-            f"(it serves {name}.<hostname_suffix>)."
-        )
+        raise hostname_taken(name, taken)
+
+
+def hostname_taken(name: str, taken: str) -> NameTaken:
+    """The refusal of a hostname kind's `name` that the project's service of kind `taken` serves
+    already (a plan raises it too)."""
+    return NameTaken(
+        f"This project already has a {taken.replace('_', ' ')} named {name!r} "
+        f"(it serves {name}.<hostname_suffix>)."
+    )
 
 
 async def update_settings(

@@ -5,7 +5,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
-from capstan.schemas import Label100, Request, Response, stripped_not_blank
+from capstan.schemas import FREE_TEXT, Label100, Request, Response, stripped_not_blank
 
 Email = Annotated[str, Field(min_length=3, max_length=320), AfterValidator(stripped_not_blank)]
 TokenName = Label100
@@ -13,7 +13,7 @@ TokenName = Label100
 
 class SignIn(Request):
     email: Email
-    password: Annotated[str, Field(min_length=1, max_length=1024)]
+    password: Annotated[str, Field(min_length=1, max_length=1024), FREE_TEXT]
 
 
 class SignedIn(Response):

@@ -172,8 +172,13 @@ async def task_grants(session: AsyncSession, project: Project) -> list[dict[str,
             Bucket.project_id == project.id, Bucket.deleted_at.is_(None)
         )
     )
+    return grant_statements([(region, name) for region, name in rows])
+
+
+def grant_statements(buckets: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """What the task role may do with `buckets` (region and real name of each)."""
     return bucket_cloud.read_write_statements(
-        [bucket_cloud.arn(region, name) for region, name in rows]
+        [bucket_cloud.arn(region, name) for region, name in buckets]
     )
 
 

@@ -155,15 +155,9 @@ async def resize(
     session: AsyncSession, caller: Principal, project_id: str, cache_id: str, storage_limit_mb: int
 ) -> Cache:
     cache = await get(session, caller, project_id, cache_id)
-    if storage_limit_mb < cache.storage_limit_mb:
-        raise CacheDownsizeUnsupported(
-            f"A cache's storage limit cannot go down ({cache.storage_limit_mb} MB now); create a "
-            "new cache instead."
-        )
+    check_resize(cache, storage_limit_mb)
     if storage_limit_mb == cache.storage_limit_mb:
         return cache  # nothing to change
-    if not STATES.can(cache.status, "resize"):
-        raise CacheNotModifiable(f"The cache is {cache.status}; it can no longer be resized.")
     grown = await STATES.move_latest(
         session,
         cache,
@@ -175,6 +169,18 @@ async def resize(
         raise CacheChanged()
     await enqueue(session, QUEUE_KIND, cache.id)
     return cache
+
+
+def check_resize(cache: Cache, storage_limit_mb: int) -> None:
+    """The rules of a resize (a plan asks them too): never down, and only while the cache may
+    still change."""
+    if storage_limit_mb < cache.storage_limit_mb:
+        raise CacheDownsizeUnsupported(
+            f"A cache's storage limit cannot go down ({cache.storage_limit_mb} MB now); create a "
+            "new cache instead."
+        )
+    if storage_limit_mb != cache.storage_limit_mb and not STATES.can(cache.status, "resize"):
+        raise CacheNotModifiable(f"The cache is {cache.status}; it can no longer be resized.")
 
 
 async def delete(session: AsyncSession, caller: Principal, project_id: str, cache_id: str) -> Cache:

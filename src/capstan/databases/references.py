@@ -9,6 +9,7 @@ no `PGPASSWORD` of its own beside it.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from sqlalchemy import func, select
@@ -48,17 +49,32 @@ async def check_environment(
     references = referenced(variables)
     if not references:
         return
-    names = sorted(references)
-    if not allowed:
-        raise _refused("A static website's variables cannot reference a database.", names)
+    refuse_on_a_site(references, allowed=allowed)
     unknown = await check_references(session, project_id, set(references.values()))
     if unknown:
-        raise _refused(f"No such database in this project: {', '.join(unknown)}.", names)
+        raise _refused(
+            f"No such database in this project: {', '.join(unknown)}.", sorted(references)
+        )
+    check_shape(references, [v["name"] for v in variables])
+
+
+def refuse_on_a_site(references: Mapping[str, str], *, allowed: bool) -> None:
+    if references and not allowed:
+        raise _refused(
+            "A static website's variables cannot reference a database.", sorted(references)
+        )
+
+
+def check_shape(references: Mapping[str, str], names: Collection[str]) -> None:
+    """One database at most (`references`: variable -> the database, by anything that tells
+    databases apart: an id, or a capstan.yaml's database name), and no `PGPASSWORD` beside it
+    (`names`: every variable's)."""
     if len(set(references.values())) > 1:
         raise _refused(
-            f"A service references one database (its password is {PASSWORD_VARIABLE}).", names
+            f"A service references one database (its password is {PASSWORD_VARIABLE}).",
+            sorted(references),
         )
-    if any(v["name"] == PASSWORD_VARIABLE for v in variables):
+    if references and PASSWORD_VARIABLE in names:
         raise _refused(
             f"{PASSWORD_VARIABLE} comes from the referenced database's secret; remove it.",
             [PASSWORD_VARIABLE],

@@ -172,10 +172,11 @@ async def _check_name_free(
         raise DatabaseNameTaken(f"The project already has a database named {name!r}.")
 
 
-async def create(
+async def check_create(
     session: AsyncSession, caller: Principal, project_id: str, body: DatabaseCreate
-) -> Database:
-    project = await projects.get(session, caller, project_id)
+) -> str:
+    """The rules a new database must keep (reads only; a plan asks them too); its engine
+    version."""
     await require_cloud_account(session, caller)
     version = body.engine_version or ENGINE_VERSIONS[0]
     if version not in ENGINE_VERSIONS:
@@ -184,7 +185,15 @@ async def create(
             details=[{"field": "engine_version", "type": "unsupported", "message": version}],
         )
     _check_identifiers(body)
-    await _check_name_free(session, project.id, body.name)
+    await _check_name_free(session, project_id, body.name)
+    return version
+
+
+async def create(
+    session: AsyncSession, caller: Principal, project_id: str, body: DatabaseCreate
+) -> Database:
+    project = await projects.get(session, caller, project_id)
+    version = await check_create(session, caller, project.id, body)
     database = Database(
         organization_id=caller.organization_id,
         project_id=project.id,
@@ -216,12 +225,7 @@ async def update(
     body: DatabaseUpdate,
 ) -> Database:
     database = await get(session, caller, project_id, database_id)
-    if body.storage_gb is not None and body.storage_gb < database.storage_gb:
-        raise DatabaseStorageShrinkUnsupported(
-            f"A database's storage cannot shrink ({database.storage_gb} GB now); restore a "
-            "snapshot into a new, smaller database instead.",
-            details=[{"field": "storage_gb", "type": "shrink", "message": str(body.storage_gb)}],
-        )
+    refuse_shrink(database, body)
     if body.name is not None and body.name != database.name:
         if database.status == DELETING:
             raise DatabaseNotModifiable("The database is deleting; it can no longer change.")
@@ -235,13 +239,27 @@ async def update(
     }
     if not changes:
         return database
-    if not STATES.can(database.status, "modify"):
-        raise DatabaseNotModifiable(f"The database is {database.status}; it can no longer change.")
+    refuse_unmodifiable(database)
     guards = [getattr(Database, field) == getattr(database, field) for field in SETTINGS]
     if not await STATES.move_latest(session, database, "modify", *guards, **changes):
         raise DatabaseChanged()
     await enqueue(session, QUEUE_KIND, database.id)
     return database
+
+
+def refuse_shrink(database: Database, body: DatabaseUpdate) -> None:
+    if body.storage_gb is not None and body.storage_gb < database.storage_gb:
+        raise DatabaseStorageShrinkUnsupported(
+            f"A database's storage cannot shrink ({database.storage_gb} GB now); restore a "
+            "snapshot into a new, smaller database instead.",
+            details=[{"field": "storage_gb", "type": "shrink", "message": str(body.storage_gb)}],
+        )
+
+
+def refuse_unmodifiable(database: Database) -> None:
+    """A change of its settings needs a database that may still move to `modifying`."""
+    if not STATES.can(database.status, "modify"):
+        raise DatabaseNotModifiable(f"The database is {database.status}; it can no longer change.")
 
 
 async def delete(

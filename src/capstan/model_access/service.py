@@ -102,10 +102,13 @@ async def replace(
     project_id: str,
     body: ModelAccessConfiguration | ModelAccessSelection,
     kinds: Sequence[ResourceKind],
+    *,
+    models: list[FoundationModel] | None = None,
 ) -> dict[str, Any]:
     """Replace the whole configuration from either shape; any model not named is disabled.
     Refused when the project's task role could not be granted the models (IAM's inline policy
-    quota: `network.require_room_for_grants`)."""
+    quota: `network.require_room_for_grants`). `models`: the region's catalog, when the caller
+    read it before its transaction (a capstan.yaml's apply)."""
     project, account = await _project_and_account(session, caller, project_id)
     row = await session.get(ModelAccess, project.id)
     if isinstance(body, ModelAccessSelection):
@@ -121,19 +124,9 @@ async def replace(
             )
         model_ids = list(dict.fromkeys(body.allowed_model_ids))
         enabled = body.enabled
-    models = await catalog(cloud, account, region)
-    known = {model.model_id for model in models}
-    unknown = [model_id for model_id in model_ids if model_id not in known]
-    if unknown:
-        raise UnknownModel(
-            f"Bedrock does not serve {', '.join(unknown)} on demand or through an inference "
-            f"profile in {region}; GET "
-            "model_access lists the models it does.",
-            details=[
-                {"field": "model_ids", "type": "unknown_model", "message": model_id}
-                for model_id in unknown
-            ],
-        )
+    if models is None:
+        models = await catalog(cloud, account, region)
+    refuse_unknown_models(models, model_ids, region)
     if row is None:
         row = ModelAccess(project_id=project.id, organization_id=caller.organization_id)
         session.add(row)
@@ -147,6 +140,22 @@ async def replace(
     return render(enabled, region, model_ids, models)
 
 
+def refuse_unknown_models(models: list[FoundationModel], model_ids: list[str], region: str) -> None:
+    """Every model named must be one of the region's catalog (`models`)."""
+    known = {model.model_id for model in models}
+    unknown = [model_id for model_id in model_ids if model_id not in known]
+    if unknown:
+        raise UnknownModel(
+            f"Bedrock does not serve {', '.join(unknown)} on demand or through an inference "
+            f"profile in {region}; GET "
+            "model_access lists the models it does.",
+            details=[
+                {"field": "model_ids", "type": "unknown_model", "message": model_id}
+                for model_id in unknown
+            ],
+        )
+
+
 async def task_grants(session: AsyncSession, project: Project) -> list[dict[str, Any]]:
     """Invoke on exactly the enabled models and inference profiles, in the configured region;
     nothing otherwise."""
@@ -158,6 +167,14 @@ async def task_grants(session: AsyncSession, project: Project) -> list[dict[str,
             CloudAccount.organization_id == project.organization_id
         )
     )
-    if account_id is None:  # no connected account: nothing to invoke yet
+    return grant_statements(row.region, row.model_ids, account_id)
+
+
+def grant_statements(
+    region: str, model_ids: list[str], account_id: str | None
+) -> list[dict[str, Any]]:
+    """Invoke on exactly `model_ids` in `region`, of the account's models and profiles; nothing
+    without a connected account (nothing to invoke yet)."""
+    if account_id is None:
         return []
-    return driver.invoke_statements(row.region, account_id, row.model_ids)
+    return driver.invoke_statements(region, account_id, model_ids)

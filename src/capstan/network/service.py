@@ -5,6 +5,7 @@ its users or of the task role's grants)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -53,7 +54,13 @@ async def require_room_for_grants(
         select(Project).where(Project.id == project_id).with_for_update(key_share=True)
     )
     assert project is not None
-    needed = task_grants_chars(await registry.task_grants(kinds, session, project))
+    refuse_grants_over_quota(await registry.task_grants(kinds, session, project))
+
+
+def refuse_grants_over_quota(statements: list[dict[str, Any]]) -> None:
+    """The rule of `require_room_for_grants` on the statements the task role would hold (a plan
+    asks it of what it computed)."""
+    needed = task_grants_chars(statements)
     if needed > TASK_GRANTS_CHARS:
         raise GrantsOverQuota(
             f"The project's services cannot be granted this: their IAM role holds "

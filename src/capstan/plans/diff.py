@@ -41,6 +41,7 @@ from capstan.plans.schemas import (
 from capstan.plans.steps import (
     DATABASE_FIXED,
     SERVICE_SECTIONS,
+    Current,
     DatabaseFieldImmutable,
     EnvValue,
     Planned,
@@ -390,13 +391,14 @@ async def make_plan(
         for bucket in await buckets.list_(session, caller, project.id)
         if bucket.status != buckets.DELETING
     ]
+    access = await session.get(ModelAccess, project.id)
     left_alone: list[LeftAlone] = []
     steps = [
         *_service_steps(document, project, live_services, box, known, prune, left_alone),
         *_cache_steps(document, project, live_caches, prune, left_alone),
         *_database_steps(document, project, known, prune, left_alone),
         *_bucket_steps(document, project, live_buckets, prune, left_alone),
-        *_model_access_steps(document, await session.get(ModelAccess, project.id)),
+        *_model_access_steps(document, access),
     ]
     lines = shared(region, _users(live_services, []), _users(live_services, steps))
     before = sum(
@@ -424,7 +426,8 @@ async def make_plan(
             before=round(before, 2), after=round(after, 2), delta=round(after - before, 2)
         ),
     )
-    return Planned(plan=plan, steps=steps, project=project)
+    current = Current(live_services, live_caches, live_databases, live_buckets, access)
+    return Planned(plan=plan, steps=steps, project=project, current=current)
 
 
 def _users(live: list[Service], steps: list[Step]) -> tuple[int, int]:

@@ -32,7 +32,7 @@ from capstan.caches.schemas import CacheName, StorageLimit
 from capstan.databases.schemas import DatabaseCreate
 from capstan.databases.schemas import Name as DatabaseName
 from capstan.model_access.schemas import ModelIds
-from capstan.schemas import Request, Response
+from capstan.schemas import FREE_TEXT, Request, Response
 
 EnvName = Annotated[str, Field(pattern=ENV_NAME)]
 
@@ -45,7 +45,7 @@ class FromEnv(Request):
     from_env: EnvName
     # Filled by the client at apply time, never written in a file: the published schema leaves
     # it out, so an editor flags a value written in a file.
-    value: SkipJsonSchema[str | None] = None
+    value: SkipJsonSchema[Annotated[str, FREE_TEXT] | None] = None
 
     @field_validator("value")
     @classmethod
@@ -60,7 +60,7 @@ class DatabaseRef(Request):
     database: DatabaseName
 
 
-EnvValue = Annotated[str, Field(max_length=8192)] | FromEnv | DatabaseRef
+EnvValue = Annotated[str, Field(max_length=8192), FREE_TEXT] | FromEnv | DatabaseRef
 
 
 def _fits_its_task_definition(variables: dict[str, EnvValue]) -> dict[str, EnvValue]:
@@ -108,27 +108,43 @@ class CacheSpec(Request):
     storage_limit_mb: StorageLimit
 
 
+# A document's bounds (published in its schema and in docs/api.md), above what one project can
+# run in an account at AWS's default quotas: web servers and previews share the project's load
+# balancer, whose rules AWS caps at 100; RDS allows 40 DB instances per region
+# (https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-limits.html,
+# https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/CHAP_Limits.html). They keep what one
+# plan reads, checks and asks the git host for small; a body is at most 4 MB besides.
+MAX_SERVICES_PER_SECTION = 100
+MAX_CACHES = 40
+MAX_DATABASES = 40
+MAX_BUCKETS = 100
+
+
 class CapstanFile(Request):
     """A project's desired state. Sections left out are empty (with `prune`, what the project
     has there is deleted), except `model_access`, which left out is not managed."""
 
     web_servers: dict[ServiceName, WebServerSpec] = Field(  # type: ignore[valid-type]
-        default_factory=dict, description="Web servers by name."
+        default_factory=dict,
+        description="Web servers by name.",
+        max_length=MAX_SERVICES_PER_SECTION,
     )
     workers: dict[ServiceName, WorkerSpec] = Field(  # type: ignore[valid-type]
-        default_factory=dict, description="Workers by name."
+        default_factory=dict, description="Workers by name.", max_length=MAX_SERVICES_PER_SECTION
     )
     static_websites: dict[ServiceName, StaticWebsiteSpec] = Field(  # type: ignore[valid-type]
-        default_factory=dict, description="Static websites by name."
+        default_factory=dict,
+        description="Static websites by name.",
+        max_length=MAX_SERVICES_PER_SECTION,
     )
     caches: dict[CacheName, CacheSpec] = Field(
-        default_factory=dict, description="Caches by their `name` label."
+        default_factory=dict, description="Caches by their `name` label.", max_length=MAX_CACHES
     )
     databases: dict[DatabaseName, DatabaseSpec] = Field(  # type: ignore[valid-type]
-        default_factory=dict, description="PostgreSQL databases by name."
+        default_factory=dict, description="PostgreSQL databases by name.", max_length=MAX_DATABASES
     )
     buckets: list[Label] = Field(
-        default_factory=list, description="Storage buckets by label.", max_length=100
+        default_factory=list, description="Storage buckets by label.", max_length=MAX_BUCKETS
     )
     model_access: ModelIds | None = Field(
         default=None,

@@ -4,10 +4,13 @@ does to the monthly run-rate, and writing it.
 A plan compares the file with the project's live resources by name (services by kind and name,
 caches by their `name` label, databases by name, buckets by label) and lists what would be
 created, changed field by field, and deleted — deleted only with `prune`; without it, what the
-file does not name is left alone and listed as such. Apply writes every change through the same
-service functions the API's endpoints use, in the request's one transaction: a change the API
-would refuse fails the whole apply, and nothing is written. A plan runs those same writes and
-rolls its transaction back, so it refuses what apply would refuse, with the same error.
+file does not name is left alone and listed as such. A plan computes; it writes nothing and
+takes no write lock: it checks every step with the rule functions the API's service functions
+apply (`plans/check.py`), in apply's order, so it refuses what apply would refuse, with the
+same error. Apply checks the same way, asking the git host and the cloud what its steps need
+before it writes, then writes every change through the same service functions the API's
+endpoints use, in the request's one transaction, which waits on no network: a change the API
+would refuse fails the whole apply, and nothing is written.
 
 Errors name the field as the file does: `web_servers.api.memory`.
 
@@ -27,12 +30,30 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.auth.principal import Principal
 from capstan.cloud.driver import Cloud
 from capstan.crypto import SecretBox
+from capstan.plans.check import check
 from capstan.plans.diff import make_plan
 from capstan.plans.schemas import Applied, CapstanFile, Plan, StartedDeployment
+from capstan.plans.steps import Planned
 from capstan.plans.write import require_secrets, write
 from capstan.registry import ResourceKind
 
 NO_CHANGES = "No changes: the project already matches the file."
+
+
+async def _planned(
+    session: AsyncSession,
+    caller: Principal,
+    box: SecretBox,
+    project_id: str,
+    document: CapstanFile,
+    *,
+    prune: bool,
+) -> Planned:
+    # What authenticating the caller may have written (a browser session's sliding expiry) is
+    # committed first, so that nothing of this request holds the write lock while the plan
+    # reads and asks the git host.
+    await session.commit()
+    return await make_plan(session, caller, project_id, document, prune=prune, box=box)
 
 
 async def plan(
@@ -47,18 +68,9 @@ async def plan(
     prune: bool,
     kinds: Sequence[ResourceKind],
 ) -> Plan:
-    """What apply would do, and what it would cost. The writes are made and the request's
-    transaction rolled back, so a change apply would refuse is refused here with the same error.
-    (Not a savepoint: on SQLite a SAVEPOINT begins the transaction at once, and its reads before
-    the first write would pin a snapshot that another writer's commit makes unwritable.)"""
-    planned = await make_plan(session, caller, project_id, document, prune=prune, box=box)
-    if planned.steps:
-        try:
-            await write(
-                session, caller, cloud, git_host, box, planned.project, planned.steps, kinds=kinds
-            )
-        finally:
-            await session.rollback()
+    """What apply would do, and what it would cost: computed, checked, nothing written."""
+    planned = await _planned(session, caller, box, project_id, document, prune=prune)
+    await check(session, caller, cloud, git_host, planned, kinds=kinds)
     return planned.plan
 
 
@@ -74,14 +86,16 @@ async def apply(
     prune: bool,
     kinds: Sequence[ResourceKind],
 ) -> Applied:
-    """Write the file's whole desired state in the request's one transaction: a step the API
-    refuses fails the request, and the transaction (every step before it) rolls back."""
-    planned = await make_plan(session, caller, project_id, document, prune=prune, box=box)
+    """Write the file's whole desired state in the request's one transaction, once every step
+    has been checked: a step the API refuses fails the request, and the transaction (every step
+    before it) rolls back."""
+    planned = await _planned(session, caller, box, project_id, document, prune=prune)
     require_secrets(planned.steps)
+    answers = await check(session, caller, cloud, git_host, planned, kinds=kinds)
     deployments: list[StartedDeployment] = []
     if planned.steps:
         deployments = await write(
-            session, caller, cloud, git_host, box, planned.project, planned.steps, kinds=kinds
+            session, caller, cloud, answers, box, planned.project, planned.steps, kinds=kinds
         )
     changes = planned.plan.changes
     message = (

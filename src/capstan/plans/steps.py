@@ -1,6 +1,7 @@
-"""The parts of a capstan.yaml plan shared by planning (`plans/diff.py`) and writing
-(`plans/write.py`): the file's sections of services, the errors that name the file's fields, and
-one planned step with what writing it needs."""
+"""The parts of a capstan.yaml plan shared by planning (`plans/diff.py`), checking
+(`plans/check.py`) and writing (`plans/write.py`): the file's sections of services, the errors
+that name the file's fields, one planned step with what writing it needs, the order apply takes
+the steps in, and a step's environment as the API's body."""
 
 from __future__ import annotations
 
@@ -9,9 +10,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from capstan.apps import schemas as app_schemas
 from capstan.apps import service as services
-from capstan.errors import ApiError, BadRequest
+from capstan.apps.models import Service
+from capstan.buckets.models import Bucket
+from capstan.caches.models import Cache
+from capstan.databases.models import Database
+from capstan.errors import ApiError, BadRequest, ValidationFailed
+from capstan.model_access.models import ModelAccess
 from capstan.plans.schemas import Change, DatabaseRef, FromEnv, Plan
 from capstan.projects.models import Project
 
@@ -62,10 +70,65 @@ class Step:
 
 
 @dataclass
+class Current:
+    """What the project held when it was planned (live rows only): what the rules of later
+    steps are checked against."""
+
+    services: list[Service]
+    caches: list[Cache]
+    databases: list[Database]
+    buckets: list[Bucket]
+    model_access: ModelAccess | None
+
+
+@dataclass
 class Planned:
     plan: Plan
     steps: list[Step]
     project: Project
+    current: Current
+
+
+def _order(step: Step) -> int:
+    """Deletions first (a name they free may be taken by a creation); then databases, whose ids
+    the services' references need; then changes, then creations."""
+    if step.change.action == "delete":
+        return 0
+    if step.change.kind == "database":
+        return 1
+    return 2 if step.change.action == "update" else 3
+
+
+def ordered(steps: list[Step]) -> list[Step]:
+    """The steps in the order apply writes them (and a plan checks them)."""
+    return sorted(steps, key=_order)
+
+
+def environment_variables(variables: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A service's new environment (`{name, value}` or `{name, value_from}` each) as PUT
+    environment validates it; a refusal names the variable as the file does
+    (`environment.LOG_LEVEL`)."""
+    try:
+        validated = app_schemas.Environment.model_validate({"environment": variables})
+    except ValidationError as error:
+        details = [
+            {
+                "field": _variable_field(variables, problem["loc"]),
+                "type": problem["type"],
+                "message": problem["msg"],
+            }
+            for problem in error.errors()
+        ]
+        fields = ", ".join(dict.fromkeys(detail["field"] for detail in details))
+        raise ValidationFailed(f"Invalid value for {fields}.", details=details) from None
+    environment: list[dict[str, Any]] = validated.model_dump()["environment"]
+    return environment
+
+
+def _variable_field(variables: list[dict[str, Any]], loc: tuple[int | str, ...]) -> str:
+    if len(loc) > 1 and isinstance(loc[1], int):
+        return f"environment.{variables[loc[1]]['name']}"
+    return "environment"
 
 
 @contextmanager

@@ -1,5 +1,7 @@
 """Writing a plan: every step through the API's own service functions, in an order that lets
-names be freed before they are taken and databases exist before services refer to them."""
+names be freed before they are taken and databases exist before services refer to them
+(`steps.ordered`). Written after `plans/check.py` has checked every step and asked the network
+what the steps need: nothing here waits on it (`Answers`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps import environment as environments
-from capstan.apps import schemas as app_schemas
 from capstan.apps import service as services
 from capstan.apps import target_deployments
 from capstan.auth.principal import Principal
@@ -21,6 +22,7 @@ from capstan.databases import service as databases
 from capstan.databases.schemas import DatabaseCreate, DatabaseUpdate
 from capstan.model_access import service as model_access
 from capstan.model_access.schemas import ModelAccessSelection
+from capstan.plans.check import Answers
 from capstan.plans.schemas import StartedDeployment
 from capstan.plans.steps import (
     SECTION_OF,
@@ -29,39 +31,33 @@ from capstan.plans.steps import (
     Step,
     UnknownDatabase,
     at,
+    environment_variables,
+    ordered,
 )
 from capstan.projects.models import Project
 from capstan.registry import ResourceKind
-
-
-def _order(step: Step) -> int:
-    """Deletions first (a name they free may be taken by a creation); then databases, whose ids
-    the services' references need; then changes, then creations."""
-    if step.change.action == "delete":
-        return 0
-    if step.change.kind == "database":
-        return 1
-    return 2 if step.change.action == "update" else 3
 
 
 async def write(
     session: AsyncSession,
     caller: Principal,
     cloud: Cloud,
-    git_host: Any,
+    answers: Answers,
     box: SecretBox,
     project: Project,
     steps: list[Step],
     *,
     kinds: Sequence[ResourceKind],
 ) -> list[StartedDeployment]:
-    """Every step through the API's own service functions, in `_order`."""
+    """Every step through the API's own service functions, in `steps.ordered`."""
     started: dict[str, tuple[Any, str]] = {}
-    for step in sorted(steps, key=_order):
+    for step in ordered(steps):
         change = step.change
         with at(step.path):
             if change.kind in SECTION_OF:
-                service_id = await _write_service(session, caller, git_host, box, project, step)
+                service_id = await _write_service(
+                    session, caller, answers.git_host, box, project, step
+                )
                 if service_id is not None:
                     started[service_id] = (change.kind, change.name)
             elif change.kind == "cache":
@@ -76,7 +72,9 @@ async def write(
                     await buckets.delete(session, caller, project.id, change.id)
             else:
                 selection = ModelAccessSelection(model_ids=step.body["model_ids"])
-                await model_access.replace(session, caller, cloud, project.id, selection, kinds)
+                await model_access.replace(
+                    session, caller, cloud, project.id, selection, kinds, models=answers.models
+                )
     deployments = []
     for service_id, (kind, name) in started.items():
         deployment = await target_deployments.newest_deployment(session, service_id, None)
@@ -118,9 +116,9 @@ async def _write_service(
         )
         deploys = any(name in services.DEPLOYING_FIELDS for name in changes)
     if step.environment is not None:
-        variables = app_schemas.Environment.model_validate(
-            {"environment": await _resolved(session, caller, project, step.environment)}
-        ).model_dump()["environment"]
+        variables = environment_variables(
+            await _resolved(session, caller, project, step.environment)
+        )
         await environments.put_environment(
             session, caller, project.id, kind, service.id, box, variables
         )

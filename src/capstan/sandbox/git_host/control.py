@@ -27,6 +27,7 @@ from capstan.sandbox.git_host.store import (
     Pushed,
     RepositoryError,
 )
+from capstan.schemas import FREE_TEXT
 from capstan.schemas import Request as StrictBody
 
 router = APIRouter(include_in_schema=False)  # GitHub's API, not Capstan's
@@ -93,7 +94,9 @@ class RepositoryCreate(StrictBody):
 
 class PushBody(StrictBody):
     branch: Branch
-    message: str = Field(default="A change pushed to the sandbox", max_length=1000)
+    message: Annotated[str, FREE_TEXT] = Field(
+        default="A change pushed to the sandbox", max_length=1000
+    )
     # Whether the commit breaks the build; by default it keeps what it was made on.
     breaks_build: bool | None = None
 
