@@ -38,7 +38,16 @@ async def plan(
     prune: Prune = False,
 ) -> Plan:
     return await plans.plan(
-        session, caller, cloud, git_host, box(settings), project_id, body, prune=prune, kinds=kinds
+        session,
+        caller,
+        cloud,
+        git_host,
+        box(settings),
+        project_id,
+        body,
+        prune=prune,
+        kinds=kinds,
+        domain=settings.domain,
     )
 
 
@@ -59,5 +68,14 @@ async def apply(
     prune: Prune = False,
 ) -> Applied:
     return await plans.apply(
-        session, caller, cloud, git_host, box(settings), project_id, body, prune=prune, kinds=kinds
+        session,
+        caller,
+        cloud,
+        git_host,
+        box(settings),
+        project_id,
+        body,
+        prune=prune,
+        kinds=kinds,
+        domain=settings.domain,
     )

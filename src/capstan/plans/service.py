@@ -46,6 +46,7 @@ async def plan(
     *,
     prune: bool,
     kinds: Sequence[ResourceKind],
+    domain: str,
 ) -> Plan:
     """What apply would do, and what it would cost. The writes are made and the request's
     transaction rolled back, so a change apply would refuse is refused here with the same error.
@@ -55,7 +56,15 @@ async def plan(
     if planned.steps:
         try:
             await write(
-                session, caller, cloud, git_host, box, planned.project, planned.steps, kinds=kinds
+                session,
+                caller,
+                cloud,
+                git_host,
+                box,
+                planned.project,
+                planned.steps,
+                kinds=kinds,
+                domain=domain,
             )
         finally:
             await session.rollback()
@@ -73,6 +82,7 @@ async def apply(
     *,
     prune: bool,
     kinds: Sequence[ResourceKind],
+    domain: str,
 ) -> Applied:
     """Write the file's whole desired state in the request's one transaction: a step the API
     refuses fails the request, and the transaction (every step before it) rolls back."""
@@ -81,7 +91,15 @@ async def apply(
     deployments: list[StartedDeployment] = []
     if planned.steps:
         deployments = await write(
-            session, caller, cloud, git_host, box, planned.project, planned.steps, kinds=kinds
+            session,
+            caller,
+            cloud,
+            git_host,
+            box,
+            planned.project,
+            planned.steps,
+            kinds=kinds,
+            domain=domain,
         )
     changes = planned.plan.changes
     message = (

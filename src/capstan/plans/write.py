@@ -54,6 +54,7 @@ async def write(
     steps: list[Step],
     *,
     kinds: Sequence[ResourceKind],
+    domain: str,
 ) -> list[StartedDeployment]:
     """Every step through the API's own service functions, in `_order`."""
     started: dict[str, tuple[Any, str]] = {}
@@ -61,7 +62,9 @@ async def write(
         change = step.change
         with at(step.path):
             if change.kind in SECTION_OF:
-                service_id = await _write_service(session, caller, git_host, box, project, step)
+                service_id = await _write_service(
+                    session, caller, git_host, box, project, step, domain
+                )
                 if service_id is not None:
                     started[service_id] = (change.kind, change.name)
             elif change.kind == "cache":
@@ -96,6 +99,7 @@ async def _write_service(
     box: SecretBox,
     project: Project,
     step: Step,
+    domain: str,
 ) -> str | None:
     """Write one service's step; the service's id when a deployment was started."""
     change = step.change
@@ -108,7 +112,9 @@ async def _write_service(
         return None
     if change.action == "create":
         body = create_body.model_validate(step.body).model_dump()
-        service = await services.create(session, caller, project.id, kind, body, git_host=git_host)
+        service = await services.create(
+            session, caller, project.id, kind, body, git_host=git_host, domain=domain
+        )
         deploys = True
     else:
         assert change.id is not None
