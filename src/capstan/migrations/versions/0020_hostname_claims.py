@@ -115,9 +115,11 @@ def _claim_what_exists() -> None:
     for row in services:
         held_by = f"the {row.kind.replace('_', ' ')} '{row.name}'"
         current = f"{row.name}.{row.hostname_suffix}.{domain}"
-        take(current, row, held_by, row.deleted_at)
+        # (A raw row's deleted_at is text on SQLite: it says only whether the owner is going.)
+        going = now if row.deleted_at is not None else None
+        take(current, row, held_by, going)
         if row.applied_hostname and row.applied_hostname.rstrip(".").lower() != current:
-            take(row.applied_hostname, row, held_by, row.deleted_at or now)
+            take(row.applied_hostname, row, held_by, now)
 
     rows = bind.execute(
         sa.text(
@@ -131,7 +133,8 @@ def _claim_what_exists() -> None:
     for row in rows:
         held_by = f"the preview of {row.kind.replace('_', ' ')} '{row.name}' for {row.branch!r}"
         tail = f".{row.hostname_suffix}.{domain}"
-        if not take(f"{row.slug}{tail}", row, held_by, row.deleted_at) and row.deleted_at is None:
+        going = now if row.deleted_at is not None else None
+        if not take(f"{row.slug}{tail}", row, held_by, going) and going is None:
             own = _own_slug(row.slug, row.branch)
             if take(f"{own}{tail}", row, held_by, None):
                 bind.execute(previews.update().where(previews.c.id == row.id).values(slug=own))
@@ -140,7 +143,7 @@ def _claim_what_exists() -> None:
         # preview and a service of one project point at one load balancer, so nothing in DNS
         # tells their records apart.
         if applied and applied != f"{row.slug}{tail}" and applied not in live:
-            take(applied, row, held_by, row.deleted_at or now)
+            take(applied, row, held_by, now)
 
 
 def _own_slug(slug: str, branch: str) -> str:
