@@ -1,7 +1,7 @@
 """A create writes each row once: the target, its hostname's claim, its first deployment and its
-queue row are one INSERT each, and nothing is updated. Before, the new target was written, then written again
-with its environment version, its deployment written again with its settings, and an UPDATE
-looked for deployments under way to supersede (a new target has none)."""
+queue row are one INSERT each, and nothing is updated. Before, the new target was written, then
+written again with its environment version, its deployment written again with its settings, and
+an UPDATE looked for deployments under way to supersede (a new target has none)."""
 
 from __future__ import annotations
 
