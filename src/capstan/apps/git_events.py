@@ -105,6 +105,9 @@ async def _look_at_branch(
     branch = _pushed_branch(push)
     if branch is None or not await _targets_of_push(session, push, branch):
         return BranchHead(asked=False)
+    # The reads are done: their transaction ends (and its connection goes back to the pool)
+    # before the git host is asked, so no snapshot or connection waits on the network.
+    await session.rollback()
     try:
         sha = await git_host.branch_head(push.installation.id, push.repository.full_name, branch)
     except GitHostNotFound:

@@ -242,11 +242,20 @@ class TargetReconciler:
         applied = subject.row.applied_hostname
         if not current or not applied or hostnames.normal(applied) == hostnames.normal(current):
             return
+        claims = await hostnames.held(session, subject.row.id)
         subject.letting_go = [
             held.hostname
-            for held in await hostnames.held(session, subject.row.id)
+            for held in claims
             if held.released_at is not None and held.hostname != hostnames.normal(current)
         ]
+        if hostnames.normal(applied) not in {held.hostname for held in claims}:
+            # Its records there, if any, are not provably its own (a preview that had taken
+            # a service's hostname before claims existed): they stay.
+            log.warning(
+                "%s does not hold %s, where it was served: its records there are left",
+                subject.row.id,
+                applied,
+            )
 
     async def _forget_let_go(self, session: AsyncSession, subject: Subject) -> None:
         """The target's records are at its current hostname, and the steps removed its own at
