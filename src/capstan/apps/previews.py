@@ -120,6 +120,20 @@ async def create_preview(
 ) -> tuple[Service, Preview]:
     service = await services.get(session, caller, project_id, kind, service_id)
     await _require_room_for_a_preview(session, service.project_id)
+    exists = Conflict(
+        f"This {kind.replace('_', ' ')} already has a preview of {branch!r}.",
+        code="preview_exists",
+    )
+    # Said before hostnames are claimed (the branch's own preview may hold its hostnames); the
+    # unique index below decides for two requests at once.
+    if await session.scalar(
+        select(Preview.id).where(
+            Preview.service_id == service.id,
+            Preview.branch == branch,
+            Preview.deleted_at.is_(None),
+        )
+    ):
+        raise exists
     preview = Preview(
         id=new_id("pvw"),
         generation=FIRST_GENERATION,
@@ -146,13 +160,7 @@ async def create_preview(
     # Made whole before the row is written: its first deployment names the environment version.
     deployment = services.new_deployment(service, preview, trigger="create", new_environment=True)
     session.add(preview)
-    await flush_unique(
-        session,
-        Conflict(
-            f"This {kind.replace('_', ' ')} already has a preview of {branch!r}.",
-            code="preview_exists",
-        ),
-    )
+    await flush_unique(session, exists)
     await services.record_deployment(session, deployment)
     return service, preview
 

@@ -67,7 +67,7 @@ async def claim_first_free(session: AsyncSession, hostnames: Sequence[str], owne
             continue
         return hostname
     listed = " and ".join(wanted)
-    raise HostnameTaken(f"The hostnames {listed} are all taken.") from refused
+    raise HostnameTaken(f"The hostnames {listed} are taken.") from refused
 
 
 async def _claim(session: AsyncSession, hostname: str, owner: Owner) -> None:
