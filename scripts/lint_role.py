@@ -7,19 +7,25 @@ and region, the default role name), then:
 - parliament (Duo Labs' IAM policy linter, offline with its own catalogue) runs on the access
   role's policy and on the permissions boundary. Each finding must be one listed in `ACCEPTED`,
   with the reason it stands; any other finding fails the check, and so does an accepted finding
-  that no longer occurs (the list must stay true).
+  that no longer occurs (the list must stay true);
+- every dependent action (the Service Authorization Reference's, as the sandbox reads them) of
+  an action the role allows is allowed too, or is a row of `docs/aws-role.md`'s table of
+  dependent actions not granted, with why; a row that no longer applies fails too.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
+from pathlib import Path
 
 from cfnlint.api import ManualArgs, lint  # type: ignore[import-untyped]
 from parliament import analyze_policy_string  # type: ignore[import-untyped]
 
 from capstan.cloud.access_policy import access_statements
 from capstan.cloud.access_role import boundary_statements, role_template, substituted
+from capstan.sandbox.cloud.iam_catalogue import dependent_actions
 
 EXAMPLE = {
     "${AWS::Partition}": "aws",
@@ -70,6 +76,11 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
     ("access", "RESOURCE_MISMATCH", "listener-rule/net"): (
         "Capstan makes application load balancers only: network listener rules are not used."
     ),
+    ("access", "RESOURCE_MISMATCH", "ec2:CreateVpcEndpoint"): (
+        "A serverless cache's endpoint is authorized on the endpoint (by its service name) and on "
+        "the VPC, subnets and group it is made in (by their tags): different conditions, so "
+        "separate statements, each naming the resource types its condition fits."
+    ),
     ("access", "MISMATCHED_TYPE_BUT_USABLE", "StringEquals requires a value of type String"): (
         "iam:PermissionsBoundary is a string key holding an ARN; AWS's own examples compare it "
         "with StringEquals."
@@ -92,6 +103,58 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
 }
 
 
+_PAGE = Path(__file__).resolve().parents[1] / "docs" / "aws-role.md"
+_MARK = "<!-- dependent actions not granted"
+_ROW = re.compile(r"^\| `(?P<action>[\w-]+:\w+)` \| `(?P<dependent>[\w-]+:\w+)` \|")
+
+
+def explained_dependents() -> set[tuple[str, str]]:
+    """The (action, dependent action) rows of the page's table of dependent actions not
+    granted (the lines after its marker, up to the first blank line)."""
+    lines = _PAGE.read_text(encoding="utf-8").split(_MARK, 1)[1].splitlines()[1:]
+    rows: set[tuple[str, str]] = set()
+    for line in lines:
+        if not line.strip():
+            break
+        found = _ROW.match(line)
+        if found:
+            rows.add((found["action"].lower(), found["dependent"].lower()))
+    return rows
+
+
+def dependent_problems() -> tuple[list[str], int]:
+    """Dependent actions of allowed actions neither allowed nor explained, and stale rows;
+    and how many pairs the page explains."""
+    allowed = {
+        action.lower()
+        for statement in access_statements()
+        if statement["Effect"] == "Allow"
+        for action in (
+            [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+        )
+    }
+    explained = explained_dependents()
+    problems: list[str] = []
+    needed: set[tuple[str, str]] = set()
+    for action in sorted(allowed):
+        for dependents in dependent_actions(action).values():
+            for dependent in dependents:
+                pair = (action, dependent.lower())
+                if dependent.lower() in allowed or pair in needed:
+                    continue
+                needed.add(pair)
+                if pair not in explained:
+                    problems.append(
+                        f"dependent action {dependent} of {action} is neither allowed nor "
+                        "explained in docs/aws-role.md"
+                    )
+    problems += [
+        f"docs/aws-role.md explains {dependent} for {action}, which no longer needs it"
+        for action, dependent in sorted(explained - needed)
+    ]
+    return problems, len(explained & needed)
+
+
 def main() -> int:
     problems: list[str] = []
     template = role_template(
@@ -112,9 +175,14 @@ def main() -> int:
             else:
                 problems.append(f"parliament ({name}): {finding.issue} {text[:400]}")
     problems += [f"accepted finding no longer occurs: {key}" for key in ACCEPTED if key not in seen]
+    dependents, explained = dependent_problems()
+    problems += dependents
     for problem in problems:
         print(problem)
-    print(f"lint_role: {len(problems)} problem(s); {len(seen)} accepted finding(s) with reasons")
+    print(
+        f"lint_role: {len(problems)} problem(s); {len(seen)} accepted finding(s) with reasons; "
+        f"{explained} dependent action(s) not granted, each explained"
+    )
     return 1 if problems else 0
 
 

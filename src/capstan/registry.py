@@ -2,11 +2,11 @@
 
 A kind (the project network; web servers, workers and static websites; caches; buckets; model
 access; certificates; git events) says once what it brings — its routes, its tables, its
-reconcilers, how it keeps a project from being deleted, whether it needs the project network,
-what it grants the project's task role, what it does when the project's hostname suffix changes,
-and which cloud resources it makes (its leftovers check). `capstan.kinds.KINDS` lists them; the
-API process, `capstan worker`, the migrations, projects and the network read that list and
-nothing else, so every process runs the same kinds.
+reconcilers, how it keeps a project from being deleted, whether it needs the project network
+(and its load balancer), what it grants the project's task role, what it does when the
+project's hostname suffix changes, and which cloud resources it makes (its leftovers check).
+`capstan.kinds.KINDS` lists them; the API process, `capstan worker`, the migrations, projects
+and the network read that list and nothing else, so every process runs the same kinds.
 
     capstan/<kind>/kind.py:   KIND = ResourceKind(name=..., routers=..., reconcilers=..., ...)
     capstan/kinds.py:         KINDS = (network.KIND, apps.KIND, caches.KIND, ...)
@@ -73,8 +73,12 @@ class ResourceKind:
     reconcilers: Callable[[Runtime], Sequence[Reconciler]] = _no_reconcilers
     # What keeps a project from being deleted: label -> count of rows in the project.
     dependents: Mapping[str, CountFn] = field(default_factory=dict)
-    # Rows that need the project network (VPC, load balancer, cluster): it stays while any has.
+    # Rows that need the project network (security groups, cluster, roles): it stays while any
+    # has.
     network_users: CountFn | None = None
+    # Rows that need the project's load balancer (web servers, their previews): it is made for
+    # the first and removed after the last.
+    load_balancer_users: CountFn | None = None
     # What the project's task role may do for this kind.
     task_grants: GrantFn | None = None
     # After the project's hostname suffix changed (in the request's transaction).
@@ -83,6 +87,8 @@ class ResourceKind:
     on_network_ready: ProjectHook | None = None
     # After the cloud refused the project network for good (its reason): fail what waited.
     on_network_failed: ProjectFailureHook | None = None
+    # After the cloud refused the project's load balancer for good: fail what waited for it.
+    on_load_balancer_failed: ProjectFailureHook | None = None
     # What it does on the git host's events (event name -> handler; see git_host/events.py).
     git_events: Mapping[str, GitEventHandler] = field(default_factory=dict)
     # The cloud resources it makes, as the sandbox inventory names them (its leftovers check).
@@ -107,6 +113,17 @@ async def needs_network(
 ) -> bool:
     for kind in kinds:
         if kind.network_users is not None and await kind.network_users(session, project_id):
+            return True
+    return False
+
+
+async def serves_http(
+    kinds: Sequence[ResourceKind], session: AsyncSession, project_id: str
+) -> bool:
+    """Whether any kind has rows in the project that need its load balancer."""
+    for kind in kinds:
+        users = kind.load_balancer_users
+        if users is not None and await users(session, project_id):
             return True
     return False
 
@@ -143,6 +160,14 @@ async def network_failed(
     for kind in kinds:
         if kind.on_network_failed is not None:
             await kind.on_network_failed(session, project_id, message)
+
+
+async def load_balancer_failed(
+    kinds: Sequence[ResourceKind], session: AsyncSession, project_id: str, message: str
+) -> None:
+    for kind in kinds:
+        if kind.on_load_balancer_failed is not None:
+            await kind.on_load_balancer_failed(session, project_id, message)
 
 
 def git_events(kinds: Sequence[ResourceKind]) -> dict[str, GitEventHandler]:

@@ -21,6 +21,7 @@ from capstan.cloud.aws.s3 import REQUEST_METRICS_ID
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.bedrock_profiles import invocation_refusal
+from capstan.sandbox.cloud.role_checks import RoleRequests
 from capstan.sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
 from tests.harness import Org, RunningServer
@@ -407,6 +408,16 @@ def test_the_task_role_may_use_the_buckets_and_exactly_the_enabled_models(shop: 
         assert {"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket"} <= set(
             granted["CapstanBucketObjects"]["Action"] + granted["CapstanBuckets"]["Action"]
         )
+        # The role, under its boundary, may do all it is granted: an SDK's multipart upload
+        # and its bucket-region lookup included.
+        account_id = org.api.get("/api/cloud_account").json()["account_id"]
+        task_role = RoleRequests(
+            account_id, f"arn:aws:iam::{account_id}:role/capstan/{names.task_role_name(project_id)}"
+        )
+        for action in granted["CapstanBuckets"]["Action"]:
+            assert task_role.denial(action, bucket["arn"], "bucket") is None, action
+        for action in granted["CapstanBucketObjects"]["Action"]:
+            assert task_role.denial(action, f"{bucket['arn']}/big.bin", "object") is None, action
         assert sorted(granted["CapstanModels"]["Resource"]) == sorted(
             f"arn:aws:bedrock:us-east-1::foundation-model/{model}" for model in (HAIKU, TITAN_EMBED)
         )

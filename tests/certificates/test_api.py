@@ -1,7 +1,8 @@
 """The project certificate through HTTP against the sandbox: requested live (202 with its ARN),
 validated by the record Capstan writes into the operator's zone, served over HTTPS by the
-project's load balancer with every web server's host rule, replaced on a suffix change, removed
-on DELETE — and nothing of it left in the account or the zone afterwards."""
+project's load balancer (made with its first web server) with every web server's one host rule
+while HTTP redirects there, replaced on a suffix change, removed on DELETE (HTTP serving again)
+— and nothing of it left in the account or the zone afterwards."""
 
 from __future__ import annotations
 
@@ -116,6 +117,23 @@ def rules_by_port(customer: AwsSession, project_id: str) -> dict[int, list[list[
         except ClientError as error:
             assert error.response["Error"]["Code"] == "ListenerNotFound"
     return found
+
+
+def redirects(customer: AwsSession, project_id: str) -> bool:
+    """Whether the HTTP listener's default action redirects to HTTPS (301, the request's host,
+    path and query kept)."""
+    (action,) = listeners(customer, project_id)[80]["DefaultActions"]
+    if action["Type"] != "redirect":
+        return False
+    assert action["RedirectConfig"] == {
+        "Protocol": "HTTPS",
+        "Port": "443",
+        "Host": "#{host}",
+        "Path": "/#{path}",
+        "Query": "#{query}",
+        "StatusCode": "HTTP_301",
+    }
+    return True
 
 
 def host_rules(customer: AwsSession, listener_arn: str) -> list[list[str]]:
@@ -233,17 +251,18 @@ def test_a_web_server_after_issuance_is_served_over_https(connected: Org) -> Non
     shop = new_shop(org)
     first = request_certificate(shop)
     project_when(shop, "issued")
-    # Its network comes with the HTTPS listener, and its rule goes on both listeners.
+    with cloud_of(org) as (customer, _operator):
+        assert listeners(customer, shop.project["id"]) == {}  # no web server: no load balancer
+    # Its load balancer comes with the HTTPS listener, its one rule on it, HTTP redirecting.
     web = shop.create_web_server()
     hostname = f"web.{shop.project['hostname_suffix']}.{org.server.settings.domain}"
     assert web["url"] == f"https://{hostname}"
     with cloud_of(org) as (customer, _operator):
         wait_until(
-            lambda: (
-                rules_by_port(customer, shop.project["id"]) == {80: [[hostname]], 443: [[hostname]]}
-            ),
-            "the web server's rule on both listeners",
+            lambda: rules_by_port(customer, shop.project["id"]) == {80: [], 443: [[hostname]]},
+            "the web server's rule on the HTTPS listener",
         )
+        assert redirects(customer, shop.project["id"])
         https = listeners(customer, shop.project["id"])[443]
     assert https["Protocol"] == "HTTPS" and https["SslPolicy"] == TLS_POLICY
     assert [item["CertificateArn"] for item in https["Certificates"]] == [first]
@@ -275,8 +294,8 @@ def test_a_suffix_change_swaps_in_a_new_certificate_under_a_running_server(
         assert described["Certificate"]["DomainName"] == f"*.{new_suffix}.{domain}"
         wait_until(lambda: name not in cnames(operator, domain), "the old validation record gone")
         wait_until(
-            lambda: rules_by_port(customer, project_id) == {80: [[new_host]], 443: [[new_host]]},
-            "the moved rule on both listeners",
+            lambda: rules_by_port(customer, project_id) == {80: [], 443: [[new_host]]},
+            "the moved rule on the HTTPS listener",
         )
         wait_until(lambda: dns_records(operator, domain, under=suffix) == [], "old records gone")
         # The listener swapped certificates under the running web server, which never noticed.
@@ -302,6 +321,7 @@ def test_deleting_the_certificate_leaves_http_serving(connected: Org) -> None:
     with cloud_of(org) as (customer, operator):
         wait_until(lambda: acm_status(customer, arn) is None, "the certificate deleted")
         assert rules_by_port(customer, shop.project["id"]) == {80: [[host]]}
+        assert not redirects(customer, shop.project["id"])
         wait_until(
             lambda: len(dns_records(operator, domain, under=suffix)) == 1,
             "the validation record gone",
@@ -309,7 +329,7 @@ def test_deleting_the_certificate_leaves_http_serving(connected: Org) -> None:
     assert request_certificate(shop) != arn  # asked for again: a new certificate
 
 
-def test_https_for_a_running_server_copies_the_http_rules(connected: Org) -> None:
+def test_https_for_a_running_server_moves_its_rule_to_https(connected: Org) -> None:
     org = connected
     shop = new_shop(org)
     web = shop.create_web_server()
@@ -320,7 +340,8 @@ def test_https_for_a_running_server_copies_the_http_rules(connected: Org) -> Non
     project_when(shop, "issued")
     assert org.api.get(web_path).json()["url"] == f"https://{host}"
     with cloud_of(org) as (customer, _operator):
-        assert rules_by_port(customer, shop.project["id"]) == {80: [[host]], 443: [[host]]}
+        assert rules_by_port(customer, shop.project["id"]) == {80: [], 443: [[host]]}
+        assert redirects(customer, shop.project["id"])
         https = listeners(customer, shop.project["id"])[443]
     assert [item["CertificateArn"] for item in https["Certificates"]] == [arn]
 
@@ -331,13 +352,11 @@ def test_removing_the_web_server_then_the_certificate_leaves_nothing(connected: 
     shop, web_path = there.shop, there.web_path
     project_id, domain = shop.project["id"], org.server.settings.domain
     with cloud_of(org) as (customer, operator):
-        # Deleting the web server takes its rule off both listeners (else its target group,
-        # still in use, could not go, nor the project); then the certificate, then the project.
+        # Deleting the web server takes its rule off the listener (else its target group, still
+        # in use, could not go, nor the project), and the load balancer with it; then the
+        # certificate, then the project.
         assert org.api.delete(web_path).status_code == 204
-        wait_until(
-            lambda: rules_by_port(customer, project_id) in ({80: [], 443: []}, {}),
-            "the web server's rules removed",
-        )
+        wait_until(lambda: listeners(customer, project_id) == {}, "the load balancer removed")
         assert org.api.delete(f"{shop.base}/certificate").status_code == 204
         delete_project_when_allowed(shop)
         assert capstan_resources(customer, project_id) == []

@@ -15,7 +15,7 @@ from capstan.cloud.aws.ssm import StoredEnvironment
 from capstan.cloud.credentials import utcnow
 from capstan.cloud.deploy import BuildSpec, Deployer
 from capstan.cloud.errors import TerminalCloudError
-from capstan.cloud.pricing import bucket_monthly_usd, monthly_run_rate_usd
+from capstan.cloud.pricing import bucket_monthly_usd, monthly_run_rate_usd, shared_lines
 from capstan.cloud.spend import SpendDriver
 from capstan.sandbox.cloud.simulator import simulator
 from tests.cloud.deploy_helpers import (
@@ -451,13 +451,24 @@ def test_delete_project_network(
 
 def test_monthly_run_rate() -> None:
     worker = monthly_run_rate_usd(1024, 2048, "us-east-1", "worker")
-    # 1 vCPU and 2 GB and the task's public IPv4 address for 730 hours at us-east-1 prices.
-    assert worker == pytest.approx((0.04048 + 2 * 0.004445 + 0.005) * 730, abs=0.01)
-    web = monthly_run_rate_usd(1024, 2048, "us-east-1", "web_server")
-    # ... and the load balancer's hour, its two public addresses, and one LCU.
-    assert web == pytest.approx(worker + (0.0225 + 2 * 0.005 + 0.008) * 730, abs=0.01)
-    shared = monthly_run_rate_usd(1024, 2048, "us-east-1", "web_server", alb_shared_by=2)
-    assert shared == pytest.approx(worker + ((0.0225 + 2 * 0.005) / 2 + 0.008) * 730, abs=0.01)
+    # 1 vCPU and 2 GB for 730 hours at us-east-1 prices.
+    assert worker == pytest.approx((0.04048 + 2 * 0.004445) * 730, abs=0.01)
+    # A web server's task costs the same: the load balancer and the public IPv4 addresses are
+    # the project's lines.
+    assert monthly_run_rate_usd(1024, 2048, "us-east-1", "web_server") == worker
+    lines = {
+        line.item: (line.quantity, line.monthly_usd)
+        for line in shared_lines("us-east-1", web_servers=2, tasks=3)
+    }
+    assert lines == {
+        "load_balancer": (1, pytest.approx((0.0225 + 0.008) * 730, abs=0.01)),
+        "load_balancer_ipv4": (2, pytest.approx(2 * 0.005 * 730, abs=0.01)),
+        "task_ipv4": (3, pytest.approx(3 * 0.005 * 730, abs=0.01)),
+    }
+    # No web server, no load balancer: only the workers' tasks' addresses.
+    assert [line.item for line in shared_lines("us-east-1", web_servers=0, tasks=1)] == [
+        "task_ipv4"
+    ]
     assert monthly_run_rate_usd(256, 512, "xx-nowhere-1", "worker") == monthly_run_rate_usd(
         256, 512, "us-east-1", "worker"
     )

@@ -193,14 +193,25 @@ def test_a_larger_cpu_costs_what_the_cost_endpoint_says(connected: Org) -> None:
     ]
     rate = planned["monthly_run_rate_usd"]
     assert rate["delta"] > 0
-    assert rate["before"] == rate_before
+    # The project's run-rate: the web server's, and what it shares (its load balancer, the
+    # public IPv4 addresses), which a larger cpu leaves as it is.
+    shared = [line["monthly_usd_before"] for line in planned["shared"]]
+    assert [line["item"] for line in planned["shared"]] == [
+        "load_balancer",
+        "load_balancer_ipv4",
+        "task_ipv4",
+    ]
+    assert all(
+        line["monthly_usd_after"] == line["monthly_usd_before"] for line in planned["shared"]
+    )
+    assert rate["before"] == round(rate_before + sum(shared), 2)
     assert shop.org.api.get(f"{shop.base}/web_servers/{web['id']}").json()["cpu"] == 256
 
     result = post(shop, "apply", larger)
     assert [d["name"] for d in result["deployments"]] == ["api"]
     rate_after = shop.org.api.get(cost_path).json()["monthly_run_rate_usd"]
     assert rate["delta"] == round(rate_after - rate_before, 2)
-    assert rate["after"] == rate_after
+    assert rate["after"] == round(rate_after + sum(shared), 2)
 
 
 def test_prune_deletes_what_the_file_dropped_and_only_with_prune(connected: Org) -> None:
@@ -219,7 +230,13 @@ def test_prune_deletes_what_the_file_dropped_and_only_with_prune(connected: Org)
     pruning = post(shop, "plan", only_web, prune="true")
     [change] = pruning["changes"]
     assert (change["action"], change["kind"], change["name"]) == ("delete", "worker", "jobs")
-    assert pruning["monthly_run_rate_usd"]["delta"] == -change["monthly_usd_before"] < 0
+    # The worker, and its task's public IPv4 address (a line of the project's).
+    [addresses] = [line for line in pruning["shared"] if line["item"] == "task_ipv4"]
+    assert (addresses["quantity_before"], addresses["quantity_after"]) == (2, 1)
+    address = addresses["monthly_usd_before"] - addresses["monthly_usd_after"]
+    assert pruning["monthly_run_rate_usd"]["delta"] == round(
+        -change["monthly_usd_before"] - address, 2
+    )
     post(shop, "apply", only_web, prune="true")
     assert shop.org.api.get(f"{shop.base}/workers").json()["workers"] == []
     assert len(shop.org.api.get(f"{shop.base}/web_servers").json()["web_servers"]) == 1

@@ -281,3 +281,18 @@ def test_a_regions_load_balancers_db_instances_and_subnet_groups_are_counted(
         "made",
         "InstanceQuotaExceeded",
     ]
+
+
+def test_a_load_balancer_made_again_is_the_same_one_and_another_of_its_name_is_refused(
+    admin: AwsSession,
+) -> None:
+    ec2, elbv2 = admin.client("ec2"), admin.client("elbv2")
+    _vpc, subnets = vpc_with_two_subnets(ec2, 9)
+    first = elbv2.create_load_balancer(Name="again", Subnets=subnets)["LoadBalancers"][0]
+    again = elbv2.create_load_balancer(Name="again", Subnets=subnets)["LoadBalancers"][0]
+    assert again["LoadBalancerArn"] == first["LoadBalancerArn"]
+    assert _code(elbv2.create_load_balancer, Name="again", Subnets=subnets[:1] + subnets[:1]) in (
+        "DuplicateLoadBalancerName",
+    )
+    named = elbv2.describe_load_balancers(Names=["again"])["LoadBalancers"]
+    assert [found["LoadBalancerArn"] for found in named] == [first["LoadBalancerArn"]]

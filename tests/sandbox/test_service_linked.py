@@ -115,8 +115,14 @@ def test_scaling_an_ecs_service_makes_application_auto_scalings_ecs_role(
     message = refused.value.response["Error"]["Message"]
     assert "ecs.application-autoscaling.amazonaws.com" in message
     granted = _linked("ecs.application-autoscaling.amazonaws.com")
+    # Application Auto Scaling validates that its caller may read and change the service.
+    service = {
+        "Effect": "Allow",
+        "Action": ["ecs:DescribeServices", "ecs:UpdateService"],
+        "Resource": "*",
+    }
     with (
-        _as_role(endpoint, admin, "scaling-and-role", register, granted) as caller,
+        _as_role(endpoint, admin, "scaling-and-role", register, granted, service) as caller,
         pytest.raises(ClientError) as unknown,
     ):  # authorized: on to the service itself
         caller.client("application-autoscaling").register_scalable_target(**target)

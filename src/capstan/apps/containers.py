@@ -68,9 +68,12 @@ class ContainerSteps:
     async def prepare(
         self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer
     ) -> Result | None:
-        if subject.project.network_ready_at is None:
-            # The project network reconciler creates it and wakes this target when it is ready.
-            await enqueue(session, network.QUEUE_KIND, subject.project.id)
+        project = subject.project
+        web = subject.service.kind == services.WEB_SERVER
+        if project.network_ready_at is None or (web and project.load_balancer_ready_at is None):
+            # The project network reconciler creates it (and a web server's load balancer) and
+            # wakes this target when it is ready.
+            await enqueue(session, network.QUEUE_KIND, project.id)
             return PollAgain(NETWORK_POLL)
         listed = self._listed(subject, deployment)
         if await references.being_created(session, subject.project.id, listed):

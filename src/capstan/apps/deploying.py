@@ -14,6 +14,7 @@ from capstan.cloud.driver import Cloud
 from capstan.cloud_account.models import CloudAccount
 from capstan.cloud_account.session import customer_driver
 from capstan.config import Settings
+from capstan.network.service import network_version
 from capstan.projects.models import Project
 
 
@@ -40,9 +41,9 @@ def deployer_for(
     cache: ProjectCache | None = None,
 ) -> AbstractAsyncContextManager[Deployer]:
     """A Deployer in the account's role, in the project's region; with `cache`, one that reuses
-    what this process knows of the project's network (keyed by when that network was made).
-    A static website's own steps are its `site` part."""
-    ready_at = project.network_ready_at
+    what this process knows of the project's network (keyed by when that network and its load
+    balancer were made). A static website's own steps are its `site` part."""
+    version = network_version(project)
     generation = project.network_generation
 
     def make(customer: AwsSession) -> Deployer:
@@ -51,7 +52,7 @@ def deployer_for(
             cloud.operator,
             domain=settings.domain,
             cache=cache,
-            network_version=ready_at.isoformat() if ready_at is not None else None,
+            network_version=version,
             network_generation=generation,
         )
 

@@ -47,9 +47,12 @@ KIND = ResourceKind(
     },
     # Web servers and workers run in the project's VPC (static websites need none).
     network_users=services.count_in_project,
+    # Only web servers (and their previews) are served by the project's load balancer.
+    load_balancer_users=services.count_web_servers_in_project,
     on_suffix_change=services.enqueue_project,
     on_network_ready=services.wake_waiting,
     on_network_failed=services.fail_waiting,
+    on_load_balancer_failed=services.fail_waiting_web_servers,
     git_events=GIT_EVENTS,
     leftovers=(
         "ecr repository",

@@ -91,6 +91,12 @@ async def count_sites_in_project(session: AsyncSession, project_id: str) -> int:
     return await count_in_project(session, project_id, (STATIC_WEBSITE,))
 
 
+async def count_web_servers_in_project(session: AsyncSession, project_id: str) -> int:
+    """Web servers in the project, including those still being removed (a preview cannot
+    outlive its web server: the project's load balancer serves them all)."""
+    return await count_in_project(session, project_id, (WEB_SERVER,))
+
+
 async def enqueue_project(session: AsyncSession, project_id: str) -> None:
     """Give every service and preview of a project a pass (its hostnames changed)."""
     for service in await session.scalars(
@@ -115,15 +121,17 @@ async def wake_waiting(session: AsyncSession, project_id: str) -> None:
             await enqueue(session, PREVIEW_QUEUE_KIND, preview_id)
 
 
-async def fail_waiting(session: AsyncSession, project_id: str, message: str) -> None:
-    """Fail the project's web server and worker deployments that wait for a network which
-    cannot be made (the cloud refused it for good), with the cloud's reason."""
+async def fail_waiting(
+    session: AsyncSession, project_id: str, message: str, kinds: tuple[str, ...] = COMPUTE_KINDS
+) -> None:
+    """Fail the project's deployments of `kinds` (web servers and workers) that wait for a
+    network which cannot be made (the cloud refused it for good), with the cloud's reason."""
     waiting = await session.scalars(
         select(Deployment)
         .join(Service, Service.id == Deployment.service_id)
         .where(
             Service.project_id == project_id,
-            Service.kind != "static_website",
+            Service.kind.in_(kinds),
             Deployment.status == "pending",
         )
     )
@@ -131,6 +139,12 @@ async def fail_waiting(session: AsyncSession, project_id: str, message: str) -> 
         await DEPLOYMENT_STATES.move(
             session, deployment, "failed", error=message[:4000], finished_at=utcnow()
         )
+
+
+async def fail_waiting_web_servers(session: AsyncSession, project_id: str, message: str) -> None:
+    """Fail the web server deployments waiting for a load balancer the cloud refused for good
+    (a quota): workers do not wait for it."""
+    await fail_waiting(session, project_id, message, (WEB_SERVER,))
 
 
 def check_size(cpu: int, memory: int) -> None:

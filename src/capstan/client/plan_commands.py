@@ -184,6 +184,14 @@ def show_plan(out: Output, project: dict[str, Any], planned: dict[str, Any]) -> 
         out.say("  Left alone (not in the file; --prune deletes them):")
         for kept in planned["left_alone"]:
             out.say(f"      {LABELS[kept['kind']]} {kept['name']} ({kept['id']})")
+    if planned.get("shared"):
+        out.say("  Shared by the project's services (in the run-rate):")
+        for line in planned["shared"]:
+            before, after = line["monthly_usd_before"], line["monthly_usd_after"]
+            count = f"{line['quantity_before']} -> {line['quantity_after']}"
+            if line["quantity_before"] == line["quantity_after"]:
+                count = str(line["quantity_after"])
+            out.say(f"      {line['description']} ({count}): ${before:.2f} -> ${after:.2f} a month")
     rate = planned["monthly_run_rate_usd"]
     out.say(
         f"Monthly run-rate: ${rate['before']:.2f} -> ${rate['after']:.2f} "

@@ -53,6 +53,8 @@ _EC2_CHANGES = [
     "ec2:AssociateRouteTable",
     "ec2:DisassociateRouteTable",
     "ec2:DeleteRouteTable",
+    # A serverless cache's endpoint in the VPC, its subnets and the cache's group.
+    "ec2:CreateVpcEndpoint",
 ]
 # What the shared network is made of (its security groups are the projects').
 _SHARED_CREATES = [action for action in _EC2_CREATES if action != "ec2:CreateSecurityGroup"]
@@ -90,6 +92,26 @@ def network_statements() -> list[dict[str, Any]]:
             _EC2_CHANGES,
             ec2_any,
             SHARED,
+        ),
+        statement(
+            # A serverless cache's endpoint, which ElastiCache makes in Capstan's network as
+            # Capstan (the VPC, subnets and groups it is made in are allowed by the statements
+            # that hold them), tagged by ElastiCache as it is made.
+            "CacheEndpoints",
+            ["ec2:CreateVpcEndpoint"],
+            any_region("ec2", "vpc-endpoint/*"),
+            {"StringLike": {"ec2:VpceServiceName": "com.amazonaws.elasticache.serverless.*"}},
+        ),
+        statement(
+            "TagCacheEndpointsOnCreate",
+            ["ec2:CreateTags"],
+            any_region("ec2", "vpc-endpoint/*"),
+            {
+                "StringEquals": {
+                    "ec2:CreateAction": "CreateVpcEndpoint",
+                    "aws:RequestTag/AmazonElastiCacheManaged": "true",
+                }
+            },
         ),
         statement(
             "ChangeProjectNetworks",
@@ -220,6 +242,13 @@ def container_statements() -> list[dict[str, Any]]:
             any_region("ecr", "repository/capstan/*"),
         ),
         statement(
+            # ECR asks for TagResource when a repository is made with tags.
+            "TagImagesOnCreate",
+            ["ecr:TagResource"],
+            any_region("ecr", "repository/capstan/*"),
+            TAGGED_ON_CREATE,
+        ),
+        statement(
             "BuildImages",
             [
                 "codebuild:CreateProject",
@@ -266,6 +295,8 @@ def storage_and_site_statements() -> list[dict[str, Any]]:
             "KeepBuckets",
             [
                 "s3:CreateBucket",
+                # S3 asks for it when a bucket is made with an object ownership setting.
+                "s3:PutBucketOwnershipControls",
                 "s3:ListBucket",
                 "s3:ListBucketVersions",
                 "s3:PutBucketTagging",
@@ -358,7 +389,13 @@ def database_statements() -> list[dict[str, Any]]:
             # Only private instances whose master password RDS keeps in Secrets Manager.
             "CreateDatabases",
             ["rds:CreateDBInstance"],
-            [any_region("rds", "db:capstan-*"), any_region("rds", "subgrp:capstan-*")],
+            [
+                any_region("rds", "db:capstan-*"),
+                any_region("rds", "subgrp:capstan-*"),
+                # The engine's default parameter and option groups it is made with.
+                any_region("rds", "pg:default.postgres*"),
+                any_region("rds", "og:default:postgres-*"),
+            ],
             {
                 "Bool": {
                     "rds:PubliclyAccessible": "false",
@@ -386,7 +423,13 @@ def database_statements() -> list[dict[str, Any]]:
             any_region("rds", "subgrp:capstan-*"),
         ),
         statement(
-            # Whether a deletion's final snapshot was taken (its tags are copied by RDS).
+            # A deletion's final snapshot is one Capstan takes (RDS copies the instance's tags).
+            "FinalSnapshots",
+            ["rds:CreateDBSnapshot", "rds:AddTagsToResource"],
+            [any_region("rds", "db:capstan-*"), any_region("rds", "snapshot:capstan-*")],
+        ),
+        statement(
+            # Whether a deletion's final snapshot was taken.
             "DatabaseSnapshots",
             ["rds:DescribeDBSnapshots"],
             any_region("rds", "snapshot:capstan-*"),

@@ -22,6 +22,7 @@ from capstan.cloud.access_scope import (
     PASSED_TO,
     SERVICE_LINKED_ROLES,
     TAGGED_ON_CREATE,
+    any_region,
     arn,
     statement,
 )
@@ -41,6 +42,10 @@ def access_statements() -> list[dict[str, Any]]:
             [
                 # These actions support no resource-level scoping in IAM: only "*" allows them.
                 "ec2:DescribeAvailabilityZones",
+                # Elastic Load Balancing reads these as the caller when it makes a load balancer.
+                "ec2:DescribeAccountAttributes",
+                "ec2:DescribeAddresses",
+                "ec2:DescribeVpcEndpoints",
                 "ec2:DescribeVpcs",
                 "ec2:DescribeSubnets",
                 "ec2:DescribeInternetGateways",
@@ -99,6 +104,17 @@ def access_statements() -> list[dict[str, Any]]:
                     "application-autoscaling:scalable-dimension": "ecs:service:DesiredCount",
                 }
             },
+        ),
+        statement(
+            # Application Auto Scaling makes, reads and removes a target tracking policy's
+            # alarms, and validates first that its caller may do so too.
+            "ScalingAlarms",
+            [
+                "cloudwatch:DescribeAlarms",
+                "cloudwatch:PutMetricAlarm",
+                "cloudwatch:DeleteAlarms",
+            ],
+            any_region("cloudwatch", "alarm:TargetTracking-service/capstan-*"),
         ),
         *network_statements(),
         *load_balancing_statements(),

@@ -41,7 +41,13 @@ from functools import cache
 from typing import Any
 
 from capstan.cloud.access_policy import access_statements
-from capstan.cloud.access_scope import BOUNDARY_SUFFIX, CAPSTAN_ROLE_PATH, any_region
+from capstan.cloud.access_scope import (
+    BOUNDARY_SUFFIX,
+    BUCKET_ACTIONS,
+    CAPSTAN_ROLE_PATH,
+    OBJECT_ACTIONS,
+    any_region,
+)
 from capstan.cloud.policy_size import MANAGED_POLICY_CHARS
 from capstan.cloud.policy_size import policy_chars as _chars
 
@@ -203,9 +209,12 @@ def boundary_statements() -> list[dict[str, Any]]:
             },
         },
         {
+            # Exactly what a task role is granted on its project's buckets (`BUCKET_ACTIONS`,
+            # `OBJECT_ACTIONS`): a boundary narrower than the grant fails an SDK's multipart
+            # upload where the grant says it works.
             "Sid": "UseProjectBuckets",
             "Effect": "Allow",
-            "Action": ["s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+            "Action": [*BUCKET_ACTIONS, *OBJECT_ACTIONS],
             "Resource": [
                 {"Fn::Sub": "arn:${AWS::Partition}:s3:::capstan-*"},
                 {"Fn::Sub": "arn:${AWS::Partition}:s3:::capstan-*/*"},

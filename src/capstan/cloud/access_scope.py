@@ -15,6 +15,19 @@ CAPSTAN_ROLE_PATH = "/capstan/"
 BOUNDARY_SUFFIX = "-boundary"
 # Services Capstan's roles are handed to, and the service-linked roles their first use creates.
 PASSED_TO = ["ecs-tasks.amazonaws.com", "codebuild.amazonaws.com"]
+# What a task role is granted on its project's buckets (`aws.s3.read_write_statements`), and so
+# the most the boundary allows on a bucket: a narrower boundary would fail an SDK's multipart
+# upload, bucket-region lookup or object tags where the grant says they work.
+BUCKET_ACTIONS = ("s3:ListBucket", "s3:GetBucketLocation", "s3:ListBucketMultipartUploads")
+OBJECT_ACTIONS = (
+    "s3:GetObject",
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:GetObjectTagging",
+    "s3:PutObjectTagging",
+    "s3:AbortMultipartUpload",
+    "s3:ListMultipartUploadParts",
+)
 SERVICE_LINKED_ROLES = [
     "ecs.amazonaws.com",
     "elasticloadbalancing.amazonaws.com",

@@ -3,11 +3,11 @@
 The cloud steps of a project certificate, coarse and idempotent (blocking boto3 work: the
 callers run them through `Cloud.run`).
 
-The certificate lives in the customer's account, in the region of the project's load balancer;
-its validation records go into the operator's zone of the service domain. A certificate is named
-by its project and generation: the idempotency token of the request (so a retried request within
-ACM's hour answers the same certificate) and a tag (so one whose ARN was never recorded is found
-again).
+The certificate lives in the customer's account, in the project's region (its load balancer's,
+while it has one: the certificate stays while it has none); its validation records go into the
+operator's zone of the service domain. A certificate is named by its project and generation: the
+idempotency token of the request (so a retried request within ACM's hour answers the same
+certificate) and a tag (so one whose ARN was never recorded is found again).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from capstan.cloud.aws import acm, elbv2, host_rules, names, route53
+from capstan.cloud.aws import acm, elbv2, names, route53
 from capstan.cloud.aws.acm import CertificateInfo, ValidationRecord
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import TerminalCloudError
@@ -103,16 +103,17 @@ class CertificateDriver:
             route53.delete_record(self._operator, self._domain, record.name)
 
     def attach(self, project_id: str, arn: str) -> None:
-        """Serve `arn` over HTTPS on the project's load balancer, with every host rule of its
-        HTTP listener; nothing to do while the project has no load balancer (the network
-        reconciler adds the listener when it makes one)."""
+        """Serve `arn` over HTTPS on the project's load balancer, HTTP redirecting to it and the
+        web servers' host rules moved there (`elbv2.serve_https`); nothing to do while the
+        project has no load balancer (no web server: the network reconciler serves it over
+        HTTPS when it makes one)."""
         for balancer in self._balancers(project_id):
-            https = elbv2.ensure_https_listener(self._customer, project_id, balancer.arn, arn)
-            host_rules.mirror_host_rules(self._customer, project_id, balancer.listener_arn, https)
+            elbv2.serve_https(self._customer, project_id, balancer, arn)
 
     def detach(self, project_id: str, arn: str, *, replacement: str | None, keep: bool) -> bool:
-        """Stop serving `arn`: the HTTPS listener swaps to `replacement`; without one it goes,
-        unless `keep` (a replacement is on its way). True when `arn` is no longer served."""
+        """Stop serving `arn`: the HTTPS listener swaps to `replacement`; without one, HTTP
+        serves again and the HTTPS listener goes (`elbv2.serve_http`), unless `keep` (a
+        replacement is on its way). True when `arn` is no longer served."""
         served = False
         for balancer in self._balancers(project_id):
             https = elbv2.find_https_listener(self._customer, balancer.arn)
@@ -123,7 +124,7 @@ class CertificateDriver:
             elif keep:
                 served = True
             else:
-                elbv2.delete_https_listener(self._customer, balancer.arn)
+                elbv2.serve_http(self._customer, project_id, balancer)
         return not served
 
     def delete(self, arn: str) -> bool:

@@ -10,10 +10,10 @@ nothing boto3-shaped leaves this module.
 What a target (a service or a preview) owns, all named after its resource id: an ECR repository,
 a CodeBuild project, two log groups (`/capstan/<id>/build`, `/capstan/<id>/runtime`), SSM
 parameters under `/capstan/<id>/`, task definitions (one revision per deployment) and an ECS
-service; a web server also a target group, a host-header rule on the project's listener (on both
-listeners once the project has an HTTPS one), an ALIAS record in the operator's zone of the
-service domain with the ownership record that says it is the target's (`aws/route53.py`), and CPU
-target tracking.
+service; a web server also a target group, a host-header rule on the project's load balancer (on
+the listener that serves it: HTTPS once the project's certificate is issued, else HTTP), an ALIAS
+record in the operator's zone of the service domain with the ownership record that says it is the
+target's (`aws/route53.py`), and CPU target tracking.
 
 A `Deployer` has three parts on the same sessions: `network` (the project's shared resources,
 `cloud/network.py`), `builds` (CodeBuild, `cloud/builds.py`) and `site` (a static website's own
@@ -103,10 +103,8 @@ class Deployer(TargetDriver):
         self.site = SiteDriver(customer, operator, domain=self._domain, clock=clock)
 
     def _on_listeners(self, balancer: elbv2.LoadBalancer, apply: Callable[[str], object]) -> None:
-        """`apply` a host rule change to the HTTP listener, then to the HTTPS one if the project
-        has one. HTTPS is looked up only after HTTP is done: one made meanwhile copies its rules
-        from HTTP when it is made, so no rule is missed; one removed meanwhile (the certificate
-        was deleted) is no error."""
+        """`apply` a host rule removal to the HTTP listener, then to the HTTPS one if the project
+        has one (one removed meanwhile, the certificate deleted, is no error)."""
         apply(balancer.listener_arn)
         https = elbv2.find_https_listener(self._customer, balancer.arn)
         if https is None:
@@ -126,9 +124,13 @@ class Deployer(TargetDriver):
         *,
         first: bool = False,
     ) -> None:
-        self._on_listeners(
-            balancer,
-            lambda listener_arn: host_rules.ensure_host_rule(
+        """The target's one host rule, on the listener that serves it (`Listeners.serving`). A
+        rule put on HTTPS while the certificate's removal moves the rules back to HTTP
+        (`elbv2.serve_http`) could go with the HTTPS listener: when HTTP no longer redirects
+        afterwards, the rule is put on HTTP too, which then serves."""
+
+        def put(listener_arn: str) -> None:
+            host_rules.ensure_host_rule(
                 self._customer,
                 target.project_id,
                 target.resource_id,
@@ -136,8 +138,19 @@ class Deployer(TargetDriver):
                 group,
                 hostname,
                 first=first,
-            ),
-        )
+            )
+
+        serving = elbv2.listeners(self._customer, balancer.arn).serving
+        if serving is None or serving == balancer.listener_arn:
+            put(balancer.listener_arn)
+            return
+        try:
+            put(serving)
+        except TerminalCloudError as error:
+            if error.code != "listener_not_found":
+                raise
+        if not elbv2.listeners(self._customer, balancer.arn).redirects:
+            put(balancer.listener_arn)
 
     def _remove_host_rule(self, balancer: elbv2.LoadBalancer, group: str) -> None:
         self._on_listeners(
@@ -238,6 +251,7 @@ class Deployer(TargetDriver):
         if web and not target.hostname:
             raise TerminalCloudError("invalid_target", "A web server needs a hostname.")
         project = self.network.resources(target.project_id)
+        balancer = self.network.balancer(target.project_id) if web else None
         roles = self.network.roles(target.project_id)
         log_group = names.runtime_log_group(target.resource_id)
         logs.ensure_group(self._customer, target.project_id, target.resource_id, log_group)
@@ -263,7 +277,7 @@ class Deployer(TargetDriver):
             execution_role_arn=roles["execution"],
         )
         target_group: str | None = None
-        if web:
+        if balancer is not None:
             assert target.hostname is not None
             target_group = elbv2.ensure_target_group(
                 self._customer,
@@ -274,7 +288,7 @@ class Deployer(TargetDriver):
                 self.network.generation,
             )
             self._put_host_rule(
-                target, project.balancer, target_group, target.hostname, first=spec.first_roll_out
+                target, balancer, target_group, target.hostname, first=spec.first_roll_out
             )
         ecs.ensure_service(
             self._customer,
@@ -287,8 +301,8 @@ class Deployer(TargetDriver):
             target_group_arn=target_group,
             first=spec.first_roll_out,
         )
-        if web:
-            self._point_dns(target, project.balancer)
+        if balancer is not None:
+            self._point_dns(target, balancer)
             autoscaling.ensure_cpu_scaling(
                 self._customer, project.cluster, names.service_name(target.resource_id)
             )
@@ -380,11 +394,11 @@ class Deployer(TargetDriver):
         own records at `old_hostnames` removed (another's are left)."""
         if target.kind != "web_server" or not target.hostname:
             return
-        project = self.network.resources(target.project_id)
+        balancer = self.network.balancer(target.project_id)
         group = self._target_group(target)
         if group is not None:
-            self._put_host_rule(target, project.balancer, group, target.hostname)
-        self._point_dns(target, project.balancer)
+            self._put_host_rule(target, balancer, group, target.hostname)
+        self._point_dns(target, balancer)
         for old_hostname in old_hostnames:
             if old_hostname.rstrip(".").lower() != target.hostname.rstrip(".").lower():
                 route53.remove_owned(
@@ -392,7 +406,7 @@ class Deployer(TargetDriver):
                     self._domain,
                     old_hostname,
                     target.resource_id,
-                    points_at=project.balancer.dns_name,
+                    points_at=balancer.dns_name,
                 )
 
     # -- deletion -------------------------------------------------------------------------

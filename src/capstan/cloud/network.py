@@ -2,10 +2,10 @@
 uses, and what every target's deployment stands on.
 
 What a project owns, all named after its id: two security groups in the VPC and subnets every
-project of the account and region shares (`aws.shared_network`), an application load balancer
-with an HTTP listener (and an HTTPS one serving the project's certificate once it is issued), an
-ECS cluster, and the build, execution and task roles (the task role's extra policy is the
-project's task grants).
+project of the account and region shares (`aws.shared_network`), an ECS cluster, the build,
+execution and task roles (the task role's extra policy is the project's task grants), and while
+it has a web server an application load balancer with an HTTP listener (and an HTTPS one serving
+the project's certificate once it is issued, to which HTTP then redirects).
 
 `NetworkDriver` is coarse and idempotent like every driver: it finds what exists before it
 creates anything and raises only `RetryableCloudError` or `TerminalCloudError`. Its calls block;
@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from capstan.cloud.aws import ecs, elbv2, host_rules, iam, names, shared_network
+from capstan.cloud.aws import ecs, elbv2, iam, names, shared_network
 from capstan.cloud.aws import network as aws_network
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.network import SHARED_NOT_READY
@@ -34,10 +34,11 @@ task_grants_chars = iam.task_grants_chars
 
 @dataclass(frozen=True)
 class ProjectResources:
-    """The project's network, load balancer and cluster, as the targets' deployments use them."""
+    """The project's network, load balancer (None while it has none: it has no web server) and
+    cluster, as the targets' deployments use them."""
 
     network: aws_network.ProjectNetwork
-    balancer: elbv2.LoadBalancer
+    balancer: elbv2.LoadBalancer | None
     cluster: str
 
 
@@ -100,21 +101,50 @@ class NetworkDriver:
         # A moved project's next generation is another network: never answered from the old.
         self._network_version = (network_version or "") + (f"#{generation}" if generation else "")
 
-    def ensure_project_network(self, project_id: str, certificate_arn: str | None = None) -> None:
-        """Security groups (in the shared VPC, made first if missing), load balancer + listener,
-        cluster, roles; with the project's issued `certificate_arn`, an HTTPS listener too."""
+    def ensure_project_network(
+        self, project_id: str, certificate_arn: str | None = None, *, load_balancer: bool = True
+    ) -> None:
+        """Security groups (in the shared VPC, made first if missing), cluster, roles; with
+        `load_balancer`, the load balancer too (`ensure_load_balancer`)."""
         generation = self.generation
         net = aws_network.ensure_network(self._customer, project_id, generation)
-        balancer = elbv2.ensure_load_balancer(self._customer, project_id, net, generation)
-        if certificate_arn is not None:
-            https = elbv2.ensure_https_listener(
-                self._customer, project_id, balancer.arn, certificate_arn
-            )
-            host_rules.mirror_host_rules(self._customer, project_id, balancer.listener_arn, https)
         cluster = ecs.ensure_cluster(self._customer, project_id, generation)
         self._roles[project_id] = iam.ensure_project_roles(self._customer, project_id)
+        balancer = elbv2.find_load_balancer(self._customer, project_id, generation)
         self._projects[project_id] = ProjectResources(net, balancer, cluster)
         self._remember(project_id)
+        if load_balancer:
+            self.ensure_load_balancer(project_id, certificate_arn)
+
+    def ensure_load_balancer(
+        self, project_id: str, certificate_arn: str | None = None
+    ) -> elbv2.LoadBalancer:
+        """The project's load balancer and HTTP listener (its network made first if missing);
+        with the project's issued `certificate_arn`, served over HTTPS (`elbv2.serve_https`)."""
+        project = self.resources(project_id)
+        balancer = elbv2.ensure_load_balancer(
+            self._customer, project_id, project.network, self.generation
+        )
+        if certificate_arn is not None:
+            elbv2.serve_https(self._customer, project_id, balancer, certificate_arn)
+        self._projects[project_id] = ProjectResources(project.network, balancer, project.cluster)
+        self._remember(project_id)
+        return balancer
+
+    def remove_load_balancer(self, project_id: str, *, also: tuple[int, ...] = ()) -> bool:
+        """Remove the project's load balancer (the project serves no HTTP any more) once its
+        listeners route nothing (every web server's rule and target group went with it); True
+        when there is none. `also`: other generations of its network that may have one."""
+        for generation in sorted({self.generation, *also}):
+            balancer = elbv2.find_load_balancer(self._customer, project_id, generation)
+            if balancer is not None and elbv2.balancer_has_rules(self._customer, balancer.arn):
+                return False
+            elbv2.delete_load_balancer(self._customer, project_id, generation)
+        known = self._projects.get(project_id)
+        if known is not None:
+            self._projects[project_id] = ProjectResources(known.network, None, known.cluster)
+            self._remember(project_id)
+        return True
 
     def in_own_vpc(self, project_id: str) -> bool:
         """Whether the project's network, as this driver made or found it, is in a VPC of the
@@ -149,7 +179,7 @@ class NetworkDriver:
             if ecs.active_services(self._customer, project_id, generation):
                 return False
             balancer = elbv2.find_load_balancer(self._customer, project_id, generation)
-            if balancer is not None and elbv2.has_rules(self._customer, balancer.listener_arn):
+            if balancer is not None and elbv2.balancer_has_rules(self._customer, balancer.arn):
                 return False
         self._projects.pop(project_id, None)
         self._roles.pop(project_id, None)
@@ -172,24 +202,27 @@ class NetworkDriver:
         )
 
     def resources(self, project_id: str) -> ProjectResources:
-        """The project's network, load balancer and cluster (made first if any is missing)."""
+        """The project's network, load balancer (if it has one) and cluster (the network and
+        cluster made first if either is missing)."""
         self._recall(project_id)
         project = self._projects.get(project_id)
         if project is not None:
             return project
         generation = self.generation
         net = aws_network.find_network(self._customer, project_id, generation)
-        balancer = elbv2.find_load_balancer(self._customer, project_id, generation)
-        if (
-            net is None
-            or balancer is None
-            or not ecs.cluster_exists(self._customer, project_id, generation)
-        ):
-            self.ensure_project_network(project_id)
+        if net is None or not ecs.cluster_exists(self._customer, project_id, generation):
+            self.ensure_project_network(project_id, load_balancer=False)
             return self._projects[project_id]
+        balancer = elbv2.find_load_balancer(self._customer, project_id, generation)
         project = ProjectResources(net, balancer, names.cluster_name(project_id, generation))
         self._projects[project_id] = project
         return project
+
+    def balancer(self, project_id: str) -> elbv2.LoadBalancer:
+        """The project's load balancer, for its web servers. The network's reconciler makes it
+        for the first of them, and they wait for it; made here only if it went since (by hand)."""
+        found = self.resources(project_id).balancer
+        return found if found is not None else self.ensure_load_balancer(project_id)
 
     def roles(self, project_id: str) -> dict[str, str]:
         """The project's role ARNs by use (`build`, `execution`, `task`), made if missing."""

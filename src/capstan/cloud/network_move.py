@@ -5,10 +5,11 @@ A load balancer, its target groups and a service's tasks cannot change VPC, so t
 project's next network generation (`names`: its own load balancer, target groups and cluster) in
 the shared VPC beside the current one, and hands over in three steps, each idempotent:
 
-1. `build`: the next generation's network (security groups, load balancer and listeners, cluster)
-   is made, and every ECS service of the old cluster is mirrored into the new one — the same task
-   definition (or a newer one: a deployment that ran meanwhile), as many tasks, and for a web
-   server a target group of the new generation behind the same host rules. What a deletion removed
+1. `build`: the next generation's network (security groups, cluster, and for a project with a
+   web server its load balancer and listeners) is made, and every ECS service of the old cluster
+   is mirrored into the new one — the same task definition (or a newer one: a deployment that
+   ran meanwhile), as many tasks, and for a web server a target group of the new generation
+   behind the same host rule. What a deletion removed
    from the old cluster is removed from the new one. It answers whether every mirror has settled
    (its tasks running, a web server's targets healthy).
 2. `switch_dns`: every record of the operator's zone that aliases the old load balancer is pointed
@@ -70,9 +71,12 @@ class NetworkMove:
             return []
         return aws_network.others_in_own_vpc(self._customer, self._project_id, vpc_id)
 
-    def build(self, certificate_arn: str | None) -> Mirrored:
-        """Step 1: the next generation made, and the old cluster's services mirrored into it."""
-        self._next.ensure_project_network(self._project_id, certificate_arn)
+    def build(self, certificate_arn: str | None, *, load_balancer: bool = True) -> Mirrored:
+        """Step 1: the next generation made (its load balancer only if the project serves HTTP:
+        `load_balancer`), and the old cluster's services mirrored into it."""
+        self._next.ensure_project_network(
+            self._project_id, certificate_arn, load_balancer=load_balancer
+        )
         return self.mirror(remove_extra=True)
 
     def mirror(self, *, remove_extra: bool) -> Mirrored:
@@ -109,6 +113,8 @@ class NetworkMove:
         assert task_definition is not None
         group: str | None = None
         if source.target_groups:
+            if project.balancer is None:
+                return "waiting for the new generation's load balancer"
             old_group = source.target_groups[0]
             group = elbv2.ensure_target_group(
                 self._customer,
@@ -154,24 +160,25 @@ class NetworkMove:
     def _put_host_rule(
         self, balancer: elbv2.LoadBalancer, resource_id: str, group: str, host: str
     ) -> None:
-        for listener in self._listeners(balancer):
-            host_rules.ensure_host_rule(
-                self._customer, self._project_id, resource_id, listener, group, host
-            )
+        """The mirror's one host rule, on the new load balancer's listener that serves it."""
+        listener = elbv2.listeners(self._customer, balancer.arn).serving or balancer.listener_arn
+        host_rules.ensure_host_rule(
+            self._customer, self._project_id, resource_id, listener, group, host
+        )
 
     def _listeners(self, balancer: elbv2.LoadBalancer) -> list[str]:
         """The load balancer's HTTP listener, and its HTTPS one if it has one."""
         https = elbv2.find_https_listener(self._customer, balancer.arn)
         return [balancer.listener_arn] + ([https.arn] if https is not None else [])
 
-    def _remove_mirror(self, cluster: str, name: str, balancer: elbv2.LoadBalancer) -> None:
+    def _remove_mirror(self, cluster: str, name: str, balancer: elbv2.LoadBalancer | None) -> None:
         resource_id = name.removeprefix("capstan-")
         autoscaling.delete_scaling(self._customer, cluster, name)
         ecs.delete_service(self._customer, cluster, resource_id)
         group = elbv2.find_target_group(self._customer, resource_id, self._new)
         if group is None:
             return
-        for listener in self._listeners(balancer):
+        for listener in self._listeners(balancer) if balancer is not None else []:
             host_rules.delete_host_rule(self._customer, listener, group)
         elbv2.delete_target_group_arn(self._customer, group)
 
@@ -181,10 +188,7 @@ class NetworkMove:
         cluster = names.cluster_name(self._project_id, self._new)
         balancer = elbv2.find_load_balancer(self._customer, self._project_id, self._new)
         for name in ecs.active_services(self._customer, self._project_id, self._new):
-            if balancer is not None:
-                self._remove_mirror(cluster, name, balancer)
-            else:
-                ecs.delete_service(self._customer, cluster, name.removeprefix("capstan-"))
+            self._remove_mirror(cluster, name, balancer)
 
     def switch_dns(self) -> int:
         """Step 2: the records aliasing the old load balancer alias the new one; how many moved

@@ -1,4 +1,5 @@
-"""What a web server or worker costs per month at its current size, from a price table.
+"""What a web server or worker, and a project's shared infrastructure, cost per month, from a
+price table.
 
 Prices: AWS Fargate on-demand, Linux/x86, per vCPU-hour and per GB-hour, and the Application Load
 Balancer's hour and LCU-hour, as published on https://aws.amazon.com/fargate/pricing/ and
@@ -6,13 +7,23 @@ https://aws.amazon.com/elasticloadbalancing/pricing/ (read 2024-06; unchanged si
 2023 Fargate price cut in us-east-1). Regions not in the table are priced as `FALLBACK_REGION`.
 A month is 730 hours, as AWS's own calculator counts it.
 
-A web server is charged, besides its task, its share of the project's load balancer: the ALB hour
-and its public IPv4 addresses split among the web servers sharing it (`alb_shared_by`), plus one
-LCU for its own traffic. Every task also holds a public IPv4 address (the tasks run in public
-subnets without NAT), which AWS bills $0.005 an hour since February 2024
-(https://aws.amazon.com/vpc/pricing/, "Public IPv4 address"; the same in every commercial
-region). Figures are estimates of the steady state at one task; Cost Explorer has the real
-spend.
+A web server or worker is its task's vCPU and memory (`monthly_run_rate_usd`): what Cost
+Explorer bills to its own tag. What the project's services share, or AWS bills outside any
+service's tag, is the project's own lines (`shared_lines`):
+
+- the load balancer, only while the project has a web server: its hour and one LCU-hour each
+  hour (LCUs measure traffic, which no estimate knows: one is light traffic — 25 new connections
+  a second, 3,000 active a minute, 1 GB an hour, 1,000 rule evaluations a second);
+- its public IPv4 addresses: an internet-facing load balancer has a node, and an address, in each
+  Availability Zone it is enabled in — the project's two subnets, two
+  (https://docs.aws.amazon.com/elasticloadbalancing/latest/userguide/how-elastic-load-balancing-works.html);
+- the public IPv4 address of each task (the tasks run in public subnets without NAT:
+  `cloud/aws/ecs.py` assigns one), one task a web server or worker at the steady state estimated.
+
+AWS bills every public IPv4 address $0.005 an hour since February 1, 2024, in every commercial
+region (https://aws.amazon.com/vpc/pricing/, "Public IPv4 address";
+https://aws.amazon.com/blogs/aws/new-aws-public-ipv4-address-charge-public-ip-insights/).
+Figures are estimates of the steady state at one task; Cost Explorer has the real spend.
 """
 
 from __future__ import annotations
@@ -25,6 +36,8 @@ FALLBACK_REGION = "us-east-1"
 PUBLIC_IPV4_USD_PER_HOUR = 0.005
 # An internet-facing ALB holds one public IPv4 address per zone it spans: the project's two.
 ALB_PUBLIC_ADDRESSES = 2
+# The LCU-hours estimated for each hour of a load balancer (see the module's docstring).
+ALB_ESTIMATED_LCUS = 1
 # A CloudWatch custom metric, per month (the first tier; https://aws.amazon.com/cloudwatch/pricing/):
 # the price of CloudFront's additional metrics and of S3's request metrics.
 CLOUDWATCH_METRIC_USD_PER_MONTH = 0.30
@@ -64,19 +77,67 @@ def task_hourly_usd(cpu: int, memory: int, region: str) -> float:
 
 
 def monthly_run_rate_usd(
-    cpu: int,
-    memory: int,
-    region: str,
-    kind: Literal["web_server", "worker"] | str,
-    *,
-    alb_shared_by: int = 1,
+    cpu: int, memory: int, region: str, kind: Literal["web_server", "worker"] | str = "worker"
 ) -> float:
-    hourly = task_hourly_usd(cpu, memory, region) + PUBLIC_IPV4_USD_PER_HOUR
-    if kind == "web_server":
-        price = price_for(region)
-        alb_hour = price.alb_hour + ALB_PUBLIC_ADDRESSES * PUBLIC_IPV4_USD_PER_HOUR
-        hourly += alb_hour / max(alb_shared_by, 1) + price.lcu_hour
-    return round(hourly * HOURS_PER_MONTH, 2)
+    """A month of one web server's or worker's task (`kind` prices the same: what it shares is
+    the project's, `shared_lines`)."""
+    return round(task_hourly_usd(cpu, memory, region) * HOURS_PER_MONTH, 2)
+
+
+SharedItem = Literal["load_balancer", "load_balancer_ipv4", "task_ipv4"]
+
+
+@dataclass(frozen=True)
+class SharedLine:
+    """One line of what a project's services share: what it is, how many, a month of them."""
+
+    item: SharedItem
+    description: str
+    quantity: int
+    monthly_usd: float
+
+
+def load_balancer_monthly_usd(region: str) -> float:
+    """A month of one Application Load Balancer: its hour and `ALB_ESTIMATED_LCUS` LCU-hours."""
+    price = price_for(region)
+    return round((price.alb_hour + ALB_ESTIMATED_LCUS * price.lcu_hour) * HOURS_PER_MONTH, 2)
+
+
+def public_ipv4_monthly_usd(addresses: int) -> float:
+    """A month of `addresses` public IPv4 addresses (the same price in every region)."""
+    return round(addresses * PUBLIC_IPV4_USD_PER_HOUR * HOURS_PER_MONTH, 2)
+
+
+def shared_lines(region: str, *, web_servers: int, tasks: int) -> list[SharedLine]:
+    """What a project with `web_servers` web servers and `tasks` tasks (its web servers' and
+    workers') pays besides each task: the load balancer and its addresses only while it has a
+    web server, and an address a task. Only the lines with something to pay."""
+    lines: list[SharedLine] = []
+    if web_servers:
+        lines += [
+            SharedLine(
+                "load_balancer",
+                f"Application Load Balancer: its hour and {ALB_ESTIMATED_LCUS} LCU-hour an hour",
+                1,
+                load_balancer_monthly_usd(region),
+            ),
+            SharedLine(
+                "load_balancer_ipv4",
+                "The load balancer's public IPv4 addresses (one per Availability Zone)",
+                ALB_PUBLIC_ADDRESSES,
+                public_ipv4_monthly_usd(ALB_PUBLIC_ADDRESSES),
+            ),
+        ]
+    if tasks:
+        lines.append(
+            SharedLine(
+                "task_ipv4",
+                "The public IPv4 address of each web server's and worker's task",
+                tasks,
+                public_ipv4_monthly_usd(tasks),
+            )
+        )
+    return lines
 
 
 # ElastiCache Serverless for Valkey: data stored, per GB-hour (the other dimension, ECPUs at

@@ -262,8 +262,11 @@ async def _project_live(api: Api, project_id: str) -> dict[str, Any]:
     base = f"/api/projects/{project_id}"
     project = await api.get(base)  # first, alone: another organization's id stops here
     services = await asyncio.gather(*(api.get(f"{base}/{kind}") for kind in KINDS))
-    caches, databases, buckets = await asyncio.gather(
-        api.get(f"{base}/cache"), api.get(f"{base}/databases"), api.get(f"{base}/storage")
+    caches, databases, buckets, shared = await asyncio.gather(
+        api.get(f"{base}/cache"),
+        api.get(f"{base}/databases"),
+        api.get(f"{base}/storage"),
+        api.get(f"{base}/shared_cost"),
     )
     return {
         "project": project,
@@ -272,6 +275,7 @@ async def _project_live(api: Api, project_id: str) -> dict[str, Any]:
         "caches": caches["caches"],
         "databases": databases["databases"],
         "buckets": buckets["buckets"],
+        "shared": shared,
     }
 
 

@@ -1,6 +1,7 @@
 """The network's driver (`NetworkDriver`), opened for a project — the organization's role, the
 project's region, and what this process already knows of the project's network (keyed by when
-it was made) — or for the network an account's projects share in a region."""
+it and its load balancer were made) — or for the network an account's projects share in a
+region."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from capstan.cloud.network import NetworkDriver
 from capstan.cloud.network_move import NetworkMove
 from capstan.cloud_account.models import CloudAccount
 from capstan.cloud_account.session import customer_driver
+from capstan.network.service import network_version
 from capstan.projects.models import Project
 from capstan.registry import Runtime
 
@@ -20,8 +22,7 @@ from capstan.registry import Runtime
 async def deployer_for(
     runtime: Runtime, account: CloudAccount | None, project: Project
 ) -> AsyncIterator[NetworkDriver]:
-    ready_at = project.network_ready_at
-    version = ready_at.isoformat() if ready_at is not None else None
+    version = network_version(project)
     generation = project.network_generation
     cloud = runtime.cloud
 

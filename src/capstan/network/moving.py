@@ -44,16 +44,18 @@ async def advance(
     account: CloudAccount,
     *,
     own_vpc: bool,
+    serves_http: bool,
 ) -> Result:
     """One step of the project's move, if it has or needs one (`own_vpc`: the pass found its
-    network in a VPC of its own); the changes are left on `project` for the caller's commit.
+    network in a VPC of its own; `serves_http`: the project has a web server, so the new
+    generation has a load balancer); the changes are left on `project` for the caller's commit.
     Done when there is nothing (more) to do."""
     if project.network_move is None and (
         not own_vpc or project.network_generation != 0 or not runtime.settings.move_own_networks
     ):
         return Done()
     try:
-        return await _step(runtime, project, account)
+        return await _step(runtime, project, account, serves_http)
     except RetryableCloudError as error:
         if error.code != SHARED_NOT_READY:
             raise
@@ -71,7 +73,9 @@ async def advance(
         return RequeueAfter(REFUSED_SECONDS)
 
 
-async def _step(runtime: Runtime, project: Project, account: CloudAccount) -> Result:
+async def _step(
+    runtime: Runtime, project: Project, account: CloudAccount, serves_http: bool
+) -> Result:
     cloud, project_id = runtime.cloud, project.id
     moving = project.network_move
     old = project.network_generation - (1 if moving == DRAINING else 0)
@@ -90,7 +94,7 @@ async def _step(runtime: Runtime, project: Project, account: CloudAccount) -> Re
             project.network_move = moving = BUILDING
             log.info("project %s: moving its network into the shared VPC", project_id)
         if moving == BUILDING:
-            mirrored = await cloud.run(lambda: move.build(certificate))
+            mirrored = await cloud.run(lambda: move.build(certificate, load_balancer=serves_http))
             if not mirrored.settled:
                 return PollAgain(MOVE_POLL)
             switched = await cloud.run(move.switch_dns)

@@ -1,9 +1,12 @@
 """The project's shared network, reconciled as a resource of its own (queue kind
 `project_network`, keyed by project id).
 
-Every web server, worker, cache and their previews of a project run behind one load balancer,
-in the project's security groups inside the VPC its account shares in the region (`shared`,
-which this pass asks for and waits on when it is missing; static websites need neither).
+Every web server, worker, cache and database of a project runs in the project's security groups
+inside the VPC its account shares in the region (`shared`, which this pass asks for and waits on
+when it is missing; static websites need neither). Its web servers and their previews run
+behind one load balancer, which exists only while the project has a web server: made for the
+first (which waits for `load_balancer_ready_at`), removed after the last is gone with its rules
+and target groups; a worker, cache or database never waits for it, nor fails with it.
 Creating or removing the project's network from each user's own pass would race (two targets
 of a new project would both create it); as its own queue row, the lease lets exactly one worker
 work on it at a time. It exists while any kind's `network_users` counts rows in the project
@@ -14,7 +17,8 @@ Each pass puts the task role's grants policy: the statements every kind's `task_
 its grants enqueues this row. When the network is ready, every kind's `on_network_ready` wakes
 what waited for it; when the cloud refuses it for good (a permission the role lacks), every kind's
 `on_network_failed` fails what waited, with the reason, and the row is retried with backoff (the
-customer may fix the role).
+customer may fix the role); a refused load balancer (a quota) fails only what waits for it
+(`on_load_balancer_failed`).
 """
 
 from __future__ import annotations
@@ -70,18 +74,20 @@ class ProjectNetworkReconciler:
             # Read everything first: on SQLite the first write takes the database's lock, which
             # must not be held through the cloud calls below.
             grants = await registry.task_grants(kinds, session, project) if wanted else []
-            # A network made after the certificate was issued serves it at once.
+            serves_http = wanted and await registry.serves_http(kinds, session, project.id)
+            # A load balancer made after the certificate was issued serves it at once.
             issued = project.certificate_status == "issued"
             certificate = project.certificate_arn if issued else None
             # Read before the cloud calls: a rollback below expires the rows.
             account_id, region = account.account_id, project.region
+            generations = project.network_generations
             # A network about to be made is keyed by the time it will be recorded as made.
             project.network_ready_at = project.network_ready_at or utcnow()
             async with deployer_for(self._runtime, account, project) as deployer:
                 if wanted:
                     try:
                         await self._cloud.run(
-                            lambda: deployer.ensure_project_network(project_id, certificate)
+                            lambda: deployer.ensure_project_network(project_id, load_balancer=False)
                         )
                         await self._cloud.run(
                             lambda: deployer.apply_task_grants(project_id, grants)
@@ -101,14 +107,32 @@ class ProjectNetworkReconciler:
                         await registry.network_failed(kinds, session, project_id, error.message)
                         await session.commit()
                         raise
+                    settled, refused = await self._load_balancer(
+                        deployer, project, serves_http, certificate, generations
+                    )
                     await registry.network_ready(kinds, session, project_id)
+                    if refused is not None:
+                        # Only what waits for the load balancer fails; the rest goes on.
+                        await registry.load_balancer_failed(
+                            kinds, session, project_id, refused.message
+                        )
+                        await session.commit()
+                        raise refused
                     # A project with a VPC of its own moves into the shared one, a step a pass.
                     own_vpc = deployer.in_own_vpc(project_id)
                     result: Result = await moving.advance(
-                        self._runtime, session, project, account, own_vpc=own_vpc
+                        self._runtime,
+                        session,
+                        project,
+                        account,
+                        own_vpc=own_vpc,
+                        serves_http=serves_http,
                     )
+                    if not settled and isinstance(result, Done):
+                        result = PollAgain(self._poll)  # its rules are still being removed
                 elif await self._removed(deployer, project, account):
                     project.network_ready_at = None
+                    project.load_balancer_ready_at = None
                     project.network_move = project.network_moved_at = None
                     # The shared network goes with the account's last project network.
                     await shared.enqueue(session, account_id, region)
@@ -117,6 +141,35 @@ class ProjectNetworkReconciler:
                     result = PollAgain(self._poll)
             await session.commit()
             return result
+
+    async def _load_balancer(
+        self,
+        deployer: NetworkDriver,
+        project: Project,
+        serves_http: bool,
+        certificate: str | None,
+        generations: tuple[int, ...],
+    ) -> tuple[bool, TerminalCloudError | None]:
+        """Make the project's load balancer while it has a web server (served over HTTPS once
+        its certificate is issued), or remove it once it has none and its listeners route
+        nothing; recorded on `project`. Whether that is done (False while a removal waits for
+        rules to go), and the cloud's refusal to make it, if it refused."""
+        project_id = project.id
+        if serves_http:
+            try:
+                await self._cloud.run(
+                    lambda: deployer.ensure_load_balancer(project_id, certificate)
+                )
+            except TerminalCloudError as error:
+                return False, error
+            project.load_balancer_ready_at = project.load_balancer_ready_at or utcnow()
+            return True, None
+        removed = await self._cloud.run(
+            lambda: deployer.remove_load_balancer(project_id, also=generations)
+        )
+        if removed:
+            project.load_balancer_ready_at = None
+        return removed, None
 
     async def _removed(
         self, deployer: NetworkDriver, project: Project, account: CloudAccount

@@ -63,6 +63,16 @@ async def require_room_for_grants(
         )
 
 
+def network_version(project: Project) -> str | None:
+    """What a process's knowledge of the project's network is keyed by: when the network and
+    its load balancer were made (None while there is no network), so a network or a load
+    balancer removed and made again is never answered from what was known of the old one."""
+    ready_at, balancer_at = project.network_ready_at, project.load_balancer_ready_at
+    if ready_at is None:
+        return None
+    return ready_at.isoformat() + (f"+{balancer_at.isoformat()}" if balancer_at else "")
+
+
 async def enqueue(session: AsyncSession, project_id: str) -> None:
     """Ask for a pass over the project's network (in the caller's transaction)."""
     await enqueue_pass(session, QUEUE_KIND, project_id)

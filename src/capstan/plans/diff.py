@@ -15,6 +15,7 @@ from capstan.buckets import service as buckets
 from capstan.buckets.models import Bucket
 from capstan.caches import service as caches
 from capstan.caches.models import Cache
+from capstan.cloud.pricing import shared_lines
 from capstan.crypto import SecretBox
 from capstan.databases import service as databases
 from capstan.databases.models import Database
@@ -26,8 +27,17 @@ from capstan.plans.environment import (
     environment_body,
     environment_changes,
 )
-from capstan.plans.pricing import monthly_usd
-from capstan.plans.schemas import CapstanFile, Change, FieldChange, LeftAlone, Plan, RunRate
+from capstan.plans.pricing import monthly_usd, shared
+from capstan.plans.schemas import (
+    CapstanFile,
+    Change,
+    FieldChange,
+    LeftAlone,
+    Plan,
+    RunRate,
+    SharedCostLine,
+    SharedCosts,
+)
 from capstan.plans.steps import (
     DATABASE_FIXED,
     SERVICE_SECTIONS,
@@ -388,24 +398,70 @@ async def make_plan(
         *_bucket_steps(document, project, live_buckets, prune, left_alone),
         *_model_access_steps(document, await session.get(ModelAccess, project.id)),
     ]
+    lines = shared(region, _users(live_services, []), _users(live_services, steps))
     before = sum(
         [
             *(monthly_usd(s.kind, _sizes(s), region) for s in live_services),
             *(monthly_usd("cache", _cache_size(c), region) for c in live_caches),
             *(monthly_usd("database", _database_size(d), region) for d in live_databases),
             *(monthly_usd("bucket", {}, region) for _b in live_buckets),
+            *(line.monthly_usd_before for line in lines),
         ]
     )
     after = before + sum(
-        step.change.monthly_usd_after - step.change.monthly_usd_before for step in steps
+        [
+            *(step.change.monthly_usd_after - step.change.monthly_usd_before for step in steps),
+            *(line.monthly_usd_after - line.monthly_usd_before for line in lines),
+        ]
     )
     plan = Plan(
         changes=[step.change for step in steps],
         left_alone=left_alone,
         prune=prune,
         no_changes=not steps,
+        shared=lines,
         monthly_run_rate_usd=RunRate(
             before=round(before, 2), after=round(after, 2), delta=round(after - before, 2)
         ),
     )
     return Planned(plan=plan, steps=steps, project=project)
+
+
+def _users(live: list[Service], steps: list[Step]) -> tuple[int, int]:
+    """(web servers, tasks) of the project once `steps` are applied: what its shared lines
+    count (a task a web server or worker)."""
+    counted = ("web_server", "worker")
+    kinds = [service.kind for service in live if service.kind in counted]
+    for step in steps:
+        change = step.change
+        if change.kind in counted and change.action == "create":
+            kinds.append(change.kind)
+        elif change.kind in counted and change.action == "delete":
+            kinds.remove(change.kind)
+    return kinds.count("web_server"), len(kinds)
+
+
+async def shared_now(session: AsyncSession, caller: Principal, project_id: str) -> SharedCosts:
+    """The project's shared lines as it stands: its live web servers and workers, and their
+    live previews (each one more task, with its address)."""
+    project = await projects.get(session, caller, project_id)
+    live = [
+        service
+        for kind in (services.WEB_SERVER, services.WORKER)
+        for service in await services.list_in_project(session, caller, project.id, kind)
+    ]
+    previews = sum([len(await services.live_previews(session, service.id)) for service in live])
+    web_servers, tasks = _users(live, [])
+    lines = shared_lines(project.region, web_servers=web_servers, tasks=tasks + previews)
+    return SharedCosts(
+        lines=[
+            SharedCostLine(
+                item=line.item,
+                description=line.description,
+                quantity=line.quantity,
+                monthly_usd=line.monthly_usd,
+            )
+            for line in lines
+        ],
+        monthly_usd=round(sum(line.monthly_usd for line in lines), 2),
+    )

@@ -7,6 +7,10 @@ stored data is not known before apply and counts as zero: a static website is it
 (the distribution's additional metrics; its cost endpoint adds the last hour's traffic and the
 bucket's size), a bucket is what an empty, idle bucket costs (nothing). Model access has no
 price of its own (Bedrock bills per call).
+
+What the project's services share — the load balancer while it has a web server, public IPv4
+addresses — is priced for the project as a whole (`shared`), before and after the plan's changes,
+so a plan that adds the first web server shows the load balancer it brings.
 """
 
 from __future__ import annotations
@@ -14,12 +18,15 @@ from __future__ import annotations
 from typing import Any
 
 from capstan.cloud.pricing import (
+    SharedLine,
     bucket_monthly_usd,
     cache_monthly_usd,
     database_monthly_usd,
     monthly_run_rate_usd,
+    shared_lines,
     site_monthly_run_rate_usd,
 )
+from capstan.plans.schemas import SharedCost
 
 
 def monthly_usd(kind: str, settings: dict[str, Any], region: str) -> float:
@@ -35,3 +42,27 @@ def monthly_usd(kind: str, settings: dict[str, Any], region: str) -> float:
     if kind == "bucket":
         return round(bucket_monthly_usd(0, 0, 0, region), 2)
     return 0.0
+
+
+def shared(region: str, before: tuple[int, int], after: tuple[int, int]) -> list[SharedCost]:
+    """The project's shared lines with `before` and `after` (web servers, tasks) each."""
+    then = {
+        line.item: line for line in shared_lines(region, web_servers=before[0], tasks=before[1])
+    }
+    now = {line.item: line for line in shared_lines(region, web_servers=after[0], tasks=after[1])}
+    costs = []
+    for item in [*then, *(item for item in now if item not in then)]:
+        old, new = then.get(item), now.get(item)
+        shown: SharedLine | None = new or old
+        assert shown is not None
+        costs.append(
+            SharedCost(
+                item=item,
+                description=shown.description,
+                quantity_before=old.quantity if old else 0,
+                quantity_after=new.quantity if new else 0,
+                monthly_usd_before=old.monthly_usd if old else 0.0,
+                monthly_usd_after=new.monthly_usd if new else 0.0,
+            )
+        )
+    return costs

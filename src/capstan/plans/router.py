@@ -1,4 +1,5 @@
-"""Routes of capstan.yaml: `POST /api/projects/{project_id}/plan` and `.../apply`."""
+"""Routes of capstan.yaml: `POST /api/projects/{project_id}/plan` and `.../apply`; and the
+project's shared lines of cost as it stands, `GET .../shared_cost`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from capstan.auth.principal import Caller
 from capstan.db import DbSession
 from capstan.deps import AppCloud, AppGitHost, AppKinds, AppSettings
 from capstan.plans import service as plans
-from capstan.plans.schemas import Applied, CapstanFile, Plan
+from capstan.plans.diff import shared_now
+from capstan.plans.schemas import Applied, CapstanFile, Plan, SharedCosts
 from capstan.routers import PrefixRouter
 
 router = PrefixRouter(prefix="/api/projects/{project_id}", tags=["capstan.yaml"])
@@ -79,3 +81,12 @@ async def apply(
         kinds=kinds,
         domain=settings.domain,
     )
+
+
+@router.get(
+    "/shared_cost",
+    response_model=SharedCosts,
+    summary="What the project's services share a month: load balancer, public IPv4 addresses",
+)
+async def shared_cost(project_id: str, caller: Caller, session: DbSession) -> SharedCosts:
+    return await shared_now(session, caller, project_id)

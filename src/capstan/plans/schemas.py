@@ -195,6 +195,37 @@ class RunRate(Response):
     delta: float
 
 
+class SharedCost(Response):
+    item: Literal["load_balancer", "load_balancer_ipv4", "task_ipv4"] = Field(
+        description="The project's load balancer (only while it has a web server), the "
+        "load balancer's public IPv4 addresses, or the public IPv4 address of each web "
+        "server's and worker's task."
+    )
+    description: str
+    quantity_before: int
+    quantity_after: int
+    monthly_usd_before: float
+    monthly_usd_after: float
+
+
+class SharedCostLine(Response):
+    item: Literal["load_balancer", "load_balancer_ipv4", "task_ipv4"]
+    description: str
+    quantity: int
+    monthly_usd: float
+
+
+class SharedCosts(Response):
+    lines: list[SharedCostLine] = Field(
+        description="What the project's web servers and workers share, or AWS bills beside each "
+        "one: the load balancer (only while the project has a web server) and its public IPv4 "
+        "addresses, and each task's public IPv4 address (previews' included). Not in any "
+        "service's run-rate."
+    )
+    monthly_usd: float = Field(description="The lines' sum, a month.")
+    currency: Literal["USD"] = "USD"
+
+
 class Plan(Response):
     changes: list[Change]
     left_alone: list[LeftAlone] = Field(
@@ -202,9 +233,16 @@ class Plan(Response):
     )
     prune: bool
     no_changes: bool = Field(description="True when the project already matches the file.")
+    shared: list[SharedCost] = Field(
+        default_factory=list,
+        description="The project's own lines, now and after the changes: what its services "
+        "share and what AWS bills beside each one (its load balancer, which the first web "
+        "server brings and the last takes away; public IPv4 addresses). In the run-rate.",
+    )
     monthly_run_rate_usd: RunRate = Field(
-        description="The project's monthly run-rate now and after the changes, from the price "
-        "table of the cost endpoints (sizes only: traffic and stored data are not included)."
+        description="The project's monthly run-rate now and after the changes — its resources' "
+        "and its shared lines' — from the price table of the cost endpoints (sizes only: "
+        "traffic and stored data are not included)."
     )
     currency: Literal["USD"] = "USD"
 

@@ -24,9 +24,12 @@ class Project(Base):
     region: Mapped[str] = mapped_column(String(32))
     certificate_status: Mapped[str | None] = mapped_column(String(32))
     certificate_arn: Mapped[str | None] = mapped_column(String(2048))
-    # Set while the project's shared network (VPC, load balancer, cluster, roles) exists in the
+    # Set while the project's network (security groups, cluster, roles) exists in the
     # organization's account; managed by the project network reconciler.
     network_ready_at: Mapped[datetime | None]
+    # Set while the project's load balancer exists (only while it has a web server): its web
+    # servers wait for it; managed by the project network reconciler.
+    load_balancer_ready_at: Mapped[datetime | None]
     # The generation of the network the project's targets run in (`cloud/network_move.py`): 0
     # for the first; one more once a project made with a VPC of its own has moved to the shared
     # one. `network_move` is the move under way: "building" (the next generation is being made

@@ -1,10 +1,13 @@
-"""Elastic Load Balancing v2: the project's Application Load Balancer and HTTP listener (default:
-a fixed 404), and per web server a target group (IP targets on the container port, health check
-on the server's health path).
+"""Elastic Load Balancing v2: the project's Application Load Balancer (made only while the project
+has a web server) and HTTP listener (default: a fixed 404), and per web server a target group
+(IP targets on the container port, health check on the server's health path).
 
-Once the project has a certificate, an HTTPS listener on 443 serves it (TLS 1.2 and 1.3). The
-host-header rules forwarding each web server's hostname to its target group, on both listeners,
-are `host_rules`."""
+Once the project's certificate is issued, an HTTPS listener on 443 serves it (TLS 1.2 and 1.3),
+the HTTP listener's default action redirects every request to it (301, host, path and query
+kept), and each web server's host-header rule is on the HTTPS listener alone (`serve_https`);
+before, or after the certificate is gone, the rule is on the HTTP listener (`serve_http`). The
+rules themselves are `host_rules`; `Listeners.serving` says which listener a web server's rule
+belongs on."""
 
 from __future__ import annotations
 
@@ -39,6 +42,24 @@ _NOTHING_HERE: list[dict[str, Any]] = [
     }
 ]
 
+# The HTTP listener's default action once HTTPS serves: ALB's redirect, keeping host, path and
+# query (https://docs.aws.amazon.com/elasticloadbalancing/latest/application/rule-action-types.html
+# "Redirect actions"; a listener rule's actions are evaluated before its default action, so a
+# host rule still on HTTP keeps forwarding there).
+_TO_HTTPS: list[dict[str, Any]] = [
+    {
+        "Type": "redirect",
+        "RedirectConfig": {
+            "Protocol": "HTTPS",
+            "Port": str(HTTPS_PORT),
+            "Host": "#{host}",
+            "Path": "/#{path}",
+            "Query": "#{query}",
+            "StatusCode": "HTTP_301",
+        },
+    }
+]
+
 
 @dataclass(frozen=True)
 class LoadBalancer:
@@ -52,6 +73,23 @@ class LoadBalancer:
 class HttpsListener:
     arn: str
     certificate_arn: str | None
+
+
+@dataclass(frozen=True)
+class Listeners:
+    """A load balancer's HTTP and HTTPS listeners as they stand: whether the HTTP one redirects
+    to HTTPS, and the HTTPS one if it has one."""
+
+    http: str | None
+    redirects: bool
+    https: HttpsListener | None
+
+    @property
+    def serving(self) -> str | None:
+        """The listener a web server's host rule belongs on: HTTPS once HTTP redirects to it."""
+        if self.https is not None and self.redirects:
+            return self.https.arn
+        return self.http
 
 
 @dataclass(frozen=True)
@@ -159,6 +197,28 @@ def has_rules(session: AwsSession, listener_arn: str) -> bool:
     with aws_errors():
         rules = host_rules.listener_rules(_client(session), listener_arn)
     return any(not rule.get("IsDefault") for rule in rules)
+
+
+def balancer_has_rules(session: AwsSession, load_balancer_arn: str) -> bool:
+    """Whether any listener of the load balancer routes anything besides its default action."""
+    elbv2 = _client(session)
+    with aws_errors():
+        try:
+            found = elbv2.describe_listeners(LoadBalancerArn=load_balancer_arn)["Listeners"]
+        except ClientError as error:
+            if error_code(error) == "LoadBalancerNotFound":
+                return False
+            raise
+        for listener in found:
+            try:
+                rules = host_rules.listener_rules(elbv2, listener["ListenerArn"])
+            except ClientError as error:
+                if error_code(error) == "ListenerNotFound":
+                    continue
+                raise
+            if any(not rule.get("IsDefault") for rule in rules):
+                return True
+    return False
 
 
 def find_target_group(session: AwsSession, resource_id: str, generation: int = 0) -> str | None:
@@ -284,23 +344,36 @@ def target_health(session: AwsSession, target_group_arn: str) -> list[TargetHeal
     ]
 
 
-def find_https_listener(session: AwsSession, load_balancer_arn: str) -> HttpsListener | None:
-    """The load balancer's HTTPS listener (port 443), if it has one."""
+def listeners(session: AwsSession, load_balancer_arn: str) -> Listeners:
+    """The load balancer's listeners as they stand (none when it is gone)."""
     with aws_errors():
         try:
-            listeners = _client(session).describe_listeners(LoadBalancerArn=load_balancer_arn)
+            found = _client(session).describe_listeners(LoadBalancerArn=load_balancer_arn)
         except ClientError as error:
             if error_code(error) == "LoadBalancerNotFound":
-                return None
+                return Listeners(http=None, redirects=False, https=None)
             raise
-    for listener in listeners["Listeners"]:
-        if listener.get("Port") == HTTPS_PORT:
+    http: str | None = None
+    redirects = False
+    https: HttpsListener | None = None
+    for listener in found["Listeners"]:
+        if listener.get("Port") == HTTP_PORT:
+            http = str(listener["ListenerArn"])
+            redirects = any(
+                action.get("Type") == "redirect" for action in listener.get("DefaultActions", [])
+            )
+        elif listener.get("Port") == HTTPS_PORT:
             certificates = listener.get("Certificates") or [{}]
-            return HttpsListener(
+            https = HttpsListener(
                 arn=str(listener["ListenerArn"]),
                 certificate_arn=certificates[0].get("CertificateArn"),
             )
-    return None
+    return Listeners(http=http, redirects=redirects, https=https)
+
+
+def find_https_listener(session: AwsSession, load_balancer_arn: str) -> HttpsListener | None:
+    """The load balancer's HTTPS listener (port 443), if it has one."""
+    return listeners(session, load_balancer_arn).https
 
 
 def ensure_https_listener(
@@ -345,6 +418,41 @@ def delete_https_listener(session: AwsSession, load_balancer_arn: str) -> None:
         return
     with aws_errors(), ignoring("ListenerNotFound"):
         _client(session).delete_listener(ListenerArn=listener.arn)
+
+
+def _default_actions(session: AwsSession, listener_arn: str, actions: list[dict[str, Any]]) -> None:
+    with aws_errors():
+        _client(session).modify_listener(ListenerArn=listener_arn, DefaultActions=actions)
+
+
+def serve_https(
+    session: AwsSession, project_id: str, balancer: LoadBalancer, certificate_arn: str
+) -> str:
+    """Serve the project's web servers over HTTPS with `certificate_arn`: the HTTPS listener
+    (made, or swapped to the certificate), the HTTP listener's default action a redirect to it,
+    then each host rule moved from HTTP to HTTPS. Each host keeps a rule on the listener that
+    serves it throughout (a rule still on HTTP forwards before the redirect applies), and the
+    rules are moved one by one, so the load balancer never holds two of a web server's
+    rules against its rules quota. Idempotent; the HTTPS listener's ARN."""
+    https = ensure_https_listener(session, project_id, balancer.arn, certificate_arn)
+    if not listeners(session, balancer.arn).redirects:
+        _default_actions(session, balancer.listener_arn, _TO_HTTPS)
+    host_rules.move_host_rules(session, project_id, balancer.listener_arn, https)
+    return https
+
+
+def serve_http(session: AwsSession, project_id: str, balancer: LoadBalancer) -> None:
+    """Serve the project's web servers over HTTP alone (the certificate is gone): each host rule
+    moved from HTTPS to HTTP, the redirect ended, then the HTTPS listener removed (with any rule
+    a roll-out put there meanwhile moved first). Idempotent."""
+    state = listeners(session, balancer.arn)
+    if state.https is not None:
+        host_rules.move_host_rules(session, project_id, state.https.arn, balancer.listener_arn)
+    if state.redirects:
+        _default_actions(session, balancer.listener_arn, _NOTHING_HERE)
+    if state.https is not None:
+        host_rules.move_host_rules(session, project_id, state.https.arn, balancer.listener_arn)
+        delete_https_listener(session, balancer.arn)
 
 
 def metric_dimension(arn: str) -> str:

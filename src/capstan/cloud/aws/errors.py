@@ -139,6 +139,10 @@ def translate(error: Exception) -> CloudError:
         if code in _ACCESS_DENIED_CODES or (status == 403 and code in ("403", "Forbidden")):
             # A HEAD request's refusal has no body: only the operation says what was refused.
             return access_denied(message, operation=error.operation_name)
+        if NOT_AUTHORIZED.search(message):
+            # A service that validates the caller's permissions for work it does later answers
+            # a missing one in its own code (Application Auto Scaling: ValidationException).
+            return access_denied(message)
         return TerminalCloudError(snake_case(code), refused(operation, code), detail=message)
     if isinstance(
         error,

@@ -1,7 +1,8 @@
 """Elastic Load Balancing v2: the host-header rules of a project's listeners — per web server one
-rule forwarding its hostname to its target group, on the HTTP listener and (once the project has a
-certificate) the HTTPS one, whose rules `mirror_host_rules` copies from HTTP. The load balancer,
-its listeners and the target groups themselves are `elbv2`."""
+rule forwarding its hostname to its target group, on the listener that serves it (HTTP, or HTTPS
+once the project's certificate is issued and HTTP redirects to it; `move_host_rules` moves them
+between the two). The load balancer, its listeners and the target groups themselves are
+`elbv2`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from capstan.cloud.aws import names
 from capstan.cloud.aws.calls import error_code, ignoring
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.errors import QuotaExceededError, TerminalCloudError
 
 _MAX_PRIORITY = 50_000
 # DescribeRules answers a page at a time: this many rules at most (AWS's largest page; without
@@ -155,68 +157,77 @@ def host_of(session: AwsSession, listener_arn: str, target_group_arn: str) -> st
     return hosts[0] if hosts else None
 
 
-def mirror_host_rules(
+def move_host_rules(
     session: AwsSession, project_id: str, source_listener_arn: str, target_listener_arn: str
 ) -> None:
-    """Make the target listener's host-header rules those of the source listener: the same
-    hostnames forwarded to the same target groups, with the same tags; nothing else.
-
-    A rule the web server paths change on both listeners while this runs could be put back to
-    what the source said before; the source is read again afterwards, and mirrored again if it
-    changed meanwhile."""
+    """Move every host-header rule of the source listener to the target listener, one web
+    server at a time: its rule is made on the target (the source's hostname and tags) unless the
+    target has one for its target group already (a roll-out put it there since: the newer), then
+    removed from the source. So a web server has one rule, or for a moment two, never none. The
+    source is read again after a round, for a rule a roll-out put there meanwhile. Nothing
+    happens once either listener is gone (another pass moved them first)."""
     elbv2 = _client(session)
-    source = _host_rules(elbv2, source_listener_arn)
-    for _attempt in range(3):
-        _mirror(session, elbv2, project_id, source, target_listener_arn)
-        again = _host_rules(elbv2, source_listener_arn)
-        if again == source:
-            return
-        source = again
-
-
-def _host_rules(elbv2: Any, listener_arn: str) -> dict[str, tuple[str, dict[str, str]]]:
-    """target group -> (hostname, tags) of the listener's host-header rules."""
-    with aws_errors():
-        rules = [rule for rule in listener_rules(elbv2, listener_arn) if not rule.get("IsDefault")]
-        tags: dict[str, dict[str, str]] = {}
-        arns = [str(rule["RuleArn"]) for rule in rules]
-        for start in range(0, len(arns), 20):
-            for description in elbv2.describe_tags(ResourceArns=arns[start : start + 20])[
-                "TagDescriptions"
-            ]:
-                tags[description["ResourceArn"]] = {
-                    tag["Key"]: tag["Value"] for tag in description.get("Tags", [])
+    for _round in range(3):
+        try:
+            with aws_errors():
+                source = _host_rules(elbv2, source_listener_arn)
+                if not source:
+                    return
+                present = {
+                    _forwarded_group(rule) for rule in listener_rules(elbv2, target_listener_arn)
                 }
-    found: dict[str, tuple[str, dict[str, str]]] = {}
+        except TerminalCloudError as error:
+            if error.code == "listener_not_found":
+                return
+            raise
+        for group, (hostname, tags, rule_arn) in source.items():
+            if group not in present:
+                moved = (tags.get(names.PROJECT_TAG, project_id), tags.get(names.RESOURCE_TAG))
+                try:
+                    _put(session, moved, target_listener_arn, group, hostname)
+                except QuotaExceededError:
+                    # No room on the load balancer for both of this web server's rules: its old
+                    # one goes first (a moment without a rule for it, rather than no move).
+                    _delete_rule(elbv2, rule_arn)
+                    _put(session, moved, target_listener_arn, group, hostname)
+            _delete_rule(elbv2, rule_arn)
+
+
+def _put(
+    session: AwsSession,
+    owner: tuple[str, str | None],
+    listener_arn: str,
+    group: str,
+    hostname: str,
+) -> None:
+    project_id, resource_id = owner
+    ensure_host_rule(session, project_id, resource_id or project_id, listener_arn, group, hostname)
+
+
+def _delete_rule(elbv2: Any, rule_arn: str) -> None:
+    with aws_errors(), ignoring("RuleNotFound"):
+        elbv2.delete_rule(RuleArn=rule_arn)
+
+
+def _host_rules(elbv2: Any, listener_arn: str) -> dict[str, tuple[str, dict[str, str], str]]:
+    """target group -> (hostname, tags, rule ARN) of the listener's host-header rules."""
+    rules = [rule for rule in listener_rules(elbv2, listener_arn) if not rule.get("IsDefault")]
+    tags: dict[str, dict[str, str]] = {}
+    arns = [str(rule["RuleArn"]) for rule in rules]
+    for start in range(0, len(arns), 20):
+        for description in elbv2.describe_tags(ResourceArns=arns[start : start + 20])[
+            "TagDescriptions"
+        ]:
+            tags[description["ResourceArn"]] = {
+                tag["Key"]: tag["Value"] for tag in description.get("Tags", [])
+            }
+    found: dict[str, tuple[str, dict[str, str], str]] = {}
     for rule in rules:
         group, hosts = _forwarded_group(rule), _hosts(rule)
         if group is not None and hosts:
-            found[group] = (hosts[0], tags.get(str(rule["RuleArn"]), {}))
+            arn = str(rule["RuleArn"])
+            found[group] = (hosts[0], tags.get(arn, {}), arn)
     return found
-
-
-def _mirror(
-    session: AwsSession,
-    elbv2: Any,
-    project_id: str,
-    source: dict[str, tuple[str, dict[str, str]]],
-    target_listener_arn: str,
-) -> None:
-    for group, (hostname, tags) in source.items():
-        ensure_host_rule(
-            session,
-            tags.get(names.PROJECT_TAG, project_id),
-            tags.get(names.RESOURCE_TAG, project_id),
-            target_listener_arn,
-            group,
-            hostname,
-        )
-    with aws_errors():
-        for rule in listener_rules(elbv2, target_listener_arn):
-            if rule.get("IsDefault") or _forwarded_group(rule) in source:
-                continue
-            with ignoring("RuleNotFound"):
-                elbv2.delete_rule(RuleArn=rule["RuleArn"])
 
 
 def _forwarded_group(rule: dict[str, Any]) -> str | None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from capstan.cloud.access_scope import BUCKET_ACTIONS, OBJECT_ACTIONS
 from capstan.cloud.aws import names
 from capstan.cloud.aws.calls import error_code, ignoring
 from capstan.cloud.aws.errors import aws_errors
@@ -228,21 +229,13 @@ def read_write_statements(bucket_arns: list[str]) -> list[dict[str, Any]]:
         {
             "Sid": "CapstanBuckets",
             "Effect": "Allow",
-            "Action": ["s3:ListBucket", "s3:GetBucketLocation", "s3:ListBucketMultipartUploads"],
+            "Action": list(BUCKET_ACTIONS),
             "Resource": sorted(bucket_arns),
         },
         {
             "Sid": "CapstanBucketObjects",
             "Effect": "Allow",
-            "Action": [
-                "s3:GetObject",
-                "s3:PutObject",
-                "s3:DeleteObject",
-                "s3:GetObjectTagging",
-                "s3:PutObjectTagging",
-                "s3:AbortMultipartUpload",
-                "s3:ListMultipartUploadParts",
-            ],
+            "Action": list(OBJECT_ACTIONS),
             "Resource": sorted(f"{arn}/*" for arn in bucket_arns),
         },
     ]

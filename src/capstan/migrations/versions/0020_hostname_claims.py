@@ -1,7 +1,7 @@
 """hostname_claims: every public hostname Capstan writes, held by one owner at a time
 
 Revision ID: 0020
-Revises: 0019
+Revises: 0023
 Create Date: 2026-12-02 02:00:00
 
 The table starts with the hostnames of the web servers, static websites and previews that exist:
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from alembic import context, op
 
 revision: str = "0020"
-down_revision: str | None = "0019"
+down_revision: str | None = "0023"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -38,7 +38,7 @@ from moto.sts.models import sts_backends
 
 from capstan.sandbox.cloud import iam_catalogue, new_accounts, policy, regions, service_linked
 from capstan.sandbox.cloud.requests import CALL, Call, read_body, read_call
-from capstan.sandbox.cloud.resources import ResourceGap, resources_for
+from capstan.sandbox.cloud.resources import Check, ResourceGap, resources_for
 from capstan.sandbox.cloud.stats import ACCOUNT, OPERATION
 from capstan.sandbox.cloud.tags import find_role
 
@@ -190,16 +190,17 @@ class Authorizer:
             return None
         policies = role_policies(session)
         for check in checks:
+            request = check.request
             if policies is None:
                 verdict = policy.Verdict(policy.Decision.IMPLICIT_DENY, "because the role is gone")
             else:
                 identity, boundary = policies
                 if session.session_policy:
-                    identity_verdict = policy.evaluate([session.session_policy], check)
+                    identity_verdict = policy.evaluate([session.session_policy], request)
                 else:
                     identity_verdict = policy.Decision.ALLOW
                 try:
-                    verdict = policy.authorize(identity, boundary, check)
+                    verdict = policy.authorize(identity, boundary, request)
                 except policy.UnsupportedCondition as unsupported:
                     return _gap(call, f"condition operator {unsupported} is not evaluated")
                 if verdict.allowed and identity_verdict is not policy.Decision.ALLOW:
@@ -209,23 +210,34 @@ class Authorizer:
             with _decisions_lock:
                 _decisions.append(
                     AuthorizationDecision(
-                        session.arn, check.action, check.resource, verdict.allowed, verdict.reason
+                        session.arn,
+                        request.action,
+                        request.resource,
+                        verdict.allowed,
+                        verdict.reason,
                     )
                 )
             if not verdict.allowed:
                 if self._denied_log:
-                    _append(self._denied_log, {"action": check.action, "resource": check.resource})
+                    _append(
+                        self._denied_log, {"action": request.action, "resource": request.resource}
+                    )
                 log.warning(
                     "sandbox IAM denied %s on %s to %s %s",
-                    check.action,
-                    check.resource,
+                    request.action,
+                    request.resource,
                     session.arn,
                     verdict.reason,
                 )
-                return _access_denied(
-                    call, session.arn, check.action, check.resource, verdict.reason
+                sentence = not_authorized(
+                    session.arn, request.action, request.resource, verdict.reason
                 )
-        service_linked.make_implied(call, checks, session.account, session.partition)
+                if check.refused_as is not None:  # the service's own answer (a validation)
+                    return error_response(call, 400, check.refused_as, sentence)
+                return error_response(call, 403, "AccessDenied", sentence)
+        service_linked.make_implied(
+            call, [c.request for c in checks], session.account, session.partition
+        )
         settling = service_linked.not_ready(call, prefix, session.account)
         if settling is not None:
             return error_response(call, 400, "InvalidParameterException", settling)
@@ -240,14 +252,14 @@ def _append(path: str, line: dict[str, Any]) -> None:
         out.write(json.dumps(line) + "\n")
 
 
-def _audit(path: str, call: Call, checks: list[policy.Request]) -> None:
+def _audit(path: str, call: Call, checks: list[Check]) -> None:
     line = {
         "operation": f"{call.signing_name}:{call.operation}",
         "checks": [
             {
-                "action": c.action,
-                "resource": c.resource,
-                "context": {k: list(v) for k, v in c.context.items()},
+                "action": c.request.action,
+                "resource": c.request.resource,
+                "context": {k: list(v) for k, v in c.request.context.items()},
             }
             for c in checks
         ],
@@ -263,14 +275,6 @@ _QUERY_DENIED_CODE = {"ec2": "UnauthorizedOperation"}
 def not_authorized(caller: str, action: str, resource: str, reason: str) -> str:
     """AWS's sentence for a refused request (`reason`: the verdict's "because …")."""
     return f"User: {caller} is not authorized to perform: {action} on resource: {resource} {reason}"
-
-
-def _access_denied(
-    call: Call, caller: str, action: str, resource: str, reason: str
-) -> tuple[str, list[tuple[str, str]], bytes]:
-    return error_response(
-        call, 403, "AccessDenied", not_authorized(caller, action, resource, reason)
-    )
 
 
 def _gap(call: Call, detail: str) -> tuple[str, list[tuple[str, str]], bytes]:

@@ -4,7 +4,13 @@ In AWS a browser resolves the service's hostname in the operator's zone, reaches
 load balancer, whose host-header rule forwards to the target group of the ECS service running the
 deployment. The dev server has no such network, so it follows the same path through the sandbox
 cloud's state: the operator's DNS record → the load balancer it aliases (in whichever sandbox
-account owns it) → the listener rule for that host → the target group, answering only when one
+account owns it) → its listener on the request's port (80 for http, 443 for https: the request's
+scheme, which a trusted proxy may give) → that listener's rules in priority order, the first
+whose host-header matches, else its default action, as ELB evaluates them
+(https://docs.aws.amazon.com/elasticloadbalancing/latest/application/listener-rules.html): a
+redirect answers with its status and the `Location` its `RedirectActionConfig` builds
+(https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_RedirectActionConfig.html),
+a fixed response with its own, a forward → the target group, answering only when one
 of its targets is healthy → the ECS service behind the group → the task definition its primary
 deployment runs, tagged with Capstan's deployment id. The page shows that deployment: the
 commit (the image's tag), when its task definition was registered, and the names of its
@@ -36,7 +42,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from capstan.cloud.aws import host_rules, route53
@@ -75,11 +81,27 @@ class NoAnswer:
     reason: str
 
 
+@dataclass(frozen=True)
+class Redirect:
+    """A load balancer's redirect action: its status and where it sends the request."""
+
+    status_code: int
+    location: str
+
+
 def answering(
-    endpoint: Endpoint, operator: AwsSession, domain: str, hostname: str, path: str = "/"
+    endpoint: Endpoint,
+    operator: AwsSession,
+    domain: str,
+    hostname: str,
+    path: str = "/",
+    *,
+    scheme: str = "http",
+    query: str = "",
 ) -> Any:
-    """`Answering` for a web server's `hostname`, `SiteObject` for a static website's, or
-    `NoAnswer` saying where the path stops (blocking calls)."""
+    """`Answering` for a web server's `hostname`, `Redirect` when its load balancer's listener
+    for `scheme` redirects, `SiteObject` for a static website's, or `NoAnswer` saying where the
+    path stops (blocking calls)."""
     zone_id = route53.find_zone(operator, domain)
     record = route53.find_record(operator, zone_id, hostname) if zone_id else None
     if record is None or "AliasTarget" not in record:
@@ -94,13 +116,14 @@ def answering(
             "distribution; the sandbox front shows web servers and static websites only.",
         )
     region = dns_name.split(".elb.")[0].rsplit(".", 1)[-1]
-    owned: tuple[str, dict[str, Any] | NoAnswer] | None = _in_its_account(
-        endpoint, dns_name, lambda admin: _behind_load_balancer(admin, region, dns_name, hostname)
+    request = _Request(scheme, hostname, path, query)
+    owned: tuple[str, dict[str, Any] | NoAnswer | Redirect] | None = _in_its_account(
+        endpoint, dns_name, lambda admin: _behind_load_balancer(admin, region, dns_name, request)
     )
     if owned is None:
         return NoAnswer(502, f"The load balancer {dns_name} that {hostname} points to is gone.")
     account_id, found = owned
-    if isinstance(found, NoAnswer):
+    if isinstance(found, NoAnswer | Redirect):
         return found
     return Answering(hostname=hostname, account_id=account_id, **found)
 
@@ -242,9 +265,21 @@ def _accounts(endpoint: Endpoint, *, first: str | None) -> Iterator[str]:
     yield from (account_id for account_id in listed if account_id != first)
 
 
+@dataclass(frozen=True)
+class _Request:
+    scheme: str
+    hostname: str
+    path: str
+    query: str
+
+    @property
+    def port(self) -> int:
+        return 443 if self.scheme == "https" else 80
+
+
 def _behind_load_balancer(
-    session: AwsSession, region: str, dns_name: str, hostname: str
-) -> dict[str, Any] | NoAnswer | None:
+    session: AwsSession, region: str, dns_name: str, request: _Request
+) -> dict[str, Any] | NoAnswer | Redirect | None:
     elbv2 = session.client("elbv2", region=region)
     balancers = [
         balancer
@@ -254,15 +289,29 @@ def _behind_load_balancer(
     ]
     if not balancers:
         return None
-    group_arn = None
-    for listener in elbv2.describe_listeners(LoadBalancerArn=balancers[0]["LoadBalancerArn"])[
-        "Listeners"
-    ]:
-        for rule in host_rules.listener_rules(elbv2, listener["ListenerArn"]):
-            if any(_host_matches(hostname, pattern) for pattern in _hosts(rule)):
-                group_arn = _forwarded_group(rule)
-        if group_arn:
-            break
+    hostname = request.hostname
+    listener = next(
+        (
+            item
+            for item in elbv2.describe_listeners(LoadBalancerArn=balancers[0]["LoadBalancerArn"])[
+                "Listeners"
+            ]
+            if item.get("Port") == request.port
+        ),
+        None,
+    )
+    if listener is None:
+        return NoAnswer(502, f"The load balancer has no listener on port {request.port}.")
+    action = _action_for(elbv2, listener, hostname)
+    if action.get("Type") == "redirect":
+        config = action.get("RedirectConfig") or {}
+        status = 302 if config.get("StatusCode") == "HTTP_302" else 301
+        return Redirect(status, _location(config, request))
+    if action.get("Type") == "fixed-response":
+        config = action.get("FixedResponseConfig") or {}
+        said = config.get("MessageBody") or f"The load balancer has no rule for {hostname}."
+        return NoAnswer(int(config.get("StatusCode") or 503), str(said))
+    group_arn = _forwarded_group({"Actions": [action]})
     if group_arn is None:
         return NoAnswer(404, f"The load balancer has no rule for {hostname}.")
     health = elbv2.describe_target_health(TargetGroupArn=group_arn)["TargetHealthDescriptions"]
@@ -271,6 +320,53 @@ def _behind_load_balancer(
     return _running(session, region, group_arn) or NoAnswer(
         503, f"No ECS service runs behind {hostname}'s target group."
     )
+
+
+def _action_for(elbv2: Any, listener: dict[str, Any], hostname: str) -> dict[str, Any]:
+    """The action the listener takes for `hostname`: its first rule by priority whose
+    host-header matches (the only condition Capstan writes), else its default action; of a
+    rule's actions the last, the one that answers."""
+    rules = [
+        rule
+        for rule in host_rules.listener_rules(elbv2, listener["ListenerArn"])
+        if not rule.get("IsDefault")
+    ]
+    for rule in sorted(rules, key=lambda rule: int(rule["Priority"])):
+        if any(_host_matches(hostname, pattern) for pattern in _hosts(rule)):
+            return _last(rule.get("Actions") or [])
+    return _last(listener.get("DefaultActions") or [])
+
+
+def _last(actions: list[dict[str, Any]]) -> dict[str, Any]:
+    ordered = sorted(actions, key=lambda action: int(action.get("Order") or 0))
+    return ordered[-1] if ordered else {}
+
+
+def _location(config: dict[str, Any], request: _Request) -> str:
+    """The `Location` of a redirect: each URI component the action's, its `#{…}` keywords
+    filled from the request (`#{path}` without its leading "/"); a component not set keeps the
+    request's; a protocol's default port is not written."""
+    port = str(request.port)
+    words = {
+        "#{protocol}": request.scheme.upper(),
+        "#{host}": request.hostname,
+        "#{port}": port,
+        "#{path}": request.path.lstrip("/"),
+        "#{query}": request.query,
+    }
+
+    def filled(key: str, default: str) -> str:
+        value = str(config.get(key) or default)
+        for word, replacement in words.items():
+            value = value.replace(word, replacement)
+        return value
+
+    protocol = filled("Protocol", "#{protocol}").lower()
+    port = filled("Port", "#{port}")
+    shown = "" if (protocol, port) in (("http", "80"), ("https", "443")) else f":{port}"
+    query = filled("Query", "#{query}")
+    path = filled("Path", "/#{path}")
+    return f"{protocol}://{filled('Host', '#{host}')}{shown}{path}" + (f"?{query}" if query else "")
 
 
 def _host_matches(hostname: str, pattern: str) -> bool:
@@ -369,14 +465,26 @@ class ServiceFrontMiddleware:
             return
         cloud = scope["app"].state.cloud
         path = str(scope.get("path") or "/")
+        scheme = str(scope.get("scheme") or "http")
+        query = bytes(scope.get("query_string") or b"").decode("latin-1")
         try:
             found = await cloud.run(
-                lambda: answering(cloud.endpoint, cloud.operator, self.suffix[1:], hostname, path)
+                lambda: answering(
+                    cloud.endpoint,
+                    cloud.operator,
+                    self.suffix[1:],
+                    hostname,
+                    path,
+                    scheme=scheme,
+                    query=query,
+                )
             )
         except CloudError as error:
             found = NoAnswer(502, f"The sandbox cloud could not be read: {error.code}.")
         response: Response
-        if isinstance(found, Answering):
+        if isinstance(found, Redirect):
+            response = RedirectResponse(found.location, status_code=found.status_code)
+        elif isinstance(found, Answering):
             response = HTMLResponse(_page(found))
         elif isinstance(found, SiteObject):
             response = Response(found.body, media_type=found.content_type)

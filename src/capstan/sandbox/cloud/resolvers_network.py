@@ -259,14 +259,20 @@ def _truth(value: str | None, default: str) -> list[str]:
     return [(value or default).lower()]
 
 
-@resolves("rds:CreateDBInstance")
-def _rds_create_instance(scope: Scope) -> list[Target]:
+def rds_create_context(scope: Scope) -> dict[str, list[str]]:
+    """The condition keys IAM sets from a CreateDBInstance request, on every resource it is
+    authorized on (absent flags are RDS's defaults)."""
     call = scope.call
-    # The condition keys IAM sets from the request (absent flags are RDS's defaults).
-    context = {
+    return {
         "rds:publiclyaccessible": _truth(call.get("PubliclyAccessible"), "false"),
         "rds:managemasteruserpassword": _truth(call.get("ManageMasterUserPassword"), "false"),
     }
+
+
+@resolves("rds:CreateDBInstance")
+def _rds_create_instance(scope: Scope) -> list[Target]:
+    call = scope.call
+    context = rds_create_context(scope)
     targets = [Target(_rds(scope, "db", call.get("DBInstanceIdentifier")), "db", context, False)]
     if call.get("DBSubnetGroupName"):
         subnet_group = _rds(scope, "subgrp", call.get("DBSubnetGroupName"))

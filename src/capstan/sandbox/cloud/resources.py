@@ -1,9 +1,11 @@
 """Which resources AWS authorizes a call against, and with what request context.
 
-`resources_for(call, prefix, account, partition)` gives one `policy.Request` per (action,
-resource) that IAM checks for the call:
+`resources_for(call, prefix, account, partition)` gives one `Check` per (action, resource) that
+IAM evaluates for the call:
 
-- the actions: the catalogue's (`iam_catalogue.actions_for`), plus `iam:PassRole` for each role
+- the actions: the catalogue's (`iam_catalogue.actions_for`); what AWS asks beyond them
+  (`implied`: dependent actions, actions implied by parameters and tags set on create,
+  implied resources, what a service validates on the caller); `iam:PassRole` for each role
   the call hands to a service (a task definition's roles, a build project's service role);
 - the resources: ARNs in the catalogue's formats, filled from the call's parameters by one
   resolver per action (`RESOLVERS`). Actions the catalogue lists with no resource type are
@@ -25,10 +27,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 # The resolvers register themselves as they are imported.
 from capstan.sandbox.cloud import (  # noqa: F401
     iam_catalogue,
+    implied,
     policy,
     resolvers_compute,
     resolvers_iam,
@@ -44,23 +48,31 @@ class ResourceGap(LookupError):
     """The sandbox does not know how IAM authorizes this operation."""
 
 
-TAG_ON_CREATE = {
-    "ec2": "ec2:CreateTags",
-    "elasticloadbalancing": "elasticloadbalancing:AddTags",
-    "ecs": "ecs:TagResource",
-    "iam": "iam:TagRole",
-    "rds": "rds:AddTagsToResource",
-}
+@dataclass(frozen=True)
+class Check:
+    """One request IAM evaluates for a call, and the error the service answers when it is
+    refused (None: `AccessDenied`, in the protocol's shape)."""
+
+    request: policy.Request
+    refused_as: str | None = None
 
 
-def resources_for(call: Call, prefix: str, account: str, partition: str) -> list[policy.Request]:
+def resources_for(call: Call, prefix: str, account: str, partition: str) -> list[Check]:
     scope = Scope(call, prefix, account, partition)
-    checks: list[policy.Request] = []
-    request_tags = _request_tags(call)
+    checks: list[Check] = []
+    tags = request_tags(call)
     common: dict[str, list[str]] = {
         "aws:principalaccount": [account],
         "aws:requestedregion": [call.region],
     }
+    seen: set[tuple[str, str]] = set()
+
+    def ask(action: str, target: Target, sets: Mapping[str, str], refused_as: str | None) -> None:
+        if (action.lower(), target.arn) in seen:
+            return  # asked once, however many rules lead to it
+        seen.add((action.lower(), target.arn))
+        checks.append(Check(request_for(action, target, sets, common), refused_as))
+
     for action in iam_catalogue.actions_for(prefix, call.operation):
         entry = iam_catalogue.action(action)
         if entry is None:
@@ -74,22 +86,23 @@ def resources_for(call: Call, prefix: str, account: str, partition: str) -> list
         else:
             # AWS would name the resource; the sandbox cannot, so only "*" covers it (stricter).
             targets = [Target(UNKNOWN)]
-        for target in targets:
-            checks.append(request_for(action, target, request_tags, common))
-            tagging = TAG_ON_CREATE.get(prefix)
-            if request_tags and tagging and not target.existing and tagging != action:
-                # Tagging a resource as it is made needs the tagging permission too.
-                create_action = {f"{prefix}:createaction": [call.operation]}
-                tagged = Target(target.arn, target.type, create_action, existing=False)
-                checks.append(request_for(tagging, tagged, request_tags, common))
+        targets += implied.implied_resources(scope, action)
+        for position, target in enumerate(targets):
+            ask(action, target, tags, None)
+            for also in implied.asked(scope, action, target, tags, first=position == 0):
+                ask(also.action, also.target, tags if also.tags is None else also.tags, None)
+    for also, rule in implied.asked_by_parameters(scope):
+        ask(also.action, also.target, tags if also.tags is None else also.tags, rule.refused_as)
     for passed, service in _passed_roles(scope):
         target = Target(passed, "role", {"iam:passedtoservice": [service]})
-        checks.append(request_for("iam:PassRole", target, {}, common))
+        ask("iam:PassRole", target, {}, None)
     linked = service_linked.missing(call, prefix, account, partition)
     if linked is not None:  # the service's first use makes its role, as the caller
         arn = service_linked.role_arn(account, partition, linked)
         target = Target(arn, "role", {"iam:awsservicename": [linked]}, existing=False)
-        checks.append(request_for(service_linked.ACTION, target, {}, common))
+        ask(service_linked.ACTION, target, {}, None)
+    for also, rule in implied.validated_by_service(scope):
+        ask(also.action, also.target, tags if also.tags is None else also.tags, rule.refused_as)
     return checks
 
 
@@ -120,7 +133,8 @@ def request_for(
 _TAG_KEY = re.compile(r"(?i)(?P<prefix>.*tag[^.]*(?:\..*)?)\.key")
 
 
-def _request_tags(call: Call) -> dict[str, str]:
+def request_tags(call: Call) -> dict[str, str]:
+    """The tags a call sets on what it makes or changes, in any protocol's flattening."""
     tags: dict[str, str] = {}
     for name, value in call.params.items():
         if name.startswith("header."):
