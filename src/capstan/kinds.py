@@ -10,11 +10,13 @@ from capstan.caches.kind import KIND as CACHES
 from capstan.certificates.kind import KIND as CERTIFICATES
 from capstan.databases.kind import KIND as DATABASES
 from capstan.git_host.kind import KIND as GIT_HOST
+from capstan.hostnames.kind import KIND as HOSTNAMES
 from capstan.model_access.kind import KIND as MODEL_ACCESS
 from capstan.network.kind import KIND as NETWORK
 from capstan.registry import ResourceKind
 
 KINDS: tuple[ResourceKind, ...] = (
+    HOSTNAMES,
     NETWORK,
     APPS,
     CACHES,

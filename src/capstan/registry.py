@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from capstan.cloud.driver import Cloud
     from capstan.config import Settings
     from capstan.git_host.client import GitHubAppClient
+    from capstan.git_host.events import LookThenAct
     from capstan.projects.models import Project
     from capstan.reconcile.worker import Reconciler
 
@@ -37,8 +38,9 @@ GrantFn = Callable[[AsyncSession, "Project"], Awaitable[list[dict[str, Any]]]]
 # Called in the request's (or pass's) transaction with a project id.
 ProjectHook = Callable[[AsyncSession, str], Awaitable[None]]
 ProjectFailureHook = Callable[[AsyncSession, str, str], Awaitable[None]]
-# Acts on one git host event's payload in the pass's transaction; answers what it did.
-GitEventHandler = Callable[[AsyncSession, dict[str, Any]], Awaitable[str]]
+# Acts on one git host event's payload in the pass's transaction; answers what it did (or, a
+# `LookThenAct`, reads the git host first; see git_host/events.py).
+GitEventHandler = Union[Callable[[AsyncSession, dict[str, Any]], Awaitable[str]], "LookThenAct"]
 
 
 @dataclass

@@ -1,7 +1,7 @@
-"""A create writes each row once: the target, its first deployment and its queue row are one
-INSERT each, and nothing is updated. Before, the new target was written, then written again
-with its environment version, its deployment written again with its settings, and an UPDATE
-looked for deployments under way to supersede (a new target has none)."""
+"""A create writes each row once: the target, its hostname's claim, its first deployment and its
+queue row are one INSERT each, and nothing is updated. Before, the new target was written, then
+written again with its environment version, its deployment written again with its settings, and
+an UPDATE looked for deployments under way to supersede (a new target has none)."""
 
 from __future__ import annotations
 
@@ -65,10 +65,22 @@ def test_a_create_writes_each_row_once(shop: Ready) -> None:
     service_id, written = writes_of(
         org,
         lambda session: service.create(
-            session, caller, project_id, service.WEB_SERVER, fields, git_host=OneRepository()
+            session,
+            caller,
+            project_id,
+            service.WEB_SERVER,
+            fields,
+            git_host=OneRepository(),
+            domain=org.server.settings.domain,
         ),
     )
-    assert written == ["INSERT services", "INSERT deployments", "INSERT reconcile_queue"]
+    # Its hostname is claimed in the same transaction, before any record of it exists.
+    assert written == [
+        "INSERT services",
+        "INSERT hostname_claims",
+        "INSERT deployments",
+        "INSERT reconcile_queue",
+    ]
 
     # What was written once is whole: the API shows it, and it deploys.
     path = f"{shop.base}/web_servers/{service_id}"
@@ -80,12 +92,24 @@ def test_a_create_writes_each_row_once(shop: Ready) -> None:
 
     async def create_preview(session: AsyncSession) -> Preview:
         _, made = await previews.create_preview(
-            session, caller, project_id, service.WEB_SERVER, service_id, "feature-x", box
+            session,
+            caller,
+            project_id,
+            service.WEB_SERVER,
+            service_id,
+            "feature-x",
+            box,
+            domain=org.server.settings.domain,
         )
         return made
 
     preview_id, written = writes_of(org, create_preview)
-    assert written == ["INSERT previews", "INSERT deployments", "INSERT reconcile_queue"]
+    assert written == [
+        "INSERT hostname_claims",
+        "INSERT previews",
+        "INSERT deployments",
+        "INSERT reconcile_queue",
+    ]
     preview = shop.wait_for(f"{path}/previews/{preview_id}", "running")
     assert preview["branch"] == "feature-x"
 

@@ -37,7 +37,14 @@ def test_a_pass_loads_its_target_and_newest_deployment_in_one_statement(connecte
 
     async def create_preview(session: AsyncSession) -> tuple[str, str]:
         _, made = await previews.create_preview(
-            session, caller, shop.project["id"], service.WEB_SERVER, web["id"], "feature-y", box
+            session,
+            caller,
+            shop.project["id"],
+            service.WEB_SERVER,
+            web["id"],
+            "feature-y",
+            box,
+            domain=connected.server.settings.domain,
         )
         await session.commit()
         newest = await target_deployments.newest_deployment(session, web["id"], made.id)

@@ -582,10 +582,14 @@ def check_bad_requests(shop: Ready, other_org: Org, path: str) -> None:
     for wrong in ({"cpu": 256}, {"publish_dir": "../out"}, {"publish_dir": "/srv"}):
         assert api.post(sites, json=body | wrong).status_code == 400, wrong
     assert api.post(sites, json=body | {"repo": "someone/else"}).status_code == 400
-    # A web server and a site share the project's hostnames.
+    # A web server and a site share the project's hostnames: the site holds this one.
     web = {"name": "blog", "repo": "capstan-samples/hello-web", "branch": "main"}
     clash = api.post(f"{shop.base}/web_servers", json=web | {"cpu": 256, "memory": 512})
-    assert clash.status_code == 409 and clash.json()["error"] == "name_taken"
+    assert clash.status_code == 409 and clash.json()["error"] == "hostname_taken"
+    hostname = f"blog.{shop.project['hostname_suffix']}.{shop.org.server.settings.domain}"
+    assert clash.json()["message"] == (
+        f"The hostname {hostname} is taken: the static website 'blog' of this project serves it."
+    )
     for change in ({"publish_dir": None}, {"build_command": ""}, {"cpu": 512}):
         assert api.patch(path, json=change).status_code == 400, change
     reserved = [{"name": "SITE_BUCKET", "value": "elsewhere"}]

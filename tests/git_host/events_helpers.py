@@ -50,24 +50,49 @@ def new_repository(
 
 
 def push(
-    server: RunningServer, repository: str, branch: str, *, breaks_build: bool = True
+    server: RunningServer,
+    repository: str,
+    branch: str,
+    *,
+    breaks_build: bool = True,
+    force_to: str | None = None,
 ) -> dict[str, Any]:
+    """A push to the sandbox git host (`force_to`: a force-push of the branch to that commit),
+    which delivers its signed webhook."""
+    body: dict[str, Any] = {"branch": branch, "breaks_build": breaks_build}
+    if force_to is not None:
+        body["force_to"] = force_to
     with server.client() as client:
-        response = client.post(
-            f"/sandbox/git_host/repos/{repository}/push",
-            json={"branch": branch, "breaks_build": breaks_build},
-        )
+        response = client.post(f"/sandbox/git_host/repos/{repository}/push", json=body)
     assert response.status_code == 201, response.text
     pushed: dict[str, Any] = response.json()
     return pushed
 
 
-def push_payload(repository: str, installation_id: int, branch: str = "main") -> dict[str, Any]:
-    """A push as GitHub describes it (what a forger would send)."""
+def branch_head(server: RunningServer, repository: str, branch: str, installation_id: int) -> str:
+    """The commit `branch` points at, read as the app reads it (GitHub's REST API)."""
+    with api(server) as client:
+        token = client.post(
+            f"app/installations/{installation_id}/access_tokens", headers=jwt_headers(server)
+        )
+        assert token.status_code == 201, token.text
+        answer = client.get(
+            f"repos/{repository}/branches/{branch}",
+            headers={"Authorization": f"Bearer {token.json()['token']}"},
+        )
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["commit"]["sha"])
+
+
+def push_payload(
+    repository: str, installation_id: int, branch: str = "main", *, after: str | None = None
+) -> dict[str, Any]:
+    """A push as GitHub describes it (what a forger would send): of `after`, or of a commit
+    the branch has never pointed at."""
     return {
         "ref": f"refs/heads/{branch}",
         "before": "0" * 40,
-        "after": secrets.token_hex(20),
+        "after": after or secrets.token_hex(20),
         "created": False,
         "deleted": False,
         "repository": {"id": 1, "full_name": repository, "name": repository.split("/")[1]},

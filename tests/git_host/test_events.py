@@ -11,10 +11,16 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from capstan.git_host import events
+from capstan.git_host.models import GitHostDelivery
 from capstan.git_host.webhooks import signature_header
 from tests.apps.helpers import Ready
 from tests.git_host.events_helpers import (
+    branch_head,
+    deployments,
     encode,
     installation_of,
     new_repository,
@@ -30,6 +36,7 @@ from tests.git_host.events_helpers import (
     worker_path,
 )
 from tests.git_host.flow import install
+from tests.harness import run_db
 from tests.polling import wait_until
 from tests.sandbox_git_host.helpers import api, jwt_headers
 
@@ -40,9 +47,11 @@ neighbour = org_fixture()
 def test_unsigned_or_forged_deliveries_are_refused_and_change_nothing(shop: Ready) -> None:
     server, org = shop.org.server, shop.org
     installation_id = installation_of(org)
-    repo = new_repository(server, installation_id)
+    repo = new_repository(server, installation_id, default_branch="main")
     jobs = worker_path(shop, repo=repo, auto_deploy=True)
-    body = encode(push_payload(repo, installation_id))
+    # A push of the commit the branch points at: one that deploys when properly signed.
+    head = branch_head(server, repo, "main", installation_id)
+    body = encode(push_payload(repo, installation_id, after=head))
     secret = server.settings.github_webhook_secret
     assert secret is not None
     tampered = body.replace(b'"refs/heads/main"', b'"refs/heads/main" ')
@@ -124,8 +133,9 @@ def test_a_repeated_delivery_deploys_once(shop: Ready) -> None:
     assert redelivery["redelivery"] and redelivery["status_code"] == 200  # a duplicate
     assert not original["redelivery"] and original["status_code"] == 202
 
-    # The same delivery three times at once is recorded once.
-    body = encode(push_payload(repo, installation_id))
+    # The same delivery three times at once is recorded once (a push of the branch's head:
+    # it deploys that commit once more).
+    body = encode(push_payload(repo, installation_id, after=pushed["sha"]))
     guid = str(uuid.uuid4())
     answers: list[int] = []
     senders = [
@@ -198,8 +208,10 @@ def test_a_suspended_or_deleted_installation_deploys_nothing(neighbour: Ready) -
         assert response.status_code == 204, response.text
 
     def signed_push() -> str:
-        """A push for the installation, delivered by hand; its sha once Capstan acted on it."""
-        payload = push_payload(repo, installation_id)
+        """A real push, of which the git host sends the app nothing (it may not hear of it),
+        delivered by hand; its sha once Capstan acted on it."""
+        sha = push(server, repo, "main")["sha"]
+        payload = push_payload(repo, installation_id, after=sha)
         guid = str(uuid.uuid4())
         assert send(server, encode(payload), delivery=guid).status_code == 202
         wait_processed(server, guid)
@@ -227,3 +239,65 @@ def test_a_suspended_or_deleted_installation_deploys_nothing(neighbour: Ready) -
     assert org.api.delete(f"/api/git_host/installations/{installation_id}").status_code == 200
     signed_push()
     assert pushed_shas(org, jobs) == [sha]
+
+
+def _outcome(server: Any, guid: str) -> str | None:
+    async def read(session: AsyncSession) -> str | None:
+        return await session.scalar(
+            select(GitHostDelivery.outcome).where(GitHostDelivery.delivery_id == guid)
+        )
+
+    return run_db(server.settings, read)
+
+
+def test_a_replayed_push_of_an_older_commit_does_not_redeploy_it(shop: Ready) -> None:
+    server, org = shop.org.server, shop.org
+    installation_id = installation_of(org)
+    repo = new_repository(server, installation_id, default_branch="main")
+    jobs = worker_path(shop, repo=repo, auto_deploy=True)
+    older = push(server, repo, "main", breaks_build=False)
+    wait_pushed(org, jobs, older["sha"])
+    newer = push(server, repo, "main", breaks_build=False)
+    wait_pushed(org, jobs, newer["sha"])
+    shop.wait_for(jobs, "running", timeout=60)
+
+    # Someone who kept the older push's signed delivery sends it again, as a new delivery.
+    [delivery] = older["deliveries"]
+    with api(server) as client:
+        kept = client.get(f"app/hook/deliveries/{delivery['id']}", headers=jwt_headers(server))
+    assert kept.status_code == 200, kept.text
+    guid = str(uuid.uuid4())
+    replayed = send(server, encode(kept.json()["request"]["payload"]), delivery=guid)
+    assert replayed.status_code == 202 and replayed.json()["duplicate"] is False
+    wait_processed(server, guid)
+
+    # Nothing was deployed: the service runs the newer commit, and the delivery says why.
+    assert pushed_shas(org, jobs) == [newer["sha"], older["sha"]]
+    latest = deployments(org, jobs)[0]
+    assert (latest["commit_sha"], latest["status"]) == (newer["sha"], "running")
+    assert _outcome(server, guid) == (
+        f"ignored: main points at {newer['sha'][:12]} now, not at the pushed {older['sha'][:12]}"
+    )
+
+
+def test_a_force_push_to_an_older_commit_deploys_it(shop: Ready) -> None:
+    server, org = shop.org.server, shop.org
+    installation_id = installation_of(org)
+    repo = new_repository(server, installation_id, default_branch="main")
+    jobs = worker_path(shop, repo=repo, auto_deploy=True)
+    older = push(server, repo, "main", breaks_build=False)
+    wait_pushed(org, jobs, older["sha"])
+    newer = push(server, repo, "main", breaks_build=False)
+    wait_pushed(org, jobs, newer["sha"])
+
+    # The branch itself is forced back: what it points at now is deployed, older or not.
+    forced = push(server, repo, "main", force_to=older["sha"])
+    assert forced["forced"] is True and forced["sha"] == older["sha"]
+    wait_until(
+        lambda: pushed_shas(org, jobs) == [older["sha"], newer["sha"], older["sha"]],
+        every=0.15,
+        what="the forced commit to deploy",
+    )
+    latest = shop.wait_for(jobs, "running", timeout=60)
+    assert latest["status"] == "running"
+    assert deployments(org, jobs)[0]["commit_sha"] == older["sha"]

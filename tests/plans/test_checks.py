@@ -25,7 +25,7 @@ REFUSED: dict[str, tuple[dict[str, Any], int, str, str]] = {
     "hostname shared by a web server and a site": (
         {"web_servers": {"www": WEB}, "static_websites": {"www": SITE}},
         409,
-        "name_taken",
+        "hostname_taken",
         "static_websites.www",
     ),
     "a name Capstan sets": (
@@ -119,3 +119,19 @@ def test_a_name_freed_by_prune_may_be_taken_in_the_same_plan(connected: Org) -> 
         ("create", "static_website"),
     }
     assert replaced[1]["changes"] == planned[1]["changes"]
+
+
+def test_a_plan_refuses_a_hostname_a_preview_holds_as_apply_does(connected: Org) -> None:
+    shop = new_shop(connected)
+    applied = shop.org.api.post(f"{shop.base}/apply", json={"web_servers": {"web": WEB}})
+    assert applied.status_code == 200, applied.text
+    web = shop.org.api.get(f"{shop.base}/web_servers").json()["web_servers"][0]
+    preview = shop.org.api.post(
+        f"{shop.base}/web_servers/{web['id']}/previews", json={"branch": "topic"}
+    )
+    assert preview.status_code == 201, preview.text
+    document = {"web_servers": {"web": WEB}, "static_websites": {"web-topic": SITE}}
+    planned, applied_again = answers(shop, document)
+    assert planned == applied_again
+    assert (planned[0], planned[1]["error"]) == (409, "hostname_taken"), planned
+    assert "web-topic." in planned[1]["message"]

@@ -175,7 +175,7 @@ class ContainerSteps:
                 )
             )
             if old_hostname and target.hostname and old_hostname != target.hostname:
-                deployer.move_hostname(target, old_hostname)
+                deployer.move_hostname(target, *subject.letting_go)
 
         try:
             await self._cloud.run(roll_out)
@@ -219,7 +219,8 @@ class ContainerSteps:
         target = subject.target(self._settings.domain)
         old_hostname = subject.row.applied_hostname
         if target.hostname and old_hostname and old_hostname != target.hostname:
-            await self._cloud.run(lambda: deployer.move_hostname(target, old_hostname))
+            letting_go = subject.letting_go
+            await self._cloud.run(lambda: deployer.move_hostname(target, *letting_go))
             subject.row.applied_hostname = target.hostname
         assert deployment.task_definition_arn is not None
         task_definition = deployment.task_definition_arn
@@ -260,7 +261,8 @@ class ContainerSteps:
 
     async def tear_down(self, session: AsyncSession, subject: Subject, deployer: Deployer) -> bool:
         target = subject.target(self._settings.domain)
-        return await self._cloud.run(lambda: deployer.delete(target))
+        held = subject.held
+        return await self._cloud.run(lambda: deployer.delete(target, held))
 
     async def forget(self, session: AsyncSession, subject: Subject) -> None:
         return None

@@ -1,12 +1,13 @@
 """What git events do to web servers, workers and static websites: a push deploys the
-auto-deploy services of its branch (and redeploys that branch's previews) at the pushed commit; a
-deleted branch, or a closed pull request from the same repository, removes that branch's previews
-in projects whose git settings ask for it. Handed to the git host's delivery reconciler through
-this kind's descriptor (`git_events`)."""
+auto-deploy services of its branch (and redeploys that branch's previews) at the pushed commit,
+while the branch still points at it; a deleted branch, or a closed pull request from the same
+repository, removes that branch's previews in projects whose git settings ask for it. Handed to
+the git host's delivery reconciler through this kind's descriptor (`git_events`)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, or_, select
@@ -14,9 +15,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps import previews
 from capstan.apps import service as services
-from capstan.apps.models import Service
+from capstan.apps.models import Preview, Service
 from capstan.db import utcnow
-from capstan.git_host.events import Handler, InstallationRef, Payload, Repository
+from capstan.git_host.client import GitHostNotFound, GitHubAppClient, TerminalGitHostError
+from capstan.git_host.events import (
+    EventHandler,
+    InstallationRef,
+    LookThenAct,
+    Payload,
+    Repository,
+)
 from capstan.git_host.models import GitHostInstallation
 from capstan.projects.models import Project
 
@@ -56,30 +64,89 @@ class _PullRequestEvent(Payload):
     installation: InstallationRef
 
 
-async def _on_push(session: AsyncSession, payload: dict[str, Any]) -> str:
+@dataclass(frozen=True)
+class BranchHead:
+    """What the git host said of a push's branch before the push was acted on."""
+
+    # Whether the push had targets to deploy (else nothing was asked).
+    asked: bool
+    # The commit the branch points at now; None when it could not be read (`problem`).
+    sha: str | None = None
+    problem: str | None = None
+
+
+def _pushed_branch(push: _Push) -> str | None:
+    """The branch a push deploys, or None (a deleted branch, a tag, no commit)."""
+    if push.deleted or not push.ref.startswith(_BRANCH_REF) or not _COMMIT_SHA.match(push.after):
+        return None
+    return push.ref.removeprefix(_BRANCH_REF)
+
+
+async def _targets_of_push(
+    session: AsyncSession, push: _Push, branch: str
+) -> list[tuple[Service, Preview | None]]:
+    """What a push of `branch` deploys: its auto-deploy services and the branch's previews."""
+    targets: list[tuple[Service, Preview | None]] = []
+    for service in await _services_of(session, push.installation.id, push.repository.full_name):
+        if service.branch == branch and service.auto_deploy:
+            targets.append((service, None))
+        for preview in await services.live_previews(session, service.id):
+            if preview.branch == branch:
+                targets.append((service, preview))
+    return targets
+
+
+async def _look_at_branch(
+    session: AsyncSession, payload: dict[str, Any], git_host: GitHubAppClient
+) -> BranchHead:
+    """Where the pushed branch points now, read from the git host when the push has targets
+    (before the pass writes anything)."""
+    push = _Push.model_validate(payload)
+    branch = _pushed_branch(push)
+    if branch is None or not await _targets_of_push(session, push, branch):
+        return BranchHead(asked=False)
+    # The reads are done: their transaction ends (and its connection goes back to the pool)
+    # before the git host is asked, so no snapshot or connection waits on the network.
+    await session.rollback()
+    try:
+        sha = await git_host.branch_head(push.installation.id, push.repository.full_name, branch)
+    except GitHostNotFound:
+        return BranchHead(asked=True, problem=f"the branch {branch} no longer exists")
+    except TerminalGitHostError as error:
+        return BranchHead(asked=True, problem=f"the branch {branch} could not be read ({error})")
+    return BranchHead(asked=True, sha=sha)
+
+
+async def _on_push(session: AsyncSession, payload: dict[str, Any], head: BranchHead | None) -> str:
     push = _Push.model_validate(payload)
     if push.deleted:
         return "ignored: the push deleted the branch (the delete event handles it)"
     if not push.ref.startswith(_BRANCH_REF):
         return f"ignored: {push.ref} is not a branch"
-    if not _COMMIT_SHA.match(push.after):
+    branch = _pushed_branch(push)
+    if branch is None:
         return "ignored: not a commit sha"
-    branch = push.ref.removeprefix(_BRANCH_REF)
-    deployed = 0
-    for service in await _services_of(session, push.installation.id, push.repository.full_name):
-        if service.branch == branch and service.auto_deploy:
-            await services.start_deployment(
-                session, service, None, trigger="push", commit_sha=push.after
-            )
-            deployed += 1
-        for preview in await services.live_previews(session, service.id):
-            if preview.branch == branch:
-                preview.pushed_at = utcnow()  # a preview in use lives on (preview_ttl_hours)
-                await services.start_deployment(
-                    session, service, preview, trigger="push", commit_sha=push.after
-                )
-                deployed += 1
-    return f"deployed {deployed} target(s) at {push.after[:12]}"
+    targets = await _targets_of_push(session, push, branch)
+    if not targets:
+        return f"deployed 0 target(s) at {push.after[:12]}"
+    if head is None or not head.asked:
+        # Targets appeared after the look (a service made meanwhile): look again.
+        raise RuntimeError(f"{branch}'s head was not read; looking again")
+    if head.sha is None:
+        return f"ignored: {head.problem}"
+    if head.sha != push.after:
+        # A newer push (its own delivery deploys it), a force-push, or a replay of an old push
+        # under a new delivery id: what was pushed is not what the branch is.
+        return (
+            f"ignored: {branch} points at {head.sha[:12]} now, not at the pushed {push.after[:12]}"
+        )
+    for service, preview in targets:
+        if preview is not None:
+            preview.pushed_at = utcnow()  # a preview in use lives on (preview_ttl_hours)
+        await services.start_deployment(
+            session, service, preview, trigger="push", commit_sha=push.after
+        )
+    return f"deployed {len(targets)} target(s) at {push.after[:12]}"
 
 
 async def _on_delete(session: AsyncSession, payload: dict[str, Any]) -> str:
@@ -152,8 +219,8 @@ async def _remove_previews(
     return f"removed {removed} preview(s) of {branch}; {kept} kept (their project's setting is off)"
 
 
-GIT_EVENTS: dict[str, Handler] = {
-    "push": _on_push,
+GIT_EVENTS: dict[str, EventHandler] = {
+    "push": LookThenAct(look=_look_at_branch, act=_on_push),
     "delete": _on_delete,
     "pull_request": _on_pull_request,
 }

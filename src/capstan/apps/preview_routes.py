@@ -101,7 +101,10 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
         summary="Create a preview of a branch",
         description=(
             "409 `preview_exists` when the branch has a preview already; 409 "
-            "`preview_limit_reached` when the project has its `max_previews`. With the "
+            "`preview_limit_reached` when the project has its `max_previews`. A web server's or "
+            "static website's preview is served at `<name>-<branch>.<hostname_suffix>.<domain>`, "
+            "or, when a service or another preview holds that hostname, at `<name>-<branch>-"
+            "<8 hex digits of the branch's SHA-256>`. With the "
             "project's `preview_ttl_hours` set, the preview shows `expires_at` and is removed "
             "when that long passes without a push to its branch."
         ),
@@ -122,6 +125,7 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
             service_id,
             body.branch,
             route_parts.box(settings),
+            domain=settings.domain,
         )
         project = await projects.get(session, caller, project_id)
         return await render_preview(session, service, preview, project, settings.domain)

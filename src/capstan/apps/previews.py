@@ -18,18 +18,21 @@ from capstan.auth.principal import Principal
 from capstan.crypto import SecretBox
 from capstan.db import flush_unique, new_id, utcnow
 from capstan.errors import Conflict, NotFound
+from capstan.hostnames import service as hostnames
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
 
 
-def preview_slug(service_name: str, branch: str) -> str:
-    """One DNS label for a preview: `<service>-<branch>`, shortened with a hash when too long."""
+def preview_slugs(service_name: str, branch: str) -> list[str]:
+    """The DNS labels a preview's hostname may take, in order: `<service>-<branch>` (lowercased,
+    everything but letters and digits folded to `-`), then the same with 8 hex digits of the
+    exact branch's SHA-256, its own whatever other branch folds to the same label. A label over
+    63 characters is cut and always carries the hash."""
     branch_part = re.sub(r"[^a-z0-9]+", "-", branch.lower()).strip("-") or "branch"
     slug = f"{service_name}-{branch_part}"
-    if len(slug) > 63:
-        digest = hashlib.sha256(branch.encode()).hexdigest()[:8]
-        slug = f"{slug[: 63 - 9].rstrip('-')}-{digest}"
-    return slug
+    digest = hashlib.sha256(branch.encode()).hexdigest()[:8]
+    hashed = f"{slug[: 63 - 9].rstrip('-')}-{digest}"
+    return [hashed] if len(slug) > 63 else [slug, hashed]
 
 
 async def preview_environment(
@@ -112,16 +115,44 @@ async def create_preview(
     service_id: str,
     branch: str,
     box: SecretBox,
+    *,
+    domain: str,
 ) -> tuple[Service, Preview]:
     service = await services.get(session, caller, project_id, kind, service_id)
     await _require_room_for_a_preview(session, service.project_id)
+    exists = Conflict(
+        f"This {kind.replace('_', ' ')} already has a preview of {branch!r}.",
+        code="preview_exists",
+    )
+    # Said before hostnames are claimed (the branch's own preview may hold its hostnames); the
+    # unique index below decides for two requests at once.
+    if await session.scalar(
+        select(Preview.id).where(
+            Preview.service_id == service.id,
+            Preview.branch == branch,
+            Preview.deleted_at.is_(None),
+        )
+    ):
+        raise exists
     preview = Preview(
         id=new_id("pvw"),
         generation=FIRST_GENERATION,
         service_id=service.id,
         branch=branch,
-        slug=preview_slug(service.name, branch),
     )
+    slugs = preview_slugs(service.name, branch)
+    if service.kind in services.HOSTNAME_KINDS:
+        # Before any record of it exists. A hostname a service or another preview holds (a
+        # web server `web-prod3` for `web@prod3`, a `feat/x` for `feat-x`) is not shared: the
+        # preview takes one of its own.
+        project = await session.get(Project, service.project_id)
+        assert project is not None
+        names = {hostnames.normal(services.hostname(slug, project, domain)): slug for slug in slugs}
+        taken = await hostnames.claim_first_free(
+            session, list(names), services.owner(service, preview)
+        )
+        slugs = [names[taken]]
+    preview.slug = slugs[0]
     # A preview starts with a copy of the parent's environment; after that it is its own.
     preview.environment = box.seal_json(
         environments.read_environment(box, service), owner=preview.id
@@ -129,13 +160,7 @@ async def create_preview(
     # Made whole before the row is written: its first deployment names the environment version.
     deployment = services.new_deployment(service, preview, trigger="create", new_environment=True)
     session.add(preview)
-    await flush_unique(
-        session,
-        Conflict(
-            f"This {kind.replace('_', ' ')} already has a preview of {branch!r}.",
-            code="preview_exists",
-        ),
-    )
+    await flush_unique(session, exists)
     await services.record_deployment(session, deployment)
     return service, preview
 
@@ -156,6 +181,7 @@ async def remove_preview(session: AsyncSession, service: Service, preview: Previ
     """Finalizer: the preview is gone from the API now, its cloud resources removed by the
     reconciler. Shared by the API's DELETE and the git host's branch deletions."""
     preview.deleted_at = utcnow()
+    await hostnames.release(session, preview.id)
     await services.supersede(session, service.id, target_deployments.of_target(preview.id))
     await enqueue(session, services.PREVIEW_QUEUE_KIND, preview.id)
     await session.flush()

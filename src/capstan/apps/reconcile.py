@@ -41,6 +41,7 @@ from capstan.cloud_account.models import CloudAccount
 from capstan.config import Settings
 from capstan.db import utcnow
 from capstan.git_host.client import GitHostError, GitHubAppClient, TerminalGitHostError
+from capstan.hostnames import service as hostnames
 from capstan.network import service as network
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
@@ -207,20 +208,64 @@ class TargetReconciler:
             # from the old settings (a PATCH's old branch).
             await _read_again(session, subject)
         steps = self._steps[subject.service.kind]
+        await self._read_letting_go(session, subject)
+        result: Result
         try:
             async with self._deployer(account, subject) as deployer:
-                if deployment.status == "running":
-                    return await steps.check_running(session, subject, deployment, deployer)
-                if deployment.status == "pending":
-                    return await self._start_build(session, subject, deployment, deployer, steps)
-                if deployment.status == "building":
-                    return await self._after_build(session, subject, deployment, deployer, steps)
-                return await self._watch(session, subject, deployment, deployer, steps)
+                result = await self._step(session, subject, deployment, deployer, steps)
         except (TerminalCloudError, TerminalGitHostError) as error:
             await self._fail(session, deployment, _message(error))
-            return Done()
+            result = Done()
         except GitHostError as error:  # transient: the queue retries with backoff
             raise RuntimeError(_message(error)) from error
+        await self._forget_let_go(session, subject)
+        return result
+
+    async def _step(
+        self,
+        session: AsyncSession,
+        subject: Subject,
+        deployment: Deployment,
+        deployer: Deployer,
+        steps: Steps,
+    ) -> Result:
+        if deployment.status == "running":
+            return await steps.check_running(session, subject, deployment, deployer)
+        if deployment.status == "pending":
+            return await self._start_build(session, subject, deployment, deployer, steps)
+        if deployment.status == "building":
+            return await self._after_build(session, subject, deployment, deployer, steps)
+        return await self._watch(session, subject, deployment, deployer, steps)
+
+    async def _read_letting_go(self, session: AsyncSession, subject: Subject) -> None:
+        """When the target's hostname moves (its applied one is not its current one), the
+        hostnames it let go of and may have records at (`Subject.letting_go`): only a read then."""
+        current = subject.target(self._settings.domain).hostname
+        applied = subject.row.applied_hostname
+        if not current or not applied or hostnames.normal(applied) == hostnames.normal(current):
+            return
+        claims = await hostnames.held(session, subject.row.id)
+        subject.letting_go = [
+            held.hostname
+            for held in claims
+            if held.released_at is not None and held.hostname != hostnames.normal(current)
+        ]
+        if hostnames.normal(applied) not in {held.hostname for held in claims}:
+            # Its records there, if any, are not provably its own (a preview that had taken
+            # a service's hostname before claims existed): they stay.
+            log.warning(
+                "%s does not hold %s, where it was served: its records there are left",
+                subject.row.id,
+                applied,
+            )
+
+    async def _forget_let_go(self, session: AsyncSession, subject: Subject) -> None:
+        """The target's records are at its current hostname, and the steps removed its own at
+        those it let go of: those claims go."""
+        current = subject.target(self._settings.domain).hostname
+        applied = subject.row.applied_hostname
+        if subject.letting_go and current and applied == current:
+            await hostnames.forget(session, subject.row.id, subject.letting_go)
 
     async def _still_running(
         self, session: AsyncSession, subject: Subject, account: CloudAccount | None
@@ -421,6 +466,8 @@ class TargetReconciler:
             if remaining_previews:
                 return PollAgain(self._poll)  # previews go first (they reference the service)
         steps = self._steps[subject.service.kind]
+        # Where its records may be: the hostnames it holds (its own records there, no others).
+        subject.held = [held.hostname for held in await hostnames.held(session, subject.row.id)]
         if account is not None and account.account_id is not None:
             async with self._deployer(account, subject, with_project=False) as deployer:
                 if not await steps.tear_down(session, subject, deployer):
@@ -433,6 +480,8 @@ class TargetReconciler:
         return Done()
 
     async def _delete_rows(self, session: AsyncSession, subject: Subject) -> None:
+        # Its records are gone: the hostnames it held are nobody's now.
+        await hostnames.forget(session, subject.row.id)
         if subject.preview is not None:
             await session.execute(
                 delete(Deployment).where(Deployment.preview_id == subject.preview.id)

@@ -96,6 +96,7 @@ def make_router(spec: Kind) -> APIRouter:
             spec.kind,
             body.model_dump(),
             git_host=git_host,
+            domain=settings.domain,
         )
         # As its GET will show it, from the rows the create wrote and read (the project is in
         # the session): read again they are the same. Its first deployment is pending, which

@@ -28,6 +28,7 @@ from capstan.cloud.fargate import memory_problem
 from capstan.db import flush_unique, new_id, utcnow
 from capstan.errors import BadRequest, Conflict, NotFound
 from capstan.git_host.models import GitHostInstallation
+from capstan.hostnames import service as hostnames
 from capstan.network.service import require_cloud_account
 from capstan.projects import service as projects
 from capstan.projects.models import Project
@@ -222,12 +223,11 @@ async def create(
     fields: dict[str, Any],
     *,
     git_host: Any,
+    domain: str,
 ) -> Service:
     project = await projects.get(session, caller, project_id)
     if kind in COMPUTE_KINDS:
         check_size(fields["cpu"], fields["memory"])
-    if kind in HOSTNAME_KINDS:
-        await _require_free_hostname(session, project.id, kind, fields["name"])
     await require_cloud_account(session, caller)
     installation_id = await require_repository(session, caller, git_host, fields["repo"])
     service = Service(
@@ -247,33 +247,26 @@ async def create(
         session,
         NameTaken(f"This project already has a {kind.replace('_', ' ')} named {fields['name']!r}."),
     )
+    if kind in HOSTNAME_KINDS:
+        # Before any record of it exists: a web server, a static website or a preview that
+        # holds the hostname already keeps it (409 `hostname_taken`).
+        await hostnames.claim(session, hostname(service.name, project, domain), owner(service))
     await record_deployment(session, deployment)
     return service
 
 
-async def _require_free_hostname(
-    session: AsyncSession, project_id: str, kind: str, name: str
-) -> None:
-    """A web server and a static website of one project share the hostname namespace."""
-    taken = await session.scalar(
-        select(Service.kind).where(
-            Service.project_id == project_id,
-            Service.kind.in_(HOSTNAME_KINDS),
-            Service.kind != kind,
-            Service.name == name,
-            Service.deleted_at.is_(None),
-        )
-    )
-    if taken is not None:
-        raise hostname_taken(name, taken)
-
-
-def hostname_taken(name: str, taken: str) -> NameTaken:
-    """The refusal of a hostname kind's `name` that the project's service of kind `taken` serves
-    already (a plan raises it too)."""
-    return NameTaken(
-        f"This project already has a {taken.replace('_', ' ')} named {name!r} "
-        f"(it serves {name}.<hostname_suffix>)."
+def owner(service: Service, preview: Preview | None = None) -> hostnames.Owner:
+    """The service or preview as the holder of its hostname."""
+    kind = service.kind.replace("_", " ")
+    if preview is None:
+        held_by = f"the {kind} {service.name!r}"
+    else:
+        held_by = f"the preview of {kind} {service.name!r} for {preview.branch[:200]!r}"
+    return hostnames.Owner(
+        id=(preview or service).id,
+        organization_id=service.organization_id,
+        project_id=service.project_id,
+        held_by=held_by,
     )
 
 
@@ -308,8 +301,11 @@ async def delete(
     service = await get(session, caller, project_id, kind, service_id)
     now = utcnow()
     service.deleted_at = now
+    # Its hostnames are free for others at once; its teardown removes only its own records.
+    await hostnames.release(session, service.id)
     for preview in await live_previews(session, service.id):
         preview.deleted_at = now
+        await hostnames.release(session, preview.id)
         await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
     await supersede(session, service.id)
     await enqueue(session, QUEUE_KIND, service.id)

@@ -149,9 +149,13 @@ class SiteSteps:
         row.distribution_domain = distribution.domain_name
         old_hostname = subject.row.applied_hostname
         if old_hostname and old_hostname != target.hostname:
-            await self._cloud.run(
-                lambda: site.remove_hostname(old_hostname, distribution.domain_name)
-            )
+            letting_go = subject.letting_go
+
+            def let_go() -> None:
+                for hostname in letting_go:
+                    site.remove_hostname(target, hostname, distribution.domain_name)
+
+            await self._cloud.run(let_go)
         subject.row.applied_hostname = target.hostname
 
     # -- steps ------------------------------------------------------------------------------
@@ -333,7 +337,6 @@ class SiteSteps:
             return False  # a running build would write into the bucket being removed
         target = subject.target(self._settings.domain)
         row = await session.get(SiteResources, subject.row.id)
-        handles = SiteHandles()
         if row is not None:
             handles = SiteHandles(
                 distribution_id=row.distribution_id,
@@ -344,8 +347,10 @@ class SiteSteps:
                         arn for arn in (row.certificate_arn, *_retired(row)) if arn is not None
                     )
                 ),
-                hostnames=tuple(h for h in (subject.row.applied_hostname,) if h),
+                hostnames=tuple(subject.held),
             )
+        else:
+            handles = SiteHandles(hostnames=tuple(subject.held))
         return await self._cloud.run(lambda: site.delete_site(target, handles))
 
     async def forget(self, session: AsyncSession, subject: Subject) -> None:

@@ -22,7 +22,7 @@ servers and workers) and static websites, around one state machine written once 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal, Protocol
 
@@ -42,6 +42,12 @@ class Subject:
     service: Service
     preview: Preview | None
     project: Project
+    # Hostnames the target let go of (its project's suffix moved) and may still have records at;
+    # read by the pass only when its hostname moves. A step that moves the hostname removes
+    # the target's own records there.
+    letting_go: list[str] = field(default_factory=list)
+    # Every hostname the target holds, read by a tear-down: its records there are removed.
+    held: list[str] = field(default_factory=list)
 
     @property
     def row(self) -> Service | Preview:

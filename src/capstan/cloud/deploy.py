@@ -12,7 +12,8 @@ a CodeBuild project, two log groups (`/capstan/<id>/build`, `/capstan/<id>/runti
 parameters under `/capstan/<id>/`, task definitions (one revision per deployment) and an ECS
 service; a web server also a target group, a host-header rule on the project's load balancer (on
 the listener that serves it: HTTPS once the project's certificate is issued, else HTTP), an ALIAS
-record in the operator's zone of the service domain, and CPU target tracking.
+record in the operator's zone of the service domain with the ownership record that says it is the
+target's (`aws/route53.py`), and CPU target tracking.
 
 A `Deployer` has three parts on the same sessions: `network` (the project's shared resources,
 `cloud/network.py`), `builds` (CodeBuild, `cloud/builds.py`) and `site` (a static website's own
@@ -21,7 +22,7 @@ steps, `cloud/site.py`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -301,19 +302,21 @@ class Deployer(TargetDriver):
             first=spec.first_roll_out,
         )
         if balancer is not None:
-            assert target.hostname is not None
-            self._point_dns(target.hostname, balancer)
+            self._point_dns(target, balancer)
             autoscaling.ensure_cpu_scaling(
                 self._customer, project.cluster, names.service_name(target.resource_id)
             )
         return task_definition
 
-    def _point_dns(self, hostname: str, balancer: elbv2.LoadBalancer) -> None:
+    def _point_dns(self, target: Target, balancer: elbv2.LoadBalancer) -> None:
+        """The target's alias, owned by it (`route53.point_alias`)."""
+        assert target.hostname is not None
         zone = route53.service_zone(self._operator, self._domain)
-        route53.upsert_alias(
+        route53.point_alias(
             self._operator,
             zone,
-            hostname,
+            target.hostname,
+            target.resource_id,
             dns_name=balancer.dns_name,
             target_zone_id=balancer.hosted_zone_id,
         )
@@ -407,30 +410,44 @@ class Deployer(TargetDriver):
         stopped = task_stops.stopped_tasks(self._customer, self._cluster(target), deployment.id)
         return task_stops.explain(stopped[0]) if stopped else None
 
-    def move_hostname(self, target: Target, old_hostname: str) -> None:
-        """After a hostname_suffix rename: rule and DNS record to `target.hostname`."""
+    def move_hostname(self, target: Target, *old_hostnames: str) -> None:
+        """After a hostname_suffix rename: rule and DNS record to `target.hostname`; the target's
+        own records at `old_hostnames` removed (another's are left)."""
         if target.kind != "web_server" or not target.hostname:
             return
         balancer = self.network.balancer(target.project_id)
         group = self._target_group(target)
         if group is not None:
             self._put_host_rule(target, balancer, group, target.hostname)
-        self._point_dns(target.hostname, balancer)
-        if old_hostname.rstrip(".") != target.hostname.rstrip("."):
-            route53.delete_record(self._operator, self._domain, old_hostname)
+        self._point_dns(target, balancer)
+        for old_hostname in old_hostnames:
+            if old_hostname.rstrip(".").lower() != target.hostname.rstrip(".").lower():
+                route53.remove_owned(
+                    self._operator,
+                    self._domain,
+                    old_hostname,
+                    target.resource_id,
+                    points_at=balancer.dns_name,
+                )
 
     # -- deletion -------------------------------------------------------------------------
 
-    def delete(self, target: Target) -> bool:
-        """Remove everything of the target, in order; True when nothing of it is left."""
+    def delete(self, target: Target, hostnames: Sequence[str] | None = None) -> bool:
+        """Remove everything of the target, in order; True when nothing of it is left. Its DNS
+        records go at `hostnames` (default: its own), where they are its own."""
         cluster = self._cluster(target)
         service = names.service_name(target.resource_id)
         generation = self.network.generation
         autoscaling.delete_scaling(self._customer, cluster, service)
         ecs.delete_service(self._customer, cluster, target.resource_id)
         group = self._target_group(target)
+        named = self._hostnames(target, hostnames)
+        balancer = (
+            elbv2.find_load_balancer(self._customer, target.project_id, generation)
+            if group is not None or named
+            else None
+        )
         if group is not None:
-            balancer = elbv2.find_load_balancer(self._customer, target.project_id, generation)
             if balancer is not None:
                 self._remove_host_rule(balancer, group)
             try:
@@ -439,8 +456,14 @@ class Deployer(TargetDriver):
                 if error.code != "resource_in_use":
                     raise
                 return False  # the service's tasks are still draining
-        if target.hostname:
-            route53.delete_record(self._operator, self._domain, target.hostname)
+        for hostname in named:
+            route53.remove_owned(
+                self._operator,
+                self._domain,
+                hostname,
+                target.resource_id,
+                points_at=balancer.dns_name if balancer is not None else None,
+            )
         ssm.delete_environment(self._customer, target.resource_id)
         iam.remove_target_secrets(self._customer, target.project_id, target.resource_id)
         ssm.delete_build_tokens(self._customer, target.project_id, target.resource_id)
@@ -452,10 +475,21 @@ class Deployer(TargetDriver):
         ):
             logs.delete_group(self._customer, group_name)
         ecs.delete_task_definitions(self._customer, target.resource_id)
-        return not self.remaining(target)
+        return not self.remaining(target, named, balancer)
 
-    def remaining(self, target: Target) -> list[str]:
-        """What of the target still exists, by kind of resource ([] when it is all gone)."""
+    @staticmethod
+    def _hostnames(target: Target, hostnames: Sequence[str] | None) -> list[str]:
+        wanted = hostnames if hostnames is not None else (target.hostname,)
+        return list(dict.fromkeys(h for h in wanted if h))
+
+    def remaining(
+        self,
+        target: Target,
+        hostnames: Sequence[str] | None = None,
+        balancer: elbv2.LoadBalancer | None = None,
+    ) -> list[str]:
+        """What of the target still exists, by kind of resource ([] when it is all gone); its
+        own DNS records are looked for at `hostnames` (default: its own)."""
         left: list[str] = []
         state = ecs.describe_service(
             self._customer, self._cluster(target), names.service_name(target.resource_id)
@@ -464,10 +498,12 @@ class Deployer(TargetDriver):
             left.append("ecs service")
         if self._target_group(target):
             left.append("target group")
-        if target.hostname:
-            zone = route53.find_zone(self._operator, self._domain)
-            if zone and route53.find_record(self._operator, zone, target.hostname):
-                left.append("dns record")
+        points_at = balancer.dns_name if balancer is not None else None
+        for hostname in self._hostnames(target, hostnames):
+            if route53.owned_by(
+                self._operator, self._domain, hostname, target.resource_id, points_at=points_at
+            ):
+                left.append(f"dns record {hostname}")
         if ssm.parameter_names(self._customer, target.resource_id):
             left.append("ssm parameters")
         if codebuild.project_exists(self._customer, target.resource_id):

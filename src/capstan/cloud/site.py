@@ -6,7 +6,7 @@ a build role `capstan-site-build-<id>` that may write only that bucket and read 
 parameters, a CodeBuild project `capstan-<id>` with the site buildspec, the build log group, SSM
 SecureString parameters under `/capstan/<id>/` (its build-time environment), a CloudFront
 distribution with the hostname as alias, and an ALIAS record `<hostname>` -> the distribution in
-the operator's zone.
+the operator's zone, with the ownership record that says it is the site's (`aws/route53.py`).
 
 What it shares, so that a fresh account's quotas (100 OACs, 100 functions, certificates) do not
 bound the number of sites: the project's DNS-validated wildcard certificate in us-east-1,
@@ -84,7 +84,8 @@ class SiteHandles:
     distribution_domain: str | None = None
     origin_access_control_id: str | None = None
     certificate_arns: tuple[str, ...] = ()
-    hostnames: tuple[str, ...] = ()  # hostnames whose records may point at the distribution
+    # The hostnames where the site may have records to remove (its claims); None: its own.
+    hostnames: tuple[str, ...] | None = None
 
 
 class SiteDriver(SiteCertificates):
@@ -164,10 +165,11 @@ class SiteDriver(SiteCertificates):
             ],
         )
         zone = route53.service_zone(self._operator, self._domain)
-        route53.upsert_alias(
+        route53.point_alias(
             self._operator,
             zone,
             target.hostname,
+            target.resource_id,
             dns_name=distribution.domain_name,
             target_zone_id=cloudfront.HOSTED_ZONE_ID,
         )
@@ -185,19 +187,33 @@ class SiteDriver(SiteCertificates):
             invalidation_completed=status == "Completed",
         )
 
-    def remove_hostname(self, hostname: str, distribution_domain: str | None) -> None:
-        """The ALIAS record of a hostname the site no longer serves — only while it points at
-        the site's own distribution: a new site of the same name may have taken it over."""
-        if self._points_at(hostname, distribution_domain):
-            route53.delete_record(self._operator, self._domain, hostname)
+    def remove_hostname(
+        self, target: Target, hostname: str, distribution_domain: str | None
+    ) -> None:
+        """The records of a hostname the site no longer serves — only its own (its ownership
+        record, or from before those, an alias of its own distribution): another site or web
+        server may have taken the name over."""
+        route53.remove_owned(
+            self._operator,
+            self._domain,
+            hostname,
+            target.resource_id,
+            points_at=distribution_domain,
+        )
 
-    def _points_at(self, hostname: str, distribution_domain: str | None) -> bool:
-        if not distribution_domain:
-            return False
-        zone = route53.find_zone(self._operator, self._domain)
-        record = route53.find_record(self._operator, zone, hostname) if zone else None
-        alias = (record or {}).get("AliasTarget") or {}
-        return str(alias.get("DNSName", "")).rstrip(".").lower() == distribution_domain.lower()
+    def _owns(self, target: Target, hostname: str, distribution_domain: str | None) -> bool:
+        return route53.owned_by(
+            self._operator,
+            self._domain,
+            hostname,
+            target.resource_id,
+            points_at=distribution_domain,
+        )
+
+    @staticmethod
+    def _hostnames(target: Target, handles: SiteHandles) -> list[str]:
+        wanted = handles.hostnames if handles.hostnames is not None else (target.hostname,)
+        return list(dict.fromkeys(h for h in wanted if h))
 
     # -- deletion -------------------------------------------------------------------------
 
@@ -217,8 +233,8 @@ class SiteDriver(SiteCertificates):
             else None
         )
         domain = handles.distribution_domain or (info.domain_name if info else None)
-        for hostname in dict.fromkeys(h for h in (target.hostname, *handles.hostnames) if h):
-            self.remove_hostname(hostname, domain)
+        for hostname in self._hostnames(target, handles):
+            self.remove_hostname(target, hostname, domain)
         if info is not None:
             if info.enabled or info.aliases or info.certificate_arn or info.request_function_arn:
                 cloudfront.disable_distribution(
@@ -312,8 +328,8 @@ class SiteDriver(SiteCertificates):
             left.append("build log group")
         if iam.site_build_role_exists(self._customer, target.resource_id):
             left.append("build role")
-        for hostname in dict.fromkeys(h for h in (target.hostname, *handles.hostnames) if h):
-            if self._points_at(hostname, handles.distribution_domain):
+        for hostname in self._hostnames(target, handles):
+            if self._owns(target, hostname, handles.distribution_domain):
                 left.append(f"dns record {hostname}")
         return left
 

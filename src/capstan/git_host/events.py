@@ -12,7 +12,11 @@ conditional UPDATE, so it acts once even if two workers race for it, and in the 
 - `push` to a branch: every live service (web server, worker, static website) deploying that
   repository and branch with `auto_deploy` on starts a deployment of the pushed commit (trigger
   `push`), and every preview of that branch redeploys with it — previews follow their branch
-  whatever the parent's `auto_deploy`, since tracking the branch is what they are for;
+  whatever the parent's `auto_deploy`, since tracking the branch is what they are for — but only
+  while the branch still points at that commit, as the git host says when the delivery is
+  processed: a signed push replayed under a new delivery id (or one overtaken by a newer push)
+  never rolls a service back to an older commit, and a force-push is what the branch then points
+  at;
 - `delete` of a branch, and a `pull_request` closed (merged or not) from a branch of the same
   repository: in projects whose git settings ask for it, the previews of that branch are removed;
 - `installation` `suspend` / `unsuspend` / `deleted`: every organization's record of the
@@ -22,6 +26,10 @@ Only organizations with an *active* record of the delivery's installation are ac
 only services created through that installation: a suspended, deleted or forgotten (API DELETE)
 installation deploys nothing. Other events (`ping`, `installation_repositories`, …) are recorded
 and ignored.
+
+A handler that needs the git host (`LookThenAct`) asks it before the pass claims the delivery:
+the claim is the pass's first write, and on SQLite a write holds the database's one write lock,
+which no network call may hold.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
 
@@ -42,6 +51,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from capstan.config import Settings
 from capstan.db import new_id, utcnow
 from capstan.errors import BadRequest, Unauthorized
+from capstan.git_host.client import GitHubAppClient
 from capstan.git_host.models import GitHostDelivery, GitHostInstallation
 from capstan.git_host.webhooks import verify_signature
 from capstan.reconcile.queue import enqueue
@@ -258,18 +268,38 @@ async def _on_installation(session: AsyncSession, payload: dict[str, Any]) -> st
 # An event's handler: acts in the caller's transaction, answers what it did. The kinds bring their
 # own (`ResourceKind.git_events`: pushes deploy apps, deleted branches remove previews).
 Handler = Callable[[AsyncSession, dict[str, Any]], Awaitable[str]]
-HANDLERS: dict[str, Handler] = {"installation": _on_installation}
+
+
+@dataclass(frozen=True)
+class LookThenAct:
+    """A handler that reads the git host first: `look` (the database read only, and the git
+    host) runs before the pass writes anything, and `act` gets what it found, in the pass's
+    transaction."""
+
+    look: Callable[[AsyncSession, dict[str, Any], GitHubAppClient], Awaitable[Any]]
+    act: Callable[[AsyncSession, dict[str, Any], Any], Awaitable[str]]
+
+
+EventHandler = Handler | LookThenAct
+HANDLERS: dict[str, EventHandler] = {"installation": _on_installation}
 
 
 async def process(
-    session: AsyncSession, delivery: GitHostDelivery, handlers: Mapping[str, Handler]
+    session: AsyncSession,
+    delivery: GitHostDelivery,
+    handlers: Mapping[str, EventHandler],
+    looked: Any = None,
 ) -> str:
-    """Act on one delivery in the caller's transaction; answers what was done."""
+    """Act on one delivery in the caller's transaction (with what its handler's `look` found);
+    answers what was done."""
     handler = handlers.get(delivery.event)
     if handler is None:
         return f"ignored: {delivery.event} events are not used"
     try:
-        return await handler(session, json.loads(delivery.payload))
+        payload = json.loads(delivery.payload)
+        if isinstance(handler, LookThenAct):
+            return await handler.act(session, payload, looked)
+        return await handler(session, payload)
     except ValidationError as error:
         # Signed by the git host but not the shape we know: retrying would not change it.
         return f"ignored: unexpected {delivery.event} payload ({error.error_count()} problems)"
@@ -281,10 +311,14 @@ class GitDeliveryReconciler:
     kind = QUEUE_KIND
 
     def __init__(
-        self, sessionmaker: async_sessionmaker[AsyncSession], handlers: Mapping[str, Handler]
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        handlers: Mapping[str, EventHandler],
+        git_host: GitHubAppClient | None = None,
     ) -> None:
         self._sessionmaker = sessionmaker
         self._handlers = {**handlers, **HANDLERS}
+        self._git_host = git_host
 
     async def live_ids(self, session: AsyncSession) -> list[str]:
         return list(
@@ -298,7 +332,8 @@ class GitDeliveryReconciler:
         if attempt is None:
             return Done()
         try:
-            return await self._process_once(resource_id)
+            looked = await self._look(resource_id)
+            return await self._process_once(resource_id, looked)
         except Exception as failure:
             if await self._record_failure(resource_id, attempt, failure):
                 return Done()
@@ -338,7 +373,31 @@ class GitDeliveryReconciler:
             log.error("git host delivery %s is dead: %s", resource_id, outcome)
         return dead
 
-    async def _process_once(self, resource_id: str) -> Result:
+    async def _look(self, resource_id: str) -> Any:
+        """What the delivery's handler reads before acting (`LookThenAct.look`), outside any
+        write; None for handlers that read nothing, and for a payload of another shape (`act`
+        says so)."""
+        async with self._sessionmaker() as session:
+            found = (
+                await session.execute(
+                    select(GitHostDelivery.event, GitHostDelivery.payload).where(
+                        GitHostDelivery.id == resource_id, GitHostDelivery.processed_at.is_(None)
+                    )
+                )
+            ).first()
+            if found is None:
+                return None
+            handler = self._handlers.get(found.event)
+            if not isinstance(handler, LookThenAct):
+                return None
+            if self._git_host is None:
+                raise RuntimeError(f"{found.event} events need the git host, and it is not set")
+            try:
+                return await handler.look(session, json.loads(found.payload), self._git_host)
+            except ValidationError:
+                return None
+
+    async def _process_once(self, resource_id: str, looked: Any = None) -> Result:
         async with self._sessionmaker() as session:
             now = utcnow()
             # The claim: one pass acts on a delivery, even when two workers race for it (the
@@ -359,7 +418,7 @@ class GitDeliveryReconciler:
                 return Done()
             delivery = await session.get(GitHostDelivery, resource_id)
             assert delivery is not None
-            delivery.outcome = (await process(session, delivery, self._handlers))[:4000]
+            delivery.outcome = (await process(session, delivery, self._handlers, looked))[:4000]
             await session.execute(
                 delete(GitHostDelivery).where(
                     GitHostDelivery.processed_at.is_not(None),

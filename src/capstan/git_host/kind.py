@@ -15,7 +15,11 @@ from capstan.registry import ResourceKind, Runtime
 
 
 def _reconcilers(runtime: Runtime) -> Sequence[Reconciler]:
-    return [GitDeliveryReconciler(runtime.sessionmaker, registry.git_events(runtime.kinds))]
+    return [
+        GitDeliveryReconciler(
+            runtime.sessionmaker, registry.git_events(runtime.kinds), runtime.git_host
+        )
+    ]
 
 
 KIND = ResourceKind(

@@ -36,6 +36,7 @@ from capstan.databases import service as databases
 from capstan.databases.schemas import DatabaseCreate, DatabaseUpdate
 from capstan.errors import Conflict
 from capstan.git_host.payloads import Repository
+from capstan.hostnames import service as hostnames
 from capstan.model_access import service as model_access
 from capstan.network import service as network
 from capstan.plans.steps import (
@@ -98,6 +99,8 @@ class _Projected:
     models: tuple[str, list[str]] | None  # (region, allowed ids) of enabled model access
     account_id: str | None
     services: dict[str, Service] = field(default_factory=dict)  # the live ones, by id
+    # Owners whose hostnames an earlier step lets go (a deleted service): free for the next.
+    freed: set[str] = field(default_factory=set)
 
 
 async def check(
@@ -108,6 +111,7 @@ async def check(
     planned: Planned,
     *,
     kinds: Sequence[ResourceKind],
+    domain: str,
 ) -> Answers:
     """Every step's rules, in apply's order; raises the first refusal apply would meet (naming
     the file's field) and answers what was asked of the network on the way."""
@@ -130,7 +134,7 @@ async def check(
         kind = step.change.kind
         with at(step.path):
             if kind in SECTION_OF:
-                await _service(session, caller, planned, step, answers, projected)
+                await _service(session, caller, planned, step, answers, projected, domain)
             elif kind == "cache":
                 await _cache(session, caller, planned, step)
             elif kind == "database":
@@ -151,6 +155,7 @@ async def _service(
     step: Step,
     answers: Answers,
     projected: _Projected,
+    domain: str,
 ) -> None:
     """`services.create` or `update_settings`, then `put_environment`, as `write` calls them."""
     change = step.change
@@ -160,16 +165,18 @@ async def _service(
     if change.action == "delete":
         if projected.hostnames.get(change.name) == kind:
             del projected.hostnames[change.name]
+        if change.id is not None:  # its hostname (and its previews') let go at once
+            projected.freed.add(change.id)
+            projected.freed.update(
+                preview.id for preview in await services.live_previews(session, change.id)
+            )
         return
     if change.action == "create":
         body = create_body.model_validate(step.body).model_dump()
         if kind in services.COMPUTE_KINDS:
             services.check_size(body["cpu"], body["memory"])
         if kind in services.HOSTNAME_KINDS:
-            taken = projected.hostnames.get(change.name)
-            if taken is not None and taken != kind:
-                raise services.hostname_taken(change.name, taken)
-            projected.hostnames[change.name] = kind
+            await _hostname(session, caller, planned, change.name, kind, projected, domain)
         await network.require_cloud_account(session, caller)
         await services.require_repository(session, caller, answers.git_host, body["repo"])
     else:
@@ -195,6 +202,34 @@ async def _service(
         referenced = references.referenced(variables)
         references.refuse_on_a_site(referenced, allowed=kind != services.STATIC_WEBSITE)
         references.check_shape(referenced, [v["name"] for v in variables])
+
+
+async def _hostname(
+    session: AsyncSession,
+    caller: Principal,
+    planned: Planned,
+    name: str,
+    kind: str,
+    projected: _Projected,
+    domain: str,
+) -> None:
+    """The claim `services.create` takes, as it would answer: a name an earlier step of this
+    plan took, or one another owner holds live (a preview, another kind), is refused alike."""
+    project = planned.project
+    hostname = services.hostname(name, project, domain)
+    taken_by = projected.hostnames.get(name)
+    if taken_by is not None:
+        raise hostnames.HostnameTaken(
+            f"The hostname {hostnames.normal(hostname)} is taken: the "
+            f"{taken_by.replace('_', ' ')} {name!r} of this project serves it."
+        )
+    claimant = hostnames.Owner(
+        id="", organization_id=caller.organization_id, project_id=project.id, held_by=""
+    )
+    refused = await hostnames.refusal(session, hostname, claimant, freed=frozenset(projected.freed))
+    if refused is not None:
+        raise refused
+    projected.hostnames[name] = kind
 
 
 async def _cache(session: AsyncSession, caller: Principal, planned: Planned, step: Step) -> None:

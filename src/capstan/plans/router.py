@@ -40,7 +40,16 @@ async def plan(
     prune: Prune = False,
 ) -> Plan:
     return await plans.plan(
-        session, caller, cloud, git_host, box(settings), project_id, body, prune=prune, kinds=kinds
+        session,
+        caller,
+        cloud,
+        git_host,
+        box(settings),
+        project_id,
+        body,
+        prune=prune,
+        kinds=kinds,
+        domain=settings.domain,
     )
 
 
@@ -61,7 +70,16 @@ async def apply(
     prune: Prune = False,
 ) -> Applied:
     return await plans.apply(
-        session, caller, cloud, git_host, box(settings), project_id, body, prune=prune, kinds=kinds
+        session,
+        caller,
+        cloud,
+        git_host,
+        box(settings),
+        project_id,
+        body,
+        prune=prune,
+        kinds=kinds,
+        domain=settings.domain,
     )
 
 

@@ -67,10 +67,11 @@ async def plan(
     *,
     prune: bool,
     kinds: Sequence[ResourceKind],
+    domain: str,
 ) -> Plan:
     """What apply would do, and what it would cost: computed, checked, nothing written."""
     planned = await _planned(session, caller, box, project_id, document, prune=prune)
-    await check(session, caller, cloud, git_host, planned, kinds=kinds)
+    await check(session, caller, cloud, git_host, planned, kinds=kinds, domain=domain)
     return planned.plan
 
 
@@ -85,17 +86,26 @@ async def apply(
     *,
     prune: bool,
     kinds: Sequence[ResourceKind],
+    domain: str,
 ) -> Applied:
     """Write the file's whole desired state in the request's one transaction, once every step
     has been checked: a step the API refuses fails the request, and the transaction (every step
     before it) rolls back."""
     planned = await _planned(session, caller, box, project_id, document, prune=prune)
     require_secrets(planned.steps)
-    answers = await check(session, caller, cloud, git_host, planned, kinds=kinds)
+    answers = await check(session, caller, cloud, git_host, planned, kinds=kinds, domain=domain)
     deployments: list[StartedDeployment] = []
     if planned.steps:
         deployments = await write(
-            session, caller, cloud, answers, box, planned.project, planned.steps, kinds=kinds
+            session,
+            caller,
+            cloud,
+            answers,
+            box,
+            planned.project,
+            planned.steps,
+            kinds=kinds,
+            domain=domain,
         )
     changes = planned.plan.changes
     message = (

@@ -48,6 +48,7 @@ async def write(
     steps: list[Step],
     *,
     kinds: Sequence[ResourceKind],
+    domain: str,
 ) -> list[StartedDeployment]:
     """Every step through the API's own service functions, in `steps.ordered`."""
     started: dict[str, tuple[Any, str]] = {}
@@ -56,7 +57,7 @@ async def write(
         with at(step.path):
             if change.kind in SECTION_OF:
                 service_id = await _write_service(
-                    session, caller, answers.git_host, box, project, step
+                    session, caller, answers.git_host, box, project, step, domain
                 )
                 if service_id is not None:
                     started[service_id] = (change.kind, change.name)
@@ -94,6 +95,7 @@ async def _write_service(
     box: SecretBox,
     project: Project,
     step: Step,
+    domain: str,
 ) -> str | None:
     """Write one service's step; the service's id when a deployment was started."""
     change = step.change
@@ -106,7 +108,9 @@ async def _write_service(
         return None
     if change.action == "create":
         body = create_body.model_validate(step.body).model_dump()
-        service = await services.create(session, caller, project.id, kind, body, git_host=git_host)
+        service = await services.create(
+            session, caller, project.id, kind, body, git_host=git_host, domain=domain
+        )
         deploys = True
     else:
         assert change.id is not None

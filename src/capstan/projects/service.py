@@ -23,6 +23,7 @@ from capstan.errors import (
     ProjectNotEmpty,
     ValidationFailed,
 )
+from capstan.hostnames import service as hostnames
 from capstan.projects.models import Project
 from capstan.projects.schemas import (
     GitSettingsUpdate,
@@ -180,6 +181,7 @@ async def update(
     project = await get(session, caller, project_id)
     if body.name is not None:
         project.name = body.name
+    old_suffix = project.hostname_suffix
     suffix_changed = (
         body.hostname_suffix is not None and body.hostname_suffix != project.hostname_suffix
     )
@@ -199,6 +201,11 @@ async def update(
         project.max_previews = body.max_previews
     await _flush_suffix(session, body.hostname_suffix)
     if suffix_changed:
+        # The project's hostnames move now, as its URLs do: each owner takes its name under the
+        # new suffix (409 `hostname_taken` while another holds one) and lets the old one go.
+        await hostnames.move_suffix(
+            session, project.id, old_suffix, project.hostname_suffix, domain
+        )
         await registry.suffix_changed(kinds, session, project.id)
     return project
 

@@ -99,6 +99,8 @@ class PushBody(StrictBody):
     )
     # Whether the commit breaks the build; by default it keeps what it was made on.
     breaks_build: bool | None = None
+    # A force-push: no new commit; the branch is reset to this commit of the repository.
+    force_to: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
 
 
 class PullRequestClose(StrictBody):
@@ -131,11 +133,22 @@ async def create_repository(body: RepositoryCreate, host: Host) -> Response:
 
 @router.post("/repos/{owner}/{repo}/push", status_code=status.HTTP_201_CREATED)
 async def push(owner: str, repo: str, body: PushBody, host: Host) -> Response:
-    """A new commit on `branch` (created from the default branch when missing), then the
-    signed `push` webhook to every installation that can read the repository."""
-    pushed = await run_in_threadpool(
-        functools.partial(host.store.push, owner, repo, body.branch, breaks_build=body.breaks_build)
-    )
+    """A new commit on `branch` (created from the default branch when missing), or with
+    `force_to` the branch forced back (or on) to a commit the repository has, then the signed
+    `push` webhook to every installation that can read the repository."""
+    try:
+        pushed = await run_in_threadpool(
+            functools.partial(
+                host.store.push,
+                owner,
+                repo,
+                body.branch,
+                breaks_build=body.breaks_build,
+                force_to=body.force_to,
+            )
+        )
+    except RepositoryError as error:
+        return github_error(422, str(error))
     if pushed is None:
         return github_error(404, "Not Found")
     installations = host.store.installations_covering(pushed.repository)
@@ -150,6 +163,7 @@ async def push(owner: str, repo: str, body: PushBody, host: Host) -> Response:
             "ref": f"refs/heads/{pushed.branch}",
             "before": pushed.before,
             "created": pushed.created,
+            "forced": pushed.forced,
             "deliveries": [delivered(d) for d in deliveries],
         },
         status_code=status.HTTP_201_CREATED,

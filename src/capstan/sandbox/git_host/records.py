@@ -115,6 +115,8 @@ class Pushed:
     before: str  # all zeros when the push created the branch
     after: str
     created: bool
+    # A force-push: the branch was reset to a commit it had before (or another branch's).
+    forced: bool = False
 
 
 NO_COMMIT = "0" * 40

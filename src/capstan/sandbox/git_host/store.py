@@ -205,16 +205,37 @@ class SandboxStore:
             return replace(repository)
 
     def push(
-        self, owner: str, name: str, branch: str, *, breaks_build: bool | None = None
+        self,
+        owner: str,
+        name: str,
+        branch: str,
+        *,
+        breaks_build: bool | None = None,
+        force_to: str | None = None,
     ) -> Pushed | None:
         """A new commit on `branch` (created from the default branch when missing) that keeps
         the content it is made on — a broken build stays broken — unless `breaks_build` says
-        otherwise; None when there is no such repository."""
+        otherwise; or, `force_to`, a force-push of the branch to that commit of the repository
+        (RepositoryError if it has none such). None when there is no such repository."""
         with self._lock:
             repository = self._find(owner, name)
             if repository is None:
                 return None
             before = repository.branches.get(branch)
+            if force_to is not None:
+                known = set(repository.commits) | set(repository.branches.values())
+                if force_to not in known:
+                    raise RepositoryError(f"no commit {force_to} in {repository.full_name}")
+                repository.branches[branch] = force_to
+                self._save()
+                return Pushed(
+                    repository=_copy(repository),
+                    branch=branch,
+                    before=before or NO_COMMIT,
+                    after=force_to,
+                    created=before is None,
+                    forced=True,
+                )
             parent = before or repository.branches.get(repository.default_branch)
             if breaks_build is None:
                 breaks_build = parent is not None and parent in repository.broken_commits

@@ -256,7 +256,7 @@ def push_payloads(
         "after": pushed.after,
         "created": pushed.created,
         "deleted": deleted,
-        "forced": False,
+        "forced": pushed.forced,
         "base_ref": None,
         "compare": f"{host.web_base}/{full_name}/compare/{compared}",
         "commits": [] if deleted else [commit],

@@ -1,0 +1,1 @@
+"""Claims on the public hostnames Capstan writes DNS records for (`service.py`)."""
