@@ -4,6 +4,7 @@ installed, and a project — all through the HTTP API, as a user would do it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -13,8 +14,10 @@ from typing import Any
 from sqlalchemy import event, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.cloud.aws.session import Endpoint
 from capstan.db import make_engine, make_sessionmaker
 from capstan.reconcile.models import QueueItem, ReconcilePass
+from capstan.sandbox.cloud.accounts import organization_access
 from tests.cloud_account.test_api import connect
 from tests.git_host.flow import install
 from tests.harness import Org, RunningServer, run_db
@@ -156,3 +159,42 @@ def queue_state(org: Org) -> str:
         return "\n".join(lines)
 
     return run_db(org.server.settings, read)
+
+
+Narrow = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+def narrow_statement(server: RunningServer, account_id: str, sid: str, narrow: Narrow) -> None:
+    """The customer's access role with statement `sid` narrowed (None: removed), as if their
+    stack came from a template without that grant: their administrator makes a new version of
+    the managed policy that holds it."""
+    url = server.settings.sandbox_cloud_url
+    assert url
+    with organization_access(Endpoint(region="us-east-1", url=url), account_id) as admin:
+        iam = admin.client("iam")
+        for attached in iam.list_attached_role_policies(RoleName="CapstanAccess")[
+            "AttachedPolicies"
+        ]:
+            arn = attached["PolicyArn"]
+            version = iam.get_policy(PolicyArn=arn)["Policy"]["DefaultVersionId"]
+            document: Any = iam.get_policy_version(PolicyArn=arn, VersionId=version)[
+                "PolicyVersion"
+            ]["Document"]
+            if isinstance(document, str):
+                document = json.loads(document)
+            statements = document["Statement"]
+            if not any(s.get("Sid") == sid for s in statements):
+                continue
+            kept = []
+            for found in statements:
+                if found.get("Sid") == sid:
+                    found = narrow(dict(found))
+                if found is not None:
+                    kept.append(found)
+            iam.create_policy_version(
+                PolicyArn=arn,
+                PolicyDocument=json.dumps({**document, "Statement": kept}),
+                SetAsDefault=True,
+            )
+            return
+        raise AssertionError(f"no policy of the access role holds {sid}")

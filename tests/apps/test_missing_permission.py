@@ -3,44 +3,16 @@ never an endless `pending`. The sandbox refuses the call as AWS would (AccessDen
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
 
-from capstan.cloud.aws.session import Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
-from tests.apps.helpers import ready
+from tests.apps.helpers import narrow_statement, ready
 from tests.harness import RunningServer
 
 
 def drop_statement(server: RunningServer, account_id: str, sid: str) -> None:
     """The customer's access role without statement `sid`, as if their stack came from a
-    template that lacked it (their administrator makes a new version of the access policy that
-    holds it, without it)."""
-    url = server.settings.sandbox_cloud_url
-    assert url
-    with organization_access(Endpoint(region="us-east-1", url=url), account_id) as admin:
-        iam = admin.client("iam")
-        attached = iam.list_attached_role_policies(RoleName="CapstanAccess")["AttachedPolicies"]
-        for policy in attached:
-            arn = policy["PolicyArn"]
-            version = iam.get_policy(PolicyArn=arn)["Policy"]["DefaultVersionId"]
-            document: Any = iam.get_policy_version(PolicyArn=arn, VersionId=version)[
-                "PolicyVersion"
-            ]["Document"]
-            if isinstance(document, str):
-                document = json.loads(document)
-            kept = [s for s in document["Statement"] if s.get("Sid") != sid]
-            if len(kept) == len(document["Statement"]):
-                continue
-            iam.create_policy_version(
-                PolicyArn=arn,
-                PolicyDocument=json.dumps({**document, "Statement": kept}),
-                SetAsDefault=True,
-            )
-            return
-        raise AssertionError(f"no policy of the access role holds {sid}")
+    template that lacked it."""
+    narrow_statement(server, account_id, sid, lambda statement: None)
 
 
 @pytest.mark.parametrize(

@@ -9,54 +9,14 @@ service validates on the caller for work it does later."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from capstan.cloud.aws.session import Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
-from tests.apps.helpers import Ready, ready
+from tests.apps.helpers import Narrow, Ready, narrow_statement, ready
 from tests.harness import RunningServer
 
-Narrow = Callable[[dict[str, Any]], dict[str, Any] | None]
 SITE_REPO = "capstan-samples/hello-static"
-
-
-def narrow_statement(server: RunningServer, account_id: str, sid: str, narrow: Narrow) -> None:
-    """The customer's access role with statement `sid` narrowed (None: removed), as if their
-    stack came from a template without that grant: their administrator makes a new version of
-    the managed policy that holds it."""
-    url = server.settings.sandbox_cloud_url
-    assert url
-    with organization_access(Endpoint(region="us-east-1", url=url), account_id) as admin:
-        iam = admin.client("iam")
-        for attached in iam.list_attached_role_policies(RoleName="CapstanAccess")[
-            "AttachedPolicies"
-        ]:
-            arn = attached["PolicyArn"]
-            version = iam.get_policy(PolicyArn=arn)["Policy"]["DefaultVersionId"]
-            document: Any = iam.get_policy_version(PolicyArn=arn, VersionId=version)[
-                "PolicyVersion"
-            ]["Document"]
-            if isinstance(document, str):
-                document = json.loads(document)
-            statements = document["Statement"]
-            if not any(s.get("Sid") == sid for s in statements):
-                continue
-            kept = []
-            for found in statements:
-                if found.get("Sid") == sid:
-                    found = narrow(dict(found))
-                if found is not None:
-                    kept.append(found)
-            iam.create_policy_version(
-                PolicyArn=arn,
-                PolicyDocument=json.dumps({**document, "Statement": kept}),
-                SetAsDefault=True,
-            )
-            return
-        raise AssertionError(f"no policy of the access role holds {sid}")
 
 
 def without_action(action: str) -> Narrow:

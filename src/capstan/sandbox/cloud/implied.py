@@ -318,18 +318,13 @@ DEPENDENT: dict[tuple[str, str], Rule] = {
         for action in ("rds:CreateDBInstance", "rds:ModifyDBInstance")
     },
     # RDS makes (and tags) the master password's secret as the caller.
-    ("rds:CreateDBInstance", "secretsmanager:CreateSecret"): Rule(
-        _RDS_SECRETS, _true("ManageMasterUserPassword"), _master_secret
-    ),
-    ("rds:CreateDBInstance", "secretsmanager:TagResource"): Rule(
-        _RDS_SECRETS, _true("ManageMasterUserPassword"), _master_secret
-    ),
-    ("rds:ModifyDBInstance", "secretsmanager:CreateSecret"): Rule(
-        _RDS_SECRETS, _true("ManageMasterUserPassword"), _master_secret
-    ),
-    ("rds:ModifyDBInstance", "secretsmanager:TagResource"): Rule(
-        _RDS_SECRETS, _true("ManageMasterUserPassword"), _master_secret
-    ),
+    **{
+        (action, f"secretsmanager:{secrets}"): Rule(
+            _RDS_SECRETS, _true("ManageMasterUserPassword"), _master_secret
+        )
+        for action in ("rds:CreateDBInstance", "rds:ModifyDBInstance")
+        for secrets in ("CreateSecret", "TagResource")
+    },
     ("rds:ModifyDBInstance", "secretsmanager:RotateSecret"): Rule(
         _RDS_SECRETS, _true("RotateMasterUserPassword"), _instance_secret
     ),
