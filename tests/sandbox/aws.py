@@ -15,6 +15,7 @@ from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
 from capstan.sandbox.cloud.accounts import ensure_account, management_session, organization_access
 from capstan.sandbox.cloud.console import launch_stack
+from capstan.sandbox.cloud.iam_propagation import settle
 from capstan.sandbox.cloud.operator import CONTROL_PLANE, bootstrap_control_plane
 from capstan.sandbox.cloud.stats import STATS_PATH
 
@@ -62,6 +63,12 @@ def vpc_with_two_subnets(ec2: Any, second_octet: int) -> tuple[str, list[str]]:
     return vpc, subnets
 
 
+def iam_propagated() -> None:
+    """What an administrator does after changing IAM before relying on the change: wait until
+    IAM has propagated it (the sandbox's IAM clock is moved on; nothing sleeps)."""
+    settle()
+
+
 def new_account(endpoint: Endpoint, stem: str = "test") -> str:
     name = f"{stem}-{secrets.token_hex(4)}"
     return ensure_account(endpoint, name=name, email=f"{name}@accounts.sandbox.test")
@@ -101,6 +108,7 @@ def create_role(
         role = admin.client("iam").create_role(
             RoleName=name, Path=path, AssumeRolePolicyDocument=json.dumps(policy)
         )
+    iam_propagated()
     return str(role["Role"]["Arn"])
 
 
@@ -111,6 +119,7 @@ def set_trust_policy(
         admin.client("iam").update_assume_role_policy(
             RoleName=name, PolicyDocument=json.dumps(policy)
         )
+    iam_propagated()
 
 
 def create_user(endpoint: Endpoint, account_id: str, name: str) -> tuple[str, Credentials]:
@@ -131,6 +140,7 @@ def access_role(endpoint: Endpoint, account_id: str) -> AwsSession:
     outputs = launch_stack(
         endpoint, account_id=account_id, stack_name=STACK_NAME, template=template
     )
+    iam_propagated()  # Capstan's verification waits for it (`cloud_account`)
     with AwsSession(endpoint, operator) as control_plane:
         credentials = sts.assume_role(
             control_plane, role_arn=outputs["RoleArn"], external_id=EXTERNAL_ID

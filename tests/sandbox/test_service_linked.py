@@ -16,7 +16,7 @@ from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.simulator import simulator
-from tests.sandbox.aws import new_account, trust_policy
+from tests.sandbox.aws import iam_propagated, new_account, trust_policy
 
 CREATE_CLUSTER = {"Effect": "Allow", "Action": "ecs:CreateCluster", "Resource": "*"}
 
@@ -51,6 +51,7 @@ def _as_role(
         PolicyName="grants",
         PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": list(statements)}),
     )
+    iam_propagated()
     return AwsSession(endpoint, sts.assume_role(session, role_arn=arn, external_id=None))
 
 

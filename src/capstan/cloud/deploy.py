@@ -44,7 +44,7 @@ from capstan.cloud.aws import (
 from capstan.cloud.aws.names import CONTAINER_PORT
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.aws.ssm import MAX_VALUE_BYTES
-from capstan.cloud.builds import Build, BuildDriver, BuildSpec
+from capstan.cloud.builds import ROLE_PROPAGATION, Build, BuildDriver, BuildSpec
 from capstan.cloud.credentials import utcnow
 from capstan.cloud.databases import PASSWORD_VARIABLE, DatabaseConnection, DatabaseDriver
 from capstan.cloud.errors import CloudError, TerminalCloudError
@@ -333,6 +333,9 @@ class Deployer(TargetDriver):
         refused = ecs.placement_refusal(service, deployment)
         if refused is not None and deployment.running < deployment.desired:
             return Rollout("failed", deployment.running, deployment.desired, refused)
+        launch = ecs.unassumable_role(service, deployment)
+        if launch is not None and deployment.running < deployment.desired:
+            return self._unassumable(launch, deployment)
         unhealthy: str | None = None
         healthy = deployment.running
         if target.kind == "web_server":
@@ -363,6 +366,29 @@ class Deployer(TargetDriver):
         if cause:
             reason = f"{reason}; {cause}"
         return Rollout("in_progress", deployment.running, deployment.desired, reason)
+
+    def _unassumable(self, launch: ecs.LaunchRefusal, deployment: ecs.Deployment) -> Rollout:
+        """ECS cannot assume a task's role to launch it. A role made moments ago is one IAM has
+        not propagated yet: ECS keeps trying and the rollout waits. ECS still refused it
+        `ROLE_PROPAGATION` after the role was made (or the role is gone): a failure naming it."""
+        created = iam.role_created_at(self._customer, launch.role_arn)
+        if created is not None and launch.at - created < ROLE_PROPAGATION:
+            return Rollout(
+                "in_progress",
+                deployment.running,
+                deployment.desired,
+                f"ECS cannot assume the new role {launch.role_arn} yet (IAM is still "
+                "propagating it); it keeps trying.",
+            )
+        minutes = int(ROLE_PROPAGATION.total_seconds() // 60)
+        return Rollout(
+            "failed",
+            deployment.running,
+            deployment.desired,
+            f"ECS could not assume the role {launch.role_arn} to start the service's tasks "
+            f"{minutes} minutes after it was made. Check that the role exists and trusts "
+            "ecs-tasks.amazonaws.com, then redeploy.",
+        )
 
     def _stop_cause(self, target: Target, deployment: ecs.Deployment) -> str | None:
         """Why ECS stopped the newest of the deployment's tasks, in Capstan's words; read only

@@ -61,9 +61,10 @@ class Knobs:
     # How long a CloudFront distribution's change takes to deploy, and an invalidation to finish.
     distribution_seconds: float = 0.5
     invalidation_seconds: float = 0.5
-    # How long a new IAM role stays unusable by CodeBuild (IAM is eventually consistent): a
-    # build whose service role is younger fails in PROVISIONING, as in AWS. 0 = at once.
-    iam_propagation_seconds: float = 0.0
+    # How long IAM takes to propagate a change (it is eventually consistent): a role younger than
+    # this cannot be assumed, by a caller or a service, and a policy put on a role grants only
+    # after it (`iam_propagation`). 0 = at once.
+    iam_propagation_seconds: float = 3.0
     # How long after ECS makes its service-linked role (a new account's first cluster) ECS still
     # cannot assume it: its clusters and services, the call that made it among them, are refused
     # meanwhile (see `service_linked`). 0 = usable at once.
