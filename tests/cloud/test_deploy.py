@@ -29,6 +29,7 @@ from tests.cloud.deploy_helpers import (
     leftovers,
     new_id,
     settle,
+    start_build,
     task_spec,
     web_target,
     worker_target,
@@ -217,7 +218,7 @@ def test_starting_a_deployments_build_again_answers_the_same_build(
     target = worker_target(new_id("prj"))
     deployment = new_id("dep")
     spec = BuildSpec(target, REPO, COMMIT, source.api_url, GOOD_TOKEN, None, deployment)
-    first = deployer.start_build(spec)
+    first = start_build(deployer, spec)
     assert deployer.start_build(spec) == first
     other = deployer.start_build(replace(spec, deployment_id=new_id("dep")))
     assert other != first
@@ -229,7 +230,7 @@ def test_a_build_whose_token_is_refused_cannot_fetch_its_source(
 ) -> None:
     target = worker_target(new_id("prj"))
     spec = BuildSpec(target, REPO, COMMIT, source.api_url, "ghs_expired", None)
-    build_id = deployer.start_build(spec)
+    build_id = start_build(deployer, spec)
     failed = wait_until(
         lambda: (b := deployer.describe_build(build_id)).state != "in_progress" and b
     )

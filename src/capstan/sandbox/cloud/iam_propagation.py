@@ -75,8 +75,10 @@ _NOTHING = RoleState((), None, None)
 
 @dataclass
 class _History:
-    made: float  # when the role was made on this module's clock (-inf: long ago)
-    states: list[tuple[float, RoleState]]  # oldest first, each with when it was made
+    usable: float  # when the role could first be assumed, on this module's clock (-inf: always)
+    # The role's states in the order they were made, each with when it has propagated (was made
+    # plus the delay configured then): a delay changed later does not move changes made before.
+    states: list[tuple[float, RoleState]]
 
 
 _histories: dict[tuple[str, str], _History] = {}
@@ -100,8 +102,10 @@ def advance(seconds: float) -> None:
 
 
 def settle() -> None:
-    """Let every change made so far take effect (move the clock past the delay)."""
-    advance(delay())
+    """Let every change made so far take effect (move the clock past the last of them)."""
+    with _lock:
+        last = max((h.states[-1][0] for h in _histories.values()), default=float("-inf"))
+        advance(last - now())
 
 
 def delay() -> float:
@@ -137,38 +141,32 @@ def _default_document(managed: Any) -> Document:
 
 
 def settling(role: Any) -> bool:
-    """Whether the role was made less than the delay ago (no one can assume it yet)."""
+    """Whether IAM has not propagated the role since it was made (no one can assume it yet)."""
     with _lock:
         history = _histories.get((role.account_id, role.id))
-        return history is not None and history.made > now() - delay()
-
-
-def seconds_left(role: Any) -> float:
-    """How long until the role's newest change has taken effect (0: it has)."""
-    with _lock:
-        history = _histories.get((role.account_id, role.id))
-        if history is None:
-            return 0.0
-        return max(0.0, history.states[-1][0] + delay() - now())
+        return history is not None and history.usable > now()
 
 
 def _states(role: Any) -> list[RoleState]:
-    """Every state the role was in during the last delay, oldest first (one: it has settled)."""
+    """The state IAM has propagated, then those it has not yet, oldest first (one: the role has
+    settled; `_NOTHING` first: the role itself has not propagated)."""
     current = state_of(role)
     with _lock:
         key = (role.account_id, role.id)
         history = _histories.get(key)
         if history is None or key in _exempt:
             return [current]
-        since = now() - delay()
-        kept = [state for at, state in history.states if at > since]
-        before = [state for at, state in history.states if at <= since]
-        if history.made > since:
-            kept.insert(0, _NOTHING)
-        elif before:
-            kept.insert(0, before[-1])
+        at = now()
+        propagated = [i for i, (ready, _state) in enumerate(history.states) if ready <= at]
+        if propagated:
+            del history.states[: propagated[-1]]  # superseded by one that has propagated
+            kept = [state for _ready, state in history.states]
+        else:
+            kept = [_NOTHING] + [state for _ready, state in history.states]
+        if len(kept) == 1 and history.usable <= at:
+            del _histories[key]  # settled: what IAM holds is all there is
     # What IAM holds now is the newest state, whatever the history caught of it.
-    return [*kept[:-1], current] if kept else [current]
+    return [*kept[:-1], current]
 
 
 def policies(role: Any) -> tuple[list[Document], Document | None]:
@@ -235,8 +233,8 @@ def _made(role: Any) -> None:
         if getattr(_organizations, "making", False) or role.path.startswith("/aws-service-role/"):
             _exempt.add(key)
             return
-        at = now()
-        _histories[key] = _History(made=at, states=[(at, state_of(role))])
+        ready = now() + delay()
+        _histories[key] = _History(usable=ready, states=[(ready, state_of(role))])
 
 
 def _changed(role: Any, before: RoleState) -> None:
@@ -247,19 +245,11 @@ def _changed(role: Any, before: RoleState) -> None:
     with _lock:
         if key in _exempt:
             return
-        at = now()
         history = _histories.get(key)
         if history is None:  # settled before this change: its state until now was `before`
-            history = _histories[key] = _History(made=float("-inf"), states=[(-1e18, before)])
-        history.states.append((at, after))
-        _forget_settled(history, at - delay())
-
-
-def _forget_settled(history: _History, since: float) -> None:
-    """Keep the states made since `since` and the one in force at `since`."""
-    older = [index for index, (at, _state) in enumerate(history.states) if at <= since]
-    if len(older) > 1:
-        del history.states[: older[-1]]
+            never = float("-inf")
+            history = _histories[key] = _History(usable=never, states=[(never, before)])
+        history.states.append((now() + delay(), after))
 
 
 def _gone(role: Any) -> None:
@@ -369,7 +359,6 @@ __all__ = [
     "install",
     "now",
     "policies",
-    "seconds_left",
     "settle",
     "settling",
     "state_of",
