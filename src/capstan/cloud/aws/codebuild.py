@@ -345,8 +345,9 @@ def explain_failure(message: str) -> str:
 
 def role_denied(message: str) -> bool:
     """Whether a failed phase's message is CodeBuild's refusal of the build's service role as
-    the build provisioned: its log stream, or a `PARAMETER_STORE` variable's value."""
-    if NOT_AUTHORIZED.search(message) is None:
+    the build provisioned (its log stream, or a `PARAMETER_STORE` variable's value) for want of
+    a grant: what a policy IAM has not propagated yet explains. An explicit deny is not."""
+    if NOT_AUTHORIZED.search(message) is None or "explicit deny" in message:
         return False
     return "CloudWatch Logs log streams" in message or _VARIABLE.search(message) is not None
 
