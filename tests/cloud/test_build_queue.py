@@ -160,9 +160,10 @@ def test_a_build_role_codebuild_still_cannot_assume_minutes_after_it_was_made_is
     with pytest.raises(TerminalCloudError) as failed:
         later.start_build(spec_of(target, source))
     assert failed.value.code == "build_role_unusable"
-    role = f"role/capstan/capstan-build-{target.project_id}"
-    assert failed.value.message.startswith("CodeBuild could not assume the build role arn:aws:")
-    assert role in failed.value.message
+    assert failed.value.message.startswith(
+        f"CodeBuild could not assume the build role capstan-build-{target.project_id} more "
+    )
+    assert "arn:" not in failed.value.message
     assert "trusts codebuild.amazonaws.com" in failed.value.message
 
 

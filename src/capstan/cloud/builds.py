@@ -300,8 +300,9 @@ def _assume_refused(info: codebuild.BuildInfo) -> bool:
 
 def _unusable(role_arn: str) -> str:
     minutes = int(ROLE_PROPAGATION.total_seconds() // 60)
+    name = role_arn.rsplit("/", 1)[-1]  # the account's id stays out of what users see
     return (
-        f"CodeBuild could not assume the build role {role_arn} more than {minutes} minutes "
+        f"CodeBuild could not assume the build role {name} more than {minutes} minutes "
         "after it was made. Check that the role exists and trusts codebuild.amazonaws.com, "
         "then redeploy."
     )

@@ -333,9 +333,9 @@ class Deployer(TargetDriver):
         refused = ecs.placement_refusal(service, deployment)
         if refused is not None and deployment.running < deployment.desired:
             return Rollout("failed", deployment.running, deployment.desired, refused)
-        launch = ecs.unassumable_role(service, deployment)
-        if launch is not None and deployment.running < deployment.desired:
-            return self._unassumable(launch, deployment)
+        role = ecs.unassumable_role(service, deployment)
+        if role is not None and deployment.running < deployment.desired:
+            return self._unassumable(role, deployment)
         unhealthy: str | None = None
         healthy = deployment.running
         if target.kind == "web_server":
@@ -367,25 +367,27 @@ class Deployer(TargetDriver):
             reason = f"{reason}; {cause}"
         return Rollout("in_progress", deployment.running, deployment.desired, reason)
 
-    def _unassumable(self, launch: ecs.LaunchRefusal, deployment: ecs.Deployment) -> Rollout:
+    def _unassumable(self, role_arn: str, deployment: ecs.Deployment) -> Rollout:
         """ECS cannot assume a task's role to launch it. A role made moments ago is one IAM has
-        not propagated yet: ECS keeps trying and the rollout waits. ECS still refused it
-        `ROLE_PROPAGATION` after the role was made (or the role is gone): a failure naming it."""
-        created = iam.role_created_at(self._customer, launch.role_arn)
-        if created is not None and launch.at - created < ROLE_PROPAGATION:
+        not propagated yet: ECS keeps trying and the rollout waits. A role older than
+        `ROLE_PROPAGATION` by the driver's clock (or gone) ECS will not assume: a failure
+        naming it."""
+        created = iam.role_created_at(self._customer, role_arn)
+        name = role_arn.rsplit("/", 1)[-1]  # the account's id stays out of what users see
+        if created is not None and self._clock() - created < ROLE_PROPAGATION:
             return Rollout(
                 "in_progress",
                 deployment.running,
                 deployment.desired,
-                f"ECS cannot assume the new role {launch.role_arn} yet (IAM is still "
-                "propagating it); it keeps trying.",
+                f"ECS cannot assume the new role {name} yet (IAM is still propagating it); it "
+                "keeps trying.",
             )
         minutes = int(ROLE_PROPAGATION.total_seconds() // 60)
         return Rollout(
             "failed",
             deployment.running,
             deployment.desired,
-            f"ECS could not assume the role {launch.role_arn} to start the service's tasks "
+            f"ECS could not assume the role {name} to start the service's tasks "
             f"{minutes} minutes after it was made. Check that the role exists and trusts "
             "ecs-tasks.amazonaws.com, then redeploy.",
         )

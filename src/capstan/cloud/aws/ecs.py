@@ -341,13 +341,7 @@ _UNASSUMABLE_EVENT = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class LaunchRefusal:
-    role_arn: str
-    at: datetime  # when ECS last said so
-
-
-def unassumable_role(service: ServiceState, deployment: Deployment) -> LaunchRefusal | None:
+def unassumable_role(service: ServiceState, deployment: Deployment) -> str | None:
     """The role ECS said, since `deployment` began, it could not assume to launch the
     deployment's tasks (the newest such event), or None."""
     for event in service.events:
@@ -355,7 +349,7 @@ def unassumable_role(service: ServiceState, deployment: Deployment) -> LaunchRef
             break  # newest first: the rest are older still
         found = _UNASSUMABLE_EVENT.search(event.message)
         if found is not None:
-            return LaunchRefusal(found["role"], event.created_at)
+            return found["role"]
     return None
 
 
