@@ -7,22 +7,23 @@ delay, so a role made a moment ago may not be assumable yet and a policy put on 
 grant yet; AWS advises waiting for, or retrying, what depends on them. moto applies every change
 at once, so a driver that used a role it had just made could not be refused in the sandbox.
 
-This module owns the delay (the simulator's knob `iam_propagation_seconds`). It learns when each
+This module owns the delay (the simulator's knob `iam_propagation_seconds`: a change takes effect
+that long after it was made, by the delay configured when it was made). It learns when each
 role changed — made, its trust policy, its inline policies, its managed policies attached or
 detached or given a new default version, its permissions boundary set or removed — through hooks
 on moto's IAM models (`install()`, once per process; moto's API and its CloudFormation both go
 through them), and answers "as of now" views of a role:
 
-- `settling(role)`: a role made less than the delay ago, which no one can assume yet: not a
-  caller (`sts`), not a service doing work as it (CodeBuild's `CreateProject` and builds, ECS
-  starting a task: `simulator/`);
+- `settling(role)`: a role IAM has not propagated since it was made, which no one can assume
+  yet: not a caller (`sts`), not a service doing work as it (CodeBuild's `CreateProject` and
+  builds, ECS starting a task: `role_checks.unassumable`);
 - `policies(role)`: the identity policies and boundary the role has as of now, what the
   authorizer and `role_checks` evaluate;
 - `trusts(role)`: the trust policies that must all admit an `sts:AssumeRole`.
 
 While a change propagates, AWS may answer from the role's state before it or after it. The sandbox
-errs strict: a request is allowed only if every state the role was in during the last delay
-allows it. So what a change grants (a new policy, a statement added, a boundary removed) takes
+errs strict: a request is allowed only if every state IAM may still answer from allows it (the
+newest one it has propagated, and each made since). So what a change grants (a new policy, a statement added, a boundary removed) takes
 effect only after the delay, and what it takes away (a policy deleted, a statement removed, a
 boundary set, a deny added) at once. The states are combined statement by statement: an allow
 counts only if every state holds the very statement, and every state's denies count. A statement
@@ -120,6 +121,7 @@ def delay() -> float:
 
 def state_of(role: Any) -> RoleState:
     """The role as IAM holds it now (the default version of each managed policy attached)."""
+    # Stored as IAM keeps them: JSON text, or (from CloudFormation) the document itself.
     identity: list[Document] = list(role.policies.values())
     identity += [_default_document(p) for p in list(role.managed_policies.values())]
     boundary: Document | None = None
