@@ -23,12 +23,12 @@ through them), and answers "as of now" views of a role:
 
 While a change propagates, AWS may answer from the role's state before it or after it. The sandbox
 errs strict: a request is allowed only if every state IAM may still answer from allows it (the
-newest one it has propagated, and each made since). So what a change grants (a new policy, a statement added, a boundary removed) takes
-effect only after the delay, and what it takes away (a policy deleted, a statement removed, a
-boundary set, a deny added) at once. The states are combined statement by statement: an allow
-counts only if every state holds the very statement, and every state's denies count. A statement
-edited in place (one more resource in its list) therefore grants nothing new or old until the
-delay has passed: stricter than AWS, never looser.
+newest one it has propagated, and each made since). So what a change grants (a new policy, a
+statement added, a boundary removed) takes effect only after the delay, and what it takes away
+(a policy deleted, a statement removed, a boundary set, a deny added) at once. The states are
+combined statement by statement: an allow counts only if every state holds the very statement,
+and every state's denies count. A statement edited in place (one more resource in its list)
+therefore grants nothing new or old until the delay has passed: stricter than AWS, never looser.
 
 Not delayed: the role Organizations makes with a new account (`CreateAccount` reports SUCCEEDED
 once the account is ready) and service-linked roles (`service_linked` models the one service known

@@ -14,9 +14,10 @@ times a second and moves things along, in AWS's terms:
   A build whose service role CodeBuild cannot assume yet (IAM's propagation,
   `iam_propagation_seconds`) fails as it provisions.
 - `ecs`: a new deployment's tasks start after `task_start_seconds` (none while ECS cannot assume
-  their roles yet), register in the service's target groups and report healthy; the deployment completes and older ones go away. Services
-  asked to fail (`fail_rollouts`) never become healthy, and after `circuit_breaker_seconds` the
-  circuit breaker fails the rollout and rolls back to the previous deployment, if any.
+  their roles yet), register in the service's target groups and report healthy; the deployment
+  completes and older ones go away. Services asked to fail (`fail_rollouts`) never become
+  healthy, and after `circuit_breaker_seconds` the circuit breaker fails the rollout and rolls
+  back to the previous deployment, if any.
 - `runtime`: running tasks write log lines to their awslogs stream and CloudWatch data points.
 - `cost`: the tasks' run time accrues cost per tag; Cost Explorer's GetCostAndUsage answers from it.
 - `elasticache`: serverless caches become available (or gone) after `cache_seconds`, write
