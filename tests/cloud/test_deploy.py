@@ -35,7 +35,7 @@ from tests.cloud.deploy_helpers import (
     worker_target,
 )
 from tests.polling import wait_until
-from tests.sandbox.aws import calls, calls_since
+from tests.sandbox.aws import calls, calls_since, iam_propagated
 
 pytestmark = pytest.mark.usefixtures("fast_simulator")
 
@@ -517,6 +517,7 @@ def test_a_first_deployment_makes_no_look_before_an_idempotent_create(
     customer, _operator = sessions
     project_id = new_id("prj")
     deployer.network.ensure_project_network(project_id)
+    iam_propagated()  # its roles usable: no pass here is tried again for them
     target = web_target(project_id)
     deployer.describe_rollout(target, "no-such-task-definition")  # the zone, seen once before
 
