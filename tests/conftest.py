@@ -86,8 +86,11 @@ def sandbox_cloud_url() -> Iterator[str | None]:
     from capstan.sandbox.cloud.server import start_sandbox_cloud
 
     # The simulator looks at moto's state ten times a second: often enough for 0.3 s delays,
-    # and half the CPU of its default when four test processes share two cores.
-    sandbox = start_sandbox_cloud(build_seconds=0.3, task_start_seconds=0.3, tick_seconds=0.1)
+    # and half the CPU of its default when four test processes share two cores. IAM propagates
+    # changes after half a second: short, but every role a test makes is used under it.
+    sandbox = start_sandbox_cloud(
+        build_seconds=0.3, task_start_seconds=0.3, tick_seconds=0.1, iam_propagation_seconds=0.5
+    )
     yield sandbox.url
     sandbox.stop()
 

@@ -188,6 +188,9 @@ def sandbox(
     task_start_seconds: Annotated[
         float, typer.Option(help="How long sandbox tasks take to become healthy.")
     ] = 2.0,
+    iam_propagation_seconds: Annotated[
+        float, typer.Option(help="How long IAM takes to make a new role or policy usable.")
+    ] = 3.0,
 ) -> None:
     """Run the sandbox cloud on its own (point servers at it with CAPSTAN_SANDBOX_CLOUD_URL)."""
     from capstan.wiring import require_sandbox
@@ -200,7 +203,11 @@ def sandbox(
 
     typer.echo(f"Sandbox cloud on http://{host}:{port}")
     run_sandbox_cloud(
-        host, port, build_seconds=build_seconds, task_start_seconds=task_start_seconds
+        host,
+        port,
+        build_seconds=build_seconds,
+        task_start_seconds=task_start_seconds,
+        iam_propagation_seconds=iam_propagation_seconds,
     )
 
 

@@ -160,6 +160,9 @@ class Processes:
                 str(build_seconds),
                 "--task-start-seconds",
                 str(task_start_seconds),
+                # As the tests' own sandbox: short, but every new role is used under it.
+                "--iam-propagation-seconds",
+                "0.5",
             ],
             capstan_env(**({"CAPSTAN_SANDBOX_QUOTAS": quotas} if quotas else {})),
             ready=r"sandbox cloud at http://",

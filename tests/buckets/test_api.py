@@ -440,7 +440,13 @@ def test_the_task_role_may_use_the_buckets_and_exactly_the_enabled_models(shop: 
         granted = grants(
             lambda s: "inference-profile" in json.dumps(s.get("CapstanModels")), "the profile"
         )
-        assert invocation_refusal(account_id, "aws", role, "us-east-1", US_SONNET_37) is None
+        refusal = invocation_refusal(account_id, "aws", role, "us-east-1", HAIKU)
+        assert refusal is not None and "not authorized to perform: bedrock:InvokeModel" in refusal
+        # What the new grant adds is usable once IAM has propagated it (a moment), as in AWS.
+        wait_until(
+            lambda: invocation_refusal(account_id, "aws", role, "us-east-1", US_SONNET_37) is None,
+            what="IAM to propagate the profile's grant",
+        )
         refusal = invocation_refusal(account_id, "aws", role, "us-east-1", HAIKU)
         assert refusal is not None and "not authorized to perform: bedrock:InvokeModel" in refusal
 

@@ -18,6 +18,7 @@ from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.aws.ssm import StoredEnvironment
 from capstan.cloud.builds import RegistryLogin
 from capstan.cloud.deploy import BuildSpec, Deployer, Target, TaskSpec
+from capstan.cloud.errors import RetryableCloudError
 from capstan.cloud.task_definition_size import start_command_bytes
 from tests.polling import wait_until
 
@@ -208,6 +209,20 @@ def worker_target(project_id: str) -> Target:
     return Target(new_id("svc"), project_id, "worker", None)
 
 
+def start_build(deployer: Deployer, spec: BuildSpec) -> str:
+    """Start `spec`'s build as the reconciler does: a refusal AWS takes back a moment later
+    (`RetryableCloudError`: CodeBuild cannot assume the project's new build role until IAM has
+    propagated it) is tried again."""
+
+    def attempt() -> str | None:
+        try:
+            return deployer.start_build(spec)
+        except RetryableCloudError:
+            return None
+
+    return wait_until(attempt, every=0.2, what="the build to start")
+
+
 def build(deployer: Deployer, target: Target, source: GitHost, commit: str = COMMIT) -> str:
     spec = BuildSpec(
         target,
@@ -218,7 +233,7 @@ def build(deployer: Deployer, target: Target, source: GitHost, commit: str = COM
         "npm run build",
         registry_login=REGISTRY_LOGIN,
     )
-    build_id = deployer.start_build(spec)
+    build_id = start_build(deployer, spec)
     done = wait_until(lambda: (b := deployer.describe_build(build_id)).state != "in_progress" and b)
     assert done
     return build_id

@@ -29,12 +29,13 @@ from tests.cloud.deploy_helpers import (
     leftovers,
     new_id,
     settle,
+    start_build,
     task_spec,
     web_target,
     worker_target,
 )
 from tests.polling import wait_until
-from tests.sandbox.aws import calls, calls_since
+from tests.sandbox.aws import calls, calls_since, iam_propagated
 
 pytestmark = pytest.mark.usefixtures("fast_simulator")
 
@@ -217,7 +218,7 @@ def test_starting_a_deployments_build_again_answers_the_same_build(
     target = worker_target(new_id("prj"))
     deployment = new_id("dep")
     spec = BuildSpec(target, REPO, COMMIT, source.api_url, GOOD_TOKEN, None, deployment)
-    first = deployer.start_build(spec)
+    first = start_build(deployer, spec)
     assert deployer.start_build(spec) == first
     other = deployer.start_build(replace(spec, deployment_id=new_id("dep")))
     assert other != first
@@ -229,7 +230,7 @@ def test_a_build_whose_token_is_refused_cannot_fetch_its_source(
 ) -> None:
     target = worker_target(new_id("prj"))
     spec = BuildSpec(target, REPO, COMMIT, source.api_url, "ghs_expired", None)
-    build_id = deployer.start_build(spec)
+    build_id = start_build(deployer, spec)
     failed = wait_until(
         lambda: (b := deployer.describe_build(build_id)).state != "in_progress" and b
     )
@@ -527,6 +528,7 @@ def test_a_first_deployment_makes_no_look_before_an_idempotent_create(
     customer, _operator = sessions
     project_id = new_id("prj")
     deployer.network.ensure_project_network(project_id)
+    iam_propagated()  # its roles usable: no pass here is tried again for them
     target = web_target(project_id)
     deployer.describe_rollout(target, "no-such-task-definition")  # the zone, seen once before
 

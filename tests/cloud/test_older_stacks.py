@@ -11,6 +11,7 @@ import pytest
 from capstan.cloud.aws import ecs, iam
 from capstan.cloud.aws.session import AwsSession
 from tests.cloud.deploy_helpers import new_id
+from tests.sandbox.aws import iam_propagated
 
 SPEC = ecs.ContainerSpec(
     image="nginx:latest",
@@ -49,6 +50,7 @@ def test_a_task_definition_is_found_again_by_a_role_without_list_tags(
     iam_client.put_role_policy(
         RoleName=role, PolicyName="older-stack", PolicyDocument=json.dumps(older)
     )
+    iam_propagated()
     try:
         project_id, resource_id, deployment_id = new_id("prj"), new_id("svc"), new_id("dep")
         roles = iam.ensure_project_roles(access, project_id)
@@ -70,3 +72,4 @@ def test_a_task_definition_is_found_again_by_a_role_without_list_tags(
         assert "may not ecs:ListTagsForResource" in caplog.text
     finally:
         iam_client.delete_role_policy(RoleName=role, PolicyName="older-stack")
+        iam_propagated()

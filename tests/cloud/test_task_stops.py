@@ -26,6 +26,7 @@ from tests.cloud.deploy_helpers import (
     worker_target,
 )
 from tests.polling import wait_until
+from tests.sandbox.aws import iam_propagated
 
 pytestmark = pytest.mark.usefixtures("fast_simulator")
 
@@ -232,6 +233,7 @@ def test_an_access_role_from_before_still_watches_rollouts(
         wait_until(lambda: deployer.delete(target), timeout=10)
     finally:
         iam.delete_role_policy(RoleName=role, PolicyName="before-stopped-tasks")
+        iam_propagated()  # the deny is gone for the module's next tests
 
 
 def test_the_access_role_lists_in_capstans_clusters_only(

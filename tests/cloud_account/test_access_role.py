@@ -22,7 +22,7 @@ from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
 from capstan.sandbox.cloud import iam_catalogue
 from capstan.sandbox.cloud.accounts import organization_access
-from tests.sandbox.aws import access_role, new_account
+from tests.sandbox.aws import access_role, iam_propagated, new_account
 
 PROJECT_TAGS = [{"Key": "capstan:project", "Value": "prj_test"}]
 EVERYTHING = {
@@ -350,10 +350,12 @@ def _trusting(principal: str) -> dict[str, Any]:
 
 
 class _assumed:
-    """A session as role `name` of the customer's account, assumed with the access role."""
+    """A session as role `name` of the customer's account, assumed with the access role once
+    IAM has propagated the role and its policies (just made by the test)."""
 
     def __init__(self, customer: Customer, name: str, *, path: str = "/") -> None:
         arn = f"arn:aws:iam::{customer.account_id}:role{path}{name}"
+        iam_propagated()
         credentials: Credentials = sts.assume_role(customer.role, role_arn=arn, external_id=None)
         self._session = AwsSession(customer.endpoint, credentials)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
@@ -15,7 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.cloud import Cloud
 from capstan.cloud.aws.session import Endpoint
+from capstan.cloud_account import service
 from capstan.cloud_account.models import CloudAccount
+from capstan.sandbox.cloud.simulator import simulator
 from capstan.sandbox.cloud.sts import assume_role_attempts
 from tests.harness import Org, RunningServer, http_client, run_db
 from tests.sandbox.aws import create_role, operator_principal, set_trust_policy, trust_policy
@@ -147,8 +150,10 @@ def test_the_full_sandbox_flow(org: Org) -> None:
         "account_id": launched["account_id"],
         "role_arn": role_arn,
     }
-    [attempt] = assume_role_attempts(role_arn=role_arn)
+    # Verified once IAM had propagated the role the stack had just made (refused until then).
+    *refused, attempt = assume_role_attempts(role_arn=role_arn)
     assert attempt.allowed and attempt.external_id == connection["external_id"]
+    assert not any(earlier.allowed for earlier in refused)
 
     state = org.api.get("/api/cloud_account").json()
     assert state["account_id"] == launched["account_id"]
@@ -167,6 +172,36 @@ def test_the_full_sandbox_flow(org: Org) -> None:
     )
     assert again.status_code == 200
     assert org.api.get("/api/cloud_account").json()["connected_at"] == state["connected_at"]
+
+
+@pytest.fixture
+def slow_iam() -> Iterator[None]:
+    """IAM takes two seconds to make a new role usable (within what AWS takes)."""
+    before = simulator().configure(iam_propagation_seconds=2.0)
+    yield
+    simulator().configure(iam_propagation_seconds=before.iam_propagation_seconds)
+
+
+@pytest.mark.usefixtures("slow_iam")
+def test_verifying_the_role_the_stack_has_just_made_waits_until_iam_lets_it_be_assumed(
+    org: Org,
+) -> None:
+    """Verified at once after the stack, as the README's tour does: AWS refuses the new role
+    for a moment (as it refuses a wrong one), and the verification tries again until it is
+    assumed."""
+    flow = launch(org)
+    launched = flow["launched"]
+    verified = verify(
+        org,
+        account_id=launched["account_id"],
+        role_name=launched["role_name"],
+        external_id=flow["connection"]["external_id"],
+    )
+    assert verified.status_code == 200, verified.text
+    *refused, assumed = assume_role_attempts(role_arn=launched["role_arn"])
+    assert refused and not any(attempt.allowed for attempt in refused)
+    assert assumed.allowed
+    assert org.api.get("/api/cloud_account").json()["active"] is True
 
 
 def test_wrong_external_id_is_refused_without_calling_the_cloud(org: Org) -> None:
@@ -222,6 +257,14 @@ def test_another_organizations_external_id_is_refused(org: Org, other_org: Org) 
     assert org.api.get("/api/cloud_account").json()["account_id"] is None
 
 
+@pytest.fixture
+def brief_verification_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refused role is tried again for a second, not for as long as a person is given (the
+    server runs in this process)."""
+    monkeypatch.setattr(service, "VERIFY_WAIT_SECONDS", 1.0)
+
+
+@pytest.mark.usefixtures("brief_verification_wait")
 def test_a_nonexistent_role_fails_verification(org: Org, endpoint: Endpoint) -> None:
     flow = connect(org)
     account_id = flow["launched"]["account_id"]
@@ -248,6 +291,7 @@ def test_a_nonexistent_role_fails_verification(org: Org, endpoint: Endpoint) -> 
     assert state["role_name"] == "CapstanAccess"
 
 
+@pytest.mark.usefixtures("brief_verification_wait")
 def test_a_role_requiring_another_external_id_fails_verification(
     org: Org, endpoint: Endpoint
 ) -> None:
@@ -265,10 +309,11 @@ def test_a_role_requiring_another_external_id_fails_verification(
     )
     assert response.status_code == 422
     assert response.json()["error"] == "assume_role_failed"
-    [attempt] = assume_role_attempts(role_arn=f"arn:aws:iam::{account_id}:role/SomeoneElsesId")
-    assert not attempt.allowed and attempt.external_id == external_id
+    attempts = assume_role_attempts(role_arn=f"arn:aws:iam::{account_id}:role/SomeoneElsesId")
+    assert attempts and all(not a.allowed and a.external_id == external_id for a in attempts)
 
 
+@pytest.mark.usefixtures("brief_verification_wait")
 def test_a_failing_recorded_role_marks_the_connection_inactive(
     org: Org, endpoint: Endpoint
 ) -> None:

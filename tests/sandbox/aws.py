@@ -15,6 +15,7 @@ from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
 from capstan.sandbox.cloud.accounts import ensure_account, management_session, organization_access
 from capstan.sandbox.cloud.console import launch_stack
+from capstan.sandbox.cloud.iam_propagation import settle
 from capstan.sandbox.cloud.operator import CONTROL_PLANE, bootstrap_control_plane
 from capstan.sandbox.cloud.stats import STATS_PATH
 
@@ -62,6 +63,32 @@ def vpc_with_two_subnets(ec2: Any, second_octet: int) -> tuple[str, list[str]]:
     return vpc, subnets
 
 
+def iam_propagated() -> None:
+    """What an administrator does after changing IAM before relying on the change: wait until
+    IAM has propagated it (the sandbox's IAM clock is moved on; nothing sleeps)."""
+    settle()
+
+
+def as_role(
+    endpoint: Endpoint, admin: tuple[str, AwsSession], name: str, *statements: dict[str, Any]
+) -> AwsSession:
+    """A session as a new role `name` of the admin's account, trusting the account and allowed
+    `statements` (once IAM has propagated it)."""
+    account, session = admin
+    iam = session.client("iam")
+    arn = iam.create_role(
+        RoleName=name,
+        AssumeRolePolicyDocument=json.dumps(trust_policy(f"arn:aws:iam::{account}:root")),
+    )["Role"]["Arn"]
+    iam.put_role_policy(
+        RoleName=name,
+        PolicyName="grants",
+        PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": list(statements)}),
+    )
+    iam_propagated()
+    return AwsSession(endpoint, sts.assume_role(session, role_arn=arn, external_id=None))
+
+
 def new_account(endpoint: Endpoint, stem: str = "test") -> str:
     name = f"{stem}-{secrets.token_hex(4)}"
     return ensure_account(endpoint, name=name, email=f"{name}@accounts.sandbox.test")
@@ -101,6 +128,7 @@ def create_role(
         role = admin.client("iam").create_role(
             RoleName=name, Path=path, AssumeRolePolicyDocument=json.dumps(policy)
         )
+    iam_propagated()
     return str(role["Role"]["Arn"])
 
 
@@ -111,6 +139,7 @@ def set_trust_policy(
         admin.client("iam").update_assume_role_policy(
             RoleName=name, PolicyDocument=json.dumps(policy)
         )
+    iam_propagated()
 
 
 def create_user(endpoint: Endpoint, account_id: str, name: str) -> tuple[str, Credentials]:
@@ -131,6 +160,7 @@ def access_role(endpoint: Endpoint, account_id: str) -> AwsSession:
     outputs = launch_stack(
         endpoint, account_id=account_id, stack_name=STACK_NAME, template=template
     )
+    iam_propagated()  # Capstan's verification waits for it (`cloud_account`)
     with AwsSession(endpoint, operator) as control_plane:
         credentials = sts.assume_role(
             control_plane, role_arn=outputs["RoleArn"], external_id=EXTERNAL_ID

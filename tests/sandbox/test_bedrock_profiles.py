@@ -14,7 +14,7 @@ from capstan.cloud.aws import bedrock
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.bedrock_profiles import invocation_refusal
-from tests.sandbox.aws import new_account, trust_policy
+from tests.sandbox.aws import iam_propagated, new_account, trust_policy
 
 SONNET_37 = "anthropic.claude-3-7-sonnet-20250219-v1:0"
 US_SONNET_37 = f"us.{SONNET_37}"
@@ -41,6 +41,7 @@ def _role(admin: AwsSession, name: str, statements: list[dict[str, Any]]) -> str
             PolicyName="grants",
             PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": statements}),
         )
+    iam_propagated()
     return name
 
 

@@ -5,7 +5,6 @@ the condition that asks for it)."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,11 +13,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud import iam_catalogue, implied
 from capstan.sandbox.cloud.accounts import organization_access
-from tests.sandbox.aws import new_account, trust_policy, vpc_with_two_subnets
+from tests.sandbox.aws import new_account, vpc_with_two_subnets
 
 
 @pytest.fixture
@@ -39,22 +37,10 @@ _made = iter(range(10**6))
 
 
 @contextmanager
-def as_role(
+def role(
     endpoint: Endpoint, admin: tuple[str, AwsSession], *statements: dict[str, Any]
 ) -> Iterator[AwsSession]:
-    account, session = admin
-    iam = session.client("iam")
-    name = f"implied-{next(_made)}"
-    arn = iam.create_role(
-        RoleName=name,
-        AssumeRolePolicyDocument=json.dumps(trust_policy(f"arn:aws:iam::{account}:root")),
-    )["Role"]["Arn"]
-    iam.put_role_policy(
-        RoleName=name,
-        PolicyName="grants",
-        PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": list(statements)}),
-    )
-    with AwsSession(endpoint, sts.assume_role(session, role_arn=arn, external_id=None)) as caller:
+    with role(endpoint, admin, f"implied-{next(_made)}", *statements) as caller:
         yield caller
 
 
@@ -79,7 +65,7 @@ def test_a_repository_made_with_tags_needs_ecr_tag_resource(
     endpoint: Endpoint, admin: tuple[str, AwsSession]
 ) -> None:
     create = allow("ecr:CreateRepository")
-    with as_role(endpoint, admin, create) as caller:
+    with role(endpoint, admin, create) as caller:
         ecr = caller.client("ecr")
         error = refused(
             ecr.create_repository, repositoryName="tagged", tags=[{"Key": "a", "Value": "b"}]
@@ -87,7 +73,7 @@ def test_a_repository_made_with_tags_needs_ecr_tag_resource(
         assert "ecr:TagResource" in error["Message"]
         assert ":repository/tagged" in error["Message"]
         ecr.create_repository(repositoryName="untagged")  # no tags: nothing more is asked
-    with as_role(endpoint, admin, create, allow("ecr:TagResource")) as caller:
+    with role(endpoint, admin, create, allow("ecr:TagResource")) as caller:
         caller.client("ecr").create_repository(
             repositoryName="tagged", tags=[{"Key": "a", "Value": "b"}]
         )
@@ -114,7 +100,7 @@ def test_a_final_snapshot_needs_create_db_snapshot_on_the_snapshot(
         assert time.monotonic() < deadline
         time.sleep(0.1)
     delete = allow("rds:DeleteDBInstance")
-    with as_role(endpoint, admin, delete) as caller:
+    with role(endpoint, admin, delete) as caller:
         error = refused(
             caller.client("rds").delete_db_instance,
             DBInstanceIdentifier="kept",
@@ -122,7 +108,7 @@ def test_a_final_snapshot_needs_create_db_snapshot_on_the_snapshot(
         )
         assert "rds:CreateDBSnapshot" in error["Message"]
         assert ":snapshot:kept-final" in error["Message"]
-    with as_role(endpoint, admin, delete, allow(["rds:CreateDBSnapshot"])) as caller:
+    with role(endpoint, admin, delete, allow(["rds:CreateDBSnapshot"])) as caller:
         caller.client("rds").delete_db_instance(
             DBInstanceIdentifier="kept", FinalDBSnapshotIdentifier="kept-final"
         )
@@ -138,7 +124,7 @@ def test_a_serverless_cache_needs_its_vpc_endpoint_as_the_caller(
     create = allow("elasticache:CreateServerlessCache")
     reads = allow(["ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups"])
     more_reads = allow(["ec2:DescribeVpcEndpoints", "ec2:DescribeTags"])
-    with as_role(endpoint, admin, create, reads, more_reads) as caller:
+    with role(endpoint, admin, create, reads, more_reads) as caller:
         error = refused(caller.client("elasticache").create_serverless_cache, **cache)
         assert "ec2:CreateVpcEndpoint" in error["Message"]
         assert ":vpc-endpoint/" in error["Message"]
@@ -147,7 +133,7 @@ def test_a_serverless_cache_needs_its_vpc_endpoint_as_the_caller(
         "arn:aws:ec2:*:*:vpc-endpoint/*",
         StringLike={"ec2:VpceServiceName": "com.amazonaws.elasticache.serverless.*"},
     )
-    with as_role(endpoint, admin, create, reads, more_reads, endpoint_only) as caller:
+    with role(endpoint, admin, create, reads, more_reads, endpoint_only) as caller:
         error = refused(caller.client("elasticache").create_serverless_cache, **cache)
         assert "ec2:CreateVpcEndpoint" in error["Message"]  # on the VPC it is made in
         assert ":vpc/" in error["Message"]
@@ -160,12 +146,12 @@ def test_a_serverless_cache_needs_its_vpc_endpoint_as_the_caller(
             "aws:RequestTag/AmazonElastiCacheManaged": "true",
         },
     )
-    with as_role(endpoint, admin, create, reads, more_reads, endpoint_only, network) as caller:
+    with role(endpoint, admin, create, reads, more_reads, endpoint_only, network) as caller:
         error = refused(caller.client("elasticache").create_serverless_cache, **cache)
         assert "ec2:CreateTags" in error["Message"]
     linked = allow("iam:CreateServiceLinkedRole")
     granted = (create, reads, more_reads, endpoint_only, network, tagged, linked)
-    with as_role(endpoint, admin, *granted) as caller:
+    with role(endpoint, admin, *granted) as caller:
         made = caller.client("elasticache").create_serverless_cache(**cache)
     assert made["ServerlessCache"]["ServerlessCacheName"] == "valkey"
 
@@ -185,7 +171,7 @@ def test_a_bucket_made_with_an_ownership_setting_needs_put_bucket_ownership_cont
     endpoint: Endpoint, admin: tuple[str, AwsSession]
 ) -> None:
     create = allow("s3:CreateBucket")
-    with as_role(endpoint, admin, create) as caller:
+    with role(endpoint, admin, create) as caller:
         s3 = caller.client("s3")
         error = refused(
             s3.create_bucket, Bucket="owned-bucket", ObjectOwnership="BucketOwnerEnforced"
@@ -193,7 +179,7 @@ def test_a_bucket_made_with_an_ownership_setting_needs_put_bucket_ownership_cont
         assert error["Code"] == "AccessDenied"
         assert "s3:PutBucketOwnershipControls" in error["Message"]
         s3.create_bucket(Bucket="plain-bucket")  # no header, nothing more asked
-    with as_role(endpoint, admin, create, allow("s3:PutBucketOwnershipControls")) as caller:
+    with role(endpoint, admin, create, allow("s3:PutBucketOwnershipControls")) as caller:
         caller.client("s3").create_bucket(
             Bucket="owned-bucket", ObjectOwnership="BucketOwnerEnforced"
         )
@@ -202,7 +188,7 @@ def test_a_bucket_made_with_an_ownership_setting_needs_put_bucket_ownership_cont
 def test_tags_set_as_a_parameter_or_log_group_is_made_need_the_tagging_action(
     endpoint: Endpoint, admin: tuple[str, AwsSession]
 ) -> None:
-    with as_role(endpoint, admin, allow(["ssm:PutParameter", "logs:CreateLogGroup"])) as caller:
+    with role(endpoint, admin, allow(["ssm:PutParameter", "logs:CreateLogGroup"])) as caller:
         error = refused(
             caller.client("ssm").put_parameter,
             Name="/app/x",
@@ -235,7 +221,7 @@ def test_a_db_instance_is_authorized_on_its_default_parameter_and_option_groups(
     }
     only_the_instance = allow("rds:CreateDBInstance", "arn:aws:rds:*:*:db:named")
     linked = allow("iam:CreateServiceLinkedRole")
-    with as_role(endpoint, admin, only_the_instance, linked) as caller:
+    with role(endpoint, admin, only_the_instance, linked) as caller:
         error = refused(caller.client("rds").create_db_instance, **instance)
         assert "rds:CreateDBInstance" in error["Message"]
         assert ":pg:default.postgres17" in error["Message"]
@@ -243,7 +229,7 @@ def test_a_db_instance_is_authorized_on_its_default_parameter_and_option_groups(
         "rds:CreateDBInstance",
         ["arn:aws:rds:*:*:pg:default.postgres17", "arn:aws:rds:*:*:og:default:postgres-17"],
     )
-    with as_role(endpoint, admin, only_the_instance, groups, linked) as caller:
+    with role(endpoint, admin, only_the_instance, groups, linked) as caller:
         caller.client("rds").create_db_instance(**instance)
 
 
@@ -265,11 +251,11 @@ def test_a_load_balancer_needs_elbs_ec2_reads(
         ]
     )
     linked = allow("iam:CreateServiceLinkedRole", "*")
-    with as_role(endpoint, admin, create, some_reads, linked) as caller:
+    with role(endpoint, admin, create, some_reads, linked) as caller:
         error = refused(caller.client("elbv2").create_load_balancer, Name="lb", Subnets=subnets)
         assert "ec2:DescribeAccountAttributes" in error["Message"]
     every_read = allow(["ec2:DescribeAccountAttributes", "ec2:DescribeAddresses"])
-    with as_role(endpoint, admin, create, some_reads, every_read, linked) as caller:
+    with role(endpoint, admin, create, some_reads, every_read, linked) as caller:
         caller.client("elbv2").create_load_balancer(Name="lb", Subnets=subnets)
 
 
@@ -293,7 +279,7 @@ def test_a_target_tracking_policy_is_validated_against_the_callers_cloudwatch_pe
         },
     }
     scaling = allow("application-autoscaling:PutScalingPolicy")
-    with as_role(endpoint, admin, scaling) as caller:
+    with role(endpoint, admin, scaling) as caller:
         error = refused(caller.client("application-autoscaling").put_scaling_policy, **policy)
     assert error["Code"] == "ValidationException"  # Application Auto Scaling's own answer
     assert "cloudwatch:DescribeAlarms" in error["Message"]
@@ -302,5 +288,5 @@ def test_a_target_tracking_policy_is_validated_against_the_callers_cloudwatch_pe
         ["cloudwatch:DescribeAlarms", "cloudwatch:PutMetricAlarm", "cloudwatch:DeleteAlarms"],
         "arn:aws:cloudwatch:*:*:alarm:TargetTracking-service/capstan-*",
     )
-    with as_role(endpoint, admin, scaling, alarms) as caller:
+    with role(endpoint, admin, scaling, alarms) as caller:
         caller.client("application-autoscaling").put_scaling_policy(**policy)

@@ -4,7 +4,6 @@ later calls need nothing more."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -12,11 +11,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.simulator import simulator
-from tests.sandbox.aws import new_account, trust_policy
+from tests.sandbox.aws import as_role, new_account
 
 CREATE_CLUSTER = {"Effect": "Allow", "Action": "ecs:CreateCluster", "Resource": "*"}
 
@@ -37,23 +35,6 @@ def admin(endpoint: Endpoint) -> Iterator[tuple[str, AwsSession]]:
         yield account, session
 
 
-def _as_role(
-    endpoint: Endpoint, admin: tuple[str, AwsSession], name: str, *statements: dict[str, Any]
-) -> AwsSession:
-    account, session = admin
-    iam = session.client("iam")
-    arn = iam.create_role(
-        RoleName=name,
-        AssumeRolePolicyDocument=json.dumps(trust_policy(f"arn:aws:iam::{account}:root")),
-    )["Role"]["Arn"]
-    iam.put_role_policy(
-        RoleName=name,
-        PolicyName="grants",
-        PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": list(statements)}),
-    )
-    return AwsSession(endpoint, sts.assume_role(session, role_arn=arn, external_id=None))
-
-
 def test_the_first_cluster_needs_the_right_to_make_ecss_role_and_makes_it(
     endpoint: Endpoint, admin: tuple[str, AwsSession]
 ) -> None:
@@ -61,7 +42,7 @@ def test_the_first_cluster_needs_the_right_to_make_ecss_role_and_makes_it(
     iam = session.client("iam")
 
     with (
-        _as_role(endpoint, admin, "clusters-only", CREATE_CLUSTER) as caller,
+        as_role(endpoint, admin, "clusters-only", CREATE_CLUSTER) as caller,
         pytest.raises(ClientError) as refused,
     ):
         caller.client("ecs").create_cluster(clusterName="first")
@@ -73,7 +54,7 @@ def test_the_first_cluster_needs_the_right_to_make_ecss_role_and_makes_it(
 
     other_service = _linked("elasticloadbalancing.amazonaws.com")
     with (
-        _as_role(endpoint, admin, "wrong-service", CREATE_CLUSTER, other_service) as caller,
+        as_role(endpoint, admin, "wrong-service", CREATE_CLUSTER, other_service) as caller,
         pytest.raises(ClientError),
     ):
         caller.client("ecs").create_cluster(clusterName="first")
@@ -81,13 +62,13 @@ def test_the_first_cluster_needs_the_right_to_make_ecss_role_and_makes_it(
         iam.get_role(RoleName="AWSServiceRoleForECS")
 
     granted = _linked("ecs.amazonaws.com")
-    with _as_role(endpoint, admin, "clusters-and-ecs", CREATE_CLUSTER, granted) as caller:
+    with as_role(endpoint, admin, "clusters-and-ecs", CREATE_CLUSTER, granted) as caller:
         caller.client("ecs").create_cluster(clusterName="first")
     role = iam.get_role(RoleName="AWSServiceRoleForECS")["Role"]
     assert role["Path"] == "/aws-service-role/ecs.amazonaws.com/"
 
     # The role is there now: the next cluster needs nothing more.
-    with _as_role(endpoint, admin, "clusters-later", CREATE_CLUSTER) as caller:
+    with as_role(endpoint, admin, "clusters-later", CREATE_CLUSTER) as caller:
         caller.client("ecs").create_cluster(clusterName="second")
 
 
@@ -108,7 +89,7 @@ def test_scaling_an_ecs_service_makes_application_auto_scalings_ecs_role(
         "MaxCapacity": 2,
     }
     with (
-        _as_role(endpoint, admin, "scaling-only", register) as caller,
+        as_role(endpoint, admin, "scaling-only", register) as caller,
         pytest.raises(ClientError) as refused,
     ):
         caller.client("application-autoscaling").register_scalable_target(**target)
@@ -122,7 +103,7 @@ def test_scaling_an_ecs_service_makes_application_auto_scalings_ecs_role(
         "Resource": "*",
     }
     with (
-        _as_role(endpoint, admin, "scaling-and-role", register, granted, service) as caller,
+        as_role(endpoint, admin, "scaling-and-role", register, granted, service) as caller,
         pytest.raises(ClientError) as unknown,
     ):  # authorized: on to the service itself
         caller.client("application-autoscaling").register_scalable_target(**target)
@@ -137,7 +118,7 @@ def test_ecs_cannot_use_its_new_role_for_a_while_after_making_it(
     granted = _linked("ecs.amazonaws.com")
     before = simulator().configure(service_linked_role_seconds=0.6)
     try:
-        with _as_role(endpoint, admin, "clusters", CREATE_CLUSTER, granted) as caller:
+        with as_role(endpoint, admin, "clusters", CREATE_CLUSTER, granted) as caller:
             ecs = caller.client("ecs")
             refused = []
             started = time.monotonic()

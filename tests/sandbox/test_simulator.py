@@ -16,7 +16,7 @@ from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.simulator import simulator
 from tests.cloud.deploy_helpers import GOOD_TOKEN, GitHost, git_host
 from tests.polling import wait_until
-from tests.sandbox.aws import new_account
+from tests.sandbox.aws import iam_propagated, new_account
 
 
 @pytest.fixture
@@ -79,6 +79,7 @@ def _project(admin: AwsSession, name: str, *, logs_of: str | None = None) -> Non
             }
         ),
     )
+    iam_propagated()
     admin.client("codebuild").create_project(
         name=name,
         source={"type": "NO_SOURCE", "buildspec": BUILDSPEC},
@@ -261,6 +262,7 @@ def test_a_site_build_whose_role_may_not_write_its_bucket_fails_its_sync(
             }
         ),
     )
+    iam_propagated()
     source.files[("acme/site", "s1")] = {
         "build": "succeed",
         "publish_dir": "dist",

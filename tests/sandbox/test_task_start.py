@@ -17,7 +17,7 @@ from capstan.sandbox.cloud.accounts import organization_access
 from capstan.sandbox.cloud.authorization import policies_of_role
 from capstan.sandbox.cloud.role_checks import RoleRequests
 from capstan.sandbox.cloud.simulator import registry, task_start
-from tests.sandbox.aws import access_role, new_account
+from tests.sandbox.aws import access_role, iam_propagated, new_account
 
 
 @pytest.fixture
@@ -52,6 +52,7 @@ def test_a_projects_tasks_read_their_own_projects_parameters_only(
 ) -> None:
     account, session, role = admin
     roles = iam.ensure_project_roles(role, "prj_own")
+    iam_propagated()
     own = _parameter(session, "prj_own", "svc_own")
     other = _parameter(session, "prj_other", "svc_other")
     region = session.endpoint.region
@@ -72,6 +73,7 @@ def test_a_secret_the_role_has_no_grant_for_stops_the_task(
     execution role."""
     account, session, role = admin
     roles = iam.ensure_project_roles(role, "prj_db")
+    iam_propagated()
     arn = _database_secret(session, "capstan-db-1234")
     region = session.endpoint.region
     definition = _definition(roles["execution"], f"{arn}:password::")
@@ -79,6 +81,7 @@ def test_a_secret_the_role_has_no_grant_for_stops_the_task(
     refused = task_start.refusal(account, region, definition)
     assert refused is not None and "secretsmanager:GetSecretValue" in refused
     iam.grant_database_secret(role, "prj_db", "db_1234", arn)
+    iam_propagated()
     assert task_start.refusal(account, region, definition) is None
 
 
@@ -102,11 +105,13 @@ def test_no_grant_reaches_a_database_capstan_did_not_make(
     written on a Capstan role cannot read the master password of the account's own database."""
     account, session, role = admin
     roles = iam.ensure_project_roles(role, "prj_rds")
+    iam_propagated()
     region = session.endpoint.region
     theirs = _database_secret(session, "orders-production")
     ours = _database_secret(session, "capstan-db-0001")
     iam.grant_database_secret(role, "prj_rds", "db_theirs", theirs)
     iam.grant_database_secret(role, "prj_rds", "db_0001", ours)
+    iam_propagated()
 
     assert task_start.refusal(account, region, _definition(roles["execution"], ours)) is None
     refused = task_start.refusal(account, region, _definition(roles["execution"], theirs))
@@ -129,6 +134,7 @@ def test_a_projects_tasks_pull_their_own_projects_images_only(
     it (a 403 on the manifest) and the task stops before it runs."""
     account, session, role = admin
     roles = iam.ensure_project_roles(role, "prj_pull")
+    iam_propagated()
     own = _repository(session, "prj_pull", "svc_pull_own")
     other = _repository(session, "prj_pull_other", "svc_pull_other")
     region = session.endpoint.region
@@ -146,6 +152,7 @@ def test_a_projects_builds_push_to_their_own_projects_repositories_only(
     project's repositories, and `docker push` to another project's is denied in ECR's words."""
     account, session, role = admin
     roles = iam.ensure_project_roles(role, "prj_push")
+    iam_propagated()
     own = _repository(session, "prj_push", "svc_push_own")
     other = _repository(session, "prj_push_other", "svc_push_other")
     build = {"serviceRole": roles["build"], "id": "capstan-svc_push_own:1"}
@@ -165,6 +172,7 @@ def test_a_tasks_log_stream_is_made_in_capstans_log_groups_only(
     in another group the task stops."""
     account, session, role = admin
     roles = iam.ensure_project_roles(role, "prj_logs")
+    iam_propagated()
     region = session.endpoint.region
 
     def logging_to(group: str) -> SimpleNamespace:
@@ -193,6 +201,7 @@ def test_a_projects_roles_decrypt_only_on_a_secret_stores_behalf_by_their_own_po
     a reviewer reading the role sees no decrypt of any key on its own."""
     account, session, role = admin
     roles = iam.ensure_project_roles(role, "prj_kms")
+    iam_propagated()
     key = (
         f"arn:aws:kms:{session.endpoint.region}:{account}:key/0b8c2e66-1111-2222-3333-444455556666"
     )
@@ -219,6 +228,7 @@ def test_a_projects_builds_write_build_logs_and_its_tasks_runtime_logs_only(
     its tasks' runtime logs, never a build's."""
     account, session, role = admin
     roles = iam.ensure_project_roles(role, "prj_split")
+    iam_propagated()
     region = session.endpoint.region
 
     def may_write(purpose: str, group: str) -> bool:

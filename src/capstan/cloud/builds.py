@@ -5,6 +5,13 @@ target's ECR repository, and what a finished build says about itself.
 or a static website's build that fills its bucket — and returns, stops superseded ones, and reads
 a build's state and its log. Its calls block (run them through
 `Cloud.run`) and raise only `RetryableCloudError` or `TerminalCloudError`.
+
+IAM is eventually consistent: a build role made moments ago may not be usable by CodeBuild yet.
+CodeBuild then refuses the project (`CreateProject`: "CodeBuild is not authorized to perform:
+sts:AssumeRole"), or fails a build as it provisions (the same words, or the role's own grants
+denied while they propagate). For as long as the role is younger than `ROLE_PROPAGATION` the
+driver waits: the project's refusal is retryable (the reconciler backs off), a refused build is
+started again. After that each is a failure naming the role and what to check.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from typing import Literal
 from capstan.cloud.aws import codebuild, ecr, iam, logs, names, s3, ssm
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.credentials import utcnow
+from capstan.cloud.errors import RetryableCloudError, TerminalCloudError
 from capstan.cloud.target import LogLine, Target
 
 # How long a new build role may stay unusable by CodeBuild before a build refused for it is a
@@ -117,9 +125,7 @@ class BuildDriver:
             names.build_log_group(target.resource_id),
         )
         repository = ecr.ensure_repository(self._customer, target.project_id, target.resource_id)
-        project = codebuild.ensure_project(
-            self._customer, target.project_id, target.resource_id, service_role_arn=build_role_arn
-        )
+        project = self._project(target, build_role_arn)
         environment = {**_source(spec), "IMAGE_URI": f"{repository}:{spec.commit_sha}"}
         if spec.build_command:
             environment["BUILD_COMMAND"] = spec.build_command
@@ -141,6 +147,37 @@ class BuildDriver:
             idempotency_token=spec.deployment_id,
         )
 
+    def _project(
+        self,
+        target: Target,
+        role_arn: str,
+        *,
+        buildspec: str = codebuild.BUILDSPEC,
+        privileged: bool = True,
+    ) -> str:
+        """The target's build project, made if missing (see the module docstring for a role
+        CodeBuild cannot assume yet)."""
+        try:
+            return codebuild.ensure_project(
+                self._customer,
+                target.project_id,
+                target.resource_id,
+                service_role_arn=role_arn,
+                buildspec=buildspec,
+                privileged=privileged,
+            )
+        except RetryableCloudError as error:
+            if error.code != "build_role_not_ready" or self._role_is_new(role_arn):
+                raise
+            raise TerminalCloudError(
+                "build_role_unusable", _unusable(role_arn), detail=error.detail
+            ) from error
+
+    def _role_is_new(self, role_arn: str) -> bool:
+        """Whether the role was made less than `ROLE_PROPAGATION` ago by the driver's clock."""
+        created = iam.role_created_at(self._customer, role_arn)
+        return created is not None and self._clock() - created < ROLE_PROPAGATION
+
     def describe(self, build_id: str) -> Build:
         info = codebuild.describe_build(self._customer, build_id)
         if info is None:
@@ -154,22 +191,16 @@ class BuildDriver:
         return Build(build_id, "failed", None, self._failure_reason(info))
 
     def _role_not_ready(self, info: codebuild.BuildInfo) -> Build:
-        """A build CodeBuild could not start because it could not assume the build role: a role
-        made moments ago (IAM is eventually consistent) gets the same build started again, as
-        long as the role is younger than `ROLE_PROPAGATION` (the caller then follows the new
-        build's id); after that it is a failure with what to check."""
-        created = iam.role_created_at(self._customer, info.service_role or "")
-        if created is not None and self._clock() - created < ROLE_PROPAGATION:
+        """A build CodeBuild could not start because of its build role (it could not assume it,
+        or the role's grants were denied): a role made moments ago (IAM is eventually
+        consistent) gets the same build started again, as long as the role is younger than
+        `ROLE_PROPAGATION` (the caller then follows the new build's id); after that it is a
+        failure with what to check."""
+        if self._role_is_new(info.service_role or ""):
             return Build(codebuild.start_again(self._customer, info), "in_progress", None, None)
-        minutes = int(ROLE_PROPAGATION.total_seconds() // 60)
-        return Build(
-            info.id,
-            "failed",
-            None,
-            f"CodeBuild could not assume the build role {info.service_role} more than {minutes} "
-            "minutes after it was made. Check that the role exists and trusts "
-            "codebuild.amazonaws.com, then redeploy.",
-        )
+        if not _assume_refused(info):  # the role's own grant was denied: the build's reason
+            return Build(info.id, "failed", None, self._failure_reason(info))
+        return Build(info.id, "failed", None, _unusable(info.service_role or "the build role"))
 
     def _failure_reason(self, info: codebuild.BuildInfo) -> str:
         """The build's own error line: the last output line that reads like an error (CodeBuild's
@@ -213,14 +244,7 @@ class BuildDriver:
             log_group=log_group,
         )
         logs.ensure_group(self._customer, target.project_id, target.resource_id, log_group)
-        project = codebuild.ensure_project(
-            self._customer,
-            target.project_id,
-            target.resource_id,
-            service_role_arn=role,
-            buildspec=codebuild.SITE_BUILDSPEC,
-            privileged=False,
-        )
+        project = self._project(target, role, buildspec=codebuild.SITE_BUILDSPEC, privileged=False)
         stored = ssm.put_environment(
             self._customer,
             target.project_id,
@@ -261,7 +285,24 @@ class BuildDriver:
 
 
 def _role_refused(info: codebuild.BuildInfo) -> bool:
-    """Whether the build failed because CodeBuild could not assume its service role."""
-    return info.status == "FAILED" and any(
-        "sts:AssumeRole" in message for message in info.failed_phase_messages
+    """Whether the build failed as it provisioned because of its service role: CodeBuild could
+    not assume it, or the role was denied what CodeBuild does with it before any command runs
+    (its log stream, its parameters), which a policy IAM has not propagated yet explains."""
+    return info.status == "FAILED" and (
+        _assume_refused(info)
+        or any(codebuild.role_denied(message) for message in info.failed_phase_messages)
+    )
+
+
+def _assume_refused(info: codebuild.BuildInfo) -> bool:
+    return any("sts:AssumeRole" in message for message in info.failed_phase_messages)
+
+
+def _unusable(role_arn: str) -> str:
+    minutes = int(ROLE_PROPAGATION.total_seconds() // 60)
+    name = role_arn.rsplit("/", 1)[-1]  # the account's id stays out of what users see
+    return (
+        f"CodeBuild could not assume the build role {name} more than {minutes} minutes "
+        "after it was made. Check that the role exists and trusts codebuild.amazonaws.com, "
+        "then redeploy."
     )

@@ -45,7 +45,7 @@ from capstan.cloud.aws import (
 from capstan.cloud.aws.names import CONTAINER_PORT
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.aws.ssm import MAX_VALUE_BYTES
-from capstan.cloud.builds import Build, BuildDriver, BuildSpec
+from capstan.cloud.builds import ROLE_PROPAGATION, Build, BuildDriver, BuildSpec
 from capstan.cloud.credentials import utcnow
 from capstan.cloud.databases import PASSWORD_VARIABLE, DatabaseConnection, DatabaseDriver
 from capstan.cloud.errors import CloudError, TerminalCloudError
@@ -350,6 +350,9 @@ class Deployer(TargetDriver):
         refused = ecs.placement_refusal(service, deployment)
         if refused is not None and deployment.running < deployment.desired:
             return Rollout("failed", deployment.running, deployment.desired, refused)
+        role = ecs.unassumable_role(service, deployment)
+        if role is not None and deployment.running < deployment.desired:
+            return self._unassumable(role, deployment)
         unhealthy: str | None = None
         healthy = deployment.running
         if target.kind == "web_server":
@@ -401,6 +404,31 @@ class Deployer(TargetDriver):
             return False
         ecs.restart_tasks(self._customer, self._cluster(target), target.resource_id)
         return True
+
+    def _unassumable(self, role_arn: str, deployment: ecs.Deployment) -> Rollout:
+        """ECS cannot assume a task's role to launch it. A role made moments ago is one IAM has
+        not propagated yet: ECS keeps trying and the rollout waits. A role older than
+        `ROLE_PROPAGATION` by the driver's clock (or gone) ECS will not assume: a failure
+        naming it."""
+        created = iam.role_created_at(self._customer, role_arn)
+        name = role_arn.rsplit("/", 1)[-1]  # the account's id stays out of what users see
+        if created is not None and self._clock() - created < ROLE_PROPAGATION:
+            return Rollout(
+                "in_progress",
+                deployment.running,
+                deployment.desired,
+                f"ECS cannot assume the new role {name} yet (IAM is still propagating it); it "
+                "keeps trying.",
+            )
+        minutes = int(ROLE_PROPAGATION.total_seconds() // 60)
+        return Rollout(
+            "failed",
+            deployment.running,
+            deployment.desired,
+            f"ECS could not assume the role {name} to start the service's tasks "
+            f"{minutes} minutes after it was made. Check that the role exists and trusts "
+            "ecs-tasks.amazonaws.com, then redeploy.",
+        )
 
     def _stop_cause(self, target: Target, deployment: ecs.Deployment) -> str | None:
         """Why ECS stopped the newest of the deployment's tasks, in Capstan's words; read only

@@ -1,5 +1,12 @@
 """The organization's cloud account connection: its external ID, the role template, and the live
-verification that connects (or disconnects) the account."""
+verification that connects (or disconnects) the account.
+
+The verification is usually asked for right after the customer's stack made the role, and IAM is
+eventually consistent: a role made moments ago is refused to everyone for a while, in the same
+words as a role that is wrong. So a refused AssumeRole is tried again, backing off, for about
+`VERIFY_WAIT_SECONDS` inside the request before the 422 (which then says a new role may need a
+minute more). See docs/decisions/0015-iam-propagation.md.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ import secrets
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import anyio
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -26,6 +34,10 @@ log = logging.getLogger(__name__)
 # 24 random bytes = 192 bits, as 32 URL-safe base64 characters ([A-Za-z0-9_-]: all valid in
 # sts:ExternalId).
 EXTERNAL_ID_BYTES = 24
+# How long a refused verification is tried again (waits of 0.5, 1, 2, 4 and 8 s): IAM usually
+# makes a new role usable within seconds, and a person waits this long for an answer.
+VERIFY_WAIT_SECONDS = 16.0
+_FIRST_WAIT_SECONDS = 0.5
 TEMPLATE_PATH = "/api/cloud_account/template"
 SANDBOX_SETUP_PATH = "/sandbox/cloud/setup"
 
@@ -121,7 +133,7 @@ async def verify(
         )
     recorded = account.account_id == body.account_id and account.role_name == body.role_name
     try:
-        role_arn = await cloud.verify_role(body.account_id, body.role_name, body.external_id)
+        role_arn = await _assume(cloud, body)
     except CloudError as error:
         role_arn = cloud.role_arn(body.account_id, body.role_name)
         log.warning("verifying %s: %s", role_arn, error)
@@ -129,7 +141,10 @@ async def verify(
             code = "assume_role_failed"
             message = (
                 f"Capstan could not assume {role_arn}: {error.message} Check that the role "
-                f"exists, trusts {cloud.principal_arn} and requires this external ID."
+                f"exists, trusts {cloud.principal_arn} and requires this external ID. A role "
+                "made in the last minute may not be usable yet (IAM takes a moment to make a "
+                "new role usable everywhere): if the stack has just been created, try again in "
+                "a minute."
             )
         else:
             code = "cloud_unavailable"
@@ -149,6 +164,20 @@ async def verify(
     account.last_verified_at = now
     account.last_error = None
     return VerificationOut(account_id=body.account_id, role_arn=role_arn)
+
+
+async def _assume(cloud: Cloud, body: VerificationRequest) -> str:
+    """The role's ARN once assumed; an AWS refusal is tried again, backing off, for about
+    `VERIFY_WAIT_SECONDS` (a role the stack has just made: see the module docstring)."""
+    wait, waited = _FIRST_WAIT_SECONDS, 0.0
+    while True:
+        try:
+            return await cloud.verify_role(body.account_id, body.role_name, body.external_id)
+        except TerminalCloudError as error:
+            if error.code != "access_denied" or waited + wait > VERIFY_WAIT_SECONDS:
+                raise
+        await anyio.sleep(wait)
+        waited, wait = waited + wait, wait * 2
 
 
 async def find_by_external_id(session: AsyncSession, external_id: str) -> CloudAccount | None:

@@ -343,6 +343,15 @@ def explain_failure(message: str) -> str:
     return f"The build failed: its build role was denied {action}."
 
 
+def role_denied(message: str) -> bool:
+    """Whether a failed phase's message is CodeBuild's refusal of the build's service role as
+    the build provisioned (its log stream, or a `PARAMETER_STORE` variable's value) for want of
+    a grant: what a policy IAM has not propagated yet explains. An explicit deny is not."""
+    if NOT_AUTHORIZED.search(message) is None or "explicit deny" in message:
+        return False
+    return "CloudWatch Logs log streams" in message or _VARIABLE.search(message) is not None
+
+
 def start_again(session: AwsSession, info: BuildInfo) -> str:
     """Start the build `info` describes once more, with the same variables; the new build's id
     (the same one if asked again within five minutes: the old id is the idempotency token)."""

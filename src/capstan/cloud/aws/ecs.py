@@ -334,6 +334,25 @@ def placement_refusal(service: ServiceState, deployment: Deployment) -> str | No
     return None
 
 
+# ECS's event when it cannot assume a task's role (its execution role or task role) to launch it;
+# it keeps trying. A role IAM has not propagated yet explains it (see `unassumable_role`).
+_UNASSUMABLE_EVENT = re.compile(
+    r"failed to launch a task with \(error ECS was unable to assume the role '(?P<role>[^']+)'"
+)
+
+
+def unassumable_role(service: ServiceState, deployment: Deployment) -> str | None:
+    """The role ECS said, since `deployment` began, it could not assume to launch the
+    deployment's tasks (the newest such event), or None."""
+    for event in service.events:
+        if deployment.created_at is not None and event.created_at < deployment.created_at:
+            break  # newest first: the rest are older still
+        found = _UNASSUMABLE_EVENT.search(event.message)
+        if found is not None:
+            return found["role"]
+    return None
+
+
 def describe_service(session: AwsSession, cluster: str, service: str) -> ServiceState | None:
     """The service, or None when there is none (never made, or deleted and gone)."""
     with aws_errors():

@@ -2,6 +2,8 @@
 
 - `server`: the moto server on a loopback port (`start_sandbox_cloud()`).
 - `sts` + `trust`: AssumeRole enforces trust policies (role must exist; principal, external ID).
+- `iam_propagation`: IAM's changes to a role take effect after a delay (a new role cannot be
+  assumed yet, a grant waits, a removal applies at once).
 - `accounts`: the sandbox organization; accounts made through Organizations.
 - `operator`: the control plane's IAM user and access key in the operator account.
 - `console` + `pages`: the customer's side — launching Capstan's role stack in "their" account,

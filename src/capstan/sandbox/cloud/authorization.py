@@ -37,6 +37,7 @@ from moto.iam.models import iam_backends
 from moto.sts.models import sts_backends
 
 from capstan.sandbox.cloud import iam_catalogue, new_accounts, policy, regions, service_linked
+from capstan.sandbox.cloud.iam_propagation import policies as policies_as_of_now
 from capstan.sandbox.cloud.requests import CALL, Call, read_body, read_call
 from capstan.sandbox.cloud.resources import Check, ResourceGap, resources_for
 from capstan.sandbox.cloud.stats import ACCOUNT, OPERATION
@@ -110,34 +111,21 @@ def session_of(access_key: str) -> Session | None:
 def role_policies(
     session: Session,
 ) -> tuple[list[str | Mapping[str, Any]], str | Mapping[str, Any] | None] | None:
-    """The role's identity policies and its boundary's document; None if the role is gone."""
+    """The role's identity policies and its boundary's document as of now (IAM propagates
+    changes after a delay: `iam_propagation`); None if the role is gone."""
     return policies_of_role(session.account, session.partition, session.role_arn.rsplit("/", 1)[-1])
 
 
 def policies_of_role(
     account: str, partition: str, role_name: str
 ) -> tuple[list[str | Mapping[str, Any]], str | Mapping[str, Any] | None] | None:
-    """A role's identity policies and its boundary's document; None if there is no such role."""
-    iam = iam_backends[account][partition]
+    """A role's identity policies and its boundary's document as of now (a change IAM has not
+    propagated yet grants nothing, and takes nothing away late: `iam_propagation`); None if
+    there is no such role."""
     role = find_role(account, partition, role_name)
     if role is None:
         return None
-    # Stored as IAM keeps them: JSON text, or (from CloudFormation) the document itself.
-    identity: list[str | Mapping[str, Any]] = list(role.policies.values())
-    identity += [_default_document(p) for p in list(role.managed_policies.values())]
-    boundary: str | Mapping[str, Any] | None = None
-    if role.permissions_boundary_arn:
-        found = iam.managed_policies.get(role.permissions_boundary_arn)
-        # A boundary that names a missing policy allows nothing.
-        boundary = _default_document(found) if found else {"Statement": []}
-    return identity, boundary
-
-
-def _default_document(managed: Any) -> str | Mapping[str, Any]:
-    for version in list(managed.versions):
-        if version.is_default:
-            return version.document  # type: ignore[no-any-return]
-    return {"Statement": []}
+    return policies_as_of_now(role)
 
 
 class Authorizer:

@@ -4,18 +4,42 @@ the build's service role. AWS authorizes those calls as it does any other, so a 
 lacks fails there; moto made them without asking.
 
 `RoleRequests(account, role_arn).denial(action, arn, type)` evaluates one request as IAM would —
-the role's inline and managed policies and its permissions boundary, against the resource's ARN
-and its tags (`aws:ResourceTag/…`, read as the authorizer reads them) — and answers IAM's reason
-for a refusal, or None. A role that is gone (or none named) may do nothing: IAM finds no policy
+the role's inline and managed policies and its permissions boundary as of now (what IAM has not
+propagated yet grants nothing: `iam_propagation`), against the resource's ARN and its tags
+(`aws:ResourceTag/…`, read as the authorizer reads them) — and answers IAM's reason for a
+refusal, or None. A role that is gone (or none named) may do nothing: IAM finds no policy
 allowing it.
+
+Before a service does anything as a role it assumes it: `unassumable(account, role_arn,
+service)` says when it cannot (IAM has not propagated the role yet, or its trust policy does not
+admit the service).
 """
 
 from __future__ import annotations
 
-from capstan.sandbox.cloud import policy
+from capstan.sandbox.cloud import iam_propagation, policy, trust
 from capstan.sandbox.cloud.authorization import not_authorized, policies_of_role
 from capstan.sandbox.cloud.resolving import Target
 from capstan.sandbox.cloud.resources import request_for
+from capstan.sandbox.cloud.tags import find_role
+
+
+def unassumable(account_id: str, role_arn: str, service: str) -> bool:
+    """Whether `service` (`codebuild.amazonaws.com`…) cannot assume the role now: it exists but
+    IAM has not propagated it yet, or a trust policy it had in that time does not admit the
+    service. A role that is not there is not this check's to refuse."""
+    if ":role/" not in role_arn:
+        return False
+    role = find_role(account_id, role_arn.split(":")[1], role_arn.rsplit("/", 1)[-1])
+    if role is None or role.arn != role_arn:
+        return False
+    if iam_propagation.settling(role):
+        return True
+    request = trust.TrustRequest(principals=frozenset({service}))
+    trusts = iam_propagation.trusts(role)
+    return not trusts or any(
+        trust.evaluate(document, request) is not trust.Decision.ALLOW for document in trusts
+    )
 
 
 class RoleRequests:

@@ -2,9 +2,11 @@
 
 moto issues credentials for any role ARN, existing or not, trusting anyone. With this extension
 installed (`install()`, idempotent; `start_sandbox_cloud` does it) AssumeRole succeeds only when
-the role exists in the target account and its trust policy admits the caller with the external
-ID presented (see `capstan.sandbox.cloud.trust`). A refusal is AWS's: HTTP 403 `AccessDenied`,
-"User: <caller> is not authorized to perform: sts:AssumeRole on resource: <role>".
+the role exists in the target account, was made longer ago than IAM takes to propagate a new role
+(`iam_propagation`: until then AWS refuses it as it refuses a role that is not there), and its
+trust policy — every one it had in that time, for a trust policy just changed — admits the caller
+with the external ID presented (see `capstan.sandbox.cloud.trust`). A refusal is AWS's: HTTP 403
+`AccessDenied`, "User: <caller> is not authorized to perform: sts:AssumeRole on resource: <role>".
 
 Every decision is recorded, like a CloudTrail event, so tests can prove what was (or was not)
 attempted: `assume_role_attempts(role_arn=...)`.
@@ -24,6 +26,7 @@ from moto.iam.exceptions import NotFoundException
 from moto.iam.models import iam_backends
 from moto.sts.responses import TokenResponse
 
+from capstan.sandbox.cloud import iam_propagation
 from capstan.sandbox.cloud.trust import Decision, TrustRequest, caller_principals, evaluate
 
 _ROLE_ARN = re.compile(
@@ -61,7 +64,9 @@ class AssumeRoleAccessDenied(AccessDeniedError):
 
 
 def install() -> None:
-    """Make moto's AssumeRole check trust policies (once per process)."""
+    """Make moto's AssumeRole check trust policies (once per process), and IAM's changes take
+    time to propagate (`iam_propagation`)."""
+    iam_propagation.install()
     with _install_lock:
         if getattr(TokenResponse.assume_role, _MARK, False):
             return
@@ -92,13 +97,18 @@ def install() -> None:
 def decide(*, caller_arn: str, role_arn: str, external_id: str | None) -> Decision:
     """Whether `caller_arn` may assume `role_arn` presenting `external_id`."""
     role = _find_role(role_arn)
-    if role is None:
+    if role is None or iam_propagation.settling(role):
         return Decision.IMPLICIT_DENY
     request = TrustRequest(
         principals=caller_principals(caller_arn, role_arn=_session_role_arn(caller_arn)),
         context={"sts:externalid": external_id},
     )
-    return evaluate(role.assume_role_policy_document, request)
+    trusts = iam_propagation.trusts(role)
+    for trust in trusts:
+        decision = evaluate(trust, request)
+        if decision is not Decision.ALLOW:
+            return decision
+    return Decision.ALLOW if trusts else Decision.IMPLICIT_DENY
 
 
 def assume_role_attempts(

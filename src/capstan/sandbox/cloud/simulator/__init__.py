@@ -11,10 +11,13 @@ times a second and moves things along, in AWS's terms:
   the file says whether the build succeeds (`{"build": "succeed"}`) or fails
   (`{"build": "fail", "error": "..."}`). Success pushes an image (tag = commit) to ECR; both write
   build log lines to CloudWatch Logs.
-- `ecs`: a new deployment's tasks start after `task_start_seconds`, register in the service's
-  target groups and report healthy; the deployment completes and older ones go away. Services
-  asked to fail (`fail_rollouts`) never become healthy, and after `circuit_breaker_seconds` the
-  circuit breaker fails the rollout and rolls back to the previous deployment, if any.
+  A build whose service role CodeBuild cannot assume yet (IAM's propagation,
+  `iam_propagation_seconds`) fails as it provisions.
+- `ecs`: a new deployment's tasks start after `task_start_seconds` (none while ECS cannot assume
+  their roles yet), register in the service's target groups and report healthy; the deployment
+  completes and older ones go away. Services asked to fail (`fail_rollouts`) never become
+  healthy, and after `circuit_breaker_seconds` the circuit breaker fails the rollout and rolls
+  back to the previous deployment, if any.
 - `runtime`: running tasks write log lines to their awslogs stream and CloudWatch data points.
 - `cost`: the tasks' run time accrues cost per tag; Cost Explorer's GetCostAndUsage answers from it.
 - `elasticache`: serverless caches become available (or gone) after `cache_seconds`, write
@@ -65,9 +68,10 @@ class Knobs:
     # How long a CloudFront distribution's change takes to deploy, and an invalidation to finish.
     distribution_seconds: float = 0.5
     invalidation_seconds: float = 0.5
-    # How long a new IAM role stays unusable by CodeBuild (IAM is eventually consistent): a
-    # build whose service role is younger fails in PROVISIONING, as in AWS. 0 = at once.
-    iam_propagation_seconds: float = 0.0
+    # How long IAM takes to propagate a change (it is eventually consistent): a role younger than
+    # this cannot be assumed, by a caller or a service, and a policy put on a role grants only
+    # after it (`iam_propagation`). 0 = at once.
+    iam_propagation_seconds: float = 3.0
     # How long after ECS makes its service-linked role (a new account's first cluster) ECS still
     # cannot assume it: its clusters and services, the call that made it among them, are refused
     # meanwhile (see `service_linked`). 0 = usable at once.

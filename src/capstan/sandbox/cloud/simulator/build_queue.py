@@ -7,10 +7,10 @@
   IN_PROGRESS in phase QUEUED, first started first, until a running one ends (`admit`, called
   by the build runner on every tick; the runner starts a build's time when it leaves the queue).
 
-And IAM's propagation, when the simulator is asked to model it (`iam_propagation_seconds`): a
-build whose service role is younger than that fails as it leaves the queue, in PROVISIONING,
-"CLIENT_ERROR: CodeBuild is not authorized to perform: sts:AssumeRole on <role>"
-(`unpropagated_role`).
+And the build's service role: a build whose role CodeBuild cannot assume (IAM has not propagated
+it yet, `iam_propagation`, or it does not trust CodeBuild) fails as it leaves the queue, in
+PROVISIONING, "CLIENT_ERROR: CodeBuild is not authorized to perform: sts:AssumeRole on <role>"
+(`unpropagated_role`; CreateProject is refused for it too).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 from moto.core.exceptions import JsonRESTError
-from moto.core.utils import iso_8601_datetime_with_milliseconds, utcnow
-from moto.iam.models import iam_backends
+from moto.core.utils import iso_8601_datetime_with_milliseconds
 
 from capstan.sandbox.cloud.quotas import quotas
+from capstan.sandbox.cloud.role_checks import unassumable
 
 QUEUED = "QUEUED"
 
@@ -62,18 +62,10 @@ def admit(builds: list[dict[str, Any]]) -> None:
         build["currentPhase"] = "PROVISIONING"
 
 
-def unpropagated_role(account_id: str, build: dict[str, Any], seconds: float) -> str | None:
-    """The build's service role when it was made less than `seconds` ago (CodeBuild cannot
-    assume it yet), else None."""
-    arn = build.get("serviceRole")
-    if seconds <= 0 or not arn:
-        return None
-    roles = iam_backends[account_id]["global"].roles
-    role = next((role for role in list(roles.values()) if role.arn == arn), None)
-    if role is None:
-        return None
-    age = (utcnow() - role.create_date.replace(tzinfo=None)).total_seconds()
-    return str(arn) if age < seconds else None
+def unpropagated_role(account_id: str, role_arn: str) -> str | None:
+    """`role_arn` when CodeBuild cannot assume it (IAM has not propagated it yet, or it does not
+    trust CodeBuild: `role_checks.unassumable`), else None."""
+    return role_arn if unassumable(account_id, role_arn, "codebuild.amazonaws.com") else None
 
 
 __all__ = ["AccountLimitExceededException", "admit", "check_start", "unpropagated_role"]

