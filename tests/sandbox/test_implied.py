@@ -40,7 +40,7 @@ _made = iter(range(10**6))
 def role(
     endpoint: Endpoint, admin: tuple[str, AwsSession], *statements: dict[str, Any]
 ) -> Iterator[AwsSession]:
-    with role(endpoint, admin, f"implied-{next(_made)}", *statements) as caller:
+    with as_role(endpoint, admin, f"implied-{next(_made)}", *statements) as caller:
         yield caller
 
 
