@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud import iam_catalogue, implied
 from capstan.sandbox.cloud.accounts import organization_access
-from tests.sandbox.aws import new_account, vpc_with_two_subnets
+from tests.sandbox.aws import as_role, new_account, vpc_with_two_subnets
 
 
 @pytest.fixture
