@@ -237,3 +237,30 @@ def test_a_trust_policy_admits_a_new_principal_only_once_iam_has_propagated_it(
     iam_propagation.advance(DELAY)
     with _assume(admin, arn) as session:
         assert session.client("sts").get_caller_identity()["Account"] == account
+
+
+def test_a_statement_edited_to_grant_more_keeps_granting_what_it_did(
+    admin: tuple[str, AwsSession],
+) -> None:
+    """A customer updating their stack: one statement now names one more action. What both
+    versions allow stays allowed while the change propagates; the addition waits."""
+    _account, admin_session = admin
+    iam = admin_session.client("iam")
+    one = {"Effect": "Allow", "Action": ["ecs:ListClusters"], "Resource": "*"}
+    two = {**one, "Action": ["ecs:ListClusters", "ecs:ListTaskDefinitions"]}
+    with _settled_session(admin, "edited") as session:
+        made = iam.create_policy(
+            PolicyName="edited",
+            PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [one]}),
+        )
+        iam.attach_role_policy(RoleName="edited", PolicyArn=made["Policy"]["Arn"])
+        iam_propagation.advance(DELAY)
+        iam.create_policy_version(
+            PolicyArn=made["Policy"]["Arn"],
+            PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [two]}),
+            SetAsDefault=True,
+        )
+        assert _allowed(session)  # granted by the statement before and after the edit
+        assert not _allowed(session, "list_task_definitions")  # what it adds: not yet
+        iam_propagation.advance(DELAY)
+        assert _allowed(session, "list_task_definitions")

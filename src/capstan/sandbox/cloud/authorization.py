@@ -108,20 +108,19 @@ def session_of(access_key: str) -> Session | None:
     return None
 
 
-def role_policies(
-    session: Session,
-) -> tuple[list[str | Mapping[str, Any]], str | Mapping[str, Any] | None] | None:
-    """The role's identity policies and its boundary's document as of now (IAM propagates
-    changes after a delay: `iam_propagation`); None if the role is gone."""
+States = list[tuple[list[str | Mapping[str, Any]], str | Mapping[str, Any] | None]]
+
+
+def role_policies(session: Session) -> States | None:
+    """The role's identity policies and boundary in each state IAM may answer from as of now
+    (IAM propagates changes after a delay: `iam_propagation`); None if the role is gone."""
     return policies_of_role(session.account, session.partition, session.role_arn.rsplit("/", 1)[-1])
 
 
-def policies_of_role(
-    account: str, partition: str, role_name: str
-) -> tuple[list[str | Mapping[str, Any]], str | Mapping[str, Any] | None] | None:
-    """A role's identity policies and its boundary's document as of now (a change IAM has not
-    propagated yet grants nothing, and takes nothing away late: `iam_propagation`); None if
-    there is no such role."""
+def policies_of_role(account: str, partition: str, role_name: str) -> States | None:
+    """A role's identity policies and boundary in each state IAM may answer from as of now (a
+    change IAM has not propagated yet grants nothing, and takes nothing away late:
+    `iam_propagation`); None if there is no such role."""
     role = find_role(account, partition, role_name)
     if role is None:
         return None
@@ -182,13 +181,12 @@ class Authorizer:
             if policies is None:
                 verdict = policy.Verdict(policy.Decision.IMPLICIT_DENY, "because the role is gone")
             else:
-                identity, boundary = policies
                 if session.session_policy:
                     identity_verdict = policy.evaluate([session.session_policy], request)
                 else:
                     identity_verdict = policy.Decision.ALLOW
                 try:
-                    verdict = policy.authorize(identity, boundary, request)
+                    verdict = policy.authorize_in_every(policies, request)
                 except policy.UnsupportedCondition as unsupported:
                     return _gap(call, f"condition operator {unsupported} is not evaluated")
                 if verdict.allowed and identity_verdict is not policy.Decision.ALLOW:

@@ -23,12 +23,11 @@ through them), and answers "as of now" views of a role:
 
 While a change propagates, AWS may answer from the role's state before it or after it. The sandbox
 errs strict: a request is allowed only if every state IAM may still answer from allows it (the
-newest one it has propagated, and each made since). So what a change grants (a new policy, a
-statement added, a boundary removed) takes effect only after the delay, and what it takes away
-(a policy deleted, a statement removed, a boundary set, a deny added) at once. The states are
-combined statement by statement: an allow counts only if every state holds the very statement,
-and every state's denies count. A statement edited in place (one more resource in its list)
-therefore grants nothing new or old until the delay has passed: stricter than AWS, never looser.
+newest one it has propagated, and each made since), each state evaluated whole
+(`policies` answers them all). So what a change grants (a new policy, a statement added, a
+boundary removed) takes effect only after the delay, what it takes away (a policy deleted, a
+statement removed, a boundary set, a deny added) at once, and what it keeps (a statement edited
+to name one more resource still allows the rest) throughout.
 
 Not delayed: the role Organizations makes with a new account (`CreateAccount` reports SUCCEEDED
 once the account is ready) and service-linked roles (`service_linked` models the one service known
@@ -39,7 +38,6 @@ to show their delay). Time is this module's clock (`now()`), which tests move fo
 from __future__ import annotations
 
 import functools
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -49,8 +47,6 @@ from typing import Any
 
 from moto.iam.models import IAMBackend, ManagedPolicy, Policy, Role, iam_backends
 from moto.organizations.models import OrganizationsBackend
-
-from capstan.sandbox.cloud.policy import statements
 
 Document = str | Mapping[str, Any]
 _MARK = "_capstan_iam_propagation"
@@ -171,59 +167,16 @@ def _states(role: Any) -> list[RoleState]:
     return [*kept[:-1], current]
 
 
-def policies(role: Any) -> tuple[list[Document], Document | None]:
-    """The role's identity policies and boundary as of now (see the module docstring)."""
-    states = _states(role)
-    current = states[-1]
-    if len(states) == 1:
-        return list(current.identity), current.boundary
-    identities: list[list[Document | None]] = [list(state.identity) for state in states]
-    identity: list[Document] = list(current.identity)
-    if not all(_same(each, identities[-1]) for each in identities):
-        identity = [_common(identities)]
-    bounded: list[list[Document | None]] = [
-        [state.boundary] for state in states if state.boundary is not None
-    ]
-    if not bounded:
-        return identity, None
-    if all(_same(bound, bounded[-1]) for bound in bounded):
-        return identity, bounded[-1][0]
-    return identity, _common(bounded)
+def policies(role: Any) -> list[tuple[list[Document], Document | None]]:
+    """The role's identity policies and boundary in each state IAM may answer from as of now,
+    oldest first (one, once its changes have propagated): a request is allowed only if every
+    one of them allows it (see the module docstring)."""
+    return [(list(state.identity), state.boundary) for state in _states(role)]
 
 
 def trusts(role: Any) -> list[str]:
     """The trust policies that must all admit an AssumeRole of the role as of now."""
     return [state.trust for state in _states(role) if state.trust is not None]
-
-
-def _key(statement: Mapping[str, Any]) -> str:
-    """A statement's meaning, as text: its `Sid` aside, keys in order."""
-    return json.dumps({k: v for k, v in statement.items() if k != "Sid"}, sort_keys=True)
-
-
-def _same(one: list[Document | None], other: list[Document | None]) -> bool:
-    return _keys(one) == _keys(other)
-
-
-def _keys(documents: list[Document | None]) -> list[str]:
-    return sorted(_key(s) for d in documents if d is not None for s in statements(d))
-
-
-def _common(states: list[list[Document | None]]) -> dict[str, Any]:
-    """One document allowing what every state's documents allow statement for statement, and
-    denying what any of them denies."""
-    per_state = [[s for d in docs if d is not None for s in statements(d)] for docs in states]
-    allowed_in = [{_key(s) for s in found if s.get("Effect") == "Allow"} for found in per_state]
-    kept: dict[str, Mapping[str, Any]] = {}
-    for statement in per_state[-1]:
-        key = _key(statement)
-        if statement.get("Effect") == "Allow" and all(key in keys for keys in allowed_in):
-            kept.setdefault(key, statement)
-    for found in per_state:
-        for statement in found:
-            if statement.get("Effect") == "Deny":
-                kept.setdefault(_key(statement), statement)
-    return {"Version": "2012-10-17", "Statement": list(kept.values())}
 
 
 # -- learning of changes -----------------------------------------------------------------------

@@ -127,6 +127,24 @@ def authorize(
     return Verdict(Decision.ALLOW)
 
 
+def authorize_in_every(
+    states: Sequence[tuple[Sequence[str | Mapping[str, Any]], str | Mapping[str, Any] | None]],
+    request: Request,
+) -> Verdict:
+    """An identity-based request while its policies may be answered from any of `states` (IAM
+    propagating a change): allowed only if each allows it; else the first refusal, an explicit
+    deny before an implicit one."""
+    refusals = [
+        verdict
+        for identity, boundary in states
+        if not (verdict := authorize(identity, boundary, request)).allowed
+    ]
+    if not refusals:
+        return Verdict(Decision.ALLOW)
+    explicit = [v for v in refusals if v.decision is Decision.EXPLICIT_DENY]
+    return (explicit or refusals)[0]
+
+
 # -- one statement ----------------------------------------------------------------------------
 
 

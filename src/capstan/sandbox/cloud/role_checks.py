@@ -49,13 +49,13 @@ class RoleRequests:
         self.partition = role_arn.split(":")[1] if role_arn.count(":") >= 5 else "aws"
         found = policies_of_role(account_id, self.partition, role_arn.rsplit("/", 1)[-1])
         self.exists = found is not None
-        self._identity, self._boundary = found if found is not None else ([], None)
+        self._states = found if found is not None else [([], None)]
         self._common = {"aws:principalaccount": [account_id]}
 
     def denial(self, action: str, resource: str, resource_type: str | None) -> str | None:
         """IAM's reason the role may not make the request, or None when it may."""
         request = request_for(action, Target(resource, resource_type), {}, self._common)
-        verdict = policy.authorize(self._identity, self._boundary, request)
+        verdict = policy.authorize_in_every(self._states, request)
         return None if verdict.allowed else verdict.reason
 
     def refusal(
