@@ -47,13 +47,14 @@ burst (`throttle(...)`: the next calls of an operation are refused), read what w
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from capstan.sandbox.cloud.authorization import error_response
@@ -61,6 +62,7 @@ from capstan.sandbox.cloud.requests import CALL, Call
 from capstan.sandbox.cloud.stats import ACCOUNT
 
 ENVIRONMENT_VARIABLE = "CAPSTAN_SANDBOX_THROTTLING"
+LOG_VARIABLE = "CAPSTAN_SANDBOX_THROTTLING_LOG"
 Clock = Callable[[], float]
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -761,6 +763,7 @@ class RateLimiter:
         self._forced: list[_Forced] = []
         self._refused: deque[Throttled] = deque(maxlen=100_000)
         self._settings: Settings | None = None
+        self._log = os.environ.get(LOG_VARIABLE)
 
     # settings
 
@@ -840,9 +843,11 @@ class RateLimiter:
             now = self._clocks.get(account, self._clock)()
             forced = self._take_forced(call, account)
             if forced:
-                self._refused.append(
-                    Throttled(now, account, call.region, call.service, call.operation, "", True)
+                refused = Throttled(
+                    now, account, call.region, call.service, call.operation, "", forced=True
                 )
+                self._refused.append(refused)
+                self._note(refused)
                 return answer_for(call)
             limits = LIMITS.get(call.service)
             if not settings.enabled or limits is None:
@@ -861,15 +866,24 @@ class RateLimiter:
                 bucket.tokens = min(burst, bucket.tokens + max(0.0, now - bucket.at) * refill)
                 bucket.at = now
                 if bucket.tokens < 1:
-                    self._refused.append(
-                        Throttled(now, account, call.region, call.service, call.operation, name)
+                    refused = Throttled(
+                        now, account, call.region, call.service, call.operation, name
                     )
+                    self._refused.append(refused)
+                    self._note(refused)
                     return limits.answer
                 drawn.append(bucket)
             # A call takes a token from every bucket it draws from, or from none.
             for bucket in drawn:
                 bucket.tokens -= 1
         return None
+
+    def _note(self, refused: Throttled) -> None:
+        """A development aid, like the authorizer's log of refusals: each throttled call as a
+        line of JSON in the file `CAPSTAN_SANDBOX_THROTTLING_LOG` names."""
+        if self._log:
+            with open(self._log, "a", encoding="utf-8") as out:
+                out.write(json.dumps(asdict(refused)) + "\n")
 
     @staticmethod
     def _rows(limits: Limits, call: Call) -> list[Row]:
