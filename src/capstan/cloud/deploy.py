@@ -430,7 +430,7 @@ class Deployer(TargetDriver):
         if self._target_group(target):
             left.append("target group")
         if target.hostname:
-            zone = route53.find_zone(self._operator, self._domain)
+            zone = route53.kept_zone(self._operator, self._domain)
             if zone and route53.find_record(self._operator, zone, target.hostname):
                 left.append("dns record")
         if ssm.parameter_names(self._customer, target.resource_id):

@@ -194,7 +194,7 @@ class SiteDriver(SiteCertificates):
     def _points_at(self, hostname: str, distribution_domain: str | None) -> bool:
         if not distribution_domain:
             return False
-        zone = route53.find_zone(self._operator, self._domain)
+        zone = route53.kept_zone(self._operator, self._domain)
         record = route53.find_record(self._operator, zone, hostname) if zone else None
         alias = (record or {}).get("AliasTarget") or {}
         return str(alias.get("DNSName", "")).rstrip(".").lower() == distribution_domain.lower()

@@ -32,11 +32,12 @@ and scales by itself, not per account.
 
 Whose bucket a call draws from is the caller's account, as AWS counts it: an assumed role's
 calls count in the role's account, a user's in the user's; so do the sandbox's own callers (an
-account's administrator in tests, the console launching a stack, the dev server's front), who
-call over HTTP like anyone. What the simulator does in-process stands for AWS's own work (ECS
-registering targets, a build writing its log), which AWS meters apart ("Services that call the
-Elastic Load Balancing API on your behalf ... have their own account-level buckets"), so it
-draws nothing.
+account's administrator in tests, the console launching a stack), who call over HTTP like
+anyone. What stands for AWS's own work draws nothing, as AWS meters none of it against the
+account: the simulator's, in-process (ECS registering targets, a build writing its log: "Services
+that call the Elastic Load Balancing API on your behalf ... have their own account-level
+buckets"), and the dev server's front, which plays DNS resolution, a load balancer's routing and
+CloudFront's serving by reading the API, its calls marked as such (`stand_in`).
 
 On by default, in `--dev` too. `CAPSTAN_SANDBOX_THROTTLING="off"` (or `"scale=0.5"`) when the
 sandbox starts, or `configure(enabled=..., scale=...)` / `changed(...)` in a running process,
@@ -55,13 +56,19 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capstan.sandbox.cloud.authorization import error_response
 from capstan.sandbox.cloud.requests import CALL, Call
 from capstan.sandbox.cloud.stats import ACCOUNT
 
+if TYPE_CHECKING:
+    from capstan.cloud.aws.session import AwsSession
+
 ENVIRONMENT_VARIABLE = "CAPSTAN_SANDBOX_THROTTLING"
+# Sent by the sandbox's stand-ins for AWS's data plane (`stand_in`): not metered.
+STAND_IN_HEADER = "X-Capstan-Sandbox-Stand-In"
+_STAND_IN_ENVIRON = "HTTP_" + STAND_IN_HEADER.upper().replace("-", "_")
 LOG_VARIABLE = "CAPSTAN_SANDBOX_THROTTLING_LOG"
 Clock = Callable[[], float]
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -967,6 +974,18 @@ def caller_account(environ: Mapping[str, Any], call: Call) -> str:
     return account
 
 
+def stand_in(session: AwsSession) -> AwsSession:
+    """`session`, its calls marked as the data plane's that the sandbox plays over the API (what
+    a resolver, a load balancer or CloudFront reads), which AWS does not meter as API calls.
+    Only for a session of the sandbox's own that has made no client yet."""
+
+    def mark(request: Any, **_: Any) -> None:
+        request.headers[STAND_IN_HEADER] = "data-plane"
+
+    session.boto3.events.register("before-sign", mark)
+    return session
+
+
 class Throttler:
     """The WSGI middleware (see the module docstring): inside the authorizer, which leaves the
     call it read in the environ."""
@@ -978,7 +997,7 @@ class Throttler:
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
         call = environ.get(CALL)
-        if not isinstance(call, Call):
+        if not isinstance(call, Call) or environ.get(_STAND_IN_ENVIRON):
             return self._app(environ, start_response)
         answer = _limiter.admit(call, caller_account(environ, call))
         if answer is None:
@@ -991,6 +1010,7 @@ class Throttler:
 __all__ = [
     "ENVIRONMENT_VARIABLE",
     "LIMITS",
+    "STAND_IN_HEADER",
     "Answer",
     "Limits",
     "Rate",
@@ -1006,6 +1026,7 @@ __all__ = [
     "configure",
     "limiter",
     "parse",
+    "stand_in",
     "throttle",
     "throttled",
 ]
