@@ -21,14 +21,14 @@ region, service, bucket of AWS's table) and draws a call from every bucket that 
   rate, each its own bucket (a rate given "per second" with no burst: a bucket of one second's
   tokens); `ThrottlingException` (CloudWatch: `Throttling`).
 
-Each row says the page it comes from. Where AWS documents no rate, nothing is throttled:
-IAM and STS (their pages say calls are rate-limited but give no figure), CodeBuild, Application
-Auto Scaling, CloudFront, ElastiCache, CloudFormation, Organizations, Cost Explorer, the Resource
-Groups Tagging API and Bedrock's control plane; Route 53's per-operation buckets and change
-throughput, EC2's resource buckets (`RunInstances`, which Capstan never calls), ELB's version 1
-API, Logs' `PutLogEvents` per stream, the Parameter Store writes and the Secrets Manager
-operations its page does not list; S3's request rates, which AWS sets per prefix of a bucket
-and scales by itself, not per account.
+Each row says the page it comes from. Where AWS documents no rate, nothing is throttled: IAM
+and STS (AWS says they throttle with token buckets, and publishes no rates), CodeBuild,
+Application Auto Scaling, CloudFront, ElastiCache, CloudFormation, Organizations, Cost Explorer,
+the Resource Groups Tagging API and Bedrock's control plane; Route 53's per-operation buckets
+and change throughput, EC2's resource buckets (`RunInstances`, which Capstan never calls), ELB's
+version 1 API, Logs' `PutLogEvents` per stream, the Parameter Store writes and the Secrets
+Manager operations its page does not list; S3's request rates, which AWS sets per prefix of a
+bucket and scales by itself, not per account.
 
 Whose bucket a call draws from is the caller's account, as AWS counts it: an assumed role's
 calls count in the role's account, a user's in the user's; so do the sandbox's own callers (an
@@ -43,7 +43,8 @@ On by default, in `--dev` too. `CAPSTAN_SANDBOX_THROTTLING="off"` (or `"scale=0.
 sandbox starts, or `configure(enabled=..., scale=...)` / `changed(...)` in a running process,
 switch it off or scale every bucket's burst and refill. Tests ask for a throttle without a
 burst (`throttle(...)`: the next calls of an operation are refused), read what was refused
-(`throttled(...)`), and move an account's buckets on a clock of their own (`clock(...)`).
+(`throttled(...)`), and move an account's buckets on a clock of their own (`clock(...)`);
+`CAPSTAN_SANDBOX_THROTTLING_LOG=<file>` writes each throttled call there as a line of JSON.
 """
 
 from __future__ import annotations
