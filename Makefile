@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # Tests wait on the sandbox far more than they compute: four workers on two cores.
 TEST_WORKERS ?= 4
 
-.PHONY: dev test aws-smoke cli-processes chaos load scale processes browser screenshots check format migrate bench fuzz clean
+.PHONY: dev test aws-smoke cli-processes chaos load scale fleet processes browser screenshots check format migrate bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,12 @@ load: $(VENV)/.installed-test
 ## shared VPC while probed (two generations of its services, two minutes)
 scale: $(VENV)/.installed-test
 	$(BIN)/pytest -n 2 -m scale $(PYTEST_ARGS)
+
+## make fleet: 200 web servers deployed at once in one account, then resyncing, under AWS's API
+## rate limits as the sandbox enforces them (minutes: the deploy is paced by those rates); one
+## test, one process. `make fleet PYTEST_ARGS=-s` prints its throttles and passes
+fleet: $(VENV)/.installed-test
+	$(BIN)/pytest -m fleet $(PYTEST_ARGS)
 
 ## make processes: whole topologies of separate processes (an API server and two `capstan worker`
 ## processes over PostgreSQL; a dev worker joining `capstan server --dev`; `make aws-smoke`'s

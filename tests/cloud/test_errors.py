@@ -30,8 +30,6 @@ def client_error(code: str, status: int, message: str = "It failed.") -> ClientE
         ("AccessDenied", 403, TerminalCloudError, "access_denied"),
         ("ValidationError", 400, TerminalCloudError, "validation_error"),
         ("NoSuchEntity", 404, TerminalCloudError, "no_such_entity"),
-        ("Throttling", 400, RetryableCloudError, "throttling"),
-        ("RequestLimitExceeded", 503, RetryableCloudError, "request_limit_exceeded"),
         ("SomethingNew", 500, RetryableCloudError, "something_new"),
         ("ServiceUnavailable", 503, RetryableCloudError, "service_unavailable"),
     ],
@@ -45,6 +43,27 @@ def test_client_errors(code: str, status: int, kind: type, machine_code: str) ->
     assert "AssumeRole" in error.message and code in error.message
     assert error.detail == "It failed."
     assert "It failed." in str(error)
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [
+        ("Throttling", 400),  # Route 53, the query services
+        ("ThrottlingException", 400),  # ECS, ELB, the JSON services
+        ("RequestLimitExceeded", 503),  # EC2
+        ("SlowDown", 503),  # S3
+        ("TooManyRequestsException", 429),
+    ],
+)
+def test_a_throttle_is_retryable_in_capstans_words(code: str, status: int) -> None:
+    error = translate(client_error(code, status, "Rate exceeded"))
+    assert type(error) is RetryableCloudError
+    assert error.code == "throttling"
+    assert error.message == (
+        "AWS is limiting the rate of Capstan's calls to your account (AssumeRole); Capstan "
+        "tries again shortly, more slowly."
+    )
+    assert error.detail == "Rate exceeded"  # for the log
 
 
 def test_transport_and_parameter_errors() -> None:

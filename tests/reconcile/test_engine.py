@@ -331,17 +331,55 @@ def test_a_heartbeat_does_not_wait_for_a_row_an_unfinished_transaction_holds(
     assert expiries["p"] == clock.now + timedelta(seconds=1)  # left for the next beat
 
 
-def test_resync_enqueues_every_live_resource(server: RunningServer) -> None:
+def test_resync_enqueues_every_live_resource_within_the_period(server: RunningServer) -> None:
     recorder = Recorder()
     recorder.live = ["r1", "r2"]
+    clock = FakeClock()
+    period = 300.0
 
-    async def work(sessions: Sessions) -> None:
-        worker = Worker(sessions, [recorder])
+    async def work(sessions: Sessions) -> list[QueueItem]:
+        worker = Worker(sessions, [recorder], WorkerSettings(resync_seconds=period), clock=clock)
         await worker.resync()
+        rows = await queue_rows(sessions, recorder.kind)
+        clock.advance(period)
         await worker.run_until_idle()
+        return rows
 
-    run(server, work)
+    rows = run(server, work)
     assert sorted(recorder.passes) == ["r1", "r2"]
+    start = clock.now - timedelta(seconds=period)
+    assert all(start <= row.due_at < clock.now for row in rows)
+
+
+def test_resync_spreads_many_settled_resources_over_the_period(server: RunningServer) -> None:
+    """200 settled resources of one account (the fleet of `tests/fleet`): their resync passes,
+    and the AWS calls each makes, are spread over the period, not due at once (which, with 8
+    passes at a time, was 200 looks at the account's services within a few seconds, past
+    ELB's 10 calls a second). Each resource keeps its moment from one resync to the next."""
+    recorder = Recorder()
+    recorder.kind = "test-resync-spread"  # the moments depend on kind and id: the same each run
+    recorder.live = [f"web-{n}" for n in range(200)]
+    clock = FakeClock()
+    period = 300.0
+
+    async def due_offsets(sessions: Sessions, worker: Worker) -> dict[str, float]:
+        await worker.resync()
+        rows = await queue_rows(sessions, recorder.kind)
+        return {row.resource_id: (row.due_at - clock.now).total_seconds() for row in rows}
+
+    async def work(sessions: Sessions) -> tuple[dict[str, float], dict[str, float]]:
+        worker = Worker(sessions, [recorder], WorkerSettings(resync_seconds=period), clock=clock)
+        first = await due_offsets(sessions, worker)
+        clock.advance(period)
+        await worker.run_until_idle()
+        return first, await due_offsets(sessions, worker)
+
+    first, second = run(server, work)
+    assert len(first) == 200 and all(0 <= offset < period for offset in first.values())
+    # At most 20 passes due in any ten seconds (an even spread is about 7).
+    windows = [sum(start <= o < start + 10 for o in first.values()) for start in range(300)]
+    assert max(windows) <= 20, max(windows)
+    assert second == first  # one period apart, each at its own moment
 
 
 def test_the_worker_loop_processes_work_until_stopped(server: RunningServer) -> None:

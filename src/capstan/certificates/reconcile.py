@@ -25,7 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
-from sqlalchemy import distinct, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan.certificates import service
@@ -81,7 +81,7 @@ class CertificateReconciler:
     async def live_ids(self, session: AsyncSession) -> list[str]:
         return list(
             await session.scalars(
-                select(distinct(Certificate.project_id)).where(Certificate.removed_at.is_(None))
+                select(Certificate.project_id).distinct().where(Certificate.removed_at.is_(None))
             )
         )
 

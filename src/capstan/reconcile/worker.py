@@ -11,8 +11,11 @@ pass recorded as `dead`) until the resource changes. A heartbeat keeps the lease
 passes under way alive; a worker that dies simply stops extending them, and another worker takes
 the rows over once they expire. A pass whose claim waited most of its lease extends it before it
 begins, and does not begin when the row is another worker's by then. A periodic resync
-enqueues every live resource, so status and drift are refreshed even when nothing changed. All
-of it reads time from the `clock` it is given, so tests move time instead of sleeping.
+enqueues every live resource, so status and drift are refreshed even when nothing changed: each
+at its own moment of the resync period (`resync_offset`), so that the passes of an account's
+many settled resources, and their calls to AWS, are spread over the period instead of coming at
+once, over AWS's API rate limits. All of it reads time from the `clock` it is given, so tests
+move time instead of sleeping.
 
 A worker with nothing due does not poll: it sleeps until the earliest row can be claimed, until
 an enqueue wakes it (`queue.on_enqueue` in this process, `queue.listening` across processes on
@@ -27,6 +30,7 @@ nothing after every finish.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import socket
@@ -89,6 +93,17 @@ class WorkerSettings:
     resync_seconds: float = 300.0
     # The longest sleep with nothing due (None: `poll_seconds`); an enqueue wakes it sooner.
     idle_poll_seconds: float | None = None
+
+
+def resync_offset(kind: str, resource_id: str, period: float) -> float:
+    """Seconds into a resync period at which a resource's resync pass is due: its own fraction
+    of the period, the same at every resync and in every worker process. A resource is looked
+    at once a period, one period apart, and the resources of a kind spread evenly over it
+    (jitter, but a stable one: a random offset each time could look at a resource twice in
+    quick succession, or leave it for two periods, and workers that resync the same rows would
+    each pick another moment)."""
+    digest = hashlib.blake2b(f"{kind}:{resource_id}".encode(), digest_size=8).digest()
+    return period * int.from_bytes(digest, "big") / 2**64
 
 
 def worker_name() -> str:
@@ -182,13 +197,18 @@ class Worker:
         return passes
 
     async def resync(self) -> None:
+        """Ask for a pass over every live resource within the next resync period, each at its
+        own offset into it (`resync_offset`); one already due keeps its earlier time."""
+        period = self.settings.resync_seconds
         async with self._sessionmaker() as session:
             await queue.prune_passes(session, older_than=PASS_HISTORY, clock=self._clock)
+            now = self._clock()
             for kind, reconciler in self._reconcilers.items():
                 for resource_id in await reconciler.live_ids(session):
+                    due = now + timedelta(seconds=resync_offset(kind, resource_id, period))
                     # Nothing changed: an operation being polled keeps its longer waits.
                     await queue.enqueue(
-                        session, kind, resource_id, changed=False, clock=self._clock
+                        session, kind, resource_id, due_at=due, changed=False, clock=self._clock
                     )
             await session.commit()
 

@@ -23,9 +23,9 @@ from capstan.cloud.access_role import STACK_NAME
 from capstan.cloud.aws.quotas import quota_error
 from capstan.cloud.errors import CloudError, RetryableCloudError, TerminalCloudError
 
-# AWS error codes that mean "try again later" (botocore's own list of throttling and transient
-# codes, plus the ones STS and the control-plane APIs use).
-_RETRYABLE_CODES = frozenset(
+# AWS error codes for a call refused for the rate of calls (botocore's own list of throttling
+# codes): the same call succeeds once the rate is lower.
+_THROTTLING_CODES = frozenset(
     {
         "Throttling",
         "ThrottlingException",
@@ -40,6 +40,12 @@ _RETRYABLE_CODES = frozenset(
         "SlowDown",
         "PriorRequestNotComplete",
         "EC2ThrottledException",
+    }
+)
+# AWS error codes that mean "try again later": botocore's transient codes, plus the ones STS and
+# the control-plane APIs use.
+_RETRYABLE_CODES = frozenset(
+    {
         "RequestTimeout",
         "RequestTimeoutException",
         "InternalError",
@@ -96,6 +102,8 @@ def translate(error: Exception) -> CloudError:
         message = str(details.get("Message") or code)
         status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
         operation = error.operation_name or "a call"
+        if code in _THROTTLING_CODES or status == 429:
+            return throttled(operation, detail=message)
         if code in _RETRYABLE_CODES or status >= 500:
             return RetryableCloudError(
                 snake_case(code),
@@ -106,9 +114,7 @@ def translate(error: Exception) -> CloudError:
         if quota is not None:
             return quota
         if code == "LimitExceededException":  # a request rate (quota_error read the message)
-            return RetryableCloudError(
-                "throttling", f"AWS is limiting the rate of {operation} ({code}).", detail=message
-            )
+            return throttled(operation, detail=message)
         if code == "InvalidParameterException" and _LINKED_ROLE_NOT_READY in message:
             # A new account's first cluster makes ECS's service-linked role, which ECS cannot
             # assume for a moment: the same call succeeds a little later.
@@ -163,6 +169,16 @@ def translate(error: Exception) -> CloudError:
     if isinstance(error, BotoCoreError):
         return RetryableCloudError("cloud_client_error", str(error))
     raise TypeError(f"not a cloud error: {error!r}") from error
+
+
+def throttled(operation: str, *, detail: str | None = None) -> RetryableCloudError:
+    """AWS refused `operation` for the rate of Capstan's calls, after the SDK's own retries."""
+    return RetryableCloudError(
+        "throttling",
+        f"AWS is limiting the rate of Capstan's calls to your account ({operation}); Capstan "
+        "tries again shortly, more slowly.",
+        detail=detail,
+    )
 
 
 def _credentials_not_accepted(code: str, operation: str) -> bool:

@@ -55,11 +55,20 @@ def service_zone(session: AwsSession, domain: str) -> str:
     it: a zone nobody delegated to would take records no resolver asks for, and certificates
     validated through it would never issue. Its id is kept on the session (`known`): a zone the
     operator made again gets a new id, which `upsert_alias` notices (`NoSuchHostedZone`)."""
-    key = ("route53:service_zone", domain)
-    zone_id = session.known.get(key) or find_zone(session, domain)
+    zone_id = kept_zone(session, domain)
     if zone_id is None:
         raise TerminalCloudError("service_zone_missing", missing_zone_message(domain))
-    session.known[key] = zone_id
+    return zone_id
+
+
+def kept_zone(session: AwsSession, domain: str) -> str | None:
+    """The service domain's zone id as `service_zone` keeps it, looked up only when not kept
+    (None when there is no zone). Route 53 allows an account five calls a second, all of its
+    customers' records together: a look-up saved per record is a fifth of a second."""
+    key = ("route53:service_zone", domain)
+    zone_id = session.known.get(key) or find_zone(session, domain)
+    if zone_id is not None:
+        session.known[key] = zone_id
     return zone_id
 
 
@@ -128,10 +137,15 @@ def aliases_of(session: AwsSession, zone_id: str, dns_name: str) -> list[str]:
 
 
 def find_record(session: AwsSession, zone_id: str, hostname: str) -> dict[str, Any] | None:
-    with aws_errors():
-        answer = _client(session).list_resource_record_sets(
-            HostedZoneId=zone_id, StartRecordName=_fqdn(hostname), MaxItems="10"
-        )
+    try:
+        with aws_errors():
+            answer = _client(session).list_resource_record_sets(
+                HostedZoneId=zone_id, StartRecordName=_fqdn(hostname), MaxItems="10"
+            )
+    except TerminalCloudError as error:
+        if _forget_zone(session, zone_id):  # a kept zone made again: the next attempt reads it
+            raise RetryableCloudError(error.code, error.message, detail=error.detail) from error
+        raise
     for record in answer["ResourceRecordSets"]:
         if record["Name"] == _fqdn(hostname) and record["Type"] in ("A", "CNAME"):
             return dict(record)
@@ -140,7 +154,7 @@ def find_record(session: AwsSession, zone_id: str, hostname: str) -> dict[str, A
 
 def delete_record(session: AwsSession, domain: str, hostname: str) -> None:
     """Remove the record of `hostname` if there is one (DELETE needs its exact current value)."""
-    zone_id = find_zone(session, domain)
+    zone_id = kept_zone(session, domain)
     if zone_id is None:
         return
     record = find_record(session, zone_id, hostname)
@@ -283,7 +297,7 @@ def remove_owned(
     A record with no ownership record (written before there were any) counts as `owner`'s only
     while it aliases `points_at` (the owner's load balancer or distribution): the ownership record
     is written first, with CREATE, which fails if another owner wrote one meanwhile."""
-    zone_id = find_zone(session, domain)
+    zone_id = kept_zone(session, domain)
     if zone_id is None:
         return True
     for _ in range(3):
@@ -344,7 +358,7 @@ def owned_by(
     session: AwsSession, domain: str, hostname: str, owner: str, *, points_at: str | None = None
 ) -> bool:
     """Whether `hostname` still carries a record of `owner`'s (as `remove_owned` counts them)."""
-    zone_id = find_zone(session, domain)
+    zone_id = kept_zone(session, domain)
     if zone_id is None:
         return False
     found = records_at(session, zone_id, hostname)

@@ -22,8 +22,13 @@ from botocore.loaders import Loader, create_loader
 # (`driver.Cloud.run`).
 CLOUD_THREADS = 32
 
+# AWS's standard retry mode: throttling and transient errors are retried with exponential
+# backoff and full jitter (base 1 s for throttles), and each client's retry quota stops retrying
+# when most calls fail; what outlasts four attempts is the reconciler's to retry, later
+# (docs/decisions/0010-driver-retries-under-throttling.md). `total_max_attempts` counts the
+# first attempt; botocore's `max_attempts` key counts only the retries.
 _CLIENT_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 4},
+    retries={"mode": "standard", "total_max_attempts": 4},
     connect_timeout=5,
     read_timeout=30,
     user_agent_extra="capstan",

@@ -11,6 +11,8 @@
 - `route53`, `acm`, `cloudfront`, `elasticache`, `bedrock`, `bedrock_profiles`, `s3_metrics`,
   `limits`, `log_pages`, `ecr_lifecycle`, `rds`: APIs and behaviour moto lacks or gets wrong (each
   module says what it adds).
+- `throttling`: AWS's API rate limits, per account and API, answered with each service's own
+  throttling error (on by default; `CAPSTAN_SANDBOX_THROTTLING` or `configure` changes them).
 - `moto_work`: work moto does for each answer or new account that no answer reads (stock machine
   images, YAML-parsing JSON templates, listing its package and a class's functions per call),
   left undone.

@@ -279,7 +279,9 @@ def error_response(
         400: "Bad Request",
         401: "Unauthorized",
         403: "Forbidden",
+        429: "Too Many Requests",
         500: "Internal Server Error",
+        503: "Service Unavailable",
     }[status]
     protocol = call.protocol
     if protocol == "json":

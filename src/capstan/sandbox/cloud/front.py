@@ -33,6 +33,10 @@ otherwise 403. The front then reads the object as the account's administrator.
 Whichever sandbox account owns a load balancer or distribution is found by entering the
 organization's accounts in turn; the one found is entered first the next time (`_OWNERS`).
 
+The front's calls are marked as the data plane's (`throttling.stand_in`): a browser's request
+resolves a name and reaches a load balancer or CloudFront without any call AWS meters, so they
+take nothing from an account's API rate limits.
+
 `ServiceFrontMiddleware` serves both for requests whose Host is under the service domain (mounted
 by `create_app` in sandbox mode only); every other request passes through untouched.
 """
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 import fnmatch
 import html
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -51,10 +56,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from capstan.cloud.aws import host_rules, route53
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.names import CONTAINER_NAME, DEPLOYMENT_TAG
-from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
 from capstan.cloud.errors import CloudError
 from capstan.sandbox.cloud import policy, rds_passwords
-from capstan.sandbox.cloud.accounts import management_session, organization_access
+from capstan.sandbox.cloud.accounts import MANAGEMENT, organization_access
+from capstan.sandbox.cloud.throttling import stand_in
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,7 @@ def answering(
     """`Answering` for a web server's `hostname`, `Redirect` when its load balancer's listener
     for `scheme` redirects, `SiteObject` for a static website's, or `NoAnswer` saying where the
     path stops (blocking calls)."""
+    operator = _stand_in_session(endpoint, operator.credentials)
     zone_id = route53.find_zone(operator, domain)
     record = route53.find_record(operator, zone_id, hostname) if zone_id else None
     if record is None or "AliasTarget" not in record:
@@ -180,7 +187,7 @@ def _in_its_account(
     known = _OWNERS.get(key)
     for account_id in _accounts(endpoint, first=known):
         try:
-            with organization_access(endpoint, account_id) as admin, aws_errors():
+            with stand_in(organization_access(endpoint, account_id)) as admin, aws_errors():
                 found = look(admin)
         except CloudError:
             continue  # an account the organization cannot enter (its management account)
@@ -275,13 +282,29 @@ def _object_key(path: str, viewer_function: bool, root_object: str) -> str:
     return path.lstrip("/")
 
 
+_sessions: dict[tuple[Endpoint, str], AwsSession] = {}
+_sessions_lock = threading.Lock()
+
+
+def _stand_in_session(endpoint: Endpoint, credentials: Credentials | None) -> AwsSession:
+    """The front's own session for `credentials` (the operator's, the organization's), kept for
+    the process, its calls marked as the data plane's."""
+    assert credentials is not None, "the front runs only with the sandbox cloud"
+    key = (endpoint, credentials.access_key_id)
+    with _sessions_lock:
+        session = _sessions.get(key)
+        if session is None or session.closed:
+            session = _sessions[key] = stand_in(AwsSession(endpoint, credentials))
+        return session
+
+
 def _accounts(endpoint: Endpoint, *, first: str | None) -> Iterator[str]:
     """The organization's accounts, `first` (when given) before the others, which are only
     listed when it is not the one looked for."""
     if first is not None:
         yield first
     with aws_errors():
-        organizations = management_session(endpoint).client("organizations")
+        organizations = _stand_in_session(endpoint, MANAGEMENT).client("organizations")
         listed = [
             account["Id"]
             for page in organizations.get_paginator("list_accounts").paginate()

@@ -42,16 +42,18 @@ from capstan.sandbox.cloud.authorization import Authorizer
 from capstan.sandbox.cloud.keep_alive import KeepAliveServer
 from capstan.sandbox.cloud.simulator import Simulator, simulator
 from capstan.sandbox.cloud.stats import CallCounter
+from capstan.sandbox.cloud.throttling import Throttler
 from capstan.sandbox.cloud.validation import Validator
 
 
 class _CountingMotoServer(ThreadedMotoServer):
     """moto's threaded server with the call counter of `stats`, the IAM authorizer of
-    `authorization` and the model's constraints (`validation`) in front of it, keeping its
-    clients' connections open (`keep_alive`)."""
+    `authorization`, AWS's API rate limits (`throttling`) and the model's constraints
+    (`validation`) in front of it, keeping its clients' connections open (`keep_alive`)."""
 
     def _server_entry(self) -> None:
-        app = CallCounter(Authorizer(Validator(DomainDispatcherApplication(create_backend_app))))
+        moto = DomainDispatcherApplication(create_backend_app)
+        app = CallCounter(Authorizer(Throttler(Validator(moto))))
         self._server = KeepAliveServer(self._ip_address, self._port, app)
         self._server_ready_event.set()
         self._server.serve_forever()
