@@ -34,9 +34,10 @@ log = logging.getLogger(__name__)
 # 24 random bytes = 192 bits, as 32 URL-safe base64 characters ([A-Za-z0-9_-]: all valid in
 # sts:ExternalId).
 EXTERNAL_ID_BYTES = 24
-# How long a refused verification is tried again (waits of 0.5, 1, 2, 4 and 8 s): IAM usually
-# makes a new role usable within seconds, and a person waits this long for an answer.
-VERIFY_WAIT_SECONDS = 16.0
+# How long a refused verification is tried again (waits of 0.5, 1 and 2 s): IAM usually makes a
+# new role usable within seconds, a person (or a client's 10 s timeout) waits no longer for an
+# answer, and a wrong role, refused in the same words, should not keep one waiting.
+VERIFY_WAIT_SECONDS = 4.0
 _FIRST_WAIT_SECONDS = 0.5
 TEMPLATE_PATH = "/api/cloud_account/template"
 SANDBOX_SETUP_PATH = "/sandbox/cloud/setup"
