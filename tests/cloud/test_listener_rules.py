@@ -4,6 +4,8 @@ Past it, a web server's rule was not found: a redeploy made it again, a deletion
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from botocore.exceptions import ClientError
 from moto.elbv2.models import FakeListener
@@ -11,10 +13,18 @@ from moto.elbv2.models import FakeListener
 from capstan.cloud.aws import elbv2, host_rules, names
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from tests.cloud.deploy_helpers import new_id
-from tests.sandbox.aws import calls, calls_since, vpc_with_two_subnets
+from tests.sandbox.aws import calls, calls_since, unthrottled, vpc_with_two_subnets
 from tests.sandbox.between import second_between
 
 SERVERS = 60  # past the sandbox's page of 50, within its quota of 100 rules
+
+
+@pytest.fixture(autouse=True)
+def _unthrottled(account: str) -> Iterator[None]:
+    """These tests count calls and make a hundred rules: AWS's rate limits (tested elsewhere)
+    would add retried calls to the counts, and a minute of waiting."""
+    with unthrottled(account):
+        yield
 
 
 def a_listener(admin: AwsSession, project_id: str) -> tuple[str, str]:

@@ -12,17 +12,20 @@ from capstan.cloud.aws import logs, names
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.sandbox.cloud import quotas
 from capstan.sandbox.cloud.accounts import organization_access
-from tests.sandbox.aws import access_role, new_account
+from tests.sandbox.aws import access_role, new_account, unthrottled
 
 PAGE = 20  # events a FilterLogEvents page holds here (AWS: 10,000 or 1 MB)
 
 
 @pytest.fixture
 def sessions(endpoint: Endpoint) -> Iterator[tuple[AwsSession, AwsSession]]:
-    """The access role (what the driver reads through) and the account's administrator."""
+    """The access role (what the driver reads through) and the account's administrator. Reads
+    here take many small pages: unthrottled, or each would wait on FilterLogEvents' five a
+    second (the driver's back-off has tests of its own)."""
     account = new_account(endpoint, "logs")
     with (
         quotas.changed(log_events_per_page=PAGE),
+        unthrottled(account),
         access_role(endpoint, account) as role,
         organization_access(endpoint, account) as admin,
     ):

@@ -42,8 +42,11 @@ class Events:
         self.lines: list[tuple[str, str]] = []  # every log line received: (timestamp, message)
 
     def next(self) -> tuple[str, str]:
+        """The next event, or `("comment", "")`: the stream read and found nothing new."""
         name, data = "message", []
         for raw in self._lines:
+            if raw.startswith(":"):
+                return "comment", ""
             if raw.startswith("event: "):
                 name = raw.removeprefix("event: ")
             elif raw.startswith("data: "):
@@ -104,7 +107,7 @@ def test_lines_written_while_following_arrive_each_once(shop_org: Org) -> None:
         events.until(lambda: sum(m == "marker twice" for _, m in events.lines) >= 2)
         events.until(lambda: any(m == "marker late" for _, m in events.lines))
         events.until(lambda: any(m.startswith("marker cr") for _, m in events.lines))
-        for _ in range(3):  # a few more reads: nothing comes again
+        for _ in range(3):  # a few more reads (a line or a comment each): nothing comes again
             events.next()
     markers = Counter(m for _, m in events.lines if m.startswith("marker"))
     assert markers == {

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -13,6 +16,7 @@ from botocore.exceptions import ClientError
 from capstan.cloud.access_role import STACK_NAME, role_template
 from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
+from capstan.sandbox.cloud import throttling
 from capstan.sandbox.cloud.accounts import ensure_account, management_session, organization_access
 from capstan.sandbox.cloud.console import launch_stack
 from capstan.sandbox.cloud.iam_propagation import settle
@@ -38,6 +42,16 @@ def calls_since(
     """The calls by operation made since `calls` answered `before` (those made at least once)."""
     after = calls(endpoint, account)
     return {key: made for key in after if (made := after[key] - before.get(key, 0))}
+
+
+@contextmanager
+def unthrottled(account: str) -> Iterator[None]:
+    """`account`'s calls in the block as if each came an hour after the last, so AWS's rate
+    limits refuse none: for tests of what a driver asks, whose counts a retried throttle would
+    blur. The rate limits have tests of their own (tests/sandbox/test_throttling.py, make fleet)."""
+    moments = itertools.count(step=3600)
+    with throttling.clock(lambda: float(next(moments)), account=account):
+        yield
 
 
 def refusal(call: Any, **parameters: Any) -> dict[str, str]:
