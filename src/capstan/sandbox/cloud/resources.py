@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from capstan.sandbox.cloud import (  # noqa: F401
     iam_catalogue,
     implied,
+    implied_requests,
     policy,
     resolvers_compute,
     resolvers_iam,
@@ -91,7 +92,7 @@ def resources_for(call: Call, prefix: str, account: str, partition: str) -> list
             ask(action, target, tags, None)
             for also in implied.asked(scope, action, target, tags, first=position == 0):
                 ask(also.action, also.target, tags if also.tags is None else also.tags, None)
-    for also, rule in implied.asked_by_parameters(scope):
+    for also, rule in implied_requests.asked_by_parameters(scope):
         ask(also.action, also.target, tags if also.tags is None else also.tags, rule.refused_as)
     for passed, service in _passed_roles(scope):
         target = Target(passed, "role", {"iam:passedtoservice": [service]})
@@ -101,7 +102,7 @@ def resources_for(call: Call, prefix: str, account: str, partition: str) -> list
         arn = service_linked.role_arn(account, partition, linked)
         target = Target(arn, "role", {"iam:awsservicename": [linked]}, existing=False)
         ask(service_linked.ACTION, target, {}, None)
-    for also, rule in implied.validated_by_service(scope):
+    for also, rule in implied_requests.validated_by_service(scope):
         ask(also.action, also.target, tags if also.tags is None else also.tags, rule.refused_as)
     return checks
 
