@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from capstan.client import plan_commands
+from capstan.client import plan_file
 from tests.cli.helpers import Cli
 
 # Nine lists of nine aliases to the one before: 9**9 (387 million) strings once expanded.
@@ -46,7 +46,7 @@ def refused(tmp_path: Path, text: str | bytes) -> str:
 def test_a_billion_laughs_is_refused_in_one_sentence(tmp_path: Path) -> None:
     assert len(BILLION_LAUGHS.encode()) < 600
     line = refused(tmp_path, BILLION_LAUGHS)
-    assert f"more than {plan_commands.MAX_VALUES:,} values once its aliases are expanded" in line
+    assert f"more than {plan_file.MAX_VALUES:,} values once its aliases are expanded" in line
     assert "line 7" in line  # where the count went past the bound (9**6 > MAX_VALUES)
 
 
@@ -70,7 +70,7 @@ def test_an_alias_inside_its_own_anchor_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_file_over_the_size_bound_or_not_utf8_is_refused(tmp_path: Path) -> None:
-    huge = "web_servers: {}\n# " + "x" * plan_commands.MAX_FILE_BYTES + "\n"
+    huge = "web_servers: {}\n# " + "x" * plan_file.MAX_FILE_BYTES + "\n"
     assert "larger than 4 MB" in refused(tmp_path, huge)
     assert "not UTF-8 text (byte 15)" in refused(tmp_path, b"web_servers: {\xff}\n")
 
@@ -83,7 +83,7 @@ def test_anchors_and_merge_keys_within_the_bounds_still_work(tmp_path: Path) -> 
         "  api: {<<: *service, health_path: /healthz}\n"
         "  admin: *service\n"
     )
-    document = plan_commands.read_file(path)
+    document = plan_file.read_file(path)
     assert document["web_servers"]["api"] == {
         "repo": "acme/shop",
         "branch": "main",
