@@ -11,7 +11,8 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from capstan.dashboard.router import HERE, STATIC_PATH, router
+from capstan.dashboard.router import router
+from capstan.dashboard.templating import HERE, STATIC_PATH
 
 
 def mount_dashboard(app: FastAPI) -> None:

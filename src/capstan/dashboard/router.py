@@ -16,133 +16,20 @@ runs only the scripts and styles it is served from `/static` (no inline script o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
-from fastapi.routing import APIRoute
-from fastapi.templating import Jinja2Templates
 
 from capstan.cloud.fargate import FARGATE_MEMORY
 from capstan.config import CloudMode, Settings
 from capstan.dashboard.api import Api, ApiRefused, api_for
+from capstan.dashboard.page_headers import DashboardRoute
+from capstan.dashboard.templating import SWAGGER_UI, templates
 from capstan.log_follow import READ_LIMIT, LogFollower
-
-HERE = Path(__file__).parent
-STATIC_PATH = "/static"
-HTMX = "htmx-2.0.8.min.js"
-SWAGGER_UI = f"{STATIC_PATH}/swagger-ui-5.32.0"
-templates = Jinja2Templates(directory=HERE / "templates")
-templates.env.globals.update(static=STATIC_PATH, htmx=HTMX)
-
-
-def _reachable(url: str | None, dev_port: int | None) -> str | None:
-    """A service URL as this browser reaches it: in the sandbox the dev server answers for
-    every service hostname itself, over plain HTTP on its own port (`sandbox/cloud/front.py`)."""
-    if not url or not dev_port:
-        return url
-    return f"http://{urlsplit(url).hostname}:{dev_port}/"
-
-
-templates.env.filters["reachable"] = _reachable
-
-CHART_WIDTH, CHART_HEIGHT = 240, 60
-SERIES_STEP = timedelta(minutes=5)
-
-
-def _chart(points: list[dict[str, Any]], *, percent: bool) -> dict[str, Any]:
-    """A metric's series (`[{timestamp, value}]`, oldest first) as an inline SVG polyline over
-    the hour ending with its newest point: percentages on a 0-100 scale, counts on 0-max."""
-    if not points:
-        return {"points": "", "latest": None}
-    stamps = [datetime.fromisoformat(point["timestamp"]) for point in points]
-    values = [float(point["value"]) for point in points]
-    start = stamps[-1] - timedelta(hours=1) + SERIES_STEP
-    top = 100.0 if percent else max(max(values), 1.0)
-    span = (stamps[-1] - start).total_seconds()
-    coordinates = []
-    for stamp, value in zip(stamps, values, strict=True):
-        x = max((stamp - start).total_seconds(), 0.0) / span * CHART_WIDTH
-        y = CHART_HEIGHT - min(value / top, 1.0) * CHART_HEIGHT
-        coordinates.append(f"{x:.1f},{y:.1f}")
-    if len(coordinates) == 1:  # one point: a flat line to show its level
-        coordinates.insert(0, f"0,{coordinates[0].split(',')[1]}")
-    return {"points": " ".join(coordinates), "latest": values[-1], "top": top}
-
-
-def _number(value: float) -> str:
-    """A figure as text: whole numbers without decimals, others with at most two."""
-    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}".rstrip("0")
-
-
-# How a chart names the metric it draws.
-METRIC_LABELS = {
-    "cpu_utilization_percent": "CPU utilization",
-    "memory_utilization_percent": "Memory utilization",
-    "request_count_1h": "Requests",
-    "requests_1h": "Requests",
-    "error_rate_percent": "Error rate",
-    "bytes_transferred_1h": "Bytes transferred",
-    "cache_hit_rate_percent": "Cache hit rate",
-    "cache_hits": "Hits",
-    "cache_misses": "Misses",
-    "memory_used_bytes": "Memory used",
-    "curr_connections": "Connections",
-    "get_requests": "GET and HEAD requests",
-    "put_requests": "PUT and POST requests",
-    "delete_requests": "DELETE requests",
-    "bytes_downloaded": "Bytes downloaded",
-    "bytes_uploaded": "Bytes uploaded",
-}
-templates.env.globals.update(
-    chart=_chart, chart_size=(CHART_WIDTH, CHART_HEIGHT), metric_labels=METRIC_LABELS
-)
-templates.env.filters["number"] = _number
-
-# The policy of every dashboard page: its own origin's scripts, styles, fetches and event streams
-# only, images also as data: URIs (Swagger UI's icons), nothing inline or eval'd, no plugins, and
-# no framing by anyone (`frame-ancestors`; `X-Frame-Options` for browsers that predate it), which
-# keeps another site from overlaying a page to steal a click (OWASP's clickjacking defence:
-# https://cheatsheetseries.owasp.org/cheatsheets/Clickjacking_Defense_Cheat_Sheet.html).
-CONTENT_SECURITY_POLICY = "; ".join(
-    (
-        "default-src 'self'",
-        "script-src 'self'",
-        "style-src 'self'",
-        "img-src 'self' data:",
-        "connect-src 'self'",
-        "object-src 'none'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    )
-)
-PAGE_HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-}
-
-
-class DashboardRoute(APIRoute):
-    """A dashboard route: whatever it answers (a page, a partial, a redirect to sign in, a log
-    stream) carries `PAGE_HEADERS`."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handle = super().get_route_handler()
-
-        async def with_page_headers(request: Request) -> Response:
-            response = await handle(request)
-            response.headers.update(PAGE_HEADERS)
-            return response
-
-        return with_page_headers
-
 
 router = APIRouter(include_in_schema=False, tags=["dashboard"], route_class=DashboardRoute)
 DashboardApi = Annotated[Api, Depends(api_for)]
