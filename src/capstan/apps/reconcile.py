@@ -36,7 +36,7 @@ from capstan.apps.sites import SiteSteps
 from capstan.apps.steps import Steps, Subject
 from capstan.cloud.deploy import Deployer, ProjectCache
 from capstan.cloud.driver import Cloud
-from capstan.cloud.errors import CloudError, TerminalCloudError
+from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
 from capstan.config import Settings
 from capstan.db import utcnow
@@ -377,7 +377,15 @@ class TargetReconciler:
                     Deployment.id != deployment.id,
                 )
             subject.row.observed_generation = deployment.generation
-            await self._prune_environments(session, subject, deployment, deployer, first=first)
+            await releases.prune(
+                session,
+                self._cloud,
+                subject,
+                deployment,
+                deployer,
+                self._settings.domain,
+                first=first,
+            )
             return Done()
         if progress.state == "failed":
             await self._fail(session, deployment, progress.reason or "The deployment failed.")
@@ -386,61 +394,6 @@ class TargetReconciler:
             await self._fail(session, deployment, steps.overdue(progress))
             return Done()
         return PollAgain(self._poll)
-
-    async def _prune_environments(
-        self,
-        session: AsyncSession,
-        subject: Subject,
-        deployment: Deployment,
-        deployer: Deployer,
-        *,
-        first: bool,
-    ) -> None:
-        """Remove the environment versions (and a static site's build outputs) no release of the
-        target needs any more, and mark the images releases need so that the repository's
-        lifecycle policy keeps them (`first`: the target's first release, no mark to remove). A
-        failure is only logged: the next rollout prunes again.
-
-        The target's first deployment (`services.first_of_target`) is its only one: no other
-        wrote an environment version, an image or a site output, so nothing is read to find
-        what to prune (neither the target's deployments nor the cloud's listings); its own image
-        is still marked."""
-        keep: set[str | None] | None = None  # None: no version to remove
-        outputs: set[str] | None = None
-        images: dict[str, str] | None = None
-        if services.first_of_target(deployment):
-            if subject.service.kind != services.STATIC_WEBSITE:
-                images = releases.images_of([deployment])
-        else:
-            preview_id = subject.preview.id if subject.preview else None
-            needed = await releases.needed(session, subject.service.id, preview_id)
-            keep = needed.versions
-            if subject.service.kind == services.STATIC_WEBSITE:
-                outputs = needed.outputs
-            else:
-                images = needed.images
-        target = subject.target(self._settings.domain)
-
-        def prune() -> tuple[int, int]:
-            removed = 0 if keep is None else len(deployer.prune_environments(target, keep))
-            if images is not None:
-                deployer.keep_images(target, images, first=first)
-            if outputs is None:
-                return removed, 0
-            return removed, deployer.site.prune_outputs(target, outputs)
-
-        try:
-            parameters, objects = await self._cloud.run(prune)
-        except CloudError as error:
-            log.warning("%s: old releases not pruned: %s", target.resource_id, error)
-            return
-        if parameters or objects:
-            log.info(
-                "%s: removed %d parameters and %d objects no release needs",
-                target.resource_id,
-                parameters,
-                objects,
-            )
 
     async def _fail(self, session: AsyncSession, deployment: Deployment, message: str) -> None:
         await self._move(session, deployment, "failed", error=message[:4000], finished_at=utcnow())

@@ -11,6 +11,7 @@ way, of the live one and of the newest `RELEASES_KEPT` that went live; the other
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,15 +29,20 @@ from capstan.apps.models import (
     Deployment,
     Service,
 )
+from capstan.apps.steps import Subject
 from capstan.apps.target_deployments import ForTarget
 from capstan.auth.principal import Principal
+from capstan.cloud.deploy import Deployer
 from capstan.cloud.driver import Cloud
+from capstan.cloud.errors import CloudError
 from capstan.cloud_account.session import cloud_answers
 from capstan.config import Settings
 from capstan.crypto import SecretBox
 from capstan.errors import Conflict
 from capstan.network import service as network
 from capstan.projects.models import Project
+
+log = logging.getLogger("capstan.apps")
 
 # Releases that went live kept per target (with their environment versions), for rollback.
 RELEASES_KEPT = services.RELEASES_KEPT
@@ -209,3 +215,60 @@ async def rollback(
             await services.start_deployment(session, service, preview, trigger="patch")
     await session.flush()
     return deployment
+
+
+async def prune(
+    session: AsyncSession,
+    cloud: Cloud,
+    subject: Subject,
+    deployment: Deployment,
+    deployer: Deployer,
+    domain: str,
+    *,
+    first: bool,
+) -> None:
+    """Remove the environment versions (and a static site's build outputs) no release of the
+    target needs any more, and mark the images releases need so that the repository's
+    lifecycle policy keeps them (`first`: the target's first release, no mark to remove). A
+    failure is only logged: the next rollout prunes again.
+
+    The target's first deployment (`services.first_of_target`) is its only one: no other
+    wrote an environment version, an image or a site output, so nothing is read to find
+    what to prune (neither the target's deployments nor the cloud's listings); its own image
+    is still marked."""
+    keep: set[str | None] | None = None  # None: no version to remove
+    outputs: set[str] | None = None
+    images: dict[str, str] | None = None
+    if services.first_of_target(deployment):
+        if subject.service.kind != services.STATIC_WEBSITE:
+            images = images_of([deployment])
+    else:
+        preview_id = subject.preview.id if subject.preview else None
+        wanted = await needed(session, subject.service.id, preview_id)
+        keep = wanted.versions
+        if subject.service.kind == services.STATIC_WEBSITE:
+            outputs = wanted.outputs
+        else:
+            images = wanted.images
+    target = subject.target(domain)
+
+    def prune() -> tuple[int, int]:
+        removed = 0 if keep is None else len(deployer.prune_environments(target, keep))
+        if images is not None:
+            deployer.keep_images(target, images, first=first)
+        if outputs is None:
+            return removed, 0
+        return removed, deployer.site.prune_outputs(target, outputs)
+
+    try:
+        parameters, objects = await cloud.run(prune)
+    except CloudError as error:
+        log.warning("%s: old releases not pruned: %s", target.resource_id, error)
+        return
+    if parameters or objects:
+        log.info(
+            "%s: removed %d parameters and %d objects no release needs",
+            target.resource_id,
+            parameters,
+            objects,
+        )
