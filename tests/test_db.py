@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
@@ -18,34 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from capstan import db
 from capstan.config import Settings
+from tests.sqlite_engine import count_trips, with_sqlite_engine
 
 POSTGRES_URL = os.environ.get("CAPSTAN_TEST_DATABASE_URL")
-
-
-def _sqlite(tmp_path: Path, work: Callable[[AsyncEngine], Awaitable[None]]) -> None:
-    url = Settings(database_url=f"sqlite:///{tmp_path / 'db.sqlite'}").sqlalchemy_url
-
-    async def run() -> None:
-        engine = db.make_engine(url)
-        try:
-            await work(engine)
-        finally:
-            await engine.dispose()
-
-    asyncio.run(run())
-
-
-def _count_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every call queued to an aiosqlite connection's thread, by the function's name."""
-    trips: list[str] = []
-    stock = aiosqlite.Connection._execute
-
-    async def counted(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        trips.append(getattr(fn, "__name__", repr(fn)))
-        return await stock(self, fn, *args, **kwargs)  # type: ignore[no-untyped-call]
-
-    monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
-    return trips
 
 
 def test_a_read_only_transaction_makes_no_trip(
@@ -55,7 +29,7 @@ def test_a_read_only_transaction_makes_no_trip(
         async with engine.begin() as connection:
             await connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)"))
             await connection.execute(text("INSERT INTO t (name) VALUES ('a'), ('b')"))
-        trips = _count_trips(monkeypatch)
+        trips = count_trips(monkeypatch)
         async with db.make_sessionmaker(engine)() as session:
             names = (await session.execute(text("SELECT name FROM t ORDER BY id"))).scalars()
             assert list(names) == ["a", "b"]
@@ -65,7 +39,7 @@ def test_a_read_only_transaction_makes_no_trip(
         # ROLLBACK on return made a trip: SQLite had no transaction open for them to end.
         assert trips == []
 
-    _sqlite(tmp_path, work)
+    with_sqlite_engine(tmp_path, work)
 
 
 def test_a_read_does_not_wait_for_another_connections_write(
@@ -81,7 +55,7 @@ def test_a_read_does_not_wait_for_another_connections_write(
             await connection.execute(text("INSERT INTO t (name) VALUES ('a')"))
         async with engine.connect() as writer, engine.connect() as reader:
             await writer.execute(text("INSERT INTO t (name) VALUES ('b')"))  # the lock, held
-            trips = _count_trips(monkeypatch)
+            trips = count_trips(monkeypatch)
             rows = (await reader.execute(text("SELECT name FROM t ORDER BY id"))).scalars()
             assert list(rows) == ["a"]
             assert trips == []
@@ -92,7 +66,7 @@ def test_a_read_does_not_wait_for_another_connections_write(
             rows = (await reader.execute(text("SELECT name FROM t ORDER BY id"))).scalars()
             assert list(rows) == ["a", "b"]
 
-    _sqlite(tmp_path, work)
+    with_sqlite_engine(tmp_path, work)
 
 
 def test_writes_commit_and_roll_back_as_before(
@@ -103,7 +77,7 @@ def test_writes_commit_and_roll_back_as_before(
             await connection.execute(
                 text("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE)")
             )
-        trips = _count_trips(monkeypatch)
+        trips = count_trips(monkeypatch)
         async with engine.connect() as connection:
             inserted = await connection.execute(text("INSERT INTO t (name) VALUES ('a')"))
             assert inserted.rowcount == 1
@@ -129,7 +103,7 @@ def test_writes_commit_and_roll_back_as_before(
             streamed = await connection.stream(text("SELECT name FROM t"))
             assert [row.name async for row in streamed] == ["a"]
 
-    _sqlite(tmp_path, work)
+    with_sqlite_engine(tmp_path, work)
 
 
 def _postgres(schema_work: Callable[[AsyncEngine], Awaitable[None]]) -> None:

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from capstan import db, sqlite_driver
 from capstan.db_unavailable import database_unavailable
-from tests.test_db import _count_trips, _sqlite
+from tests.sqlite_engine import count_trips, with_sqlite_engine
 
 
 def _turn(engine: AsyncEngine) -> sqlite_driver.WriteTurn:
@@ -57,7 +57,7 @@ def test_writers_wait_in_the_event_loop_and_write_in_the_order_they_asked(
         turn = _turn(engine)
         async with engine.connect() as holder:
             await holder.execute(text("INSERT INTO t (name) VALUES ('first')"))  # the turn, held
-            trips = _count_trips(monkeypatch)
+            trips = count_trips(monkeypatch)
             second = asyncio.create_task(_insert_and_commit(engine, "second"))
             await _until_waiting(turn, 1)
             third = asyncio.create_task(_insert_and_commit(engine, "third"))
@@ -70,7 +70,7 @@ def test_writers_wait_in_the_event_loop_and_write_in_the_order_they_asked(
         assert await _names(engine) == ["first", "second", "third"]
         assert turn.holder is None
 
-    _sqlite(tmp_path, work)
+    with_sqlite_engine(tmp_path, work)
 
 
 def test_a_wait_longer_than_the_busy_timeout_fails_as_sqlite_would(
@@ -90,7 +90,7 @@ def test_a_wait_longer_than_the_busy_timeout_fails_as_sqlite_would(
         await _insert_and_commit(engine, "third")
         assert await _names(engine) == ["first", "third"]
 
-    _sqlite(tmp_path, work)
+    with_sqlite_engine(tmp_path, work)
 
 
 @pytest.mark.parametrize("dropped_by", ["rollback", "close"])
@@ -123,7 +123,7 @@ def test_a_turn_its_holder_dropped_is_taken_back(
                 await dropped.invalidate()
         assert await _names(engine) == ["next"]
 
-    _sqlite(tmp_path, work)
+    with_sqlite_engine(tmp_path, work)
 
 
 async def _check_given_back(engine: AsyncEngine, end: str) -> None:
@@ -159,4 +159,4 @@ def test_the_turn_is_given_back_however_the_transaction_ends(tmp_path: Path) -> 
         await _insert_and_commit(engine, "after")
         assert await _names(engine) == ["commit", "after"]
 
-    _sqlite(tmp_path, work)
+    with_sqlite_engine(tmp_path, work)

@@ -9,7 +9,7 @@ import pytest
 
 from capstan.cloud.aws import names
 from tests.apps.helpers import Ready, ready
-from tests.buckets.test_api import account_admin
+from tests.buckets.helpers import account_admin
 from tests.harness import Org
 
 

@@ -11,7 +11,7 @@ from capstan.cloud.aws import names
 from capstan.cloud.aws.session import Endpoint
 from tests.apps.helpers import Ready, ready
 from tests.apps.processes import REGION, account_sessions
-from tests.apps.test_static_websites import account, create_site, distribution_of, served
+from tests.apps.sites import account, create_site, distribution_of, served
 from tests.harness import Org
 from tests.sandbox.aws import calls, calls_since
 

@@ -21,7 +21,7 @@ from capstan.apps import service as services
 from capstan.apps.models import Deployment, Service
 from capstan.idempotency.models import IdempotencyKey
 from tests.apps.helpers import WEB_REPO, ready
-from tests.auth.test_session import MovableClock
+from tests.clock import MovableClock
 from tests.harness import Org, RunningServer, run_db
 
 WEB = {"name": "web", "repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512}

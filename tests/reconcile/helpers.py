@@ -15,8 +15,8 @@ from capstan.db import make_engine, make_sessionmaker
 from capstan.reconcile import queue
 from capstan.reconcile.models import QueueItem
 from capstan.reconcile.worker import Done, Result
+from tests.clock import FakeClock
 from tests.harness import RunningServer
-from tests.reconcile.clock import FakeClock
 
 T = TypeVar("T")
 Sessions = async_sessionmaker[AsyncSession]

@@ -15,8 +15,8 @@ from sqlalchemy import select, update
 from capstan.reconcile import queue
 from capstan.reconcile.models import QueueItem, ReconcilePass
 from capstan.reconcile.worker import Done, RequeueAfter, Result, Worker, WorkerSettings
+from tests.clock import FakeClock
 from tests.harness import RunningServer
-from tests.reconcile.clock import FakeClock
 from tests.reconcile.helpers import Recorder, Sessions, enqueue_ids, queue_rows, run
 
 
