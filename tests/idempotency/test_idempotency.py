@@ -5,7 +5,7 @@ to an organization and expire after 24 hours. On SQLite and PostgreSQL (the `ser
 from __future__ import annotations
 
 import asyncio
-import time
+import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -71,21 +71,27 @@ def test_two_concurrent_sends_make_one_and_the_other_is_409(
     shop = ready(org)
     path = f"{shop.base}/web_servers"
     create = services.create
+    in_flight, release = threading.Event(), threading.Event()
 
-    async def slow_create(*args: Any, **kwargs: Any) -> Any:
-        await asyncio.sleep(1.5)  # the first send is still in flight when the second arrives
+    async def held_create(*args: Any, **kwargs: Any) -> Any:
+        in_flight.set()
+        # Held until the second send has been answered, without blocking the server's loop.
+        await asyncio.to_thread(release.wait, 30)
         return await create(*args, **kwargs)
 
-    monkeypatch.setattr(services, "create", slow_create)
+    monkeypatch.setattr(services, "create", held_create)
     key = str(uuid.uuid4())
 
-    def send(delay: float) -> httpx.Response:
-        time.sleep(delay)
+    def send() -> httpx.Response:
         with org.server.client(headers={"Authorization": f"Bearer {org.token}"}) as client:
             return client.post(path, json=WEB, headers=keyed(key))
 
-    with ThreadPoolExecutor(2) as pool:
-        answers = list(pool.map(send, [0.0, 0.5]))
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(send)
+        assert in_flight.wait(30), "the first send never reached the create"
+        second = send()  # the first send is still in flight when the second arrives
+        release.set()
+        answers = [first.result(timeout=30), second]
     assert sorted(a.status_code for a in answers) == [201, 409], [a.text for a in answers]
     refused = next(a for a in answers if a.status_code == 409)
     assert refused.json()["error"] == "idempotency_key_in_use"
