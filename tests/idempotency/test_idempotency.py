@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.apps import service as services
 from capstan.apps.models import Deployment, Service
 from capstan.idempotency.models import IdempotencyKey
-from tests.apps.helpers import WEB_REPO, ready
+from tests.apps.helpers import WEB_REPO, new_shop
 from tests.clock import MovableClock
 from tests.harness import Org, RunningServer, run_db
 
@@ -47,8 +47,9 @@ def _count(server: RunningServer, project_id: str) -> tuple[int, int]:
     return run_db(server.settings, count)
 
 
-def test_a_web_server_posted_twice_with_one_key_is_made_once(org: Org) -> None:
-    shop = ready(org)
+def test_a_web_server_posted_twice_with_one_key_is_made_once(connected: Org) -> None:
+    org = connected
+    shop = new_shop(org)
     path = f"{shop.base}/web_servers"
     key = str(uuid.uuid4())
     first = org.api.post(path, json=WEB, headers=keyed(key))
@@ -66,9 +67,10 @@ def test_a_web_server_posted_twice_with_one_key_is_made_once(org: Org) -> None:
 
 
 def test_two_concurrent_sends_make_one_and_the_other_is_409(
-    org: Org, monkeypatch: pytest.MonkeyPatch
+    connected: Org, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shop = ready(org)
+    org = connected
+    shop = new_shop(org)
     path = f"{shop.base}/web_servers"
     create = services.create
     in_flight, release = threading.Event(), threading.Event()
