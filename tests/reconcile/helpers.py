@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan.db import make_engine, make_sessionmaker
@@ -102,3 +102,12 @@ def count_naps(monkeypatch: pytest.MonkeyPatch) -> Naps:
 
     monkeypatch.setattr(Worker, "_sleep", sleep)
     return naps
+
+
+async def until_blocked(sessions: Sessions, pid: int) -> None:
+    """On PostgreSQL, until the backend `pid` waits on a lock another transaction holds."""
+    blocked = text("SELECT cardinality(pg_blocking_pids(:pid)) > 0")
+    async with sessions() as watcher, asyncio.timeout(20):
+        while not await watcher.scalar(blocked, {"pid": pid}):
+            await watcher.rollback()  # a fresh look each time
+            await asyncio.sleep(0.01)
