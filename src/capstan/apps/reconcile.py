@@ -57,7 +57,7 @@ log = logging.getLogger("capstan.apps")
 POLL = Poll(first=timedelta(seconds=0.2), factor=2, cap=timedelta(seconds=60))
 ROLLOUT_DEADLINE = timedelta(minutes=15)
 
-# A pass's rows (`_load`), built once (decisions.md "Statements built once"): the target's
+# A pass's rows (`_load`), built once (docs/decisions/0065): the target's
 # newest deployment comes beside them, in the same statement.
 _ROWS = (
     select(Service, Project, CloudAccount)
