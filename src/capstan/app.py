@@ -258,7 +258,7 @@ class RequestIdMiddleware:
     the same line with the request id after it, so a line and the traceback of its failure can
     be found together, and without the query string, which may carry a secret (an install
     callback's code). uvicorn's costs more than a bare FastAPI app's whole request: it copies
-    each record and styles it (the decision "An access log of our own").
+    each record and styles it (docs/decisions/0110).
     """
 
     def __init__(self, app: ASGIApp) -> None:

@@ -5,7 +5,7 @@ werkzeug's development server, which moto's server runs on, answers every reques
 started a thread for it and, after answering, waited 10 ms for stray request bytes before
 closing. Against AWS, botocore's pool keeps connections alive; here that cost about a third of
 each call's CPU on both sides (`ecs:ListClusters`, one client: 1.6 → 1.0 ms of the client's CPU
-a call, 3.1 → 2.1 ms of the sandbox's; the decision "The sandbox keeps connections alive").
+a call, 3.1 → 2.1 ms of the sandbox's; docs/decisions/0101).
 
 `KeepAliveHandler` answers an HTTP/1.1 request with a `Content-Length` body (or none) itself:
 it gives moto's app the request's body as a stream of exactly `Content-Length` bytes, reads
