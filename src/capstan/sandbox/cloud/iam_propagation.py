@@ -48,6 +48,8 @@ from typing import Any
 from moto.iam.models import IAMBackend, ManagedPolicy, Policy, Role, iam_backends
 from moto.organizations.models import OrganizationsBackend
 
+from capstan.sandbox.cloud.knobs import knobs
+
 Document = str | Mapping[str, Any]
 _MARK = "_capstan_iam_propagation"
 _install_lock = threading.Lock()
@@ -107,9 +109,7 @@ def settle() -> None:
 
 def delay() -> float:
     """How long IAM's changes take to propagate (the simulator's `iam_propagation_seconds`)."""
-    from capstan.sandbox.cloud.simulator import simulator
-
-    return max(0.0, simulator().knobs.iam_propagation_seconds)
+    return max(0.0, knobs().iam_propagation_seconds)
 
 
 # -- views of a role ---------------------------------------------------------------------------

@@ -13,8 +13,8 @@ data with the page each row is from:
 from __future__ import annotations
 
 from capstan.sandbox.cloud.implied import Also, Asked, When
-from capstan.sandbox.cloud.requests import Call
-from capstan.sandbox.cloud.resolving import UNKNOWN, Scope, Target
+from capstan.sandbox.cloud.requests import Call, request_tags
+from capstan.sandbox.cloud.resolving import RESOLVERS, UNKNOWN, Scope, Target
 
 _S3_CREATE_BUCKET = "https://docs.aws.amazon.com/AmazonS3/latest/API/API_CreateBucket.html"
 _S3_PUT_OBJECT = "https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html"
@@ -49,8 +49,6 @@ def _headers_starting(stem: str) -> When:
 
 
 def _with_tags(call: Call) -> bool:
-    from capstan.sandbox.cloud.resources import request_tags
-
     return bool(request_tags(call))
 
 
@@ -89,8 +87,6 @@ def _new_parameter(scope: Scope) -> list[Target]:
 
 
 def _ecs_created(scope: Scope) -> list[Target]:
-    from capstan.sandbox.cloud.resolving import RESOLVERS
-
     resolver = RESOLVERS.get(f"ecs:{scope.call.operation}".lower())
     made = resolver(scope) if resolver is not None else [Target(UNKNOWN)]
     context = {"ecs:createaction": [scope.call.operation]}

@@ -353,3 +353,36 @@ def _flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
         yield prefix, "true" if value else "false"
     elif value is not None:
         yield prefix, str(value)
+
+
+# -- tags the call sets ---------------------------------------------------------------------------
+
+_TAG_KEY = re.compile(r"(?i)(?P<prefix>.*tag[^.]*(?:\..*)?)\.key")
+
+
+def request_tags(call: Call) -> dict[str, str]:
+    """The tags a call sets on what it makes or changes, in any protocol's flattening."""
+    tags: dict[str, str] = {}
+    for name, value in call.params.items():
+        if name.startswith("header."):
+            continue
+        matched = _TAG_KEY.fullmatch(name)
+        if matched is None:
+            continue
+        stem = name[: -len("key")]
+        for value_name in (stem + "Value", stem + "value"):
+            if value_name in call.params:
+                tags[value] = call.params[value_name]
+                break
+        else:
+            tags[value] = ""
+    if call.signing_name == "logs":  # CloudWatch Logs takes a map: tags.<key> = <value>
+        for name, value in call.params.items():
+            if name.startswith("tags."):
+                tags[name[len("tags.") :]] = value
+    if "header.x-amz-tagging" in call.params:  # S3 object tags
+        for pair in call.params["header.x-amz-tagging"].split("&"):
+            key, _, value = pair.partition("=")
+            if key:
+                tags[key] = value
+    return tags

@@ -25,7 +25,6 @@ cannot name, only a statement on every resource may allow.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -40,7 +39,7 @@ from capstan.sandbox.cloud import (  # noqa: F401
     resolvers_network,
     service_linked,
 )
-from capstan.sandbox.cloud.requests import Call
+from capstan.sandbox.cloud.requests import Call, request_tags
 from capstan.sandbox.cloud.resolving import RESOLVERS, UNKNOWN, Scope, Target
 from capstan.sandbox.cloud.tags import role_arn, tags_of
 
@@ -127,39 +126,6 @@ def request_for(
         if key in supported or key.startswith("aws:"):
             context[key] = list(values)
     return policy.Request(action=action, resource=target.arn, context=context)
-
-
-# -- tags the call sets ---------------------------------------------------------------------------
-
-_TAG_KEY = re.compile(r"(?i)(?P<prefix>.*tag[^.]*(?:\..*)?)\.key")
-
-
-def request_tags(call: Call) -> dict[str, str]:
-    """The tags a call sets on what it makes or changes, in any protocol's flattening."""
-    tags: dict[str, str] = {}
-    for name, value in call.params.items():
-        if name.startswith("header."):
-            continue
-        matched = _TAG_KEY.fullmatch(name)
-        if matched is None:
-            continue
-        stem = name[: -len("key")]
-        for value_name in (stem + "Value", stem + "value"):
-            if value_name in call.params:
-                tags[value] = call.params[value_name]
-                break
-        else:
-            tags[value] = ""
-    if call.signing_name == "logs":  # CloudWatch Logs takes a map: tags.<key> = <value>
-        for name, value in call.params.items():
-            if name.startswith("tags."):
-                tags[name[len("tags.") :]] = value
-    if "header.x-amz-tagging" in call.params:  # S3 object tags
-        for pair in call.params["header.x-amz-tagging"].split("&"):
-            key, _, value = pair.partition("=")
-            if key:
-                tags[key] = value
-    return tags
 
 
 # -- roles handed to services -------------------------------------------------------------------

@@ -24,6 +24,7 @@ import json
 import threading
 import time
 
+from capstan.sandbox.cloud.knobs import knobs
 from capstan.sandbox.cloud.policy import Request
 from capstan.sandbox.cloud.requests import Call
 from capstan.sandbox.cloud.tags import find_role
@@ -122,7 +123,5 @@ def make(account: str, partition: str, service: str) -> None:
             max_session_duration="3600",
             linked_service=service,
         )
-        from capstan.sandbox.cloud.simulator import simulator
-
-        settling = simulator().knobs.service_linked_role_seconds
+        settling = knobs().service_linked_role_seconds
         _usable_at[(account, service)] = time.monotonic() + settling

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from capstan.sandbox.git_host import webhooks
+from capstan.sandbox.git_host.delivery_log import Delivery
 from capstan.sandbox.git_host.http import (
     Authorization,
     Host,
@@ -77,7 +78,7 @@ async def redeliver(
     return JSONResponse({}, status_code=status.HTTP_202_ACCEPTED)
 
 
-def delivered(delivery: webhooks.Delivery) -> dict[str, Any]:
+def delivered(delivery: Delivery) -> dict[str, Any]:
     return {
         "id": delivery.id,
         "guid": delivery.guid,

@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 
 from capstan.config import ConfigurationError, Settings
 from capstan.git_host.client import load_app_key
+from capstan.sandbox.git_host.delivery_log import DeliveryLog
 from capstan.sandbox.git_host.store import (
     APP_PERMISSIONS,
     STATE_FILE,
@@ -22,7 +23,6 @@ from capstan.sandbox.git_host.store import (
     SandboxStore,
     iso,
 )
-from capstan.sandbox.git_host.webhooks import DeliveryLog
 
 DOCS = "https://docs.github.com/rest"
 # The webhook events the app subscribes to (`installation` events come to every app).

@@ -20,19 +20,16 @@ import asyncio
 import functools
 import hashlib
 import hmac
-import itertools
 import json
 import ssl
-import threading
 import uuid
-from collections import deque
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from capstan.git_host.webhooks import signature_header
+from capstan.sandbox.git_host.delivery_log import Delivery
 from capstan.sandbox.git_host.records import SANDBOX_USER, Pushed, iso
 
 if TYPE_CHECKING:
@@ -44,7 +41,6 @@ USER_AGENT = "GitHub-Hookshot/sandbox"
 TIMEOUT_SECONDS = 10.0
 # Deliveries to different installations go out together, a few at a time.
 PARALLEL_DELIVERIES = 8
-KEPT_DELIVERIES = 500
 
 
 @functools.cache
@@ -52,65 +48,6 @@ def _tls() -> ssl.SSLContext:
     """httpx's default TLS context, made once: httpx makes one for each client otherwise
     (loading the CA bundle, ~45 ms of CPU), and each event's deliveries open a client."""
     return httpx.create_ssl_context()
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """One attempt to deliver an event, as GitHub lists it under the app's Recent Deliveries."""
-
-    id: int
-    guid: str
-    event: str
-    action: str | None
-    installation_id: int | None
-    repository_id: int | None
-    body: bytes = field(repr=False)
-    redelivery: bool
-    delivered_at: datetime
-    duration_seconds: float
-    status_code: int | None  # None: no answer (connection failed, timed out)
-    response_body: str
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "guid": self.guid,
-            "delivered_at": iso(self.delivered_at),
-            "redelivery": self.redelivery,
-            "duration": round(self.duration_seconds, 3),
-            "status": "OK" if self.status_code and 200 <= self.status_code < 300 else "failed",
-            "status_code": self.status_code or 0,
-            "event": self.event,
-            "action": self.action,
-            "installation_id": self.installation_id,
-            "repository_id": self.repository_id,
-        }
-
-
-class DeliveryLog:
-    """The app's recent delivery attempts, newest last; thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._attempts: deque[Delivery] = deque(maxlen=KEPT_DELIVERIES)
-        self._ids = itertools.count(1)
-
-    def next_id(self) -> int:
-        with self._lock:
-            return next(self._ids)
-
-    def record(self, delivery: Delivery) -> None:
-        with self._lock:
-            self._attempts.append(delivery)
-
-    def recent(self) -> list[Delivery]:
-        """Newest first."""
-        with self._lock:
-            return list(reversed(self._attempts))
-
-    def get(self, delivery_id: int) -> Delivery | None:
-        with self._lock:
-            return next((d for d in self._attempts if d.id == delivery_id), None)
 
 
 # Sending ---------------------------------------------------------------------------------------

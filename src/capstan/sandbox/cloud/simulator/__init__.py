@@ -40,50 +40,26 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields, replace
 from typing import Any
+
+from capstan.sandbox.cloud.knobs import Knobs, configure, knobs
+from capstan.sandbox.cloud.simulator import (
+    cdn,
+    codebuild,
+    cost,
+    ecs,
+    elasticache,
+    rds,
+    runtime,
+    s3,
+)
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Knobs:
-    """How long simulated AWS takes (seconds; 0 = as soon as the simulator sees the work)."""
-
-    build_seconds: float = 2.0
-    task_start_seconds: float = 2.0
-    # How long tasks that never become healthy keep ECS trying before the circuit breaker trips.
-    circuit_breaker_seconds: float = 10.0
-    log_interval_seconds: float = 5.0
-    metrics_interval_seconds: float = 10.0
-    # How often the simulator looks at moto's state.
-    tick_seconds: float = 0.05
-    # How long ElastiCache Serverless takes to create, modify or delete a cache.
-    cache_seconds: float = 2.0
-    # How long RDS takes to create, modify or delete a DB instance.
-    database_seconds: float = 2.0
-    # How often RDS rotates the master passwords it manages (`rds_passwords`); 0 = each
-    # secret's own schedule, RDS's 7 days unless changed.
-    database_password_rotation_seconds: float = 0.0
-    # How long a CloudFront distribution's change takes to deploy, and an invalidation to finish.
-    distribution_seconds: float = 0.5
-    invalidation_seconds: float = 0.5
-    # How long IAM takes to propagate a change (it is eventually consistent): a role younger than
-    # this cannot be assumed, by a caller or a service, and a policy put on a role grants only
-    # after it (`iam_propagation`). 0 = at once.
-    iam_propagation_seconds: float = 3.0
-    # How long after ECS makes its service-linked role (a new account's first cluster) ECS still
-    # cannot assume it: its clusters and services, the call that made it among them, are refused
-    # meanwhile (see `service_linked`). 0 = usable at once.
-    service_linked_role_seconds: float = 0.0
-
-
 class Simulator:
     def __init__(self) -> None:
-        from capstan.sandbox.cloud.simulator import codebuild, cost, ecs, runtime
-
         self._lock = threading.Lock()
-        self._knobs = Knobs()
         self._users = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -92,34 +68,19 @@ class Simulator:
         self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="sandbox-build")
         self.builds = codebuild.BuildRunner(self)
         self.ecs = ecs.Scheduler(self)
-        self.runtime = runtime.Runtime(self)
-        from capstan.sandbox.cloud.simulator import elasticache
-
+        self.runtime = runtime.Runtime(self, self.ecs)
         self.caches = elasticache.CacheSim(self)
-        from capstan.sandbox.cloud.simulator import rds
-
         self.databases = rds.DatabaseSim(self)
-        from capstan.sandbox.cloud.simulator import s3
-
         self.buckets = s3.BucketSim(self)
-        from capstan.sandbox.cloud.simulator import cdn
-
         self.edges = cdn.EdgeSim(self)
 
     @property
     def knobs(self) -> Knobs:
-        return self._knobs
+        return knobs()
 
     def configure(self, **changes: Any) -> Knobs:
         """Change knobs (unknown names are an error); answers the knobs before the change."""
-        known = {item.name for item in fields(Knobs)}
-        unknown = set(changes) - known
-        if unknown:
-            raise TypeError(f"unknown simulator knobs: {', '.join(sorted(unknown))}")
-        with self._lock:
-            before = self._knobs
-            self._knobs = replace(before, **{k: float(v) for k, v in changes.items()})
-        return before
+        return configure(**changes)
 
     def fail_rollouts(self, match: str) -> None:
         """Tasks of ECS services named `match`, or tagged `capstan:resource` = `match`, never
@@ -141,15 +102,13 @@ class Simulator:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def acquire(self, **knobs: Any) -> None:
+    def acquire(self, **changes: Any) -> None:
         """One more sandbox server uses the simulator (started by the first one)."""
-        from capstan.sandbox.cloud.simulator import codebuild, cost, ecs
-
         codebuild.install()
         ecs.install()
         cost.install(self.cost)
-        if knobs:
-            self.configure(**knobs)
+        if changes:
+            self.configure(**changes)
         with self._lock:
             self._users += 1
             if self._thread is not None:
@@ -170,7 +129,7 @@ class Simulator:
     def _run(self) -> None:
         while not self._stop.is_set():
             self.tick()
-            self._stop.wait(self._knobs.tick_seconds)
+            self._stop.wait(knobs().tick_seconds)
 
     def tick(self) -> None:
         now = time.monotonic()

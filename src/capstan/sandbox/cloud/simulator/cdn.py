@@ -25,7 +25,7 @@ from capstan.sandbox.cloud.cloudfront import additional_metrics, changed_at
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
-    from capstan.sandbox.cloud.simulator import Simulator
+    from capstan.sandbox.cloud.simulator.parts import Simulator
 
 METRICS_REGION = "us-east-1"
 

@@ -53,7 +53,7 @@ from capstan.sandbox.cloud.simulator import build_logs, build_queue, build_shell
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
-    from capstan.sandbox.cloud.simulator import Simulator
+    from capstan.sandbox.cloud.simulator.parts import Simulator
 
 _MARK = "_capstan_simulated"
 _install_lock = threading.Lock()

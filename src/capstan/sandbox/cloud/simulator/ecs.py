@@ -41,7 +41,7 @@ from capstan.sandbox.cloud.simulator import (
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
-    from capstan.sandbox.cloud.simulator import Simulator
+    from capstan.sandbox.cloud.simulator.parts import Simulator
 
 _MARK = "_capstan_simulated"
 _install_lock = threading.Lock()

@@ -22,7 +22,7 @@ from capstan.sandbox.cloud import elasticache
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
-    from capstan.sandbox.cloud.simulator import Simulator
+    from capstan.sandbox.cloud.simulator.parts import Simulator
 
 MB = 1024 * 1024
 GB = 1024 * MB

@@ -26,7 +26,7 @@ from capstan.sandbox.cloud import rds, rds_passwords
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
-    from capstan.sandbox.cloud.simulator import Simulator
+    from capstan.sandbox.cloud.simulator.parts import Simulator
 
 GB = 1024 * 1024 * 1024
 

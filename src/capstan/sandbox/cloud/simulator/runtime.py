@@ -23,13 +23,14 @@ from capstan.sandbox.cloud.simulator import logs as sim_logs
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
-    from capstan.sandbox.cloud.simulator import Simulator
-    from capstan.sandbox.cloud.simulator.ecs import ServiceSim, Task
+    from capstan.sandbox.cloud.simulator.ecs import Scheduler, ServiceSim, Task
+    from capstan.sandbox.cloud.simulator.parts import Simulator
 
 
 class Runtime:
-    def __init__(self, simulator: Simulator) -> None:
+    def __init__(self, simulator: Simulator, scheduler: Scheduler) -> None:
         self._simulator = simulator
+        self._scheduler = scheduler
         self._random = random.Random(7)  # noqa: S311 - made-up load, not secrets
 
     def tick(self, now: float) -> None:
@@ -38,7 +39,7 @@ class Runtime:
             for service in list(backend.services.values()):
                 if service.status != "ACTIVE":
                     continue
-                sim = self._simulator.ecs.services.get((account_id, region, service.arn))
+                sim = self._scheduler.services.get((account_id, region, service.arn))
                 if sim is None or not sim.tasks:
                     continue
                 for task in list(sim.tasks):

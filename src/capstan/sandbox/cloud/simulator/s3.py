@@ -23,7 +23,7 @@ from capstan.sandbox.cloud.s3_metrics import TALLY, BucketKey, s3_backends_bucke
 from capstan.sandbox.cloud.simulator.backends import each
 
 if TYPE_CHECKING:
-    from capstan.sandbox.cloud.simulator import Simulator
+    from capstan.sandbox.cloud.simulator.parts import Simulator
 
 _UNITS = {"BytesDownloaded": "Bytes", "BytesUploaded": "Bytes"}
 STORAGE_REPUBLISH_SECONDS = 3600.0
