@@ -1,5 +1,5 @@
 """CodeBuild's concurrency quota, as AWS applies it (`codebuild_concurrent_builds` of
-`sandbox/cloud/quotas.py`; new accounts may have 0 or 1):
+`cloud/quotas.py`; new accounts may have 0 or 1):
 
 - with a quota of 0, `StartBuild` is refused: `AccountLimitExceededException`, "Cannot have more
   than 0 builds in queue for the account";

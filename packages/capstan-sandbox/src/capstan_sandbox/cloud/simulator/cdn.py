@@ -1,4 +1,4 @@
-"""CloudFront, simulated: what the edges do after a call (see `sandbox/cloud/cloudfront.py` for
+"""CloudFront, simulated: what the edges do after a call (see `cloud/cloudfront.py` for
 the API itself).
 
 - A distribution created or changed is `InProgress` until `distribution_seconds` after the
