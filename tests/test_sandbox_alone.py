@@ -8,6 +8,7 @@ Slow (a virtualenv and moto's dependencies from the package index): `make sandbo
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import venv
 from pathlib import Path
@@ -49,13 +50,18 @@ print("capstan modules", capstan)
 
 @pytest.mark.sandbox_alone
 def test_the_sandbox_installs_and_serves_without_capstan(tmp_path: Path) -> None:
+    # A copy: building the package writes its build directory beside its sources.
+    package = tmp_path / "capstan-sandbox"
+    shutil.copytree(
+        PACKAGE, package, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    )
     environment = tmp_path / "venv"
     venv.create(environment, with_pip=True)
     python = environment / "bin" / "python"
     # Nothing of the repository's own environment: not its packages, not its source on the path.
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
     install = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", str(PACKAGE)],
+        [str(python), "-m", "pip", "install", "--quiet", str(package)],
         capture_output=True,
         text=True,
         env=env,
