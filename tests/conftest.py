@@ -83,7 +83,7 @@ def github_app_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def sandbox_cloud_url() -> Iterator[str | None]:
     """One sandbox cloud for the whole run (moto keeps its state per process anyway)."""
-    from capstan.sandbox.cloud.server import start_sandbox_cloud
+    from capstan.dev.sandbox_cloud import start_sandbox_cloud
 
     # The simulator looks at moto's state ten times a second: often enough for 0.3 s delays,
     # and half the CPU of its default when four test processes share two cores. IAM propagates

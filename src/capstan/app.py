@@ -109,16 +109,16 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
             app.include_router(router)
     if settings.cloud is CloudMode.sandbox:
         require_sandbox()
-        from capstan.sandbox.cloud.front import ServiceFrontMiddleware
-        from capstan.sandbox.cloud.pages import router as sandbox_cloud_router
+        from capstan.dev.front import ServiceFrontMiddleware
+        from capstan.dev.setup_page import router as sandbox_cloud_router
 
         app.include_router(sandbox_cloud_router)
         # http://<name>.<suffix>.<domain>:<port>/ shows the deployment that answers there.
         app.add_middleware(ServiceFrontMiddleware, domain=settings.domain)
     if settings.git_host is GitHostMode.sandbox:
-        from capstan.sandbox.git_host.router import router as sandbox_git_host_router
+        from capstan.dev.git_host import mount_git_host
 
-        app.include_router(sandbox_git_host_router)
+        mount_git_host(app, settings)
 
     mount_dashboard(app)
     _install_error_handlers(app)

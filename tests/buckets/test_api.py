@@ -19,10 +19,10 @@ from capstan.cloud.aws import iam, names
 from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.s3 import REQUEST_METRICS_ID
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.bedrock_profiles import invocation_refusal
-from capstan.sandbox.cloud.role_checks import RoleRequests
-from capstan.sandbox.cloud.simulator import simulator
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud.bedrock_profiles import invocation_refusal
+from capstan_sandbox.cloud.role_checks import RoleRequests
+from capstan_sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
 from tests.harness import Org, RunningServer
 from tests.metric_series import assert_oldest_first, past_stamps, put, value_at

@@ -17,7 +17,7 @@ from capstan.cloud.deploy import BuildSpec, Deployer
 from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud.pricing import bucket_monthly_usd, monthly_run_rate_usd, shared_lines
 from capstan.cloud.spend import SpendDriver
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.simulator import simulator
 from tests.cloud.deploy_helpers import (
     BROKEN,
     COMMIT,
