@@ -9,22 +9,33 @@ PYTEST_ARGS ?=
 # pip command as Capstan's extras, so `capstan[sandbox]` is satisfied by it, not by an index.
 SANDBOX := -e ./packages/capstan-sandbox
 SANDBOX_PYPROJECT := packages/capstan-sandbox/pyproject.toml
+# Every install takes the versions CI tested: requirements.lock pins the whole tree (uv's
+# resolver, `make lock`); pip reads it as constraints, so an extra installs only what it needs.
+LOCK := requirements.lock
+PIP_INSTALL := $(BIN)/pip install --quiet -c $(LOCK)
 # Tests wait on the sandbox far more than they compute: four workers on two cores.
 TEST_WORKERS ?= 4
 
-.PHONY: dev test aws-smoke cli-processes chaos load scale fleet processes sandbox-alone browser screenshots check format migrate bench fuzz clean
+.PHONY: lock dev test aws-smoke cli-processes chaos load scale fleet processes sandbox-alone browser screenshots check format migrate bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(VENV)/.installed-dev: pyproject.toml $(SANDBOX_PYPROJECT) | $(BIN)/python
-	$(BIN)/pip install --quiet $(SANDBOX) -e '.[sandbox]'
+$(VENV)/.installed-dev: pyproject.toml $(SANDBOX_PYPROJECT) $(LOCK) | $(BIN)/python
+	$(PIP_INSTALL) $(SANDBOX) -e '.[sandbox]'
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml $(SANDBOX_PYPROJECT) | $(BIN)/python
-	$(BIN)/pip install --quiet $(SANDBOX) -e '.[test]'
+$(VENV)/.installed-test: pyproject.toml $(SANDBOX_PYPROJECT) $(LOCK) | $(BIN)/python
+	$(PIP_INSTALL) $(SANDBOX) -e '.[test]'
 	touch $@ $(VENV)/.installed-dev
+
+## make lock: resolve every extra's dependencies again into requirements.lock (uv, installed into
+## .venv on demand); versions already pinned stay unless pyproject.toml asks otherwise
+lock: | $(BIN)/python
+	$(BIN)/pip install --quiet uv
+	$(BIN)/uv pip compile pyproject.toml --all-extras --python-version 3.11 \
+		--no-emit-package capstan-sandbox --output-file $(LOCK) --quiet
 
 ## make dev: create .venv, install Capstan with the sandbox extra, start the dev server
 ## (sandbox cloud and git host) on DEV_PORT (default 8000): `make dev DEV_PORT=8080`
@@ -45,8 +56,8 @@ AWS_SMOKE_ARGS ?=
 aws-smoke: $(VENV)/.installed-dev
 	$(BIN)/python -m capstan.aws_smoke $(AWS_SMOKE_ARGS)
 
-$(VENV)/.installed-fuzz: pyproject.toml $(SANDBOX_PYPROJECT) | $(BIN)/python
-	$(BIN)/pip install --quiet $(SANDBOX) -e '.[test,fuzz]'
+$(VENV)/.installed-fuzz: pyproject.toml $(SANDBOX_PYPROJECT) $(LOCK) | $(BIN)/python
+	$(PIP_INSTALL) $(SANDBOX) -e '.[test,fuzz]'
 	touch $@ $(VENV)/.installed-test $(VENV)/.installed-dev
 
 ## make fuzz: schemathesis (every check) against a live `capstan server --dev` with real ids, for
@@ -93,8 +104,8 @@ cli-processes: $(VENV)/.installed-test
 chaos: $(VENV)/.installed-test
 	$(BIN)/pytest -m chaos $(PYTEST_ARGS)
 
-$(VENV)/.installed-browser: pyproject.toml $(SANDBOX_PYPROJECT) | $(BIN)/python
-	$(BIN)/pip install --quiet $(SANDBOX) -e '.[browser]'
+$(VENV)/.installed-browser: pyproject.toml $(SANDBOX_PYPROJECT) $(LOCK) | $(BIN)/python
+	$(PIP_INSTALL) $(SANDBOX) -e '.[browser]'
 	touch $@ $(VENV)/.installed-test $(VENV)/.installed-dev
 
 ## make browser: the dashboard's tests in headless Chromium against a live `capstan server --dev`
@@ -114,6 +125,7 @@ check: $(VENV)/.installed-test
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python scripts/import_cycles.py capstan_sandbox
+	$(BIN)/python scripts/check_lock.py
 	$(BIN)/python scripts/lint_role.py
 
 format: $(VENV)/.installed-test

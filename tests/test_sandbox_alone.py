@@ -17,6 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "packages" / "capstan-sandbox"
+LOCK = ROOT / "requirements.lock"
 
 SERVE_AND_CALL = """
 import importlib.util
@@ -61,7 +62,8 @@ def test_the_sandbox_installs_and_serves_without_capstan(tmp_path: Path) -> None
     # Nothing of the repository's own environment: not its packages, not its source on the path.
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
     install = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", str(package)],
+        # The versions CI tested (requirements.lock, as constraints), from the index.
+        [str(python), "-m", "pip", "install", "--quiet", "-c", str(LOCK), str(package)],
         capture_output=True,
         text=True,
         env=env,
