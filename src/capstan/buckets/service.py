@@ -113,6 +113,7 @@ def describe(bucket: Bucket) -> dict[str, Any]:
         "arn": bucket_cloud.arn(bucket.region, bucket.bucket_name),
         "region": bucket.region,
         "status": bucket.status,
+        "error": bucket.error,
         "created_at": bucket.created_at,
         "updated_at": bucket.updated_at,
     }
