@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,21 +58,21 @@ def test_sqlite_schema_matches_the_models(tmp_path: Path) -> None:
 
 @pytest.mark.postgresql
 def test_postgresql_schema_matches_the_models(tmp_path: Path) -> None:
+    _on_a_postgresql_schema(tmp_path, _check)
+
+
+def _on_a_postgresql_schema(tmp_path: Path, check: Callable[[Settings], None]) -> None:
+    """`check` on a schema of its own in the configured PostgreSQL, dropped afterwards."""
     if not POSTGRES_URL:
         pytest.skip("PostgreSQL not configured: set CAPSTAN_TEST_DATABASE_URL")
     schema = f"capstan_migrations_{secrets.token_hex(4)}"
-    settings = Settings(database_url=POSTGRES_URL, database_schema=schema, data_dir=tmp_path)
     try:
-        _check(settings)
+        check(Settings(database_url=POSTGRES_URL, database_schema=schema, data_dir=tmp_path))
     finally:
-
-        async def drop() -> None:
-            engine = make_engine(settings.sqlalchemy_url)
-            async with engine.begin() as connection:
-                await connection.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-            await engine.dispose()
-
-        asyncio.run(drop())
+        _run_sql(
+            Settings(database_url=POSTGRES_URL, data_dir=tmp_path),
+            [f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'],
+        )
 
 
 def test_a_postgresql_older_than_13_is_refused_before_any_migration() -> None:
@@ -166,14 +167,4 @@ def test_sqlite_rows_keep_their_meaning_under_one_status_contract(tmp_path: Path
 
 @pytest.mark.postgresql
 def test_postgresql_rows_keep_their_meaning_under_one_status_contract(tmp_path: Path) -> None:
-    if not POSTGRES_URL:
-        pytest.skip("PostgreSQL not configured: set CAPSTAN_TEST_DATABASE_URL")
-    schema = f"capstan_contract_{secrets.token_hex(4)}"
-    settings = Settings(database_url=POSTGRES_URL, database_schema=schema, data_dir=tmp_path)
-    try:
-        _check_rows_keep_their_meaning(settings)
-    finally:
-        _run_sql(
-            Settings(database_url=POSTGRES_URL, data_dir=tmp_path),
-            [f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'],
-        )
+    _on_a_postgresql_schema(tmp_path, _check_rows_keep_their_meaning)
