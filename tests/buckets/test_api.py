@@ -117,6 +117,36 @@ def test_a_bucket_becomes_active_as_it_was_created_and_is_listed(shop: Ready) ->
     assert [b["id"] for b in org.api.get(made.base).json()["buckets"]] == [made.bucket["id"]]
 
 
+def test_a_bucket_the_cloud_refuses_to_make_says_why_until_it_is_made(shop: Ready) -> None:
+    """A bucket has no `failed`: while the cloud refuses to make it, it stays `creating` with
+    the reason in `error`, and is tried again; once the refusal is gone it is made and the
+    reason goes."""
+    org = shop.org
+    deny = {"Effect": "Deny", "Action": "s3:CreateBucket", "Resource": "*"}
+    with account_admin(org, "eu-west-1") as admin:
+        iam = admin.client("iam")
+        iam.put_role_policy(
+            RoleName="CapstanAccess",
+            PolicyName="no-buckets",
+            PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [deny]}),
+        )
+        try:
+            made = make_bucket(org)
+            assert made.bucket["error"] is None
+            held = wait_until(
+                lambda: (body := org.api.get(made.path).json())["error"] and body,
+                timeout=60,
+                what="the refusal to show",
+            )
+        finally:
+            iam.delete_role_policy(RoleName="CapstanAccess", PolicyName="no-buckets")
+    assert held["status"] == "creating", held
+    assert held["error"].startswith("Not done yet (Capstan tries again): "), held
+    assert "s3:CreateBucket" in held["error"], held
+    active = wait_status(org, made.path, "active")
+    assert active["error"] is None
+
+
 def test_the_cloud_bucket_is_private_encrypted_metered_and_tagged(shop: Ready) -> None:
     made = active_bucket(shop.org)
     real_name = made.real_name
