@@ -5,22 +5,37 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# The sandbox is a distribution of its own in this repository: installed from here in the same
+# pip command as Capstan's extras, so `capstan[sandbox]` is satisfied by it, not by an index.
+SANDBOX := -e ./packages/capstan-sandbox
+SANDBOX_PYPROJECT := packages/capstan-sandbox/pyproject.toml
+# Every install takes the versions CI tested: requirements.lock pins the whole tree (uv's
+# resolver, `make lock`); pip reads it as constraints, so an extra installs only what it needs.
+LOCK := requirements.lock
+PIP_INSTALL := $(BIN)/pip install --quiet -c $(LOCK)
 # Tests wait on the sandbox far more than they compute: four workers on two cores.
 TEST_WORKERS ?= 4
 
-.PHONY: dev test aws-smoke cli-processes chaos load scale fleet processes browser screenshots check format migrate bench fuzz clean
+.PHONY: lock dev test aws-smoke cli-processes chaos load scale fleet processes sandbox-alone browser screenshots check format migrate bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[sandbox]'
+$(VENV)/.installed-dev: pyproject.toml $(SANDBOX_PYPROJECT) $(LOCK) | $(BIN)/python
+	$(PIP_INSTALL) $(SANDBOX) -e '.[sandbox]'
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
+$(VENV)/.installed-test: pyproject.toml $(SANDBOX_PYPROJECT) $(LOCK) | $(BIN)/python
+	$(PIP_INSTALL) $(SANDBOX) -e '.[test]'
 	touch $@ $(VENV)/.installed-dev
+
+## make lock: resolve every extra's dependencies again into requirements.lock (uv, installed into
+## .venv on demand); versions already pinned stay unless pyproject.toml asks otherwise
+lock: | $(BIN)/python
+	$(BIN)/pip install --quiet uv
+	$(BIN)/uv pip compile pyproject.toml --all-extras --python-version 3.11 \
+		--no-emit-package capstan-sandbox --output-file $(LOCK) --quiet
 
 ## make dev: create .venv, install Capstan with the sandbox extra, start the dev server
 ## (sandbox cloud and git host) on DEV_PORT (default 8000): `make dev DEV_PORT=8080`
@@ -41,8 +56,8 @@ AWS_SMOKE_ARGS ?=
 aws-smoke: $(VENV)/.installed-dev
 	$(BIN)/python -m capstan.aws_smoke $(AWS_SMOKE_ARGS)
 
-$(VENV)/.installed-fuzz: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,fuzz]'
+$(VENV)/.installed-fuzz: pyproject.toml $(SANDBOX_PYPROJECT) $(LOCK) | $(BIN)/python
+	$(PIP_INSTALL) $(SANDBOX) -e '.[test,fuzz]'
 	touch $@ $(VENV)/.installed-test $(VENV)/.installed-dev
 
 ## make fuzz: schemathesis (every check) against a live `capstan server --dev` with real ids, for
@@ -74,6 +89,11 @@ fleet: $(VENV)/.installed-test
 processes: $(VENV)/.installed-test
 	$(BIN)/pytest -n 2 -m processes $(PYTEST_ARGS)
 
+## make sandbox-alone: `pip install ./packages/capstan-sandbox` into a fresh virtualenv (no
+## Capstan), then start its sandbox cloud and call it with boto3 (packages from the index)
+sandbox-alone: $(VENV)/.installed-test
+	$(BIN)/pytest -m sandbox_alone -p no:cacheprovider $(PYTEST_ARGS)
+
 ## make cli-processes: the CLI's tests with every command through the installed `capstan` entry
 ## point in its own process (make test runs most of them in-process, which is faster)
 cli-processes: $(VENV)/.installed-test
@@ -84,8 +104,8 @@ cli-processes: $(VENV)/.installed-test
 chaos: $(VENV)/.installed-test
 	$(BIN)/pytest -m chaos $(PYTEST_ARGS)
 
-$(VENV)/.installed-browser: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[browser]'
+$(VENV)/.installed-browser: pyproject.toml $(SANDBOX_PYPROJECT) $(LOCK) | $(BIN)/python
+	$(PIP_INSTALL) $(SANDBOX) -e '.[browser]'
 	touch $@ $(VENV)/.installed-test $(VENV)/.installed-dev
 
 ## make browser: the dashboard's tests in headless Chromium against a live `capstan server --dev`
@@ -100,15 +120,17 @@ screenshots: $(VENV)/.installed-browser
 
 ## make check: lint, format check, type check and the import layers (pyproject.toml's contracts)
 check: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests bench scripts
-	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/ruff check src packages tests bench scripts
+	$(BIN)/ruff format --check src packages tests bench scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/python scripts/import_cycles.py capstan_sandbox
+	$(BIN)/python scripts/check_lock.py
 	$(BIN)/python scripts/lint_role.py
 
 format: $(VENV)/.installed-test
-	$(BIN)/ruff check --fix src tests bench scripts
-	$(BIN)/ruff format src tests bench scripts
+	$(BIN)/ruff check --fix src packages tests bench scripts
+	$(BIN)/ruff format src packages tests bench scripts
 
 ## make bench: deploy N = 1, 10, 100 web servers against a zero-delay sandbox, the create request's
 ## CPU alone (bench/creates.py), then the API against a bare FastAPI floor with wrk

@@ -25,7 +25,7 @@ from parliament import analyze_policy_string  # type: ignore[import-untyped]
 
 from capstan.cloud.access_policy import access_statements
 from capstan.cloud.access_role import boundary_statements, role_template, substituted
-from capstan.sandbox.cloud.iam_catalogue import dependent_actions
+from capstan_sandbox.cloud.iam_catalogue import dependent_actions
 
 EXAMPLE = {
     "${AWS::Partition}": "aws",

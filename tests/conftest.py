@@ -26,9 +26,9 @@ BACKENDS = ["sqlite", "postgresql"]
 
 def pytest_configure(config: pytest.Config) -> None:
     """Passwords made and checked in this process cost little CPU (argon2id at 1 MiB and one
-    pass instead of 64 MiB and three: about 0.6 ms instead of 170 ms, which over the suite's
-    thousands of sign-ins was minutes of its time on two cores). Not for `make load`, whose
-    latency bounds are about the real cost; processes started by tests use the real cost too."""
+    pass instead of 64 MiB and three: the suite signs in thousands of times; decision 0112).
+    Not for `make load`, whose latency bounds are about the real cost; processes started by
+    tests use the real cost too."""
     selected = (config.option.markexpr or "").replace("not load", "")
     if "load" not in selected:
         use_hash_cost(time_cost=1, memory_cost_kib=1024, parallelism=1)
@@ -83,7 +83,7 @@ def github_app_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def sandbox_cloud_url() -> Iterator[str | None]:
     """One sandbox cloud for the whole run (moto keeps its state per process anyway)."""
-    from capstan.sandbox.cloud.server import start_sandbox_cloud
+    from capstan.dev.sandbox_cloud import start_sandbox_cloud
 
     # The simulator looks at moto's state ten times a second: often enough for 0.3 s delays,
     # and half the CPU of its default when four test processes share two cores. IAM propagates

@@ -32,7 +32,7 @@ PASSWORD = "correct horse battery staple"
 # connection the server was closing that moment and fail with a ReadError under load.
 POOL_LIMITS = httpx.Limits(keepalive_expiry=2.0)
 # Every test client shares one TLS context: httpx makes one for each client otherwise (loading
-# the CA bundle: ~45 ms of CPU a client, several clients a test), though tests speak plain HTTP.
+# the CA bundle each time, several clients a test), though tests speak plain HTTP.
 TLS = httpx.create_ssl_context()
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
 from tests.apps.processes import (
     REGION,
     bearer_client,

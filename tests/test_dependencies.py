@@ -3,8 +3,8 @@
 FastAPI runs a plain `def` dependency in its thread pool: a trip there and back, and a turn for
 the interpreter lock, for each request that names it. The app's dependencies only read
 `app.state` (the settings, the cloud, the git host client) or build from other dependencies, so
-each is an `async def`; a `def` one cost the deployment bench's server 6 % of its CPU (py-spy:
-the hand-off to the pool and its capacity limiter under the requests of 100 deployments).
+each is an `async def`: a `def` one hands every request naming it to the pool and its capacity
+limiter for nothing.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The import layers hold: each import-linter contract in pyproject.toml is kept.
+"""The import layers hold: each import-linter contract in pyproject.toml is kept, and no
+circle of imports is left inside the sandbox.
 
 `make check` runs `lint-imports` too; running each contract here means `make test` catches a
 layering break as well, one failing test per broken contract, with import-linter's report.
@@ -25,6 +26,8 @@ CONTRACTS = [
 
 def test_the_layer_contracts_are_configured() -> None:
     assert set(CONTRACTS) == {
+        "sandbox-knows-no-capstan",
+        "only-the-root-knows-the-sandbox",
         "cloud-knows-no-domain",
         "domain-not-cloud-aws",
         "domain-not-sandbox",
@@ -37,6 +40,17 @@ def test_the_layer_contracts_are_configured() -> None:
 def test_contract_is_kept(contract: str) -> None:
     result = subprocess.run(
         [str(LINT_IMPORTS), "--no-cache", "--contract", contract],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_import_circle_inside_the_sandbox() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "import_cycles.py"), "capstan_sandbox"],
         cwd=ROOT,
         capture_output=True,
         text=True,

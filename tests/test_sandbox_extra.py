@@ -34,7 +34,7 @@ from capstan.config import Settings
 
 create_app(Settings(_env_file=None, secret_key="x" * 40))
 loaded = sorted(name for name in sys.modules if name.split(".")[0] == "moto"
-                or name.startswith("capstan.sandbox"))
+                or name.startswith("capstan_sandbox"))
 print("loaded:", loaded)
 """
 

@@ -36,17 +36,17 @@ def test_a_move_lands_in_the_database_and_in_memory(database: Database) -> None:
         async with sessions() as session:
             cache = await session.get(Cache, cache_id)
             assert cache is not None
-            moved = await STATES.move(session, cache, "created", applied_storage_limit_mb=1024)
-            in_memory = (cache.status, cache.applied_storage_limit_mb, cache.updated_at > before)
+            moved = await STATES.move(session, cache, "created", observed_generation=1)
+            in_memory = (cache.status, cache.observed_generation, cache.updated_at > before)
             assert not session.dirty  # what it set is what the database has: nothing to flush
             await session.commit()
         row = await stored(sessions, Cache, cache_id)
-        return moved, in_memory, (row.status, row.applied_storage_limit_mb), row.updated_at > before
+        return moved, in_memory, (row.status, row.observed_generation), row.updated_at > before
 
     moved, in_memory, in_database, touched = database.run(work)
     assert moved
-    assert in_memory == ("available", 1024, True)
-    assert in_database == ("available", 1024)
+    assert in_memory == ("available", 1, True)
+    assert in_database == ("available", 1)
     assert touched
 
 

@@ -109,16 +109,16 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
             app.include_router(router)
     if settings.cloud is CloudMode.sandbox:
         require_sandbox()
-        from capstan.sandbox.cloud.front import ServiceFrontMiddleware
-        from capstan.sandbox.cloud.pages import router as sandbox_cloud_router
+        from capstan.dev.front import ServiceFrontMiddleware
+        from capstan.dev.setup_page import router as sandbox_cloud_router
 
         app.include_router(sandbox_cloud_router)
         # http://<name>.<suffix>.<domain>:<port>/ shows the deployment that answers there.
         app.add_middleware(ServiceFrontMiddleware, domain=settings.domain)
     if settings.git_host is GitHostMode.sandbox:
-        from capstan.sandbox.git_host.router import router as sandbox_git_host_router
+        from capstan.dev.git_host import mount_git_host
 
-        app.include_router(sandbox_git_host_router)
+        mount_git_host(app, settings)
 
     mount_dashboard(app)
     _install_error_handlers(app)
@@ -258,7 +258,7 @@ class RequestIdMiddleware:
     the same line with the request id after it, so a line and the traceback of its failure can
     be found together, and without the query string, which may carry a secret (an install
     callback's code). uvicorn's costs more than a bare FastAPI app's whole request: it copies
-    each record and styles it (the decision "An access log of our own").
+    each record and styles it (docs/decisions/0110).
     """
 
     def __init__(self, app: ASGIApp) -> None:

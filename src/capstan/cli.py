@@ -132,7 +132,7 @@ def _start_dev_topology(settings: Settings, stack: ExitStack) -> Settings:
     from capstan import dev_server
 
     if settings.cloud is CloudMode.sandbox and not settings.sandbox_cloud_url:
-        from capstan.sandbox.cloud.server import start_sandbox_cloud
+        from capstan.dev.sandbox_cloud import start_sandbox_cloud
 
         sandbox = start_sandbox_cloud()
         stack.callback(sandbox.stop)
@@ -199,7 +199,7 @@ def sandbox(
         require_sandbox()
     except ConfigurationError as error:
         raise _fail(str(error)) from error
-    from capstan.sandbox.cloud.server import run_sandbox_cloud
+    from capstan.dev.sandbox_cloud import run_sandbox_cloud
 
     typer.echo(f"Sandbox cloud on http://{host}:{port}")
     run_sandbox_cloud(

@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     session_absolute_seconds: int = 30 * 24 * 3600
     csrf_token_seconds: int = 12 * 3600
     git_host_state_seconds: int = 30 * 60
-    # Sign-in limits (docs/decisions.md, "Sign-in limits"): attempts per account and client
+    # Sign-in limits (docs/decisions/0047 and 0040): attempts per account and client
     # together and per client over `sign_in_window_seconds`; a looser ceiling per account over
     # `sign_in_account_window_seconds`, with a progressive delay once the account passes
     # `sign_in_delay_after_attempts`.
@@ -114,8 +114,8 @@ class Settings(BaseSettings):
     # so it holds `worker_concurrency` + `database_pool_size` connections (+ 1 for the workers'
     # LISTEN on PostgreSQL), plus the overflow. Every connection the pool opens it keeps (opened
     # on demand); an overflow connection is closed as soon as it is returned, so under steady load
-    # beyond the pool it is opened again for nearly every request (no overflow by default: 20 and
-    # 0 reach the same peak as 10 and 10 did without that churn, see docs/decisions.md).
+    # beyond the pool it would be opened again for nearly every request: no overflow by default
+    # (docs/decisions/0048).
     database_pool_size: int = 20
     database_max_overflow: int = 0
     database_pool_timeout_seconds: float = 10.0

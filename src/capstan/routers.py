@@ -1,11 +1,10 @@
 """`PrefixRouter`: an APIRouter that a request outside its prefix passes over at once.
 
 FastAPI finds a request's route by asking each included router in turn, and each router asks
-each of its routes (a regular expression and some bookkeeping of FastAPI's, a few microseconds
-a route). A request for a project's static websites walked the 21 routes of web servers and the
-21 of workers before reaching its own (route matching was 16 % of that request's CPU in a
-py-spy profile), though none of them could have matched: every route of a router starts with
-the router's prefix. So a `PrefixRouter` first asks whether the path starts with its prefix (as
+each of its routes (a regular expression and some bookkeeping of FastAPI's). A request for a
+project's static websites walked every route of web servers and of workers before reaching its
+own, though none of them could have matched: every route of a router starts with the router's
+prefix. So a `PrefixRouter` first asks whether the path starts with its prefix (as
 a pattern: `{project_id}` is any segment) and answers "no match" when it does not; otherwise
 FastAPI matches as before.
 

@@ -69,7 +69,7 @@ class StateMachine(Generic[M]):
             column.onupdate is not None for column in mapper.columns
         )
         # A move without guards, by the columns it sets: one statement each, built once
-        # (decisions.md "Statements built once").
+        # (docs/decisions/0065).
         self._moves: dict[tuple[str, ...], Update] = {}
 
     def can(self, status: Status, event: str) -> bool:
@@ -136,9 +136,8 @@ class StateMachine(Generic[M]):
 
     def _fold(self, row: M) -> dict[str, Any]:
         """The row's own pending column changes, taken out of the unit of work for the move's
-        UPDATE to write: one statement, not two (decisions.md, "A move writes the row's own
-        changes"). {} when the model's moves cannot carry them or the row has a change other
-        than a plain column's."""
+        UPDATE to write: one statement, not two (docs/decisions/0065). {} when the model's moves
+        cannot carry them or the row has a change other than a plain column's."""
         if not self._foldable:
             return {}
         state = inspect(row)

@@ -34,7 +34,7 @@ def control_plane_identity(settings: Settings) -> ControlPlaneIdentity:
     if settings.cloud is CloudMode.aws:
         return aws_identity
     require_sandbox()
-    from capstan.sandbox.cloud.identity import sandbox_identity
+    from capstan.dev.identity import sandbox_identity
 
     return sandbox_identity
 

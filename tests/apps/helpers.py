@@ -16,8 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.cloud.aws.session import Endpoint
 from capstan.db import make_engine, make_sessionmaker
+from capstan.dev.accounts import organization_access
 from capstan.reconcile.models import QueueItem, ReconcilePass
-from capstan.sandbox.cloud.accounts import organization_access
 from tests.cloud_account.flow import connect
 from tests.git_host.flow import install
 from tests.harness import Org, RunningServer, run_db
@@ -126,7 +126,7 @@ def counted(org: Org, work: Callable[[AsyncSession], Awaitable[Any]]) -> tuple[A
 @contextmanager
 def simulator_knobs(**knobs: Any) -> Iterator[None]:
     """The sandbox simulator's `knobs` changed for the block, and put back after it."""
-    from capstan.sandbox.cloud.simulator import simulator
+    from capstan_sandbox.cloud.simulator import simulator
 
     before = simulator().configure(**knobs)
     try:

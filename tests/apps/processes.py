@@ -25,8 +25,8 @@ import httpx
 import pytest
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.operator import operator_account_id
+from capstan.dev.accounts import organization_access
+from capstan.dev.operator import operator_account_id
 from tests.conftest import POSTGRES_URL, _drop_schema
 from tests.git_host.flow import approve, callback
 from tests.harness import free_socket, http_client

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from capstan.sandbox.cloud import quotas
+from capstan_sandbox.cloud import quotas
 from tests.apps.helpers import ready
 from tests.harness import Org
 

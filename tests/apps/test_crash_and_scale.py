@@ -60,14 +60,11 @@ pytestmark = pytest.mark.chaos
 
 # Short, so a handover is quick to see (production's is 30 s), but not shorter than a loaded CI
 # machine can keep: a heartbeat comes every third of the lease, so a worker starved for more than
-# two thirds of it loses leases. With 3 s, heartbeats 2.7-4.2 s apart under load (20 builds in
-# the sandbox, two workers, the API and PostgreSQL on two cores) lost a pass's lease while it ran
-# (CI of 2026-11-27; the worker now stops such a pass, but it had already overlapped the next).
+# two thirds of it loses leases, and a shorter lease was lost by passes under way in CI.
 LEASE_SECONDS = 6.0
 # What the survivor may add to the lease before it takes a dead worker's row over: its poll
-# interval (0.25 s), the claim itself and the slack of a loaded CI machine — which shares its two
-# cores with the sandbox, now running each image build's buildspec in bash (with 2.0 s, one run
-# after that change took the rows over at 5.11 s, 2.11 s past the lease).
+# interval (0.25 s), the claim itself and the slack of a loaded CI machine, which shares its two
+# cores with the sandbox running each image build's buildspec in bash.
 HANDOVER_MARGIN_SECONDS = 3.0
 
 

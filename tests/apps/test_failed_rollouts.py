@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from capstan.cloud.aws import names
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.simulator import simulator
 from tests.apps.helpers import ready, simulator_knobs
 from tests.apps.processes import account_sessions
 from tests.harness import RunningServer

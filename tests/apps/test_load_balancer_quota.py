@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from capstan.cloud.aws.names import load_balancer_name
-from capstan.sandbox.cloud import quotas
+from capstan_sandbox.cloud import quotas
 from tests.apps.helpers import Ready, new_shop, queue_state, ready
 from tests.apps.processes import account_sessions
 from tests.harness import Org

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from capstan.sandbox.cloud import new_accounts, quotas, regions
+from capstan_sandbox.cloud import new_accounts, quotas, regions
 from tests.apps.helpers import Ready, ready, simulator_knobs
 from tests.apps.sites import create_site
 from tests.harness import RunningServer

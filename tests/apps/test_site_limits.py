@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.projects.models import Project
-from capstan.sandbox.cloud import quotas
+from capstan_sandbox.cloud import quotas
 from tests.apps.helpers import Ready, ready
 from tests.apps.sites import account, create_site
 from tests.harness import Org, run_db

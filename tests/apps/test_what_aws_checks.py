@@ -2,7 +2,7 @@
 the customer's access role, the sandbox refuses the call as AWS would, and what needed it fails
 with Capstan's sentence naming the permission (never AWS's own text).
 
-The kinds (`capstan.sandbox.cloud.implied`): a dependent action of the Service Authorization
+The kinds (`capstan_sandbox.cloud.implied`): a dependent action of the Service Authorization
 Reference; a request parameter implying another action; a resource the call implies; what a
 service validates on the caller for work it does later."""
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
 from tests.harness import Org
 from tests.polling import wait_until
 

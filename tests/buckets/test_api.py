@@ -16,9 +16,9 @@ import pytest
 from capstan.cloud.aws import iam, names
 from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.s3 import REQUEST_METRICS_ID
-from capstan.sandbox.cloud.bedrock_profiles import invocation_refusal
-from capstan.sandbox.cloud.role_checks import RoleRequests
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.bedrock_profiles import invocation_refusal
+from capstan_sandbox.cloud.role_checks import RoleRequests
+from capstan_sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
 from tests.buckets.helpers import (
     HAIKU,
@@ -66,6 +66,36 @@ def test_a_bucket_becomes_active_as_it_was_created_and_is_listed(shop: Ready) ->
         k: made.bucket[k] for k in ("id", "name", "arn", "region")
     }
     assert [b["id"] for b in org.api.get(made.base).json()["buckets"]] == [made.bucket["id"]]
+
+
+def test_a_bucket_the_cloud_refuses_to_make_says_why_until_it_is_made(shop: Ready) -> None:
+    """A bucket has no `failed`: while the cloud refuses to make it, it stays `creating` with
+    the reason in `error`, and is tried again; once the refusal is gone it is made and the
+    reason goes."""
+    org = shop.org
+    deny = {"Effect": "Deny", "Action": "s3:CreateBucket", "Resource": "*"}
+    with account_admin(org, "eu-west-1") as admin:
+        iam = admin.client("iam")
+        iam.put_role_policy(
+            RoleName="CapstanAccess",
+            PolicyName="no-buckets",
+            PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [deny]}),
+        )
+        try:
+            made = make_bucket(org)
+            assert made.bucket["error"] is None
+            held = wait_until(
+                lambda: (body := org.api.get(made.path).json())["error"] and body,
+                timeout=60,
+                what="the refusal to show",
+            )
+        finally:
+            iam.delete_role_policy(RoleName="CapstanAccess", PolicyName="no-buckets")
+    assert held["status"] == "creating", held
+    assert held["error"].startswith("Not done yet (Capstan tries again): "), held
+    assert "s3:CreateBucket" in held["error"], held
+    active = wait_status(org, made.path, "active")
+    assert active["error"] is None
 
 
 def test_the_cloud_bucket_is_private_encrypted_metered_and_tagged(shop: Ready) -> None:

@@ -20,7 +20,7 @@ from capstan.cloud.aws import names
 from capstan.cloud.aws.elasticache import cache_name
 from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.network import find_network
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, new_shop
 from tests.apps.processes import account_sessions
 from tests.buckets.helpers import account_admin

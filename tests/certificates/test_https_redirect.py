@@ -10,8 +10,8 @@ never needs room for more than one extra."""
 from __future__ import annotations
 
 from capstan.cloud.aws.session import Endpoint
-from capstan.sandbox.cloud import quotas
-from capstan.sandbox.cloud.front import Answering, Redirect, answering
+from capstan.dev.front import Answering, Redirect, answering
+from capstan_sandbox.cloud import quotas
 from tests.apps.helpers import new_shop
 from tests.apps.processes import wait_all_running
 from tests.certificates.helpers import (

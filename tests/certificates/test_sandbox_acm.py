@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud.accounts import management_session, organization_access
+from capstan.dev.accounts import management_session, organization_access
 from tests.sandbox.aws import new_account, vpc_with_two_subnets
 
 REGION = "eu-west-1"  # not the sandbox's default: ACM works the same in every region

@@ -10,9 +10,9 @@ import pytest
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.cloud.deploy import Deployer
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.operator import bootstrap_control_plane, ensure_service_zone
-from capstan.sandbox.cloud.simulator import simulator
+from capstan.dev.accounts import organization_access
+from capstan.dev.operator import bootstrap_control_plane, ensure_service_zone
+from capstan_sandbox.cloud.simulator import simulator
 from tests.cloud.deploy_helpers import BROKEN, COMMIT, DOMAIN, REPO, GitHost, git_host
 from tests.sandbox.aws import access_role, new_account
 from tests.sandbox.conftest import endpoint

@@ -15,9 +15,9 @@ from capstan.cloud.aws import iam
 from capstan.cloud.aws.codebuild import BUILDSPEC, clone_base
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.deploy import Deployer
-from capstan.sandbox.cloud import quotas
-from capstan.sandbox.cloud.simulator import build_shell, images
-from capstan.sandbox.git_host.samples import DISTROLESS_FILES
+from capstan_sandbox.cloud import quotas
+from capstan_sandbox.cloud.simulator import build_shell, images
+from capstan_sandbox.git_host.samples import DISTROLESS_FILES
 from tests.cloud.deploy_helpers import (
     GOOD_TOKEN,
     REGISTRY_LOGIN,

@@ -18,8 +18,8 @@ from capstan.cloud.builds import ROLE_PROPAGATION, Build
 from capstan.cloud.credentials import utcnow
 from capstan.cloud.deploy import BuildSpec, Deployer, Target
 from capstan.cloud.errors import QuotaExceededError, RetryableCloudError, TerminalCloudError
-from capstan.sandbox.cloud import quotas
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud import quotas
+from capstan_sandbox.cloud.simulator import simulator
 from tests.cloud.deploy_helpers import (
     COMMIT,
     DOMAIN,

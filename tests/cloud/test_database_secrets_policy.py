@@ -17,7 +17,7 @@ from capstan.cloud.databases import DatabaseDriver, DatabaseSpec
 from capstan.cloud.deploy import Deployer
 from capstan.cloud.errors import QuotaExceededError, RetryableCloudError
 from capstan.cloud.policy_size import ROLE_INLINE_CHARS, policy_chars
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.simulator import simulator
 from tests.cloud.deploy_helpers import new_id, worker_target
 from tests.sandbox.aws import calls, calls_since
 

@@ -17,7 +17,7 @@ from capstan.cloud.deploy import BuildSpec, Deployer
 from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud.pricing import bucket_monthly_usd, monthly_run_rate_usd, shared_lines
 from capstan.cloud.spend import SpendDriver
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.simulator import simulator
 from tests.cloud.deploy_helpers import (
     BROKEN,
     COMMIT,
@@ -522,9 +522,10 @@ def test_a_first_deployment_makes_no_look_before_an_idempotent_create(
     endpoint: Endpoint,
     account: str,
 ) -> None:
-    """Creates answer for what exists (docs/deploy-calls.md): a new target's build, environment
-    and rollout read nothing first, and the rollout's looks find its target group through ECS.
-    The calls counted are this account's (the sandbox also serves other tests' reconcilers)."""
+    """Creates answer for what exists (bench/README.md, the least calls): a new target's build,
+    environment and rollout read nothing first, and the rollout's looks find its target group
+    through ECS. The calls counted are this account's (the sandbox also serves other tests'
+    reconcilers)."""
     customer, _operator = sessions
     project_id = new_id("prj")
     deployer.network.ensure_project_network(project_id)

@@ -12,7 +12,7 @@ import pytest
 
 from capstan.cloud.aws import route53
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud.accounts import management_session
+from capstan.dev.accounts import management_session
 
 BALANCER_ZONE = "Z35SXDOTRQ7X7K"
 OURS = "lb-ours.us-east-1.elb.amazonaws.com"

@@ -16,9 +16,9 @@ from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.cloud.driver import RETIRED_SESSION_GRACE
 from capstan.config import Settings
 from capstan.db import utcnow
-from capstan.sandbox.cloud.identity import sandbox_identity
-from capstan.sandbox.cloud.operator import bootstrap_control_plane
-from capstan.sandbox.cloud.sts import assume_role_attempts
+from capstan.dev.identity import sandbox_identity
+from capstan.dev.operator import bootstrap_control_plane
+from capstan_sandbox.cloud.sts import assume_role_attempts
 from tests.cloud.settings import sandbox_settings
 from tests.sandbox.aws import (
     create_role,

@@ -13,8 +13,8 @@ import pytest
 
 from capstan.cloud.aws import ecr
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.ecr_lifecycle import expire
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud.ecr_lifecycle import expire
 from tests.sandbox.aws import access_role, calls, calls_since, new_account
 
 RESOURCE = "web_lifecycle"

@@ -1,7 +1,7 @@
 """A target's first roll-out creates its ECS service without looking for it first: ECS answers a
 retry of the same request with the service, and refuses another create of a name in use (the
-sandbox as ECS does, `sandbox/cloud/ecs_services.py`), which sends the driver to the look and
-the update a redeploy makes."""
+sandbox as ECS does, `capstan_sandbox.cloud.ecs_services`), which sends the driver to the look
+and the update a redeploy makes."""
 
 from __future__ import annotations
 

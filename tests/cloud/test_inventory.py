@@ -7,7 +7,7 @@ import json
 
 from capstan.cloud.aws import inventory, names
 from capstan.cloud.aws.session import Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
 from tests.sandbox.aws import new_account
 
 TRUST = {

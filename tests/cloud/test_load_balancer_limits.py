@@ -14,7 +14,7 @@ from capstan.cloud.aws import elbv2, host_rules, names
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.deploy import Deployer, Target
 from capstan.cloud.errors import QuotaExceededError
-from capstan.sandbox.cloud import quotas
+from capstan_sandbox.cloud import quotas
 from tests.cloud.deploy_helpers import DOMAIN, GitHost, build, new_id, settle, task_spec
 from tests.polling import wait_until
 

@@ -10,8 +10,8 @@ import pytest
 
 from capstan.cloud.aws import logs, names
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud import quotas
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud import quotas
 from tests.sandbox.aws import access_role, new_account, unthrottled
 
 PAGE = 20  # events a FilterLogEvents page holds here (AWS: 10,000 or 1 MB)

@@ -21,7 +21,7 @@ from capstan.cloud.builds import ROLE_PROPAGATION
 from capstan.cloud.credentials import utcnow
 from capstan.cloud.deploy import Deployer, Rollout
 from capstan.cloud.target import Target
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.simulator import simulator
 from tests.cloud.deploy_helpers import (
     DOMAIN,
     GitHost,

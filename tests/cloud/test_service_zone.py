@@ -14,7 +14,7 @@ from capstan.cloud import TerminalCloudError, open_cloud
 from capstan.cloud.aws import route53
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
 from capstan.config import ConfigurationError, Settings
-from capstan.sandbox.cloud.operator import bootstrap_control_plane
+from capstan.dev.operator import bootstrap_control_plane
 from tests.cloud.settings import sandbox_settings
 
 
@@ -58,7 +58,7 @@ def test_the_sandbox_makes_the_zone_as_an_operator_would(endpoint: Endpoint) -> 
     settings = sandbox_settings(endpoint.url, domain=domain)
 
     async def start() -> str | None:
-        from capstan.sandbox.cloud.identity import sandbox_identity
+        from capstan.dev.identity import sandbox_identity
 
         async with open_cloud(settings, sandbox_identity) as cloud:
             return await cloud.run(lambda: route53.find_zone(cloud.operator, domain))

@@ -12,7 +12,7 @@ import pytest
 
 from capstan.cloud.access_role import boundary_statements, substituted
 from capstan.cloud.aws import bedrock, s3
-from capstan.sandbox.cloud import policy
+from capstan_sandbox.cloud import policy
 
 ACCOUNT = "123456789012"
 STACK = {

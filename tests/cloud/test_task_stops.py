@@ -16,7 +16,7 @@ from capstan.cloud.aws.ssm import StoredEnvironment
 from capstan.cloud.aws.task_stops import StoppedTask, explain
 from capstan.cloud.deploy import Deployer, Rollout
 from capstan.cloud.target import Target
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.simulator import simulator
 from tests.cloud.deploy_helpers import (
     GitHost,
     build,

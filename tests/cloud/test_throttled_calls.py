@@ -12,7 +12,7 @@ import pytest
 from capstan.cloud.aws import ecs
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import RetryableCloudError
-from capstan.sandbox.cloud import throttling
+from capstan_sandbox.cloud import throttling
 from tests.apps.helpers import ready
 from tests.harness import RunningServer
 from tests.polling import wait_until

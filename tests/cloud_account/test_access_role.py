@@ -20,8 +20,8 @@ from capstan.cloud.access_policy import access_statements
 from capstan.cloud.access_role import boundary_arn, boundary_statements
 from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
-from capstan.sandbox.cloud import iam_catalogue
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud import iam_catalogue
 from tests.sandbox.aws import access_role, iam_propagated, new_account
 
 PROJECT_TAGS = [{"Key": "capstan:project", "Value": "prj_test"}]

@@ -16,8 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.cloud.aws.session import Endpoint
 from capstan.cloud_account import service
 from capstan.cloud_account.models import CloudAccount
-from capstan.sandbox.cloud.simulator import simulator
-from capstan.sandbox.cloud.sts import assume_role_attempts
+from capstan_sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.sts import assume_role_attempts
 from tests.cloud_account.flow import cloud_of, connect, launch, verify
 from tests.harness import Org, RunningServer, run_db
 from tests.sandbox.aws import create_role, operator_principal, set_trust_policy, trust_policy

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import capstan.dashboard
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.simulator import simulator
 from tests.apps.helpers import connected_org, new_shop, ready
 from tests.harness import Org, RunningServer
 from tests.polling import wait_until

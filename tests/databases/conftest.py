@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.simulator import simulator
 from tests.apps.helpers import connected_org
 from tests.harness import Org, RunningServer
 

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 from capstan.cloud.aws import names
 from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.network import find_network
-from capstan.sandbox.cloud import rds as sandbox_rds
+from capstan_sandbox.cloud import rds as sandbox_rds
 from tests.apps.helpers import new_shop
 from tests.databases.helpers import cloud_instance, create_database, customer_of
 from tests.harness import Org

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.reconcile.models import ReconcilePass
 from capstan.reconcile.queue import enqueue
-from capstan.sandbox.cloud import quotas
+from capstan_sandbox.cloud import quotas
 from tests.apps.helpers import new_shop
 from tests.databases.helpers import cloud_instance, create_database, customer_of
 from tests.harness import Org, run_db

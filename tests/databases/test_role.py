@@ -12,8 +12,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud import authorization
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud import authorization
 from tests.sandbox.aws import access_role, new_account
 
 DENIED = {"AccessDenied", "AccessDeniedException"}

@@ -20,7 +20,7 @@ from capstan.cloud import access_role
 from capstan.db import utcnow
 from capstan.reconcile.models import ReconcilePass
 from capstan.reconcile.queue import enqueue
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, connected_org, new_shop, simulator_knobs
 from tests.databases.helpers import cloud_instance, create_database, customer_of
 from tests.harness import Org, RunningServer, run_db

@@ -29,7 +29,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.reconcile.models import ReconcilePass
-from capstan.sandbox.cloud import quotas, throttling
+from capstan_sandbox.cloud import quotas, throttling
 from tests.apps.helpers import Ready, new_shop, ready, simulator_knobs
 from tests.harness import Org, RunningServer, run_db
 

@@ -17,11 +17,11 @@ from pydantic import SecretStr
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.dev.git_host import sandbox_git_host
 from capstan.git_host.models import GitHostInstallation, GitHostSetup
 from capstan.git_host.router import SETUP_COOKIE
 from capstan.git_host.setup_state import binding_of, sign_state
-from capstan.sandbox.git_host.host import SandboxGitHost
-from capstan.sandbox.git_host.store import STATE_FILE
+from capstan_sandbox.git_host.store import STATE_FILE
 from tests.git_host.flow import (
     approve,
     callback,
@@ -626,7 +626,7 @@ def _sandbox_with_client_secret(secret: str) -> Callable[[FastAPI], None]:
                 "github_client_secret": SecretStr(secret),
             }
         )
-        app.state.sandbox_git_host = SandboxGitHost.from_settings(settings)
+        app.state.sandbox_git_host = sandbox_git_host(settings)
 
     return configure
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from capstan.sandbox.cloud.bedrock import catalog
-from capstan.sandbox.cloud.bedrock_profiles import profiles
+from capstan_sandbox.cloud.bedrock import catalog
+from capstan_sandbox.cloud.bedrock_profiles import profiles
 from tests.apps.helpers import new_shop
 from tests.harness import Org
 

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from capstan.sandbox.cloud import quotas
+from capstan_sandbox.cloud import quotas
 from tests.harness import Org, RunningServer
 from tests.sandbox.conftest import endpoint
 

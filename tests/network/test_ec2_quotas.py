@@ -16,8 +16,8 @@ from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.cloud.errors import QuotaExceededError
 from capstan.db import new_id
-from capstan.sandbox.cloud import quotas
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud import quotas
 from tests.sandbox.aws import access_role, new_account
 
 

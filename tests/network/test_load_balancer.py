@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from capstan.cloud.aws import names
 from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.session import AwsSession
-from capstan.sandbox.cloud import quotas
+from capstan_sandbox.cloud import quotas
 from tests.apps.helpers import Ready, new_shop, queue_state, ready
 from tests.apps.processes import account_sessions, wait_all_running
 from tests.harness import Org

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from capstan.cloud.aws.inventory import capstan_resources
-from capstan.sandbox.cloud import quotas
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud import quotas
+from capstan_sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, new_shop, ready
 from tests.apps.processes import account_sessions, statuses
 from tests.harness import Org

@@ -23,7 +23,7 @@ from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.network_move import NetworkMove
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
 from tests.apps.processes import account_sessions, wait_all_running
 from tests.harness import Org, RunningServer, run_db

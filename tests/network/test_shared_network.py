@@ -19,7 +19,7 @@ from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.cloud.errors import RetryableCloudError
 from capstan.cloud.network import SHARED_NOT_READY, NetworkDriver
 from capstan.db import new_id
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
 from tests.sandbox.aws import access_role, new_account
 
 

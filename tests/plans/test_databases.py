@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.databases.models import Database
-from capstan.sandbox.cloud.simulator import simulator
+from capstan_sandbox.cloud.simulator import simulator
 from tests.apps.helpers import WEB_REPO, Ready, new_shop
 from tests.cli.helpers import Cli
 from tests.harness import Org, run_db

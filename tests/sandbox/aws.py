@@ -16,12 +16,12 @@ from botocore.exceptions import ClientError
 from capstan.cloud.access_role import STACK_NAME, role_template
 from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
-from capstan.sandbox.cloud import throttling
-from capstan.sandbox.cloud.accounts import ensure_account, management_session, organization_access
-from capstan.sandbox.cloud.console import launch_stack
-from capstan.sandbox.cloud.iam_propagation import settle
-from capstan.sandbox.cloud.operator import CONTROL_PLANE, bootstrap_control_plane
-from capstan.sandbox.cloud.stats import STATS_PATH
+from capstan.dev.accounts import ensure_account, management_session, organization_access
+from capstan.dev.console import launch_stack
+from capstan.dev.operator import CONTROL_PLANE, bootstrap_control_plane
+from capstan_sandbox.cloud import throttling
+from capstan_sandbox.cloud.iam_propagation import settle
+from capstan_sandbox.cloud.stats import STATS_PATH
 
 EXTERNAL_ID = "ext-" + "b" * 28
 

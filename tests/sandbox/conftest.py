@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from capstan.cloud.aws.session import Endpoint
-from capstan.sandbox.cloud.operator import bootstrap_control_plane
+from capstan.dev.operator import bootstrap_control_plane
 
 
 @pytest.fixture(scope="session")

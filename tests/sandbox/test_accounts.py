@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from capstan.cloud.aws.session import Endpoint
-from capstan.sandbox.cloud.accounts import MANAGEMENT_ACCOUNT_ID, management_session
+from capstan.dev.accounts import MANAGEMENT_ACCOUNT_ID, management_session
 
 
 def test_one_management_session_is_kept_per_endpoint(endpoint: Endpoint) -> None:

@@ -12,8 +12,8 @@ import pytest
 
 from capstan.cloud.aws import bedrock
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.bedrock_profiles import invocation_refusal
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud.bedrock_profiles import invocation_refusal
 from tests.sandbox.aws import iam_propagated, new_account, trust_policy
 
 SONNET_37 = "anthropic.claude-3-7-sonnet-20250219-v1:0"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from capstan.sandbox.cloud.simulator import build_shell
+from capstan_sandbox.cloud.simulator import build_shell
 
 # What only `git checkout` (the git host's API) and `docker build` (the layer's tar) need.
 HEAVY = ("http.client", "urllib.request", "tarfile")

@@ -16,9 +16,9 @@ from botocore.exceptions import ClientError
 
 from capstan.cloud.aws import sts
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud import iam_propagation
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.simulator import simulator, task_start
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud import iam_propagation
+from capstan_sandbox.cloud.simulator import simulator, task_start
 from tests.sandbox.aws import new_account, trust_policy
 
 DELAY = 30.0

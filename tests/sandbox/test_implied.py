@@ -1,5 +1,5 @@
 """What the sandbox asks of a caller beyond a call's own action, kind by kind, as AWS does
-(`capstan.sandbox.cloud.implied`): each call refused while the extra permission is missing,
+(`capstan_sandbox.cloud.implied`): each call refused while the extra permission is missing,
 naming it, and let through to the service once it is granted (or when the call does not meet
 the condition that asks for it)."""
 
@@ -14,8 +14,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud import iam_catalogue, implied
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud import iam_catalogue, implied
 from tests.sandbox.aws import as_role, new_account, vpc_with_two_subnets
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from capstan.sandbox.cloud.server import install_extensions
+from capstan_sandbox.cloud.server import install_extensions
 
 
 def _moto_classes() -> dict[tuple[str, str], dict[str, Any]]:

@@ -1,6 +1,6 @@
 """The sandbox keeps a client's HTTP/1.1 connection open between calls, as AWS does, frames each
 answer by its length, reads what an app left of a request's body, and cuts every connection it
-kept when it stops (`capstan.sandbox.cloud.keep_alive`)."""
+kept when it stops (`capstan_sandbox.cloud.keep_alive`)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import EndpointConnectionError
 
-from capstan.sandbox.cloud.keep_alive import KeepAliveServer
-from capstan.sandbox.cloud.server import start_sandbox_cloud
-from capstan.sandbox.cloud.stats import STATS_PATH
+from capstan_sandbox.cloud.keep_alive import KeepAliveServer
+from capstan_sandbox.cloud.server import start_sandbox_cloud
+from capstan_sandbox.cloud.stats import STATS_PATH
 from tests.sandbox.wsgi_server import serving
 
 

@@ -11,8 +11,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud import iam_limits, quotas
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud import iam_limits, quotas
 from tests.sandbox.aws import new_account, refusal, vpc_with_two_subnets
 
 

@@ -15,7 +15,7 @@ from moto.iam.models import User, iam_backends
 from moto.secretsmanager.exceptions import ResourceExistsException
 from moto.secretsmanager.models import SecretsManagerBackend, secretsmanager_backends
 
-from capstan.sandbox.cloud import moto_threads
+from capstan_sandbox.cloud import moto_threads
 from tests.sandbox.between import second_between
 
 ACCOUNT = "000000000417"  # an account of this test's own

@@ -22,8 +22,8 @@ from moto.s3.responses import S3Response
 
 from capstan.cloud.access_role import role_template
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud import moto_work
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud import moto_work
 from tests.sandbox.aws import new_account
 
 

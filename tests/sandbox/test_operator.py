@@ -13,9 +13,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud import operator
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.operator import (
+from capstan.dev import operator
+from capstan.dev.accounts import organization_access
+from capstan.dev.operator import (
     CONTROL_PLANE,
     OperatorIdentity,
     bootstrap_control_plane,

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud import quotas, rds_passwords
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.simulator import task_start
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud import quotas, rds_passwords
+from capstan_sandbox.cloud.simulator import task_start
 from tests.apps.helpers import simulator_knobs
 from tests.polling import wait_until
 from tests.sandbox.aws import new_account, refusal

@@ -11,9 +11,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud import regions
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.requests import Call
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud import regions
+from capstan_sandbox.cloud.requests import Call
 from tests.sandbox.aws import new_account
 
 OPT_IN = "af-south-1"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud.accounts import management_session
+from capstan.dev.accounts import management_session
 from tests.sandbox.aws import refusal
 
 BALANCER_ZONE = "Z35SXDOTRQ7X7K"

@@ -9,9 +9,9 @@ from botocore.exceptions import ClientError
 from moto.sts.responses import TokenResponse
 
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
-from capstan.sandbox.cloud.accounts import MANAGEMENT, MANAGEMENT_ACCOUNT_ID
-from capstan.sandbox.cloud.sts import assume_role_attempts, install
-from capstan.sandbox.cloud.trust import Decision
+from capstan.dev.accounts import MANAGEMENT, MANAGEMENT_ACCOUNT_ID
+from capstan_sandbox.cloud.sts import assume_role_attempts, install
+from capstan_sandbox.cloud.trust import Decision
 from tests.sandbox.aws import create_role, create_user, new_account, trust_policy
 
 

@@ -12,8 +12,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.simulator import simulator
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud.simulator import simulator
 from tests.sandbox.aws import as_role, new_account
 
 CREATE_CLUSTER = {"Effect": "Allow", "Action": "ecs:CreateCluster", "Resource": "*"}

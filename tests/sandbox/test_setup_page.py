@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from capstan.cloud.aws.session import Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
 from tests.harness import Org, http_client
 from tests.sandbox.aws import account_named
 

@@ -11,7 +11,7 @@ from typing import Any
 import botocore.session
 import pytest
 
-from capstan.sandbox.cloud import requests
+from capstan_sandbox.cloud import requests
 
 
 def test_every_models_metadata_read_from_its_head_is_botocores() -> None:

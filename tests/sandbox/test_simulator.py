@@ -12,8 +12,8 @@ from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.codebuild import BUILDSPEC, clone_base, explain_failure
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.simulator import simulator
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud.simulator import simulator
 from tests.cloud.deploy_helpers import GOOD_TOKEN, GitHost, git_host
 from tests.polling import wait_until
 from tests.sandbox.aws import iam_propagated, new_account
@@ -412,7 +412,7 @@ def test_unknown_knobs_are_refused() -> None:
 
 
 def test_fetch_outcome_parses_the_contents_api(source: GitHost) -> None:
-    from capstan.sandbox.cloud.simulator.codebuild import SourceUnavailable, fetch_outcome
+    from capstan_sandbox.cloud.simulator.codebuild import SourceUnavailable, fetch_outcome
 
     variables = {
         "GIT_API_URL": source.api_url,

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 
 from capstan.cloud.aws.session import Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.stats import STATS_PATH
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud.stats import STATS_PATH
 from tests.sandbox.aws import new_account
 
 

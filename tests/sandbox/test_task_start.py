@@ -12,11 +12,11 @@ import pytest
 from capstan.cloud.aws import iam
 from capstan.cloud.aws.names import tag_list
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud import policy
-from capstan.sandbox.cloud.accounts import organization_access
-from capstan.sandbox.cloud.authorization import policies_of_role
-from capstan.sandbox.cloud.role_checks import RoleRequests
-from capstan.sandbox.cloud.simulator import registry, task_start
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud import policy
+from capstan_sandbox.cloud.authorization import policies_of_role
+from capstan_sandbox.cloud.role_checks import RoleRequests
+from capstan_sandbox.cloud.simulator import registry, task_start
 from tests.sandbox.aws import access_role, iam_propagated, new_account
 
 

@@ -16,8 +16,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud import throttling
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
+from capstan_sandbox.cloud import throttling
 from tests.sandbox.aws import new_account
 
 ONE_ATTEMPT = Config(retries={"mode": "standard", "total_max_attempts": 1})

@@ -8,8 +8,8 @@ from urllib.parse import quote
 
 import pytest
 
-from capstan.sandbox.cloud import policy as policy_module
-from capstan.sandbox.cloud.trust import (
+from capstan_sandbox.cloud import policy as policy_module
+from capstan_sandbox.cloud.trust import (
     Decision,
     TrustRequest,
     caller_principals,

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
 from tests.sandbox.aws import new_account, refusal
 
 

@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.sandbox.cloud.accounts import organization_access
+from capstan.dev.accounts import organization_access
 from tests.sandbox.aws import new_account
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from capstan.sandbox.cloud.keep_alive import KeepAliveServer
+from capstan_sandbox.cloud.keep_alive import KeepAliveServer
 
 
 @contextmanager

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from capstan.sandbox.git_host.store import STATE_FILE, commit_sha
+from capstan_sandbox.git_host.store import STATE_FILE, commit_sha
 from tests.harness import RunningServer, http_client, start_server
 from tests.sandbox_git_host.helpers import (
     api,

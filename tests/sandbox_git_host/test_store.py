@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from capstan.sandbox.git_host.store import (
+from capstan_sandbox.git_host.store import (
     STATE_FILE,
     InjectedFailure,
     SandboxStore,

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs
 import httpx
 import pytest
 
-from capstan.sandbox.git_host.host import SandboxGitHost
+from capstan_sandbox.git_host.host import SandboxGitHost
 from tests.harness import RunningServer, http_client
 from tests.sandbox_git_host.helpers import (
     api,

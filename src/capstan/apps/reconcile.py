@@ -52,12 +52,12 @@ log = logging.getLogger("capstan.apps")
 
 # Builds, rollouts, CloudFront publications and tear-downs take minutes in AWS and a tick of the
 # simulator in the zero-delay sandbox: look very soon, then twice as long each time, at least once
-# a minute. Doubling from 0.2 s reaches the cap sooner than growing by half from 0.5 s did, so a
-# ten-minute build costs fewer looks (18 against 20), and one over at once is seen after 0.2 s.
+# a minute: doubling reaches the cap soon, so a ten-minute build costs few looks, and work over at
+# once is seen at the first look (docs/decisions/0063).
 POLL = Poll(first=timedelta(seconds=0.2), factor=2, cap=timedelta(seconds=60))
 ROLLOUT_DEADLINE = timedelta(minutes=15)
 
-# A pass's rows (`_load`), built once (decisions.md "Statements built once"): the target's
+# A pass's rows (`_load`), built once (docs/decisions/0065): the target's
 # newest deployment comes beside them, in the same statement.
 _ROWS = (
     select(Service, Project, CloudAccount)

@@ -280,9 +280,8 @@ class StaticWebsiteOut(Response):
 # to 9,216 (START_COMMAND_BYTES), the first variable that references a database 341 (its
 # connection URL, up to 245 bytes, and PGPASSWORD's secret) and each further one 169: 63,281 at
 # these limits, 2,255 to spare for what ECS may count beyond the request (the definition's tags,
-# 214 bytes; what ECS adds to a definition it keeps). Parameters named by ARN, as before,
-# took 63,017 for the variables alone and 71,249 with a start command of 4096 quotes
-# (tests/cloud/test_task_definition_size.py builds the largest).
+# 214 bytes; what ECS adds to a definition it keeps); tests/cloud/test_task_definition_size.py
+# builds the largest.
 MAX_VARIABLES = 200
 MAX_NAMES_BYTES = 16 * 1024
 MAX_DATABASE_VARIABLES = 4

@@ -1,7 +1,7 @@
 """Statements about one target's deployments (a target: a service itself, or one of its
 previews): which are the target's (`of_target`), which is its newest (`newest_first`, joined
 beside the target's row as `NEWEST`), which still runs (`running_deployment`), and a statement
-built once for both kinds of target (`ForTarget`; decisions.md "Statements built once")."""
+built once for both kinds of target (`ForTarget`; docs/decisions/0065)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ NEWEST_OF_PREVIEW = _joins_newest(
 
 class ForTarget(Generic[T]):
     """A statement about one target's deployments, built once for a service and once for a
-    preview (decisions.md "Statements built once"); `of` answers the one for a target and its
+    preview (docs/decisions/0065); `of` answers the one for a target and its
     parameters (`service_id`, and `preview_id` for a preview)."""
 
     def __init__(self, build: Callable[[ColumnElement[bool]], Select[T]]) -> None:

@@ -61,6 +61,11 @@ class BucketOut(Response):
     arn: str
     region: str
     status: Literal["creating", "active", "deleting"]
+    error: str | None = Field(
+        default=None,
+        description="Why a step the cloud refuses (making, or deleting, the bucket) is held up; "
+        "it is tried again until it goes through.",
+    )
     created_at: datetime
     updated_at: datetime
 

@@ -1,5 +1,6 @@
-"""Storage buckets: the rules of the API, the state machine, and what buckets add to the project's
-task role.
+"""Storage buckets: their state table, the rules of the API, and what buckets add to the
+project's task role; what every networked kind does alike (listing, deletion, the live reads) is
+the kit's (`capstan.kit.service`).
 
 A request writes the desired state and enqueues the bucket for its reconciler (queue kind
 `bucket`) and the project network (whose pass puts the task role's grants) in the same
@@ -16,9 +17,9 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -27,24 +28,18 @@ from capstan.auth.principal import Principal
 from capstan.buckets.models import Bucket
 from capstan.cloud import buckets as bucket_cloud
 from capstan.cloud.buckets import BucketDriver
-from capstan.cloud.driver import Cloud
-from capstan.cloud_account import spend
-from capstan.cloud_account.models import CloudAccount
-from capstan.cloud_account.session import cloud_answers, customer_driver
 from capstan.db import new_id, utcnow
 from capstan.errors import Conflict
+from capstan.kit.models import CREATING, DELETING
+from capstan.kit.service import Kit, LiveRead
 from capstan.network import service as network
-from capstan.project_rows import ProjectRows
 from capstan.projects import service as projects
 from capstan.projects.models import Project
-from capstan.projects.scoped import get_in_project, list_in_project
-from capstan.reconcile.queue import enqueue
 from capstan.registry import ResourceKind
 from capstan.states import StateMachine
 
-T = TypeVar("T")
 QUEUE_KIND = "bucket"
-CREATING, ACTIVE, DELETING = "creating", "active", "deleting"
+ACTIVE = "active"
 # The moves a bucket may make. Nobody assigns `status` by hand: `STATES.move` applies this table.
 STATES = StateMachine(
     Bucket,
@@ -66,6 +61,34 @@ _SUFFIX_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 class BucketIsDeleting(Conflict):
     code = "bucket_deleting"
     default_message = "The bucket is being deleted."
+
+
+class BucketKit(Kit[Bucket, BucketDriver]):
+    def region(self, row: Bucket, project: Project) -> str:
+        """A bucket's own region (its project's when it was made)."""
+        return row.region
+
+    def read_metrics(self, driver: BucketDriver, row: Bucket, now: datetime) -> dict[str, Any]:
+        return driver.metrics(row.bucket_name, now=now)
+
+    async def estimate(
+        self, row: Bucket, project: Project, live: LiveRead[BucketDriver, Any]
+    ) -> dict[str, Any]:
+        bucket_id, name, now = row.id, row.bucket_name, utcnow()
+        figures: dict[str, Any] = await live(lambda driver: driver.costs(bucket_id, name, now=now))
+        return figures
+
+
+KIT = BucketKit(
+    STATES,
+    queue_kind=QUEUE_KIND,
+    noun="storage bucket",
+    make_driver=BucketDriver,
+    grants=True,
+)
+list_, get, delete, metrics, cost = KIT.list_, KIT.get, KIT.delete, KIT.metrics, KIT.cost
+# Buckets of the project, including those still being removed (they still exist).
+count_in_project = KIT.count_in_project
 
 
 def real_name(label: str) -> str:
@@ -90,19 +113,10 @@ def describe(bucket: Bucket) -> dict[str, Any]:
         "arn": bucket_cloud.arn(bucket.region, bucket.bucket_name),
         "region": bucket.region,
         "status": bucket.status,
+        "error": bucket.error,
         "created_at": bucket.created_at,
         "updated_at": bucket.updated_at,
     }
-
-
-async def get(session: AsyncSession, caller: Principal, project_id: str, bucket_id: str) -> Bucket:
-    return await get_in_project(
-        session, caller, project_id, Bucket, bucket_id, "No such storage bucket."
-    )
-
-
-async def list_(session: AsyncSession, caller: Principal, project_id: str) -> list[Bucket]:
-    return await list_in_project(session, caller, project_id, Bucket)
 
 
 async def create(
@@ -116,21 +130,17 @@ async def create(
     (IAM's inline policy quota: `network.require_room_for_grants`)."""
     project = await projects.get(session, caller, project_id)
     await network.require_cloud_account(session, caller)
-    bucket = Bucket(
+    bucket = await KIT.add(
+        session,
+        caller,
+        project,
         id=new_id("bkt"),
-        organization_id=caller.organization_id,
-        project_id=project.id,
         label=label,
         bucket_name=real_name(label),
         # Buckets live in the project's region (the spec: "matches the project's region").
         region=project.region,
-        status=STATES.target(None, "create"),
     )
-    session.add(bucket)
-    await session.flush()
     await network.require_room_for_grants(session, kinds, project.id)
-    await enqueue(session, QUEUE_KIND, bucket.id)
-    await enqueue(session, network.QUEUE_KIND, project.id)
     return bucket
 
 
@@ -138,31 +148,9 @@ async def rename(
     session: AsyncSession, caller: Principal, project_id: str, bucket_id: str, label: str | None
 ) -> Bucket:
     """Change the label only: the real bucket keeps its name."""
+    refused = BucketIsDeleting("The bucket is being deleted; its label can no longer change.")
     bucket = await get(session, caller, project_id, bucket_id)
-    if bucket.status == DELETING:
-        raise BucketIsDeleting("The bucket is being deleted; its label can no longer change.")
-    if label is not None and label != bucket.label:
-        bucket.label = label
-        await session.flush()
-    return bucket
-
-
-async def delete(
-    session: AsyncSession, caller: Principal, project_id: str, bucket_id: str
-) -> Bucket:
-    """Finalizer: `deleting` now (a repeated DELETE answers the same); the reconciler empties and
-    removes the bucket, and then the row goes."""
-    bucket = await get(session, caller, project_id, bucket_id)
-    if STATES.can(bucket.status, "delete"):
-        # moved meanwhile (e.g. to active): deleted from there
-        await STATES.move_latest(session, bucket, "delete", deleted_at=utcnow())
-    await enqueue(session, QUEUE_KIND, bucket.id)
-    await enqueue(session, network.QUEUE_KIND, bucket.project_id)
-    return bucket
-
-
-# Buckets of the project, including those still being removed (they still exist).
-count_in_project = ProjectRows(STATES, QUEUE_KIND, creating=CREATING).count
+    return await KIT.rename(session, bucket, "label", label, refused=refused)
 
 
 async def task_grants(session: AsyncSession, project: Project) -> list[dict[str, Any]]:
@@ -180,57 +168,3 @@ def grant_statements(buckets: Sequence[tuple[str, str]]) -> list[dict[str, Any]]
     return bucket_cloud.read_write_statements(
         [bucket_cloud.arn(region, name) for region, name in buckets]
     )
-
-
-# -- live reads ---------------------------------------------------------------------------------
-
-
-def driver_for(
-    cloud: Cloud, account: CloudAccount | None, region: str
-) -> AbstractAsyncContextManager[BucketDriver]:
-    """The bucket driver in the account's role, in the bucket's `region`."""
-    return customer_driver(cloud, account, region, BucketDriver)
-
-
-async def _read(
-    session: AsyncSession,
-    caller: Principal,
-    cloud: Cloud,
-    bucket: Bucket,
-    work: Callable[[BucketDriver], T],
-) -> T:
-    """Run `work(driver)` in the bucket's region; a cloud failure is a 502 `cloud_unavailable`."""
-    account = await network.require_cloud_account(session, caller)
-    with cloud_answers():
-        async with driver_for(cloud, account, bucket.region) as driver:
-            return await cloud.run(lambda: work(driver))
-
-
-async def metrics(
-    session: AsyncSession, caller: Principal, cloud: Cloud, project_id: str, bucket_id: str
-) -> dict[str, Any]:
-    bucket = await get(session, caller, project_id, bucket_id)
-    now = utcnow()
-    return await _read(
-        session, caller, cloud, bucket, lambda driver: driver.metrics(bucket.bucket_name, now=now)
-    )
-
-
-async def cost(
-    session: AsyncSession, caller: Principal, cloud: Cloud, project_id: str, bucket_id: str
-) -> dict[str, Any]:
-    bucket = await get(session, caller, project_id, bucket_id)
-    now = utcnow()
-    figures: dict[str, Any] = await _read(
-        session,
-        caller,
-        cloud,
-        bucket,
-        lambda driver: driver.costs(bucket.id, bucket.bucket_name, now=now),
-    )
-    account = await network.require_cloud_account(session, caller)
-    spent = await spend.month_to_date(cloud, account, bucket.id)
-    # A new bucket accrues fractions of a cent: keep them visible.
-    figures["month_to_date_usd"] = None if spent.usd is None else round(spent.usd, 6)
-    figures["month_to_date_unavailable"] = spent.unavailable
-    return figures

@@ -1,67 +1,28 @@
-"""Caches: the rules of the API, the states a cache moves through, and the live reads.
+"""Caches: their state table and the rules of the API; what every networked kind does alike
+(listing, deletion, the live reads) is the kit's (`capstan.kit.service`).
 
-A cache's status moves only along `STATES`, through its `move`, a conditional UPDATE: when the
-API and the reconciler change one cache at once, the later move finds the status changed and
-loses cleanly instead of overwriting it.
-
-    (none) ──create──► creating ──created──► available ──resize──► modifying ──resized──► available
-                          └──failed──► failed                          └──failed──► failed
-    any but deleting ──delete──► deleting ──(the reconciler removes the row)──► gone
-
-A resize asked for while the cache is still being created (or modified) keeps its status: the
-reconciler applies the larger limit once the cloud's cache is available.
+A cache lives as `kit.models.changing_life` draws it, its change a `resize`: its limit only
+grows, and a resize asked for while it is still being created (or modified) keeps its status
+(the reconciler applies the larger limit once the cloud's cache is available).
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
-from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.principal import Principal
 from capstan.caches.models import Cache
-from capstan.cloud.caches import CacheDriver, CacheMetrics, cache_name, console_url
-from capstan.cloud.driver import Cloud
+from capstan.cloud.caches import CacheDriver, cache_name, console_url
 from capstan.cloud.pricing import cache_monthly_usd
-from capstan.cloud_account import spend
-from capstan.cloud_account.models import CloudAccount
-from capstan.cloud_account.session import cloud_answers, customer_driver
-from capstan.db import flush_unique, new_id, utcnow
+from capstan.db import new_id
 from capstan.errors import BadRequest, Conflict
+from capstan.kit.models import changing_life
+from capstan.kit.service import Kit
 from capstan.network.service import require_cloud_account
-from capstan.project_rows import ProjectRows
 from capstan.projects import service as projects
-from capstan.projects.models import Project
-from capstan.projects.scoped import get_in_project, list_in_project
-from capstan.reconcile.queue import enqueue
-from capstan.states import StateMachine
 
-T = TypeVar("T")
 QUEUE_KIND = "cache"
-CREATING, AVAILABLE, MODIFYING, DELETING, FAILED = (
-    "creating",
-    "available",
-    "modifying",
-    "deleting",
-    "failed",
-)
-# The moves a cache may make (`None` is "no cache yet"); DELETE is allowed from any status but
-# deleting.
-STATES = StateMachine(
-    Cache,
-    [
-        (None, "create", CREATING),
-        (CREATING, "created", AVAILABLE),
-        ((CREATING, MODIFYING), "failed", FAILED),
-        (CREATING, "resize", CREATING),  # applied once the cache is available
-        (AVAILABLE, "resize", MODIFYING),
-        (MODIFYING, "resize", MODIFYING),
-        (MODIFYING, "resized", AVAILABLE),
-        ((CREATING, AVAILABLE, MODIFYING, FAILED), "delete", DELETING),
-    ],
-)
+STATES = changing_life(Cache, change="resize", changed="resized")
 
 
 class CacheDownsizeUnsupported(BadRequest):
@@ -76,30 +37,15 @@ class CacheNameTaken(Conflict):
     code = "name_taken"
 
 
-class CacheChanged(Conflict):
-    code = "cache_changed"
-    default_message = "The cache changed while this request ran; read it and try again."
-
-
-# -- registration -------------------------------------------------------------------------------
-
-
-_ROWS = ProjectRows(STATES, QUEUE_KIND, creating=CREATING)
-count_in_project = _ROWS.count
-wake_waiting = _ROWS.wake_waiting
-fail_waiting = _ROWS.fail_waiting
-
-
-# -- the API's operations ---------------------------------------------------------------------
-
-
-async def list_(session: AsyncSession, caller: Principal, project_id: str) -> list[Cache]:
-    return await list_in_project(session, caller, project_id, Cache)
-
-
-async def get(session: AsyncSession, caller: Principal, project_id: str, cache_id: str) -> Cache:
-    """A cache of the caller's organization, also while it is being deleted."""
-    return await get_in_project(session, caller, project_id, Cache, cache_id, "No such cache.")
+KIT = Kit(
+    STATES,
+    queue_kind=QUEUE_KIND,
+    noun="cache",
+    make_driver=CacheDriver,
+    console_url=lambda cache_id, today: console_url(cache_id, today=today),
+    monthly_usd=lambda cache, region: cache_monthly_usd(cache.storage_limit_mb, region),
+)
+list_, get, delete, metrics, cost = KIT.list_, KIT.get, KIT.delete, KIT.metrics, KIT.cost
 
 
 def _name_taken(name: str) -> CacheNameTaken:
@@ -120,35 +66,25 @@ async def create(
     project = await projects.get(session, caller, project_id)
     await require_cloud_account(session, caller)
     cache_id = new_id("cch")
-    cache = Cache(
+    return await KIT.add(
+        session,
+        caller,
+        project,
+        taken=None if name is None else _name_taken(name),
         id=cache_id,
-        organization_id=caller.organization_id,
-        project_id=project.id,
         name=name,
-        status=STATES.target(None, "create"),
         storage_limit_mb=storage_limit_mb,
         cloud_name=cache_name(cache_id),
     )
-    session.add(cache)
-    if name is not None:
-        # The unique index decides (two requests at once cannot both take the name).
-        await flush_unique(session, _name_taken(name))
-    await enqueue(session, QUEUE_KIND, cache.id)
-    await session.flush()
-    return cache
 
 
 async def rename(
     session: AsyncSession, caller: Principal, project_id: str, cache_id: str, name: str
 ) -> Cache:
     """Give a cache a (new) name; the cloud's cache is untouched."""
+    refused = CacheNotModifiable("The cache is being deleted; its name can no longer change.")
     cache = await get(session, caller, project_id, cache_id)
-    if cache.status == DELETING:
-        raise CacheNotModifiable("The cache is being deleted; its name can no longer change.")
-    if cache.name != name:
-        cache.name = name
-        await flush_unique(session, _name_taken(name))
-    return cache
+    return await KIT.rename(session, cache, "name", name, refused=refused, taken=_name_taken(name))
 
 
 async def resize(
@@ -158,7 +94,7 @@ async def resize(
     check_resize(cache, storage_limit_mb)
     if storage_limit_mb == cache.storage_limit_mb:
         return cache  # nothing to change
-    grown = await STATES.move_latest(
+    grown = await KIT.change(
         session,
         cache,
         "resize",
@@ -166,8 +102,7 @@ async def resize(
         storage_limit_mb=storage_limit_mb,
     )
     if not grown:
-        raise CacheChanged()
-    await enqueue(session, QUEUE_KIND, cache.id)
+        raise KIT.changed()
     return cache
 
 
@@ -181,64 +116,3 @@ def check_resize(cache: Cache, storage_limit_mb: int) -> None:
         )
     if storage_limit_mb != cache.storage_limit_mb and not STATES.can(cache.status, "resize"):
         raise CacheNotModifiable(f"The cache is {cache.status}; it can no longer be resized.")
-
-
-async def delete(session: AsyncSession, caller: Principal, project_id: str, cache_id: str) -> Cache:
-    """Finalizer: the cache shows `deleting` until the reconciler has removed it from the cloud."""
-    cache = await get(session, caller, project_id, cache_id)
-    if cache.status == DELETING:
-        return cache  # already on its way
-    if not await STATES.move_latest(session, cache, "delete", deleted_at=utcnow()):
-        raise CacheChanged()
-    await enqueue(session, QUEUE_KIND, cache.id)
-    return cache
-
-
-# -- the cloud, for the reconciler and the live reads -----------------------------------------
-
-
-def driver_for(
-    cloud: Cloud, account: CloudAccount | None, region: str
-) -> AbstractAsyncContextManager[CacheDriver]:
-    """The cache driver in the account's role, in the project's `region`."""
-    return customer_driver(cloud, account, region, CacheDriver)
-
-
-async def _read(
-    session: AsyncSession,
-    caller: Principal,
-    cloud: Cloud,
-    cache: Cache,
-    work: Callable[[CacheDriver], T],
-) -> T:
-    """A live read in the organization's account; the cloud's failures are 502s."""
-    account = await require_cloud_account(session, caller)
-    project = await session.get(Project, cache.project_id)
-    assert project is not None
-    with cloud_answers():
-        async with driver_for(cloud, account, project.region) as driver:
-            return await cloud.run(lambda: work(driver))
-
-
-async def metrics(
-    session: AsyncSession, caller: Principal, cloud: Cloud, project_id: str, cache_id: str
-) -> CacheMetrics:
-    cache = await get(session, caller, project_id, cache_id)
-    return await _read(session, caller, cloud, cache, lambda driver: driver.metrics(cache.id))
-
-
-async def cost(
-    session: AsyncSession, caller: Principal, cloud: Cloud, project_id: str, cache_id: str
-) -> dict[str, Any]:
-    cache = await get(session, caller, project_id, cache_id)
-    project = await projects.get(session, caller, project_id)
-    account = await require_cloud_account(session, caller)
-    spent = await spend.month_to_date(cloud, account, cache.id)
-    return {
-        "cost_explorer_url": console_url(cache.id, today=utcnow().date()),
-        "estimated_monthly_usd": cache_monthly_usd(cache.storage_limit_mb, project.region),
-        # A new cache accrues fractions of a cent: keep them visible.
-        "month_to_date_usd": None if spent.usd is None else round(spent.usd, 6),
-        "month_to_date_unavailable": spent.unavailable,
-        "currency": "USD",
-    }

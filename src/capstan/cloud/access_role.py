@@ -105,8 +105,8 @@ def access_policies() -> list[dict[str, Any]]:
 
 @cache
 def _packing() -> tuple[int, ...]:
-    """How many statements each policy holds: measured once (about 4 ms), as the statements
-    never change while the process runs."""
+    """How many statements each policy holds: worked out once, as the statements never change
+    while the process runs."""
     counts: list[int] = []
     packed: list[dict[str, Any]] = []
     for each in access_statements():

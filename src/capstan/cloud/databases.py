@@ -7,7 +7,7 @@ instance, or applying a change of storage, Multi-AZ or backup retention — neve
 `delete` is asked again until it answers True. It raises only `RetryableCloudError` or
 `TerminalCloudError`; its calls block, and callers run them through `Cloud.run`.
 
-`connection` is what a service that references a database gets (see `docs/decisions.md`): a
+`connection` is what a service that references a database gets (see `docs/decisions/0094`): a
 `postgresql://<user>@<host>:5432/<db>?sslmode=require` URL without the password, and the ARN of
 the RDS-managed secret whose `password` key ECS puts in `PGPASSWORD` — which libpq and the
 drivers built on it read when the URL has none. Capstan never reads the secret's value;

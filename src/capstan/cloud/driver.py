@@ -35,10 +35,9 @@ RETIRED_SESSION_GRACE = timedelta(minutes=10)
 class SessionCache:
     """One `AwsSession` per customer role and region, on the role's current credentials.
 
-    Making a boto3 session and its clients costs tens of milliseconds of CPU (most of a worker's
-    CPU when every step made its own), and botocore clients are thread-safe, so every step in the
-    process shares them. When the role's credentials are renewed the session on the old ones is
-    retired: it stays open for `RETIRED_SESSION_GRACE`, then is closed.
+    Making a boto3 session and its clients is costly, and botocore clients are thread-safe, so
+    every step in the process shares them. When the role's credentials are renewed the session
+    on the old ones is retired: it stays open for `RETIRED_SESSION_GRACE`, then is closed.
     """
 
     def __init__(self, clock: Callable[[], datetime]) -> None:

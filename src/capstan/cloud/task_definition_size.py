@@ -1,8 +1,8 @@
 """An ECS task definition's size, counted as the sandbox counts it against ECS's limit: 65,536
 bytes, beyond which `RegisterTaskDefinition` is refused (`ClientException`, "Actual length: 'N'.
 Max allowed length is '65536' bytes."). The definition as compact JSON, its tags left out, each
-character beyond ASCII written as its escape (`sandbox/cloud/limits.task_definition_bytes` says
-why that is the conservative reading).
+character beyond ASCII written as its escape (`capstan_sandbox.cloud.limits.task_definition_bytes`
+says why that is the conservative reading).
 
 The API bounds what a service puts into its definition (`apps/schemas.py`: the variables, their
 names, the variables that reference a database, the start command) so that the largest definition

@@ -20,7 +20,7 @@ templates.env.globals.update(static=STATIC_PATH, htmx=HTMX)
 
 def _reachable(url: str | None, dev_port: int | None) -> str | None:
     """A service URL as this browser reaches it: in the sandbox the dev server answers for
-    every service hostname itself, over plain HTTP on its own port (`sandbox/cloud/front.py`)."""
+    every service hostname itself, over plain HTTP on its own port (`capstan.dev.front`)."""
     if not url or not dev_port:
         return url
     return f"http://{urlsplit(url).hostname}:{dev_port}/"

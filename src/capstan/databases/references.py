@@ -17,8 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.cloud.databases import PASSWORD_VARIABLE
 from capstan.databases.models import Database
-from capstan.databases.service import CREATING, check_references
+from capstan.databases.service import check_references
 from capstan.errors import BadRequest
+from capstan.kit.models import CREATING
 
 
 def referenced(variables: list[dict[str, Any]]) -> dict[str, str]:

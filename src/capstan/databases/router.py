@@ -1,71 +1,60 @@
-"""Routes of databases: `/api/projects/{project_id}/databases/...`."""
+"""Routes of databases: `/api/projects/{project_id}/databases/...`, the kit's routes
+(`capstan.kit.router`) with a database's create and change, and its DELETE, which may skip the
+final snapshot."""
 
 from __future__ import annotations
 
-from fastapi import Query, status
+from collections.abc import Sequence
 
-from capstan.auth.principal import Caller
-from capstan.databases import service
+from fastapi import Query
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from capstan.auth.principal import Caller, Principal
+from capstan.databases import schemas, service
 from capstan.databases.models import Database
-from capstan.databases.schemas import (
-    DatabaseCost,
-    DatabaseCreate,
-    DatabaseDeleting,
-    DatabaseList,
-    DatabaseMetrics,
-    DatabaseOut,
-    DatabaseUpdate,
-)
+from capstan.databases.schemas import DatabaseCreate, DatabaseDeleting
 from capstan.db import DbSession
-from capstan.deps import AppCloud
-from capstan.routers import PrefixRouter
-
-router = PrefixRouter(prefix="/api/projects/{project_id}/databases", tags=["databases"])
-ITEM = "/{database_id}"
+from capstan.kit.router import Shapes, mount
+from capstan.registry import ResourceKind
 
 
-def _out(database: Database) -> DatabaseOut:
-    return DatabaseOut.model_validate(database)
+async def _create(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    body: DatabaseCreate,
+    _kinds: Sequence[ResourceKind],
+) -> Database:
+    return await service.create(session, caller, project_id, body)
 
 
-@router.get("", response_model=DatabaseList, summary="The project's databases")
-async def list_databases(project_id: str, caller: Caller, session: DbSession) -> DatabaseList:
-    databases = await service.list_(session, caller, project_id)
-    return DatabaseList(databases=[_out(database) for database in databases])
-
-
-@router.post(
-    "",
-    status_code=status.HTTP_201_CREATED,
-    response_model=DatabaseOut,
-    summary="Create a database (PostgreSQL over TLS, reachable from the project's services)",
+SHAPES = Shapes[Database](
+    schemas,
+    "Database",
+    noun="database",
+    plural="databases",
+    summaries={
+        "list": "The project's databases",
+        "create": "Create a database (PostgreSQL over TLS, reachable from the project's services)",
+        "get": "A database",
+        "update": "Rename a database, grow its storage, or change its availability or backups",
+        "metrics": "CPU, connections, free storage and IOPS over the last hour",
+        "cost": "Month-to-date cost, a monthly estimate and a Cost Explorer link",
+    },
 )
-async def create_database(
-    project_id: str, body: DatabaseCreate, caller: Caller, session: DbSession
-) -> DatabaseOut:
-    return _out(await service.create(session, caller, project_id, body))
-
-
-@router.get(ITEM, response_model=DatabaseOut, summary="A database")
-async def get_database(
-    project_id: str, database_id: str, caller: Caller, session: DbSession
-) -> DatabaseOut:
-    return _out(await service.get(session, caller, project_id, database_id))
-
-
-@router.patch(
-    ITEM,
-    response_model=DatabaseOut,
-    summary="Rename a database, grow its storage, or change its availability or backups",
+router = mount(
+    service.KIT,
+    SHAPES,
+    prefix="/api/projects/{project_id}/databases",
+    tags=["databases"],
+    create=_create,
+    update=service.update,
+    delete=False,
 )
-async def update_database(
-    project_id: str, database_id: str, body: DatabaseUpdate, caller: Caller, session: DbSession
-) -> DatabaseOut:
-    return _out(await service.update(session, caller, project_id, database_id, body))
 
 
 @router.delete(
-    ITEM,
+    "/{database_id}",
     response_model=DatabaseDeleting,
     summary="Delete a database (a final snapshot is kept unless skip_final_snapshot=true)",
 )
@@ -83,27 +72,3 @@ async def delete_database(
         session, caller, project_id, database_id, skip_final_snapshot=skip_final_snapshot
     )
     return DatabaseDeleting(id=database.id)
-
-
-@router.get(
-    f"{ITEM}/metrics",
-    response_model=DatabaseMetrics,
-    summary="CPU, connections, free storage and IOPS over the last hour",
-)
-async def database_metrics(
-    project_id: str, database_id: str, caller: Caller, session: DbSession, cloud: AppCloud
-) -> DatabaseMetrics:
-    figures = await service.metrics(session, caller, cloud, project_id, database_id)
-    return DatabaseMetrics.model_validate(figures, from_attributes=True)
-
-
-@router.get(
-    f"{ITEM}/cost",
-    response_model=DatabaseCost,
-    summary="Month-to-date cost, a monthly estimate and a Cost Explorer link",
-)
-async def database_cost(
-    project_id: str, database_id: str, caller: Caller, session: DbSession, cloud: AppCloud
-) -> DatabaseCost:
-    figures = await service.cost(session, caller, cloud, project_id, database_id)
-    return DatabaseCost.model_validate(figures)

@@ -1,22 +1,13 @@
-"""Databases: the rules of the API, the states a database moves through, and the live reads.
+"""Databases: their state table and the rules of the API; what every networked kind does alike
+(listing, deletion, the live reads) is the kit's (`capstan.kit.service`).
 
-A database's status moves only along `STATES`, through its `move`, a conditional UPDATE: when the
-API and the reconciler change one database at once, the later move finds the status changed and
-loses cleanly instead of overwriting it.
-
-    (none) ──create──► creating ──created──► available ──modify──► modifying ──modified──► available
-                          └──failed──► failed                          └──failed──► failed
-    any but deleting ──delete──► deleting ──(the reconciler removes the row)──► gone
-
-A change asked for while the database is still being created (or modified) keeps its status: the
-reconciler applies it once the cloud's instance is available. Renaming changes only the label.
+A database lives as `kit.models.changing_life` draws it, its change a `modify` (storage,
+availability, backups); a change asked for while it is still being created (or modified) keeps
+its status, and the reconciler applies it once the cloud's instance is available. Renaming
+changes only the label.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
-from typing import Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -26,55 +17,26 @@ from capstan.cloud.databases import (
     ENGINE_VERSIONS,
     RESERVED_WORDS,
     DatabaseDriver,
-    DatabaseMetrics,
     console_url,
 )
-from capstan.cloud.driver import Cloud
 from capstan.cloud.pricing import database_monthly_usd
-from capstan.cloud_account import spend
-from capstan.cloud_account.models import CloudAccount
-from capstan.cloud_account.session import cloud_answers, customer_driver
 from capstan.databases.models import Database
 from capstan.databases.schemas import DatabaseCreate, DatabaseUpdate
-from capstan.db import flush_unique, utcnow
 from capstan.errors import BadRequest, Conflict
+from capstan.kit.models import DELETING, changing_life
+from capstan.kit.service import Kit
 from capstan.network.service import require_cloud_account
-from capstan.project_rows import ProjectRows
 from capstan.projects import service as projects
-from capstan.projects.models import Project
-from capstan.projects.scoped import get_in_project, list_in_project
-from capstan.reconcile.queue import enqueue
-from capstan.states import StateMachine
 
-T = TypeVar("T")
 QUEUE_KIND = "database"
 ENGINE = "postgres"
-CREATING, AVAILABLE, MODIFYING, DELETING, FAILED = (
-    "creating",
-    "available",
-    "modifying",
-    "deleting",
-    "failed",
-)
 # The settings the cloud's instance converges to (a rename is the label only).
 SETTINGS = ("storage_gb", "high_availability", "backup_retention_days")
 # Role and database names RDS or PostgreSQL keep for themselves (beside PostgreSQL's reserved
 # key words, `RESERVED_WORDS`).
 RESERVED_PREFIXES = ("rds", "pg_")
 RESERVED_NAMES = frozenset({"postgres", "template0", "template1", "admin", "public"})
-STATES = StateMachine(
-    Database,
-    [
-        (None, "create", CREATING),
-        (CREATING, "created", AVAILABLE),
-        ((CREATING, MODIFYING), "failed", FAILED),
-        (CREATING, "modify", CREATING),  # applied once the instance is available
-        (AVAILABLE, "modify", MODIFYING),
-        (MODIFYING, "modify", MODIFYING),
-        (MODIFYING, "modified", AVAILABLE),
-        ((CREATING, AVAILABLE, MODIFYING, FAILED), "delete", DELETING),
-    ],
-)
+STATES = changing_life(Database, change="modify", changed="modified")
 
 
 class UnsupportedEngineVersion(BadRequest):
@@ -98,18 +60,17 @@ class DatabaseNotModifiable(Conflict):
     code = "database_not_modifiable"
 
 
-class DatabaseChanged(Conflict):
-    code = "database_changed"
-    default_message = "The database changed while this request ran; read it and try again."
-
-
-# -- registration -------------------------------------------------------------------------------
-
-
-_ROWS = ProjectRows(STATES, QUEUE_KIND, creating=CREATING)
-count_in_project = _ROWS.count
-wake_waiting = _ROWS.wake_waiting
-fail_waiting = _ROWS.fail_waiting
+KIT = Kit(
+    STATES,
+    queue_kind=QUEUE_KIND,
+    noun="database",
+    make_driver=DatabaseDriver,
+    console_url=lambda database_id, today: console_url(database_id, today=today),
+    monthly_usd=lambda database, region: database_monthly_usd(
+        database.storage_gb, database.high_availability, region
+    ),
+)
+list_, get, metrics, cost = KIT.list_, KIT.get, KIT.metrics, KIT.cost
 
 
 async def check_references(
@@ -129,22 +90,6 @@ async def check_references(
         )
     )
     return sorted(database_ids - found)
-
-
-# -- the API's operations ---------------------------------------------------------------------
-
-
-async def list_(session: AsyncSession, caller: Principal, project_id: str) -> list[Database]:
-    return await list_in_project(session, caller, project_id, Database)
-
-
-async def get(
-    session: AsyncSession, caller: Principal, project_id: str, database_id: str
-) -> Database:
-    """A database of the caller's organization, also while it is being deleted."""
-    return await get_in_project(
-        session, caller, project_id, Database, database_id, "No such database."
-    )
 
 
 def _check_identifiers(body: DatabaseCreate) -> None:
@@ -194,13 +139,15 @@ async def create(
 ) -> Database:
     project = await projects.get(session, caller, project_id)
     version = await check_create(session, caller, project.id, body)
-    database = Database(
-        organization_id=caller.organization_id,
-        project_id=project.id,
+    return await KIT.add(
+        session,
+        caller,
+        project,
+        # The unique constraint decides between two requests at once.
+        taken=DatabaseNameTaken(f"The project already has a database named {body.name!r}."),
         name=body.name,
         engine=ENGINE,
         engine_version=version,
-        status=STATES.target(None, "create"),
         database_name=body.database_name,
         username=body.username,
         storage_gb=body.storage_gb,
@@ -208,13 +155,6 @@ async def create(
         backup_retention_days=body.backup_retention_days,
         skip_final_snapshot=False,
     )
-    session.add(database)
-    # The unique constraint decides between two requests at once.
-    await flush_unique(
-        session, DatabaseNameTaken(f"The project already has a database named {body.name!r}.")
-    )
-    await enqueue(session, QUEUE_KIND, database.id)
-    return database
 
 
 async def update(
@@ -227,11 +167,12 @@ async def update(
     database = await get(session, caller, project_id, database_id)
     refuse_shrink(database, body)
     if body.name is not None and body.name != database.name:
-        if database.status == DELETING:
-            raise DatabaseNotModifiable("The database is deleting; it can no longer change.")
-        await _check_name_free(session, project_id, body.name, database.id)
-        database.name = body.name
-        await flush_unique(session, DatabaseNameTaken())
+        refused = DatabaseNotModifiable("The database is deleting; it can no longer change.")
+        if database.status != DELETING:
+            await _check_name_free(session, project_id, body.name, database.id)
+        await KIT.rename(
+            session, database, "name", body.name, refused=refused, taken=DatabaseNameTaken()
+        )
     changes = {
         field: getattr(body, field)
         for field in SETTINGS
@@ -241,9 +182,8 @@ async def update(
         return database
     refuse_unmodifiable(database)
     guards = [getattr(Database, field) == getattr(database, field) for field in SETTINGS]
-    if not await STATES.move_latest(session, database, "modify", *guards, **changes):
-        raise DatabaseChanged()
-    await enqueue(session, QUEUE_KIND, database.id)
+    if not await KIT.change(session, database, "modify", *guards, **changes):
+        raise KIT.changed()
     return database
 
 
@@ -271,65 +211,7 @@ async def delete(
     skip_final_snapshot: bool,
 ) -> Database:
     """Finalizer: the database shows `deleting` until the reconciler has removed it from the
-    cloud (with a final snapshot unless `skip_final_snapshot`)."""
-    database = await get(session, caller, project_id, database_id)
-    if database.status == DELETING:
-        return database  # already on its way (with the snapshot choice made then)
-    moved = await STATES.move_latest(
-        session, database, "delete", deleted_at=utcnow(), skip_final_snapshot=skip_final_snapshot
+    cloud (with a final snapshot unless `skip_final_snapshot`, as the first DELETE chose)."""
+    return await KIT.delete(
+        session, caller, project_id, database_id, skip_final_snapshot=skip_final_snapshot
     )
-    if not moved:
-        raise DatabaseChanged()
-    await enqueue(session, QUEUE_KIND, database.id)
-    return database
-
-
-# -- the cloud, for the reconciler and the live reads -----------------------------------------
-
-
-def driver_for(
-    cloud: Cloud, account: CloudAccount | None, region: str
-) -> AbstractAsyncContextManager[DatabaseDriver]:
-    """The database driver in the account's role, in the project's `region`."""
-    return customer_driver(cloud, account, region, DatabaseDriver)
-
-
-async def _read(
-    session: AsyncSession,
-    caller: Principal,
-    cloud: Cloud,
-    database: Database,
-    work: Callable[[DatabaseDriver], T],
-) -> T:
-    """A live read in the organization's account; the cloud's failures are 502s."""
-    account = await require_cloud_account(session, caller)
-    project = await session.get(Project, database.project_id)
-    assert project is not None
-    with cloud_answers():
-        async with driver_for(cloud, account, project.region) as driver:
-            return await cloud.run(lambda: work(driver))
-
-
-async def metrics(
-    session: AsyncSession, caller: Principal, cloud: Cloud, project_id: str, database_id: str
-) -> DatabaseMetrics:
-    database = await get(session, caller, project_id, database_id)
-    return await _read(session, caller, cloud, database, lambda driver: driver.metrics(database.id))
-
-
-async def cost(
-    session: AsyncSession, caller: Principal, cloud: Cloud, project_id: str, database_id: str
-) -> dict[str, Any]:
-    database = await get(session, caller, project_id, database_id)
-    project = await projects.get(session, caller, project_id)
-    account = await require_cloud_account(session, caller)
-    spent = await spend.month_to_date(cloud, account, database.id)
-    return {
-        "cost_explorer_url": console_url(database.id, today=utcnow().date()),
-        "estimated_monthly_usd": database_monthly_usd(
-            database.storage_gb, database.high_availability, project.region
-        ),
-        "month_to_date_usd": None if spent.usd is None else round(spent.usd, 6),
-        "month_to_date_unavailable": spent.unavailable,
-        "currency": "USD",
-    }

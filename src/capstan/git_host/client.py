@@ -3,7 +3,7 @@ the one user-to-server step of the install flow (a user's OAuth code -> the inst
 user can access).
 
 It speaks GitHub's REST API over httpx to `settings.github_api_base` — api.github.com in
-production, the sandbox git host (`capstan.sandbox.git_host`) in `--dev` and in tests. Failures
+production, the sandbox git host (`capstan_sandbox.git_host`) in `--dev` and in tests. Failures
 come out as the `GitHostError` tree (`git_host.errors`) and nothing httpx-shaped; the values
 it answers and the payloads it reads are in `git_host.payloads`.
 

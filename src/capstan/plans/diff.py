@@ -19,6 +19,7 @@ from capstan.cloud.pricing import shared_lines
 from capstan.crypto import SecretBox
 from capstan.databases import service as databases
 from capstan.databases.models import Database
+from capstan.kit.models import DELETING
 from capstan.model_access.models import ModelAccess
 from capstan.plans.environment import (
     KnownDatabases,
@@ -375,12 +376,12 @@ async def make_plan(
     live_caches = [
         cache
         for cache in await caches.list_(session, caller, project.id)
-        if cache.status != caches.DELETING
+        if cache.status != DELETING
     ]
     live_databases = [
         database
         for database in await databases.list_(session, caller, project.id)
-        if database.status != databases.DELETING
+        if database.status != DELETING
     ]
     known = KnownDatabases(
         by_name={database.name: database for database in live_databases},
@@ -389,7 +390,7 @@ async def make_plan(
     live_buckets = [
         bucket
         for bucket in await buckets.list_(session, caller, project.id)
-        if bucket.status != buckets.DELETING
+        if bucket.status != DELETING
     ]
     access = await session.get(ModelAccess, project.id)
     left_alone: list[LeftAlone] = []

@@ -20,6 +20,7 @@ from capstan.cloud.driver import Cloud
 from capstan.crypto import SecretBox
 from capstan.databases import service as databases
 from capstan.databases.schemas import DatabaseCreate, DatabaseUpdate
+from capstan.kit.models import DELETING
 from capstan.model_access import service as model_access
 from capstan.model_access.schemas import ModelAccessSelection
 from capstan.plans.check import Answers
@@ -139,7 +140,7 @@ async def _resolved(
     ids = {
         database.name: database.id
         for database in await databases.list_(session, caller, project.id)
-        if database.name in names and database.status != databases.DELETING
+        if database.name in names and database.status != DELETING
     }
     if names - set(ids):  # planned as known; gone only if the project changed meanwhile
         raise UnknownDatabase(f"No database named {', '.join(sorted(names - set(ids)))}.")

@@ -69,7 +69,7 @@ log = logging.getLogger("capstan.reconcile")
 # Every pass runs the same few statements, so they are built once (per dialect and variant) on
 # the Core tables and run with their values as parameters: building a statement and working out
 # its cache key cost more than SQLite's running it, and the ORM's bulk-update path adds as much
-# again for rows no object in memory stands for (decisions.md "Statements built once").
+# again for rows no object in memory stands for (docs/decisions/0065).
 _QUEUE = cast(Table, QueueItem.__table__)
 _PASSES = cast(Table, ReconcilePass.__table__)
 _Q = _QUEUE.c

@@ -2,15 +2,14 @@
 
 A pass loads the row (gone: nothing to do), loads what the kind needs beside it (its project, its
 cloud account…), tears the row down when it is marked deleted or converges it otherwise, and
-commits what the step wrote in one transaction. A kind says only what differs: its table, what it
-loads, and its two steps.
+commits what the step wrote in one transaction. A subclass says only what differs: its table,
+what it loads, and its two steps. `capstan.kit.reconcile.KitReconciler`, the skeleton of the kinds
+in a project's network, is one:
 
-    class CacheReconciler(RowReconciler[Cache, CacheContext]):
-        kind = "cache"
-        model = Cache
-        async def context(self, session, cache): ...
-        async def converge(self, session, cache, context): ...
-        async def tear_down(self, session, cache, context): ...
+    class KitReconciler(RowReconciler[RowT, KitContext]):
+        async def context(self, session, row): ...            # its project and cloud account
+        async def converge(self, session, row, context): ...  # wait for the network, ensure, settle
+        async def tear_down(self, session, row, context): ... # remove, then the row
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from capstan.cloud.errors import TerminalCloudError
 
 # How long a target that is leaving keeps its in-flight requests: long enough for a web request,
 # short enough that a rollout does not hold every old task for AWS's default of 300 s (see
-# docs/decisions.md, "Deregistration delay").
+# docs/decisions/0074).
 DEREGISTRATION_DELAY_SECONDS = 30
 HTTP_PORT = 80
 HTTPS_PORT = 443

@@ -39,7 +39,7 @@ _CLIENT_CONFIG = Config(
 
 
 # Every session shares one loader of botocore's service models: a fresh loader re-reads and
-# parses them for each session (~90 ms a session; ~10 ms shared). Sessions are made under a lock
+# parses them for each session. Sessions are made under a lock
 # because boto3 appends its own data path to the loader each time (deduplicated here).
 _loader_lock = threading.Lock()
 _shared_loader: Loader | None = None
