@@ -63,16 +63,13 @@ async def _row(sessions: Sessions, kind: str) -> QueueItem:
         return (await session.scalars(select(QueueItem).where(QueueItem.kind == kind))).one()
 
 
-def _three_looks(
-    server: RunningServer, settings: WorkerSettings | None = None
-) -> tuple[list[tuple[timedelta, int]], list[str]]:
-    """Three passes that find the operation unfinished: each one's wait and count of looks."""
+def test_each_look_at_an_unfinished_operation_waits_longer(server: RunningServer) -> None:
     recorder = Recorder(lambda _id, _n: _answer(PollAgain(POLL)))
     clock = FakeClock()
 
     async def work(sessions: Sessions) -> list[tuple[timedelta, int]]:
         await enqueue_ids(sessions, recorder.kind, "op", clock=clock)
-        worker = Worker(sessions, [recorder], settings, clock=clock)
+        worker = Worker(sessions, [recorder], clock=clock)
         seen = []
         for _ in range(3):
             await worker.run_until_idle()
@@ -81,21 +78,30 @@ def _three_looks(
             clock.move_to(row.due_at)
         return seen
 
-    return run(server, work), recorder.passes
-
-
-def test_each_look_at_an_unfinished_operation_waits_longer(server: RunningServer) -> None:
-    waits, passes = _three_looks(server)
-    assert waits == [(POLL.delay(0), 1), (POLL.delay(1), 2), (POLL.delay(2), 3)]
-    assert passes == ["op"] * 3
+    assert run(server, work) == [(POLL.delay(0), 1), (POLL.delay(1), 2), (POLL.delay(2), 3)]
+    assert recorder.passes == ["op"] * 3
 
 
 def test_a_worker_with_a_longest_poll_looks_again_no_later_than_that(
     server: RunningServer,
 ) -> None:
     """A worker for a quick cloud (the sandbox's) caps every kind's wait; the count still grows."""
-    waits, _ = _three_looks(server, WorkerSettings(longest_poll_seconds=0.6))
-    assert waits == [(SECOND / 2, 1), (SECOND * 0.6, 2), (SECOND * 0.6, 3)]
+    recorder = Recorder(lambda _id, _n: _answer(PollAgain(POLL)))
+    clock = FakeClock()
+
+    async def work(sessions: Sessions) -> list[tuple[timedelta, int]]:
+        await enqueue_ids(sessions, recorder.kind, "op", clock=clock)
+        quick = WorkerSettings(longest_poll_seconds=0.6)
+        worker = Worker(sessions, [recorder], quick, clock=clock)
+        seen = []
+        for _ in range(3):
+            await worker.run_until_idle()
+            row = await _row(sessions, recorder.kind)
+            seen.append((row.due_at - clock.now, row.polls))
+            clock.move_to(row.due_at)
+        return seen
+
+    assert run(server, work) == [(SECOND / 2, 1), (SECOND * 0.6, 2), (SECOND * 0.6, 3)]
 
 
 def test_any_other_answer_starts_the_polls_again(server: RunningServer) -> None:
