@@ -181,8 +181,6 @@ def test_settings(
         "dockerhub_token": secrets.token_urlsafe(24),
         # The tests play many clients from one loopback address through X-Forwarded-For.
         "forwarded_allow_ips": "127.0.0.1",
-        # The sandbox's builds and rollouts finish in a fraction of a second: look again soon.
-        "worker_longest_poll_seconds": 0.5,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -74,10 +74,6 @@ class Settings(BaseSettings):
     # on PostgreSQL in every process, by LISTEN/NOTIFY), so this is only the safety net — and,
     # on SQLite, how late a separate `capstan worker --dev` sees work another process enqueued.
     worker_idle_poll_seconds: float = 2.0
-    # The longest wait between looks at a cloud operation still under way; unset, each kind's
-    # own (up to a minute, for AWS's operations of minutes). The tests set it short: the
-    # sandbox's operations finish in a fraction of a second.
-    worker_longest_poll_seconds: float | None = None
     worker_lease_seconds: float = 30.0
     resync_seconds: float = 300.0
     rollout_deadline_seconds: float = 900.0

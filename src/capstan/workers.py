@@ -55,7 +55,6 @@ def make_worker(runtime: Runtime, *, owner: str | None = None) -> Worker:
             lease_seconds=settings.worker_lease_seconds,
             resync_seconds=settings.resync_seconds,
             idle_poll_seconds=settings.worker_idle_poll_seconds,
-            longest_poll_seconds=settings.worker_longest_poll_seconds,
         ),
         owner=owner,
     )

@@ -12,14 +12,7 @@ from sqlalchemy import select
 from capstan.reconcile import queue
 from capstan.reconcile.models import QueueItem
 from capstan.reconcile.timing import Poll
-from capstan.reconcile.worker import (
-    Done,
-    PollAgain,
-    RequeueAfter,
-    Result,
-    Worker,
-    WorkerSettings,
-)
+from capstan.reconcile.worker import Done, PollAgain, RequeueAfter, Result, Worker
 from tests.clock import FakeClock
 from tests.harness import RunningServer
 from tests.reconcile.helpers import Recorder, Sessions, enqueue_ids, run
@@ -80,28 +73,6 @@ def test_each_look_at_an_unfinished_operation_waits_longer(server: RunningServer
 
     assert run(server, work) == [(POLL.delay(0), 1), (POLL.delay(1), 2), (POLL.delay(2), 3)]
     assert recorder.passes == ["op"] * 3
-
-
-def test_a_worker_with_a_longest_poll_looks_again_no_later_than_that(
-    server: RunningServer,
-) -> None:
-    """A worker for a quick cloud (the sandbox's) caps every kind's wait; the count still grows."""
-    recorder = Recorder(lambda _id, _n: _answer(PollAgain(POLL)))
-    clock = FakeClock()
-
-    async def work(sessions: Sessions) -> list[tuple[timedelta, int]]:
-        await enqueue_ids(sessions, recorder.kind, "op", clock=clock)
-        quick = WorkerSettings(longest_poll_seconds=0.6)
-        worker = Worker(sessions, [recorder], quick, clock=clock)
-        seen = []
-        for _ in range(3):
-            await worker.run_until_idle()
-            row = await _row(sessions, recorder.kind)
-            seen.append((row.due_at - clock.now, row.polls))
-            clock.move_to(row.due_at)
-        return seen
-
-    assert run(server, work) == [(SECOND / 2, 1), (SECOND * 0.6, 2), (SECOND * 0.6, 3)]
 
 
 def test_any_other_answer_starts_the_polls_again(server: RunningServer) -> None:

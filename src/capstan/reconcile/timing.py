@@ -36,10 +36,6 @@ class Poll:
         if self.first < timedelta(0) or self.cap < self.first or self.factor < 1:
             raise ValueError("a poll needs 0 <= first <= cap and factor >= 1")
 
-    def capped(self, longest: timedelta) -> Poll:
-        """The same schedule, with no wait longer than `longest`."""
-        return Poll(first=min(self.first, longest), cap=min(self.cap, longest), factor=self.factor)
-
     def delay(self, looks: int) -> timedelta:
         """The wait after the `looks`-th look (0-based) that found the operation still running."""
         if self.first == timedelta(0) or self.factor == 1:

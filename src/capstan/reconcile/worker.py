@@ -93,10 +93,6 @@ class WorkerSettings:
     resync_seconds: float = 300.0
     # The longest sleep with nothing due (None: `poll_seconds`); an enqueue wakes it sooner.
     idle_poll_seconds: float | None = None
-    # The longest wait between looks at a cloud operation still under way (None: each kind's
-    # own `Poll.cap`): a cloud whose operations take a second, such as the sandbox, is looked
-    # at again soon instead of after a wait grown for AWS's minutes.
-    longest_poll_seconds: float | None = None
 
 
 def resync_offset(kind: str, resource_id: str, period: float) -> float:
@@ -312,8 +308,6 @@ class Worker:
                 requeue_after = result.seconds
             elif isinstance(result, PollAgain):
                 poll = result.poll
-                if self.settings.longest_poll_seconds is not None:
-                    poll = poll.capped(timedelta(seconds=self.settings.longest_poll_seconds))
         except asyncio.CancelledError:
             if key not in self._taken_over:
                 raise  # the worker is stopping
