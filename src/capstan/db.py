@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
@@ -25,8 +26,6 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-
-from capstan import sqlite_driver
 
 if TYPE_CHECKING:
     from capstan.config import Settings
@@ -96,23 +95,10 @@ def created_at_column() -> Mapped[datetime]:
 def make_engine(url: str, *, schema: str | None = None, **kwargs: Any) -> AsyncEngine:
     if url.startswith("sqlite"):
         _create_private_file(make_url(url).database)
-        # One trip to aiosqlite's thread per statement that writes, none for one that only reads
-        # (run in the event loop's thread, hence check_same_thread) or a COMMIT with nothing to end.
         engine = create_async_engine(
-            url,
-            module=sqlite_driver.dbapi(busy_timeout_seconds=SQLITE_BUSY_TIMEOUT_SECONDS),
-            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
-            **kwargs,
+            url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS}, **kwargs
         )
-
-        @event.listens_for(engine.sync_engine, "connect")
-        def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_SECONDS * 1000}")
-            cursor.close()
-
+        _sqlite_transactions(engine)
         return engine
     connect_args: dict[str, Any] = {}
     if schema:
@@ -135,9 +121,38 @@ def _create_private_file(database: str | None) -> None:
     os.close(descriptor)
 
 
-# How long a SQLite connection waits for the database's write lock (and for its turn to write,
-# `sqlite_driver.WriteTurn`) before its statement fails.
+# How long a SQLite connection waits for the database's write lock before its statement fails.
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
+
+# Statements that need no write transaction begun before them: reads, settings, and the
+# statements that begin or end a transaction themselves.
+_NO_WRITE = re.compile(r"\s*(SELECT|PRAGMA|BEGIN|COMMIT|ROLLBACK|END)\b", re.IGNORECASE)
+
+
+def _sqlite_transactions(engine: AsyncEngine) -> None:
+    """SQLite's connections as SQLAlchemy's documentation and Prefect's server set them up, with
+    the library's public hooks: PRAGMAs on connect, and the driver's own `BEGIN` replaced by
+    ours. A read begins no transaction (in WAL mode it reads the last committed state and never
+    waits for a writer). The first statement that writes begins one with `BEGIN IMMEDIATE`,
+    which takes the write lock at once, waiting for it as long as the busy timeout: a deferred
+    transaction that read first could be refused its upgrade to a writer, at once and with no
+    wait, whenever another connection had committed meanwhile."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _connected(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # the driver begins nothing on its own
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "before_cursor_execute")
+    def _begin_before_a_write(connection: Any, cursor: Any, statement: str, *_rest: Any) -> None:
+        if _NO_WRITE.match(statement) or connection.connection.driver_connection.in_transaction:
+            return
+        cursor.execute("BEGIN IMMEDIATE")
+
 
 # A connection back in the pool for less than this answered its last statement moments ago; one
 # idle longer may have been closed meanwhile (a restarted server, a proxy's idle timeout).
