@@ -35,7 +35,7 @@ from capstan.body_limit import BodyLimitMiddleware
 from capstan.cloud_account.router import router as cloud_account_router
 from capstan.config import CloudMode, GitHostMode, Settings
 from capstan.dashboard import mount_dashboard
-from capstan.db import engine_for, make_sessionmaker, utcnow
+from capstan.db import engine_for, make_read_sessionmaker, make_sessionmaker, utcnow
 from capstan.db_unavailable import RETRY_AFTER_SECONDS, database_unavailable
 from capstan.errors import ApiError, DatabaseUnavailable, ValidationFailed
 from capstan.git_host import events as git_events
@@ -62,6 +62,7 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = engine_for(settings)
         app.state.sessionmaker = make_sessionmaker(engine)
+        app.state.read_sessionmaker = make_read_sessionmaker(engine)
         app.state.sign_in_limiter = SignInLimiter(settings)
         async with AsyncExitStack() as stack:
             stack.push_async_callback(engine.dispose)

@@ -12,6 +12,7 @@ import os
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -96,7 +97,10 @@ def make_engine(url: str, *, schema: str | None = None, **kwargs: Any) -> AsyncE
     if url.startswith("sqlite"):
         _create_private_file(make_url(url).database)
         engine = create_async_engine(
-            url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS}, **kwargs
+            url,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS},
+            pool_reset_on_return=None,  # `_sqlite_transactions` resets what needs it
+            **kwargs,
         )
         _sqlite_transactions(engine)
         return engine
@@ -136,7 +140,11 @@ def _sqlite_transactions(engine: AsyncEngine) -> None:
     waits for a writer). The first statement that writes begins one with `BEGIN IMMEDIATE`,
     which takes the write lock at once, waiting for it as long as the busy timeout: a deferred
     transaction that read first could be refused its upgrade to a writer, at once and with no
-    wait, whenever another connection had committed meanwhile."""
+    wait, whenever another connection had committed meanwhile.
+
+    A connection back in the pool is rolled back only when a transaction is open on it (the
+    pool's reset event, as SQLAlchemy documents it): a ROLLBACK is a trip to aiosqlite's thread,
+    and after a read there is nothing to end."""
 
     @event.listens_for(engine.sync_engine, "connect")
     def _connected(dbapi_connection: Any, _record: Any) -> None:
@@ -152,6 +160,11 @@ def _sqlite_transactions(engine: AsyncEngine) -> None:
         if _NO_WRITE.match(statement) or connection.connection.driver_connection.in_transaction:
             return
         cursor.execute("BEGIN IMMEDIATE")
+
+    @event.listens_for(engine.sync_engine, "reset")
+    def _reset(dbapi_connection: Any, _record: Any, state: Any) -> None:
+        if state.terminate_only or dbapi_connection.driver_connection.in_transaction:
+            dbapi_connection.rollback()
 
 
 # A connection back in the pool for less than this answered its last statement moments ago; one
@@ -205,6 +218,18 @@ def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
 
 
+def make_read_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """Sessions for the requests of HTTP's safe methods (GET, HEAD), which read: on PostgreSQL
+    their statements run in autocommit, without a BEGIN and a COMMIT, two round trips of four
+    for a request that authenticates and reads. A single statement that writes (a session's
+    sliding expiry, an insert-or-ignore) is atomic on its own; a GET that writes several rows
+    together takes `DbTransaction`. On SQLite a read begins no transaction anyway
+    (`_sqlite_transactions`)."""
+    if engine.dialect.name == "postgresql":
+        engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+    return make_sessionmaker(engine)
+
+
 async def flush_unique(session: AsyncSession, conflict: Exception) -> None:
     """Flush, turning a unique index's refusal into `conflict` (the index decides, not a read
     made before the write, so two requests at once cannot both pass)."""
@@ -232,8 +257,28 @@ def run_in_session(url: str, schema: str | None, work: Callable[[AsyncSession], 
     return asyncio.run(main())
 
 
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
 async def _request_session(request: Request) -> AsyncIterator[AsyncSession]:
-    sessionmaker: async_sessionmaker[AsyncSession] = request.app.state.sessionmaker
+    """The request's one session: committed when the endpoint returns, rolled back when it
+    raises, before the response is sent. A GET's reads begin no transaction
+    (`make_read_sessionmaker`)."""
+    state = request.app.state
+    reads = request.method in SAFE_METHODS
+    async with _committed(state.read_sessionmaker if reads else state.sessionmaker) as session:
+        yield session
+
+
+async def _transaction_session(request: Request) -> AsyncIterator[AsyncSession]:
+    async with _committed(request.app.state.sessionmaker) as session:
+        yield session
+
+
+@asynccontextmanager
+async def _committed(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> AsyncIterator[AsyncSession]:
     async with sessionmaker() as session:
         try:
             yield session
@@ -245,3 +290,5 @@ async def _request_session(request: Request) -> AsyncIterator[AsyncSession]:
 
 
 DbSession = Annotated[AsyncSession, Depends(_request_session, scope="function")]
+# For the rare GET that writes several rows that must stand or fall together.
+DbTransaction = Annotated[AsyncSession, Depends(_transaction_session, scope="function")]
