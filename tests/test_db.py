@@ -220,3 +220,36 @@ def test_a_connection_back_moments_ago_is_not_pinged(monkeypatch: pytest.MonkeyP
         assert pings == []
 
     _postgres(work)
+
+
+@pytest.mark.postgresql
+def test_a_read_session_runs_each_statement_in_its_own_transaction() -> None:
+    """A GET's session (`make_read_sessionmaker`) on PostgreSQL: autocommit, no BEGIN and COMMIT
+    around its statements (`now()` is the start of the statement's own transaction); a request
+    that writes keeps one transaction for all of them."""
+
+    async def work(engine: AsyncEngine) -> None:
+        async def two_nows(sessionmaker: Any) -> tuple[Any, Any]:
+            async with sessionmaker() as session:
+                first = await session.scalar(text("SELECT now()"))
+                await asyncio.sleep(0.05)
+                second = await session.scalar(text("SELECT now()"))
+                await session.commit()
+                return first, second
+
+        first, second = await two_nows(db.make_read_sessionmaker(engine))
+        assert first < second
+        first, second = await two_nows(db.make_sessionmaker(engine))
+        assert first == second
+
+    _postgres(work)
+
+
+def test_the_request_pool_is_sized_by_database() -> None:
+    sqlite_file = Settings(database_url="sqlite:///capstan.db")
+    postgresql = Settings(database_url="postgresql://capstan@db/capstan")
+    assert sqlite_file.database_requests_pool_size == 4
+    assert postgresql.database_requests_pool_size == 20
+    assert Settings(
+        database_url="sqlite:///capstan.db", database_pool_size=9
+    ).database_pool_total == (9 + sqlite_file.worker_concurrency + 1)
