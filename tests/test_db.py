@@ -1,6 +1,5 @@
-"""The engine's drivers: SQLite's reads in the event loop's thread and one trip per other
-statement (the same results and transactions as the stock adapter), and PostgreSQL's ping of
-connections that sat idle."""
+"""The engine: SQLite's transactions (none for a read, `BEGIN IMMEDIATE` for a write) and
+PostgreSQL's ping of connections that sat idle."""
 
 from __future__ import annotations
 
@@ -12,78 +11,131 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from capstan import db
 from capstan.config import Settings
-from tests.sqlite_engine import count_trips, with_sqlite_engine
+from capstan.db_unavailable import database_unavailable
 
 POSTGRES_URL = os.environ.get("CAPSTAN_TEST_DATABASE_URL")
 
 
-def test_a_read_only_transaction_makes_no_trip(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _sqlite(tmp_path: Path, work: Callable[[AsyncEngine], Awaitable[None]]) -> None:
+    url = Settings(database_url=f"sqlite:///{tmp_path / 'db.sqlite'}").sqlalchemy_url
+
+    async def run() -> None:
+        engine = db.make_engine(url)
+        try:
+            await work(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
+
+
+async def _in_transaction(connection: AsyncConnection) -> bool:
+    raw = await connection.get_raw_connection()
+    return bool(raw.driver_connection.in_transaction)
+
+
+async def _table(engine: AsyncEngine) -> None:
+    async with engine.begin() as connection:
+        await connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE)"))
+        await connection.execute(text("INSERT INTO t (name) VALUES ('a')"))
+
+
+def test_a_read_begins_no_transaction(tmp_path: Path) -> None:
     async def work(engine: AsyncEngine) -> None:
-        async with engine.begin() as connection:
-            await connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)"))
-            await connection.execute(text("INSERT INTO t (name) VALUES ('a'), ('b')"))
-        trips = count_trips(monkeypatch)
-        async with db.make_sessionmaker(engine)() as session:
-            names = (await session.execute(text("SELECT name FROM t ORDER BY id"))).scalars()
-            assert list(names) == ["a", "b"]
-            assert await session.scalar(text("SELECT count(*) FROM t")) == 2
-            await session.commit()
-        # Both SELECTs ran in the event loop's thread, and neither COMMIT nor the pool's
-        # ROLLBACK on return made a trip: SQLite had no transaction open for them to end.
-        assert trips == []
+        await _table(engine)
+        async with engine.connect() as connection:
+            names = (await connection.execute(text("SELECT name FROM t ORDER BY id"))).scalars()
+            assert list(names) == ["a"]
+            assert not await _in_transaction(connection)
+            await connection.execute(text("INSERT INTO t (name) VALUES ('b')"))
+            assert await _in_transaction(connection)
+            await connection.commit()
+            assert not await _in_transaction(connection)
 
-    with_sqlite_engine(tmp_path, work)
+    _sqlite(tmp_path, work)
 
 
-def test_a_read_does_not_wait_for_another_connections_write(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A SELECT runs in the event loop's thread: in WAL mode it reads the last committed state
-    while another connection holds the write lock (were it to wait for that lock instead, it
-    would block the loop, and this test, for the 30 s busy timeout, then fail)."""
+def test_a_read_does_not_wait_for_another_connections_write(tmp_path: Path) -> None:
+    """In WAL mode a read sees the last committed state while another connection holds the
+    write lock (were it to wait for the lock instead, it would wait out the busy timeout)."""
 
     async def work(engine: AsyncEngine) -> None:
-        async with engine.begin() as connection:
-            await connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)"))
-            await connection.execute(text("INSERT INTO t (name) VALUES ('a')"))
+        await _table(engine)
         async with engine.connect() as writer, engine.connect() as reader:
             await writer.execute(text("INSERT INTO t (name) VALUES ('b')"))  # the lock, held
-            trips = count_trips(monkeypatch)
-            rows = (await reader.execute(text("SELECT name FROM t ORDER BY id"))).scalars()
+            async with asyncio.timeout(5):
+                rows = (await reader.execute(text("SELECT name FROM t ORDER BY id"))).scalars()
             assert list(rows) == ["a"]
-            assert trips == []
-            # In the writer's own transaction its SELECT sees its write.
             rows = (await writer.execute(text("SELECT name FROM t ORDER BY id"))).scalars()
-            assert list(rows) == ["a", "b"]
+            assert list(rows) == ["a", "b"]  # its own transaction sees its write
             await writer.commit()
             rows = (await reader.execute(text("SELECT name FROM t ORDER BY id"))).scalars()
             assert list(rows) == ["a", "b"]
 
-    with_sqlite_engine(tmp_path, work)
+    _sqlite(tmp_path, work)
 
 
-def test_writes_commit_and_roll_back_as_before(
+def test_a_writer_takes_the_lock_when_it_begins_and_the_next_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    """`BEGIN IMMEDIATE`: a transaction that read first and writes afterwards is never refused
+    its write because another connection committed in between; it waits its turn instead."""
+
+    async def work(engine: AsyncEngine) -> None:
+        await _table(engine)
+        async with engine.connect() as first, engine.connect() as second:
+            await first.execute(text("UPDATE t SET name = 'first' WHERE id = 1"))
+
+            async def read_then_write() -> list[str]:
+                await second.execute(text("SELECT name FROM t"))
+                await second.execute(text("INSERT INTO t (name) VALUES ('second')"))
+                names = await second.execute(text("SELECT name FROM t ORDER BY id"))
+                await second.commit()
+                return list(names.scalars())
+
+            waiting = asyncio.create_task(read_then_write())
+            await asyncio.sleep(0.3)
+            assert not waiting.done()  # its BEGIN IMMEDIATE waits for the lock
+            await first.commit()
+            async with asyncio.timeout(5):
+                assert await waiting == ["first", "second"]
+
+    _sqlite(tmp_path, work)
+
+
+def test_a_write_that_waits_past_the_busy_timeout_is_unavailable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(db, "SQLITE_BUSY_TIMEOUT_SECONDS", 0.2)
+
+    async def work(engine: AsyncEngine) -> None:
+        await _table(engine)
+        async with engine.connect() as first, engine.connect() as second:
+            await first.execute(text("INSERT INTO t (name) VALUES ('b')"))
+            with pytest.raises(OperationalError) as refused:
+                await second.execute(text("INSERT INTO t (name) VALUES ('c')"))
+            assert database_unavailable(refused.value)
+            await first.commit()
+
+    _sqlite(tmp_path, work)
+
+
+def test_writes_commit_and_roll_back(tmp_path: Path) -> None:
     async def work(engine: AsyncEngine) -> None:
         async with engine.begin() as connection:
             await connection.execute(
                 text("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE)")
             )
-        trips = count_trips(monkeypatch)
         async with engine.connect() as connection:
             inserted = await connection.execute(text("INSERT INTO t (name) VALUES ('a')"))
             assert inserted.rowcount == 1
             assert inserted.lastrowid == 1
             await connection.commit()
-        assert trips == ["_run", "commit"]
         async with engine.connect() as connection:
             await connection.execute(text("INSERT INTO t (name) VALUES ('b')"))
             await connection.rollback()
@@ -103,7 +155,7 @@ def test_writes_commit_and_roll_back_as_before(
             streamed = await connection.stream(text("SELECT name FROM t"))
             assert [row.name async for row in streamed] == ["a"]
 
-    with_sqlite_engine(tmp_path, work)
+    _sqlite(tmp_path, work)
 
 
 def _postgres(schema_work: Callable[[AsyncEngine], Awaitable[None]]) -> None:
@@ -168,3 +220,36 @@ def test_a_connection_back_moments_ago_is_not_pinged(monkeypatch: pytest.MonkeyP
         assert pings == []
 
     _postgres(work)
+
+
+@pytest.mark.postgresql
+def test_a_read_session_runs_each_statement_in_its_own_transaction() -> None:
+    """A GET's session (`make_read_sessionmaker`) on PostgreSQL: autocommit, no BEGIN and COMMIT
+    around its statements (`now()` is the start of the statement's own transaction); a request
+    that writes keeps one transaction for all of them."""
+
+    async def work(engine: AsyncEngine) -> None:
+        async def two_nows(sessionmaker: Any) -> tuple[Any, Any]:
+            async with sessionmaker() as session:
+                first = await session.scalar(text("SELECT now()"))
+                await asyncio.sleep(0.05)
+                second = await session.scalar(text("SELECT now()"))
+                await session.commit()
+                return first, second
+
+        first, second = await two_nows(db.make_read_sessionmaker(engine))
+        assert first < second
+        first, second = await two_nows(db.make_sessionmaker(engine))
+        assert first == second
+
+    _postgres(work)
+
+
+def test_the_request_pool_is_sized_by_database() -> None:
+    sqlite_file = Settings(database_url="sqlite:///capstan.db")
+    postgresql = Settings(database_url="postgresql://capstan@db/capstan")
+    assert sqlite_file.database_requests_pool_size == 4
+    assert postgresql.database_requests_pool_size == 20
+    assert Settings(
+        database_url="sqlite:///capstan.db", database_pool_size=9
+    ).database_pool_total == (9 + sqlite_file.worker_concurrency + 1)

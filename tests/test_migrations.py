@@ -76,9 +76,9 @@ def _on_a_postgresql_schema(tmp_path: Path, check: Callable[[Settings], None]) -
 
 
 def test_a_postgresql_older_than_13_is_refused_before_any_migration() -> None:
-    """The driver reads select `pg_current_snapshot()` (PostgreSQL 13 on): an older server is
-    refused with a clear error, which `capstan migrate`, `server` and `worker` print, not half
-    migrated. (No PostgreSQL 12 runs here: the dialect is told the version it would read.)"""
+    """An older server than Capstan runs on is refused with a clear error, which `capstan
+    migrate`, `server` and `worker` print, not half migrated. (No PostgreSQL 12 runs here: the
+    dialect is told the version it would read.)"""
     dialect = postgresql.dialect()
     dialect.server_version_info = (12, 19)
     refused = r"needs PostgreSQL 13 or newer.*PostgreSQL 12\.19"

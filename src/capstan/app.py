@@ -28,7 +28,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from capstan import __version__
-from capstan.auth.bearer_read import HotReadLane, HotReads
 from capstan.auth.limits import SignInLimiter
 from capstan.auth.router import router as session_router
 from capstan.auth.router import tokens as tokens_router
@@ -36,8 +35,7 @@ from capstan.body_limit import BodyLimitMiddleware
 from capstan.cloud_account.router import router as cloud_account_router
 from capstan.config import CloudMode, GitHostMode, Settings
 from capstan.dashboard import mount_dashboard
-from capstan.db import engine_for, make_sessionmaker, utcnow
-from capstan.db_reads import ReadGate
+from capstan.db import engine_for, make_read_sessionmaker, make_sessionmaker, utcnow
 from capstan.db_unavailable import RETRY_AFTER_SECONDS, database_unavailable
 from capstan.errors import ApiError, DatabaseUnavailable, ValidationFailed
 from capstan.git_host import events as git_events
@@ -64,14 +62,10 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = engine_for(settings)
         app.state.sessionmaker = make_sessionmaker(engine)
-        app.state.read_gate = ReadGate(
-            settings.database_pool_size + settings.database_max_overflow,
-            settings.database_pool_timeout_seconds,
-        )
+        app.state.read_sessionmaker = make_read_sessionmaker(engine)
         app.state.sign_in_limiter = SignInLimiter(settings)
         async with AsyncExitStack() as stack:
             stack.push_async_callback(engine.dispose)
-            stack.push_async_callback(app.state.read_gate.close)
             stack.callback(app.state.sign_in_limiter.close)
             app.state.cloud = await stack.enter_async_context(open_configured_cloud(settings))
             app.state.git_host = await stack.enter_async_context(open_git_host(settings))
@@ -127,10 +121,6 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
     app.add_middleware(
         BodyLimitMiddleware, by_path={"/api/git_host/webhooks": git_events.MAX_BODY_BYTES}
     )
-    # Outside the rest: a learned bearer read skips them (`auth.bearer_read`).
-    app.state.hot_reads = HotReads()
-    app.add_middleware(HotReadLane)
-    # Outside the hot read lane, whose reads take path parameters too.
     app.add_middleware(PlainParameters)
     if settings.trusted_proxies:
         # The client address and scheme come from X-Forwarded-For/-Proto only when the TCP peer

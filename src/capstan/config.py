@@ -111,8 +111,10 @@ class Settings(BaseSettings):
     # LISTEN on PostgreSQL), plus the overflow. Every connection the pool opens it keeps (opened
     # on demand); an overflow connection is closed as soon as it is returned, so under steady load
     # beyond the pool it would be opened again for nearly every request: no overflow by default
-    # (docs/decisions/0048).
-    database_pool_size: int = 20
+    # (docs/decisions/0048). Unset: 20 on PostgreSQL, 4 on SQLite, whose connections each run in
+    # a thread of their own (aiosqlite) on one file with one writer: more of them only take turns
+    # for the interpreter lock (docs/decisions/0050).
+    database_pool_size: int | None = None
     database_max_overflow: int = 0
     database_pool_timeout_seconds: float = 10.0
 
@@ -133,7 +135,15 @@ class Settings(BaseSettings):
         """Connections one process keeps open at most: requests' and in-process workers' (and
         the connection on which the workers listen for enqueues)."""
         workers = max(0, self.worker_concurrency)
-        return self.database_pool_size + workers + (1 if workers else 0)
+        return self.database_requests_pool_size + workers + (1 if workers else 0)
+
+    @property
+    def database_requests_pool_size(self) -> int:
+        """The pool's connections for requests: `database_pool_size`, or its default for the
+        database."""
+        if self.database_pool_size is not None:
+            return self.database_pool_size
+        return 4 if self.sqlalchemy_url.startswith("sqlite") else 20
 
     @property
     def trusted_proxies(self) -> list[str]:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -25,8 +27,6 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-
-from capstan import sqlite_driver
 
 if TYPE_CHECKING:
     from capstan.config import Settings
@@ -96,23 +96,13 @@ def created_at_column() -> Mapped[datetime]:
 def make_engine(url: str, *, schema: str | None = None, **kwargs: Any) -> AsyncEngine:
     if url.startswith("sqlite"):
         _create_private_file(make_url(url).database)
-        # One trip to aiosqlite's thread per statement that writes, none for one that only reads
-        # (run in the event loop's thread, hence check_same_thread) or a COMMIT with nothing to end.
         engine = create_async_engine(
             url,
-            module=sqlite_driver.dbapi(busy_timeout_seconds=SQLITE_BUSY_TIMEOUT_SECONDS),
-            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS},
+            pool_reset_on_return=None,  # `_sqlite_transactions` resets what needs it
             **kwargs,
         )
-
-        @event.listens_for(engine.sync_engine, "connect")
-        def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_SECONDS * 1000}")
-            cursor.close()
-
+        _sqlite_transactions(engine)
         return engine
     connect_args: dict[str, Any] = {}
     if schema:
@@ -135,9 +125,47 @@ def _create_private_file(database: str | None) -> None:
     os.close(descriptor)
 
 
-# How long a SQLite connection waits for the database's write lock (and for its turn to write,
-# `sqlite_driver.WriteTurn`) before its statement fails.
+# How long a SQLite connection waits for the database's write lock before its statement fails.
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
+
+# Statements that need no write transaction begun before them: reads, settings, and the
+# statements that begin or end a transaction themselves.
+_NO_WRITE = re.compile(r"\s*(SELECT|PRAGMA|BEGIN|COMMIT|ROLLBACK|END)\b", re.IGNORECASE)
+
+
+def _sqlite_transactions(engine: AsyncEngine) -> None:
+    """SQLite's connections as SQLAlchemy's documentation and Prefect's server set them up, with
+    the library's public hooks: PRAGMAs on connect, and the driver's own `BEGIN` replaced by
+    ours. A read begins no transaction (in WAL mode it reads the last committed state and never
+    waits for a writer). The first statement that writes begins one with `BEGIN IMMEDIATE`,
+    which takes the write lock at once, waiting for it as long as the busy timeout: a deferred
+    transaction that read first could be refused its upgrade to a writer, at once and with no
+    wait, whenever another connection had committed meanwhile.
+
+    A connection back in the pool is rolled back only when a transaction is open on it (the
+    pool's reset event, as SQLAlchemy documents it): a ROLLBACK is a trip to aiosqlite's thread,
+    and after a read there is nothing to end."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _connected(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # the driver begins nothing on its own
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "before_cursor_execute")
+    def _begin_before_a_write(connection: Any, cursor: Any, statement: str, *_rest: Any) -> None:
+        if _NO_WRITE.match(statement) or connection.connection.driver_connection.in_transaction:
+            return
+        cursor.execute("BEGIN IMMEDIATE")
+
+    @event.listens_for(engine.sync_engine, "reset")
+    def _reset(dbapi_connection: Any, _record: Any, state: Any) -> None:
+        if state.terminate_only or dbapi_connection.driver_connection.in_transaction:
+            dbapi_connection.rollback()
+
 
 # A connection back in the pool for less than this answered its last statement moments ago; one
 # idle longer may have been closed meanwhile (a restarted server, a proxy's idle timeout).
@@ -190,6 +218,18 @@ def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
 
 
+def make_read_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """Sessions for the requests of HTTP's safe methods (GET, HEAD), which read: on PostgreSQL
+    their statements run in autocommit, without a BEGIN and a COMMIT, two round trips of four
+    for a request that authenticates and reads. A single statement that writes (a session's
+    sliding expiry, an insert-or-ignore) is atomic on its own; a GET that writes several rows
+    together takes `DbTransaction`. On SQLite a read begins no transaction anyway
+    (`_sqlite_transactions`)."""
+    if engine.dialect.name == "postgresql":
+        engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+    return make_sessionmaker(engine)
+
+
 async def flush_unique(session: AsyncSession, conflict: Exception) -> None:
     """Flush, turning a unique index's refusal into `conflict` (the index decides, not a read
     made before the write, so two requests at once cannot both pass)."""
@@ -217,8 +257,28 @@ def run_in_session(url: str, schema: str | None, work: Callable[[AsyncSession], 
     return asyncio.run(main())
 
 
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
 async def _request_session(request: Request) -> AsyncIterator[AsyncSession]:
-    sessionmaker: async_sessionmaker[AsyncSession] = request.app.state.sessionmaker
+    """The request's one session: committed when the endpoint returns, rolled back when it
+    raises, before the response is sent. A GET's reads begin no transaction
+    (`make_read_sessionmaker`)."""
+    state = request.app.state
+    reads = request.method in SAFE_METHODS
+    async with _committed(state.read_sessionmaker if reads else state.sessionmaker) as session:
+        yield session
+
+
+async def _transaction_session(request: Request) -> AsyncIterator[AsyncSession]:
+    async with _committed(request.app.state.sessionmaker) as session:
+        yield session
+
+
+@asynccontextmanager
+async def _committed(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> AsyncIterator[AsyncSession]:
     async with sessionmaker() as session:
         try:
             yield session
@@ -230,3 +290,5 @@ async def _request_session(request: Request) -> AsyncIterator[AsyncSession]:
 
 
 DbSession = Annotated[AsyncSession, Depends(_request_session, scope="function")]
+# For the rare GET that writes several rows that must stand or fall together.
+DbTransaction = Annotated[AsyncSession, Depends(_transaction_session, scope="function")]

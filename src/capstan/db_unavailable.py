@@ -26,7 +26,7 @@ from sqlalchemy import exc
 RETRY_AFTER_SECONDS = 5
 _UNAVAILABLE_SQLSTATES = ("08", "53", "57P")
 _SQLITE_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-_DRIVERS = ("asyncpg", "sqlalchemy", "capstan.sqlite_driver")
+_DRIVERS = ("asyncpg", "aiosqlite", "sqlalchemy")
 
 
 def database_unavailable(error: BaseException) -> bool:

@@ -12,12 +12,12 @@ from typing import Annotated, Literal
 
 from fastapi import Depends, Request
 from sqlalchemy import bindparam, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.models import ApiToken, BrowserSession, User
 from capstan.auth.secrets import api_token_well_formed, csrf_token_valid, sha256_hex
 from capstan.config import Settings
 from capstan.db import DbSession, utcnow
-from capstan.db_reads import Reads, SessionReads
 from capstan.errors import Forbidden, Unauthorized
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -52,7 +52,7 @@ async def authenticate(request: Request, session: DbSession) -> Principal:
     settings: Settings = request.app.state.settings
     authorization = request.headers.get("authorization")
     if authorization is not None:
-        return await principal_from_bearer(SessionReads(session), authorization)
+        return await principal_from_bearer(session, authorization)
     cookie = request.cookies.get(settings.session_cookie_name)
     if cookie is None:
         raise _unauthorized()
@@ -88,22 +88,15 @@ def bearer_secret_hash(authorization: str) -> str:
     return sha256_hex(secret)
 
 
-async def principal_from_bearer(reads: Reads, authorization: str) -> Principal:
-    """The token's principal, or 401: read through a request's session, or on the driver
-    (`bearer_read`)."""
-    return await principal_from_secret_hash(reads, bearer_secret_hash(authorization))
-
-
-async def principal_from_secret_hash(reads: Reads, secret_hash: str) -> Principal:
-    """The principal of the token stored by `secret_hash` (`bearer_secret_hash`), or 401."""
-    row = await reads.first(_TOKEN_BY_HASH, {"secret_hash": secret_hash})
+async def principal_from_bearer(session: AsyncSession, authorization: str) -> Principal:
+    """The token's principal, or 401. Read on every request: a revoked token fails at once."""
+    secret_hash = bearer_secret_hash(authorization)
+    row = (await session.execute(_TOKEN_BY_HASH, {"secret_hash": secret_hash})).first()
     if row is None:
         raise _unauthorized("This API token is not valid or has been revoked.")
+    token_id, organization_id, user_id = row
     return Principal(
-        organization_id=row["organization_id"],
-        user_id=row["created_by_user_id"],
-        via="token",
-        token_id=row["id"],
+        organization_id=organization_id, user_id=user_id, via="token", token_id=token_id
     )
 
 

@@ -10,7 +10,7 @@ from fastapi.responses import RedirectResponse
 
 from capstan.auth.principal import Caller
 from capstan.config import Settings
-from capstan.db import DbSession
+from capstan.db import DbSession, DbTransaction
 from capstan.deps import AppGitHost, AppSettings
 from capstan.git_host import events, service
 from capstan.git_host.schemas import (
@@ -84,7 +84,7 @@ async def start_installation_setup(
 )
 async def installation_callback(
     request: Request,
-    session: DbSession,
+    session: DbTransaction,
     settings: AppSettings,
     git_host: AppGitHost,
     installation_id: Annotated[InstallationId | None, Query()] = None,

@@ -23,8 +23,7 @@ def alembic_config(settings: Settings) -> Config:
     return config
 
 
-# The oldest PostgreSQL Capstan runs on: its driver reads select `pg_current_snapshot()` (new in
-# 13; see `db_kept`). Every release of PostgreSQL still supported upstream has it.
+# The oldest PostgreSQL Capstan is tested on and runs on.
 OLDEST_POSTGRESQL = 13
 
 

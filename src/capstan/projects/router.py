@@ -2,18 +2,14 @@ from __future__ import annotations
 
 from fastapi import Response, status
 
-from capstan.auth.bearer_read import BearerReadRoute, bearer_read
-from capstan.auth.principal import Caller, Principal
+from capstan.auth.principal import Caller
 from capstan.db import DbSession
-from capstan.db_reads import Reads, SessionReads
 from capstan.deps import AppKinds, AppSettings
 from capstan.projects import service
 from capstan.projects.schemas import ProjectCreate, ProjectListItem, ProjectOut, ProjectUpdate
 from capstan.routers import PrefixRouter
 
-# The two reads answer bearer requests on the database driver, without dependency solving or an
-# ORM session (`auth.bearer_read`); the other routes are ordinary ones.
-router = PrefixRouter(prefix="/api/projects", tags=["projects"], route_class=BearerReadRoute)
+router = PrefixRouter(prefix="/api/projects", tags=["projects"])
 # certificate_status and certificate_arn appear once HTTPS provisioning has started.
 
 
@@ -23,13 +19,8 @@ router = PrefixRouter(prefix="/api/projects", tags=["projects"], route_class=Bea
     response_model_exclude_none=True,
     summary="The organization's projects",
 )
-@bearer_read(lambda reads, caller, _path: _list(reads, caller))
 async def list_projects(caller: Caller, session: DbSession) -> Response:
-    return await _list(SessionReads(session), caller)
-
-
-async def _list(reads: Reads, caller: Principal) -> Response:
-    return _json(await service.list_json(reads, caller))
+    return _json(await service.list_json(session, caller))
 
 
 @router.post(
@@ -54,13 +45,8 @@ async def create_project(
     response_model_exclude_none=True,
     summary="A project",
 )
-@bearer_read(lambda reads, caller, path: _one(reads, caller, path["project_id"]))
 async def get_project(project_id: str, caller: Caller, session: DbSession) -> Response:
-    return await _one(SessionReads(session), caller, project_id)
-
-
-async def _one(reads: Reads, caller: Principal, project_id: str) -> Response:
-    return _json(await service.read_json(reads, caller, project_id))
+    return _json(await service.read_json(session, caller, project_id))
 
 
 # The reads answer the bytes the service rendered, as the response_model's rules say.
