@@ -1,36 +1,22 @@
-"""The `capstan` command, run as a user runs it: a subprocess with its own environment."""
+"""The `capstan` operator commands: the admin and migrate commands through the typer program in
+this process; the dev server as a user starts it, a process of its own."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.command import CAPSTAN, clean_env, run_here
 from tests.harness import free_socket, http_client
-
-CAPSTAN = [sys.executable, "-m", "capstan"]
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPSTAN_")}
-    env.update(extra)
-    return env
-
-
-def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CAPSTAN, *args], capture_output=True, text=True, env=env or _env(), timeout=120
-    )
 
 
 def test_create_user_creates_or_joins_the_organization(tmp_path: Path) -> None:
     base = ["admin", "create-user", "--name", "Ada", "--data-dir", str(tmp_path)]
-    first = _run(
+    first = run_here(
         *base,
         "--email",
         "ada@example.test",
@@ -39,10 +25,10 @@ def test_create_user_creates_or_joins_the_organization(tmp_path: Path) -> None:
         "--organization",
         "Acme",
     )
-    assert first.returncode == 0, first.stderr
+    assert first.exit_code == 0, first.output
     assert "organization Acme" in first.stdout
     org_id = re.search(r"organization Acme \((org_\w+)\)", first.stdout)
-    second = _run(
+    second = run_here(
         *base,
         "--email",
         "bob@example.test",
@@ -51,7 +37,7 @@ def test_create_user_creates_or_joins_the_organization(tmp_path: Path) -> None:
         "--organization",
         "Acme",
     )
-    assert second.returncode == 0, second.stderr
+    assert second.exit_code == 0, second.output
     assert org_id and org_id.group(1) in second.stdout  # joined, not a second Acme
 
 
@@ -67,23 +53,25 @@ def test_create_user_refuses_duplicate_email_and_weak_password(tmp_path: Path) -
         str(tmp_path),
     ]
     assert (
-        _run(*base, "--email", "ada@example.test", "--password", "a long passphrase 1").returncode
+        run_here(
+            *base, "--email", "ada@example.test", "--password", "a long passphrase 1"
+        ).exit_code
         == 0
     )
-    duplicate = _run(*base, "--email", "ADA@example.test", "--password", "a long passphrase 2")
-    assert duplicate.returncode != 0
+    duplicate = run_here(*base, "--email", "ADA@example.test", "--password", "a long passphrase 2")
+    assert duplicate.exit_code != 0
     assert "already exists" in duplicate.stderr
-    weak = _run(*base, "--email", "eve@example.test", "--password", "short")
-    assert weak.returncode != 0
+    weak = run_here(*base, "--email", "eve@example.test", "--password", "short")
+    assert weak.exit_code != 0
     assert "at least 12 characters" in weak.stderr
 
 
 def test_migrate_applies_to_the_configured_database(tmp_path: Path) -> None:
     database = tmp_path / "elsewhere.db"
-    result = _run("migrate", env=_env(CAPSTAN_DATABASE_URL=f"sqlite:///{database}"))
-    assert result.returncode == 0, result.stderr
+    result = run_here("migrate", env={"CAPSTAN_DATABASE_URL": f"sqlite:///{database}"})
+    assert result.exit_code == 0, result.output
     assert database.exists()
-    assert _run("migrate", env=_env(CAPSTAN_DATABASE_URL=f"sqlite:///{database}")).returncode == 0
+    assert run_here("migrate", env={"CAPSTAN_DATABASE_URL": f"sqlite:///{database}"}).exit_code == 0
 
 
 def _start_dev(data_dir: Path) -> tuple[subprocess.Popen[str], str, list[str]]:
@@ -95,7 +83,7 @@ def _start_dev(data_dir: Path) -> tuple[subprocess.Popen[str], str, list[str]]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=_env(),
+        env=clean_env(),
     )
     url = f"http://127.0.0.1:{port}"
     lines: list[str] = []

@@ -18,7 +18,7 @@ from capstan.cloud.aws.session import Endpoint
 from capstan.db import make_engine, make_sessionmaker
 from capstan.dev.accounts import organization_access
 from capstan.reconcile.models import QueueItem, ReconcilePass
-from tests.cloud_account.test_api import connect
+from tests.cloud_account.flow import connect
 from tests.git_host.flow import install
 from tests.harness import Org, RunningServer, run_db
 

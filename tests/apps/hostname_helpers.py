@@ -8,7 +8,7 @@ from typing import Any
 
 from capstan.cloud.aws import names
 from tests.apps.processes import account_sessions
-from tests.cloud_account.test_api import cloud_of
+from tests.cloud_account.flow import cloud_of
 from tests.harness import Org, RunningServer
 
 OWNER_TEXT = '"heritage=capstan,capstan/owner='

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.reconcile.models import ReconcilePass
 from tests.apps.helpers import new_shop, simulator_knobs
-from tests.cloud_account.test_api import connect
+from tests.cloud_account.flow import connect
 from tests.git_host.flow import install
 from tests.harness import Org, RunningServer, run_db
 

@@ -24,7 +24,7 @@ from capstan.kinds import KINDS
 from capstan.projects.models import Project
 from tests.apps.helpers import Ready, ready, simulator_knobs
 from tests.apps.processes import account_sessions, wait_all_running
-from tests.apps.test_static_websites import create_site
+from tests.apps.sites import create_site
 from tests.cloud.deploy_helpers import leftovers
 from tests.harness import Org, run_db
 

@@ -16,7 +16,7 @@ import pytest
 
 from capstan_sandbox.cloud import new_accounts, quotas, regions
 from tests.apps.helpers import Ready, ready, simulator_knobs
-from tests.apps.test_static_websites import create_site
+from tests.apps.sites import create_site
 from tests.harness import RunningServer
 
 

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import Preview
 from capstan.reconcile.queue import enqueue
-from tests.apps.helpers import Ready, ready
+from tests.apps.helpers import Ready, new_shop
 from tests.apps.processes import account_sessions
 from tests.cloud.deploy_helpers import leftovers
 from tests.harness import Org, run_db
@@ -19,8 +19,9 @@ from tests.polling import wait_until
 
 
 @pytest.fixture
-def shop(org: Org) -> Ready:
-    return ready(org)
+def shop(connected: Org) -> Ready:
+    """A new project in the module's one connected organization."""
+    return new_shop(connected)
 
 
 def test_a_project_shows_and_changes_its_preview_settings(shop: Ready) -> None:

@@ -8,13 +8,20 @@ from typing import Any
 import pytest
 
 from capstan.cloud.aws import names
-from tests.apps.helpers import Ready, ready
-from tests.buckets.test_api import account_admin
+from tests.apps.helpers import Ready, new_shop, ready
+from tests.buckets.helpers import account_admin
 from tests.harness import Org
 
 
 @pytest.fixture
-def shop(org: Org) -> Ready:
+def shop(connected: Org) -> Ready:
+    """A new project in the module's one connected organization."""
+    return new_shop(connected)
+
+
+@pytest.fixture
+def own_shop(org: Org) -> Ready:
+    """A project in an account of its own, where its load balancer's metrics are the only ones."""
     return ready(org)
 
 
@@ -78,7 +85,8 @@ def test_bad_preview_requests(shop: Ready, other_org: Org) -> None:
     assert other_org.api.post(previews, json={"branch": "main"}).status_code == 404
 
 
-def test_logs_metrics_and_cost_of_a_running_web_server(shop: Ready) -> None:
+def test_logs_metrics_and_cost_of_a_running_web_server(own_shop: Ready) -> None:
+    shop = own_shop
     created = shop.create_web_server(cpu=512, memory=1024)
     path = f"{shop.base}/web_servers/{created['id']}"
     shop.wait_for(path, "running")

@@ -9,15 +9,22 @@ import pytest
 
 from capstan.cloud.aws import names
 from capstan.cloud.aws.session import Endpoint
-from tests.apps.helpers import Ready, ready
+from tests.apps.helpers import Ready, new_shop, ready
 from tests.apps.processes import REGION, account_sessions
-from tests.apps.test_static_websites import account, create_site, distribution_of, served
+from tests.apps.sites import account, create_site, distribution_of, served
 from tests.harness import Org
 from tests.sandbox.aws import calls, calls_since
 
 
 @pytest.fixture
-def shop(org: Org) -> Ready:
+def shop(connected: Org) -> Ready:
+    """A new project in the module's one connected organization."""
+    return new_shop(connected)
+
+
+@pytest.fixture
+def own_shop(org: Org) -> Ready:
+    """A project in an account of its own, where every call counted is this test's."""
     return ready(org)
 
 
@@ -51,10 +58,13 @@ def test_the_live_deployment_is_the_only_running_one_and_one_reads_by_id(shop: R
     assert shop.org.api.get(elsewhere).status_code == 404
 
 
-def test_a_first_release_lists_nothing_to_prune_and_the_next_one_prunes(shop: Ready) -> None:
+def test_a_first_release_lists_nothing_to_prune_and_the_next_one_prunes(
+    own_shop: Ready,
+) -> None:
     """A target's first deployment is its only one: no other version of its environment can be
     in SSM, so its rollout lists none to remove. The release after it lists and removes what no
     release needs, as ever. Counted in the organization's own account."""
+    shop = own_shop
     account_id = shop.org.api.get("/api/cloud_account").json()["account_id"]
     sandbox_url = shop.org.server.settings.sandbox_cloud_url
     assert sandbox_url

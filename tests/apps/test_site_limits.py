@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.projects.models import Project
 from capstan_sandbox.cloud import quotas
 from tests.apps.helpers import Ready, ready
-from tests.apps.test_static_websites import account, create_site
+from tests.apps.sites import account, create_site
 from tests.harness import Org, run_db
 
 LONG_NAME = "the-documentation-of-our-product-in-full"  # 40 characters, the longest name

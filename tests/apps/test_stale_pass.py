@@ -17,7 +17,7 @@ import pytest
 from capstan.apps.reconcile import TargetReconciler
 from capstan.apps.steps import Subject
 from tests.apps.helpers import Ready, ready
-from tests.apps.test_static_websites import account, deployments, running_site, served
+from tests.apps.sites import account, deployments, running_site, served
 from tests.harness import Org
 
 

@@ -323,7 +323,7 @@ def test_delete_hides_at_once_and_blocks_nothing_after(shop: Ready) -> None:
 
 def _dns_record(shop: Ready, hostname: str) -> object:
     from capstan.cloud.aws import route53
-    from tests.cloud_account.test_api import cloud_of
+    from tests.cloud_account.flow import cloud_of
 
     cloud = cloud_of(shop.org.server)
     zone = route53.find_zone(cloud.operator, shop.org.server.settings.domain)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from fastapi import FastAPI
 from sqlalchemy import update
 
 from capstan.auth.models import BrowserSession
 from capstan.db import utcnow
+from tests.clock import MovableClock
 from tests.harness import PASSWORD, Browser, Org, RunningServer, http_client, run_db
 
 
@@ -86,19 +86,6 @@ def test_csrf_token_is_bound_to_its_session(org: Org) -> None:
     body = {"name": "p", "hostname_suffix": org.server.unique("bound")}
     crossed = second.post("/api/projects", json=body, headers={"X-CSRF-Token": first.csrf})
     assert crossed.status_code == 403
-
-
-class MovableClock:
-    """The server's clock in a test: real time plus however far the test has moved it."""
-
-    def __init__(self) -> None:
-        self.offset = timedelta()
-
-    def __call__(self) -> datetime:
-        return utcnow() + self.offset
-
-    def install(self, app: FastAPI) -> None:
-        app.state.clock = self
 
 
 def test_expired_csrf_token_is_refused(make_server: Callable[..., RunningServer]) -> None:

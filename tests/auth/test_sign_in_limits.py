@@ -14,7 +14,7 @@ from fastapi import FastAPI
 
 from capstan.auth.limits import client_key
 from tests import harness
-from tests.auth.test_session import MovableClock
+from tests.clock import MovableClock
 from tests.conftest import _database, _drop_schema
 from tests.harness import PASSWORD, Org, RunningServer, start_server
 

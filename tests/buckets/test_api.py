@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,18 +16,25 @@ import pytest
 from capstan.cloud.aws import iam, names
 from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.s3 import REQUEST_METRICS_ID
-from capstan.cloud.aws.session import AwsSession, Endpoint
-from capstan.dev.accounts import organization_access
 from capstan_sandbox.cloud.bedrock_profiles import invocation_refusal
 from capstan_sandbox.cloud.role_checks import RoleRequests
 from capstan_sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, ready
+from tests.buckets.helpers import (
+    HAIKU,
+    account_admin,
+    active_bucket,
+    make_bucket,
+    new_project,
+    send_traffic,
+    wait_for_the_traffic_in_metrics,
+    wait_status,
+)
 from tests.harness import Org, RunningServer
 from tests.metric_series import assert_oldest_first, past_stamps, put, value_at
 from tests.polling import wait_until
 from tests.spend import age_spend_answers, spend_cache
 
-HAIKU = "anthropic.claude-3-haiku-20240307-v1:0"
 TITAN_EMBED = "amazon.titan-embed-text-v2:0"
 US_SONNET_37 = "us.anthropic.claude-3-7-sonnet-20250219-v1:0"
 
@@ -41,60 +46,6 @@ def shop(server: RunningServer) -> Iterator[Ready]:
     member = server.new_org()
     yield ready(member)
     member.close()
-
-
-@contextmanager
-def account_admin(org: Org, region: str) -> Iterator[AwsSession]:
-    """An administrator of the organization's sandbox account, in `region`."""
-    url = org.server.settings.sandbox_cloud_url
-    assert url
-    account_id = org.api.get("/api/cloud_account").json()["account_id"]
-    with organization_access(Endpoint(region=region, url=url), account_id) as admin:
-        yield admin
-
-
-def new_project(org: Org, **fields: Any) -> dict[str, Any]:
-    body = {"name": "Files", "hostname_suffix": org.server.unique("files"), **fields}
-    response = org.api.post("/api/projects", json=body)
-    assert response.status_code == 201, response.text
-    return dict(response.json())
-
-
-def wait_status(org: Org, path: str, status: str) -> dict[str, Any]:
-    def settled() -> dict[str, Any] | None:
-        body = dict(org.api.get(path).json())
-        return body if body.get("status") == status else None
-
-    return wait_until(settled, what=f"{path} to be {status}")
-
-
-@dataclass
-class Made:
-    """A bucket made through the API in a project of its own, and what it was answered."""
-
-    project: dict[str, Any]
-    base: str
-    bucket: dict[str, Any]
-    path: str
-
-    @property
-    def real_name(self) -> str:
-        return str(self.bucket["arn"]).removeprefix("arn:aws:s3:::")
-
-
-def make_bucket(org: Org, *, region: str = "eu-west-1", name: str = "User uploads!") -> Made:
-    project = new_project(org, region=region)
-    base = f"/api/projects/{project['id']}/storage"
-    created = org.api.post(base, json={"name": name})
-    assert created.status_code == 201, created.text
-    bucket = created.json()
-    return Made(project, base, bucket, f"{base}/{bucket['id']}")
-
-
-def active_bucket(org: Org) -> Made:
-    made = make_bucket(org)
-    wait_status(org, made.path, "active")
-    return made
 
 
 def test_a_new_bucket_is_creating_under_a_name_made_from_its_label(shop: Ready) -> None:
@@ -180,50 +131,12 @@ def test_renaming_changes_the_label_but_not_the_bucket(shop: Ready) -> None:
         assert made.real_name in [b["Name"] for b in buckets]
 
 
-def _traffic(s3: Any, real_name: str) -> None:
-    """3 puts (one a copy), 2 gets and a head, 1 delete; two objects are left."""
-    s3.put_object(Bucket=real_name, Key="a.txt", Body=b"0123456789")
-    s3.put_object(Bucket=real_name, Key="b.bin", Body=b"x" * 1000)
-    s3.copy_object(Bucket=real_name, Key="c.txt", CopySource=f"{real_name}/a.txt")
-    assert s3.get_object(Bucket=real_name, Key="a.txt")["Body"].read() == b"0123456789"
-    s3.get_object(Bucket=real_name, Key="b.bin")["Body"].read()
-    s3.head_object(Bucket=real_name, Key="c.txt")
-    s3.delete_object(Bucket=real_name, Key="c.txt")
-
-
 def test_metrics_count_the_bucket_s_real_traffic(shop: Ready) -> None:
     org = shop.org
     made = active_bucket(org)
     with account_admin(org, "eu-west-1") as admin:
-        _traffic(admin.client("s3"), made.real_name)
-    _wait_for_the_traffic_in_metrics(org, made.path)
-
-
-def _wait_for_the_traffic_in_metrics(org: Org, path: str) -> None:
-    expected = {
-        "get_requests": 3,
-        "put_requests": 3,
-        "delete_requests": 1,
-        "bytes_downloaded": 1010,
-        "bytes_uploaded": 1010,
-        "period_seconds": 3600,
-    }
-    seen: list[Any] = []
-
-    def counted() -> bool:
-        response = org.api.get(f"{path}/metrics")
-        assert response.status_code == 200, response.text
-        body = response.json()
-        series = body.pop("series")
-        seen.append(body)
-        if body != expected:
-            return False
-        # Each figure's series adds up to it.
-        for name, points in series.items():
-            assert sum(point["value"] for point in points) == body[name], (name, points)
-        return True
-
-    wait_until(counted, what=lambda: f"metrics {expected}, last {seen[-1]}")
+        send_traffic(admin.client("s3"), made.real_name)
+    wait_for_the_traffic_in_metrics(org, made.path)
 
 
 def test_metrics_series_is_what_cloudwatch_holds_per_5_minutes(shop: Ready) -> None:
@@ -273,8 +186,8 @@ def test_cost_is_priced_and_links_to_the_bucket_in_cost_explorer(shop: Ready) ->
     org = shop.org
     made = active_bucket(org)
     with account_admin(org, "eu-west-1") as admin:
-        _traffic(admin.client("s3"), made.real_name)
-    _wait_for_the_traffic_in_metrics(org, made.path)  # the estimate prices the requests
+        send_traffic(admin.client("s3"), made.real_name)
+    wait_for_the_traffic_in_metrics(org, made.path)  # the estimate prices the requests
     cost = org.api.get(f"{made.path}/cost")
     assert cost.status_code == 200, cost.text
     spend = cost.json()
@@ -348,7 +261,7 @@ def test_deleting_a_bucket_that_holds_objects_leaves_nothing_tagged(shop: Ready)
     path, bucket = made.path, made.bucket
     with account_admin(org, "eu-west-1") as admin:
         s3 = admin.client("s3")
-        _traffic(s3, made.real_name)
+        send_traffic(s3, made.real_name)
         deleted = org.api.delete(path)
         assert deleted.status_code == 200, deleted.text
         assert deleted.json() == {"id": bucket["id"], "status": "deleting"}

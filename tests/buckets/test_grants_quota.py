@@ -13,7 +13,7 @@ import pytest
 from capstan.cloud.aws import iam
 from capstan.cloud.network import TASK_GRANTS_CHARS
 from tests.apps.helpers import Ready, ready
-from tests.buckets.test_api import HAIKU, account_admin
+from tests.buckets.helpers import HAIKU, account_admin
 from tests.harness import RunningServer
 from tests.polling import wait_until
 

@@ -23,7 +23,7 @@ from capstan.cloud.aws.network import find_network
 from capstan_sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, new_shop
 from tests.apps.processes import account_sessions
-from tests.buckets.test_api import account_admin
+from tests.buckets.helpers import account_admin
 from tests.harness import Org
 from tests.metric_series import assert_oldest_first, past_stamps, put, value_at
 from tests.polling import wait_until

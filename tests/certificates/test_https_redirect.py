@@ -14,7 +14,7 @@ from capstan.dev.front import Answering, Redirect, answering
 from capstan_sandbox.cloud import quotas
 from tests.apps.helpers import new_shop
 from tests.apps.processes import wait_all_running
-from tests.certificates.test_api import (
+from tests.certificates.helpers import (
     cloud_of,
     listeners,
     project_when,

@@ -6,7 +6,7 @@ import asyncio
 import secrets
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import httpx
 import pytest
@@ -14,11 +14,12 @@ import pytest
 from capstan.cloud import Cloud, RoleRef, TerminalCloudError, open_cloud
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.cloud.driver import RETIRED_SESSION_GRACE
-from capstan.config import CloudMode, Settings
+from capstan.config import Settings
 from capstan.db import utcnow
 from capstan.dev.identity import sandbox_identity
 from capstan.dev.operator import bootstrap_control_plane
 from capstan_sandbox.cloud.sts import assume_role_attempts
+from tests.cloud.settings import sandbox_settings
 from tests.sandbox.aws import (
     create_role,
     new_account,
@@ -28,10 +29,6 @@ from tests.sandbox.aws import (
 )
 
 T = TypeVar("T")
-
-
-def sandbox_settings(url: str | None, **overrides: Any) -> Settings:
-    return Settings(_env_file=None, cloud=CloudMode.sandbox, sandbox_cloud_url=url, **overrides)
 
 
 def with_cloud(settings: Settings, work: Callable[[Cloud], Awaitable[T]]) -> T:

@@ -15,7 +15,7 @@ from capstan.cloud.aws import route53
 from capstan.cloud.aws.session import AwsSession, Credentials, Endpoint
 from capstan.config import ConfigurationError, Settings
 from capstan.dev.operator import bootstrap_control_plane
-from tests.cloud.test_driver import sandbox_settings
+from tests.cloud.settings import sandbox_settings
 
 
 def _zones(session: AwsSession) -> int:

@@ -10,47 +10,19 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capstan.cloud import Cloud
 from capstan.cloud.aws.session import Endpoint
 from capstan.cloud_account import service
 from capstan.cloud_account.models import CloudAccount
 from capstan_sandbox.cloud.simulator import simulator
 from capstan_sandbox.cloud.sts import assume_role_attempts
-from tests.harness import Org, RunningServer, http_client, run_db
+from tests.cloud_account.flow import cloud_of, connect, launch, verify
+from tests.harness import Org, RunningServer, run_db
 from tests.sandbox.aws import create_role, operator_principal, set_trust_policy, trust_policy
 
 EXTERNAL_ID_CHARS = set(string.ascii_letters + string.digits + "_-")
-
-
-def cloud_of(server: RunningServer) -> Cloud:
-    cloud: Cloud = server.app.state.cloud
-    return cloud
-
-
-def launch(org: Org) -> dict[str, Any]:
-    """What a customer does first: open setup_url and launch the stack ("the AWS console")."""
-    connection = org.api.get("/api/cloud_account").json()
-    with http_client(timeout=60) as console:  # no Capstan credentials: it is not Capstan
-        launched = console.post(connection["setup_url"])
-    assert launched.status_code == 200, launched.text
-    return {"connection": connection, "launched": launched.json()}
-
-
-def connect(org: Org) -> dict[str, Any]:
-    """The whole flow: launch, then verify (successfully)."""
-    flow = launch(org)
-    verified = verify(
-        org,
-        account_id=flow["launched"]["account_id"],
-        role_name=flow["launched"]["role_name"],
-        external_id=flow["connection"]["external_id"],
-    )
-    assert verified.status_code == 200, verified.text
-    return flow
 
 
 def stored_connection(org: Org) -> CloudAccount:
@@ -60,10 +32,6 @@ def stored_connection(org: Org) -> CloudAccount:
         return account
 
     return run_db(org.server.settings, read)
-
-
-def verify(org: Org, **body: Any) -> httpx.Response:
-    return org.api.post("/api/cloud_account/verification", json=body)
 
 
 def test_get_generates_the_external_id_once(org: Org, other_org: Org) -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from capstan.cloud.aws import names
 from tests.apps.helpers import connected_org, new_shop
-from tests.buckets.test_api import account_admin
+from tests.buckets.helpers import account_admin
 from tests.harness import Org, RunningServer
 
 LINE = re.compile(r'<div class="line"><time datetime="([^"]+)">[^<]*</time> ([^<]*)</div>')

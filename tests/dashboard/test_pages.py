@@ -209,17 +209,17 @@ def _check_charts(
 
 
 def test_a_bucket_page_shows_its_metrics_and_cost(shop_org: Org) -> None:
-    from tests.buckets.test_api import (
-        _traffic,
-        _wait_for_the_traffic_in_metrics,
+    from tests.buckets.helpers import (
         account_admin,
         active_bucket,
+        send_traffic,
+        wait_for_the_traffic_in_metrics,
     )
 
     made = active_bucket(shop_org)
     with account_admin(shop_org, "eu-west-1") as admin:
-        _traffic(admin.client("s3"), made.real_name)
-    _wait_for_the_traffic_in_metrics(shop_org, made.path)
+        send_traffic(admin.client("s3"), made.real_name)
+    wait_for_the_traffic_in_metrics(shop_org, made.path)
     browser = shop_org.browser()
     project_page = browser.get(f"/projects/{made.project['id']}").text
     link = f"/projects/{made.project['id']}/storage/{made.bucket['id']}"

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -17,38 +15,14 @@ from capstan.cloud.aws import names
 from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.network import find_network
 from capstan_sandbox.cloud import rds as sandbox_rds
-from tests.apps.helpers import Ready, new_shop
-from tests.apps.processes import account_sessions
+from tests.apps.helpers import new_shop
+from tests.databases.helpers import cloud_instance, create_database, customer_of
 from tests.harness import Org
 from tests.polling import wait_until
 from tests.spend import age_spend_answers, spend_cache
 
 ENDPOINT = re.compile(r"^[a-z0-9.-]+\.rds\.amazonaws\.com:5432$")
 wait = partial(wait_until, timeout=30)
-
-
-@contextmanager
-def customer_of(org: Org) -> Iterator[Any]:
-    """The organization's sandbox account, as its administrator."""
-    account_id = org.api.get("/api/cloud_account").json()["account_id"]
-    sandbox_url = org.server.settings.sandbox_cloud_url
-    assert sandbox_url
-    with account_sessions(sandbox_url, account_id) as (customer, _operator):
-        yield customer
-
-
-def create_database(shop: Ready, **fields: Any) -> tuple[dict[str, Any], str]:
-    body = {"name": "main", **fields}
-    created = shop.org.api.post(f"{shop.base}/databases", json=body)
-    assert created.status_code == 201, created.text
-    database = dict(created.json())
-    return database, f"{shop.base}/databases/{database['id']}"
-
-
-def cloud_instance(customer: Any, database_id: str) -> dict[str, Any]:
-    identifier = f"capstan-{database_id.replace('_', '')}"
-    found = customer.client("rds").describe_db_instances(DBInstanceIdentifier=identifier)
-    return dict(found["DBInstances"][0])
 
 
 def test_bad_database_bodies_are_refused(connected: Org) -> None:

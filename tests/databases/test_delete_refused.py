@@ -18,7 +18,7 @@ from capstan.reconcile.models import ReconcilePass
 from capstan.reconcile.queue import enqueue
 from capstan_sandbox.cloud import quotas
 from tests.apps.helpers import new_shop
-from tests.databases.test_api import cloud_instance, create_database, customer_of
+from tests.databases.helpers import cloud_instance, create_database, customer_of
 from tests.harness import Org, run_db
 from tests.polling import wait_until
 

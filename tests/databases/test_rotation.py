@@ -22,7 +22,7 @@ from capstan.reconcile.models import ReconcilePass
 from capstan.reconcile.queue import enqueue
 from capstan_sandbox.cloud.simulator import simulator
 from tests.apps.helpers import Ready, connected_org, new_shop, simulator_knobs
-from tests.databases.test_api import cloud_instance, create_database, customer_of
+from tests.databases.helpers import cloud_instance, create_database, customer_of
 from tests.harness import Org, RunningServer, run_db
 from tests.polling import wait_until
 

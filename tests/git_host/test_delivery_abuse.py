@@ -17,7 +17,7 @@ from capstan.db import make_engine, make_sessionmaker, utcnow
 from capstan.git_host import events
 from capstan.git_host.models import GitHostDelivery
 from capstan.reconcile.worker import Done
-from tests.git_host.test_events import send
+from tests.git_host.events_helpers import send
 from tests.harness import RunningServer, run_db
 
 NESTED = b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"

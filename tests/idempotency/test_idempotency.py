@@ -5,7 +5,7 @@ to an organization and expire after 24 hours. On SQLite and PostgreSQL (the `ser
 from __future__ import annotations
 
 import asyncio
-import time
+import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -20,8 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.apps import service as services
 from capstan.apps.models import Deployment, Service
 from capstan.idempotency.models import IdempotencyKey
-from tests.apps.helpers import WEB_REPO, ready
-from tests.auth.test_session import MovableClock
+from tests.apps.helpers import WEB_REPO, new_shop
+from tests.clock import MovableClock
 from tests.harness import Org, RunningServer, run_db
 
 WEB = {"name": "web", "repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512}
@@ -47,8 +47,9 @@ def _count(server: RunningServer, project_id: str) -> tuple[int, int]:
     return run_db(server.settings, count)
 
 
-def test_a_web_server_posted_twice_with_one_key_is_made_once(org: Org) -> None:
-    shop = ready(org)
+def test_a_web_server_posted_twice_with_one_key_is_made_once(connected: Org) -> None:
+    org = connected
+    shop = new_shop(org)
     path = f"{shop.base}/web_servers"
     key = str(uuid.uuid4())
     first = org.api.post(path, json=WEB, headers=keyed(key))
@@ -66,26 +67,33 @@ def test_a_web_server_posted_twice_with_one_key_is_made_once(org: Org) -> None:
 
 
 def test_two_concurrent_sends_make_one_and_the_other_is_409(
-    org: Org, monkeypatch: pytest.MonkeyPatch
+    connected: Org, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shop = ready(org)
+    org = connected
+    shop = new_shop(org)
     path = f"{shop.base}/web_servers"
     create = services.create
+    in_flight, release = threading.Event(), threading.Event()
 
-    async def slow_create(*args: Any, **kwargs: Any) -> Any:
-        await asyncio.sleep(1.5)  # the first send is still in flight when the second arrives
+    async def held_create(*args: Any, **kwargs: Any) -> Any:
+        in_flight.set()
+        # Held until the second send has been answered, without blocking the server's loop.
+        await asyncio.to_thread(release.wait, 30)
         return await create(*args, **kwargs)
 
-    monkeypatch.setattr(services, "create", slow_create)
+    monkeypatch.setattr(services, "create", held_create)
     key = str(uuid.uuid4())
 
-    def send(delay: float) -> httpx.Response:
-        time.sleep(delay)
+    def send() -> httpx.Response:
         with org.server.client(headers={"Authorization": f"Bearer {org.token}"}) as client:
             return client.post(path, json=WEB, headers=keyed(key))
 
-    with ThreadPoolExecutor(2) as pool:
-        answers = list(pool.map(send, [0.0, 0.5]))
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(send)
+        assert in_flight.wait(30), "the first send never reached the create"
+        second = send()  # the first send is still in flight when the second arrives
+        release.set()
+        answers = [first.result(timeout=30), second]
     assert sorted(a.status_code for a in answers) == [201, 409], [a.text for a in answers]
     refused = next(a for a in answers if a.status_code == 409)
     assert refused.json()["error"] == "idempotency_key_in_use"

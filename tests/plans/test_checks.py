@@ -14,7 +14,7 @@ import pytest
 
 from tests.apps.helpers import WEB_REPO, Ready, new_shop
 from tests.harness import Org
-from tests.plans.test_api import rows
+from tests.plans.helpers import rows
 
 SITE_REPO = "capstan-samples/hello-static"
 WEB = {"repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512}

@@ -12,7 +12,7 @@ import pytest
 from capstan.cloud import pricing
 from tests.apps.helpers import Ready, new_shop
 from tests.harness import Org
-from tests.plans.test_api import FILE, post
+from tests.plans.helpers import FILE, post
 
 WORKERS = {"workers": FILE["workers"]}
 WEB_AND_WORKERS = {"web_servers": FILE["web_servers"], "workers": FILE["workers"]}

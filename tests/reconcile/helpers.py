@@ -8,15 +8,16 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from sqlalchemy import select
+import pytest
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan.db import make_engine, make_sessionmaker
 from capstan.reconcile import queue
 from capstan.reconcile.models import QueueItem
-from capstan.reconcile.worker import Done, Result
+from capstan.reconcile.worker import Done, Result, Worker
+from tests.clock import FakeClock
 from tests.harness import RunningServer
-from tests.reconcile.clock import FakeClock
 
 T = TypeVar("T")
 Sessions = async_sessionmaker[AsyncSession]
@@ -68,3 +69,45 @@ async def enqueue_ids(
 async def queue_rows(sessions: Sessions, kind: str) -> list[QueueItem]:
     async with sessions() as session:
         return list(await session.scalars(select(QueueItem).where(QueueItem.kind == kind)))
+
+
+class Naps:
+    """Counts the waits a worker begins (`Worker._sleep`), so that a test waits for the worker
+    to have looked and gone to sleep instead of sleeping a guessed while itself."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._changed = asyncio.Event()
+
+    def began(self) -> None:
+        self.count += 1
+        self._changed.set()
+
+    async def more(self, naps: int = 1) -> None:
+        """Until the worker has begun `naps` more waits: when this answers, it is in the last."""
+        target = self.count + naps
+        async with asyncio.timeout(20):
+            while self.count < target:
+                self._changed.clear()
+                await self._changed.wait()
+
+
+def count_naps(monkeypatch: pytest.MonkeyPatch) -> Naps:
+    naps = Naps()
+    stock = Worker._sleep
+
+    async def sleep(worker: Worker, stop: asyncio.Event) -> None:
+        naps.began()
+        await stock(worker, stop)
+
+    monkeypatch.setattr(Worker, "_sleep", sleep)
+    return naps
+
+
+async def until_blocked(sessions: Sessions, pid: int) -> None:
+    """On PostgreSQL, until the backend `pid` waits on a lock another transaction holds."""
+    blocked = text("SELECT cardinality(pg_blocking_pids(:pid)) > 0")
+    async with sessions() as watcher, asyncio.timeout(20):
+        while not await watcher.scalar(blocked, {"pid": pid}):
+            await watcher.rollback()  # a fresh look each time
+            await asyncio.sleep(0.01)

@@ -15,9 +15,9 @@ from sqlalchemy import select, update
 from capstan.reconcile import queue
 from capstan.reconcile.models import QueueItem, ReconcilePass
 from capstan.reconcile.worker import Done, RequeueAfter, Result, Worker, WorkerSettings
+from tests.clock import FakeClock
 from tests.harness import RunningServer
-from tests.reconcile.clock import FakeClock
-from tests.reconcile.helpers import Recorder, Sessions, enqueue_ids, queue_rows, run
+from tests.reconcile.helpers import Recorder, Sessions, count_naps, enqueue_ids, queue_rows, run
 
 
 def test_a_pass_runs_once_per_enqueued_resource(server: RunningServer) -> None:
@@ -207,11 +207,12 @@ def test_a_late_finish_by_a_worker_that_lost_its_lease_changes_nothing(
 
 
 def test_a_worker_never_claims_again_a_resource_whose_pass_it_is_still_running(
-    server: RunningServer,
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A stalled heartbeat lets the lease of a running pass lapse: the worker that runs it must
     not start a second pass of the same resource beside it."""
     clock = FakeClock()
+    naps = count_naps(monkeypatch)
     started, release = asyncio.Event(), asyncio.Event()
 
     async def outcome(_id: str, n: int) -> Result:
@@ -232,7 +233,7 @@ def test_a_worker_never_claims_again_a_resource_whose_pass_it_is_still_running(
         await asyncio.wait_for(started.wait(), timeout=10)
         clock.advance(31)  # the lease lapsed while the pass runs: no heartbeat came in time
         await enqueue_ids(sessions, recorder.kind, "s", clock=clock)
-        await asyncio.sleep(0.3)  # many polls of the loop
+        await naps.more(10)  # the loop looked again and again
         during = list(recorder.passes)
         release.set()
         stop.set()

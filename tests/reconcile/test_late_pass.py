@@ -14,15 +14,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Update, event, select, update
+from sqlalchemy import Update, event, select, text, update
 from sqlalchemy.orm import ORMExecuteState, Session
 
 from capstan.reconcile import queue
 from capstan.reconcile.models import QueueItem, ReconcilePass
 from capstan.reconcile.worker import Done, Result, Worker, WorkerSettings
+from tests.clock import FakeClock
 from tests.harness import RunningServer
-from tests.reconcile.clock import FakeClock
-from tests.reconcile.helpers import Recorder, Sessions, enqueue_ids, queue_rows, run
+from tests.reconcile.helpers import Recorder, Sessions, enqueue_ids, queue_rows, run, until_blocked
 
 LEASE = 30.0
 
@@ -160,8 +160,12 @@ def test_the_late_pass_check_waits_for_a_row_an_unfinished_transaction_holds(
             if server.backend == "postgresql":
                 await queue.enqueue(request, recorder.kind, "held", clock=clock)
 
+            extender: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
             async def extend() -> queue.Beat:
                 async with sessions() as session:
+                    if server.backend == "postgresql":
+                        extender.set_result(await session.scalar(text("SELECT pg_backend_pid()")))
                     beat = await queue.heartbeat(
                         session, owner="A", claims=claims, lease_seconds=3, wait=True, clock=clock
                     )
@@ -169,7 +173,8 @@ def test_the_late_pass_check_waits_for_a_row_an_unfinished_transaction_holds(
                 return beat
 
             extending = asyncio.create_task(extend())
-            await asyncio.sleep(0.3)
+            if server.backend == "postgresql":  # until the extension waits on the request's row
+                await until_blocked(sessions, await extender)
             order.append("request commits")
             await request.commit()
             beat = await asyncio.wait_for(extending, timeout=10)

@@ -13,8 +13,8 @@ from capstan.reconcile import queue
 from capstan.reconcile.models import QueueItem
 from capstan.reconcile.timing import Poll
 from capstan.reconcile.worker import Done, PollAgain, RequeueAfter, Result, Worker
+from tests.clock import FakeClock
 from tests.harness import RunningServer
-from tests.reconcile.clock import FakeClock
 from tests.reconcile.helpers import Recorder, Sessions, enqueue_ids, run
 
 SECOND = timedelta(seconds=1)

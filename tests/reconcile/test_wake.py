@@ -16,7 +16,7 @@ from capstan.db import make_engine, make_sessionmaker
 from capstan.reconcile import queue
 from capstan.reconcile.worker import RequeueAfter, Result, Worker, WorkerSettings
 from tests.harness import RunningServer
-from tests.reconcile.helpers import Recorder, Sessions, enqueue_ids, run
+from tests.reconcile.helpers import Recorder, Sessions, count_naps, enqueue_ids, run
 from tests.state_rows import migrated
 
 # No poll would come within any test's patience.
@@ -47,13 +47,16 @@ def _recorder_signalling(event: asyncio.Event, outcome: Result | None = None) ->
     return Recorder(pass_)
 
 
-def test_a_committed_enqueue_wakes_a_sleeping_worker(server: RunningServer) -> None:
+def test_a_committed_enqueue_wakes_a_sleeping_worker(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ran = asyncio.Event()
     recorder = _recorder_signalling(ran)
+    naps = count_naps(monkeypatch)
 
     async def work(sessions: Sessions) -> list[str]:
         running = Running(Worker(sessions, [recorder], ASLEEP))
-        await asyncio.sleep(0.5)  # it looked, found nothing, and sleeps for a minute
+        await naps.more()  # it looked, found nothing, and sleeps for a minute
         await enqueue_ids(sessions, recorder.kind, "woken")
         await running.until(ran)
         return recorder.passes
@@ -111,17 +114,18 @@ ENQUEUE_ELSEWHERE = textwrap.dedent(
 
 
 def test_on_postgresql_an_enqueue_in_another_process_wakes_the_worker(
-    server: RunningServer,
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if server.backend != "postgresql":
         pytest.skip("processes hear each other's enqueues through PostgreSQL's NOTIFY")
     ran = asyncio.Event()
     recorder = _recorder_signalling(ran)
     settings = server.settings
+    naps = count_naps(monkeypatch)
 
     async def work(sessions: Sessions) -> list[str]:
         running = Running(Worker(sessions, [recorder], ASLEEP))
-        await asyncio.sleep(0.5)
+        await naps.more()
         elsewhere = await asyncio.create_subprocess_exec(
             sys.executable,
             "-c",
@@ -160,6 +164,7 @@ def test_on_sqlite_an_idle_worker_looks_again_only_after_another_connection_comm
         return decided[-1]
 
     monkeypatch.setattr(Worker, "_written_since_last_wait", counted)
+    naps = count_naps(monkeypatch)
 
     async def main() -> tuple[list[bool], list[str]]:
         engine = make_engine(url)
@@ -170,7 +175,7 @@ def test_on_sqlite_an_idle_worker_looks_again_only_after_another_connection_comm
                 WorkerSettings(poll_seconds=0.02, idle_poll_seconds=0.02),
             )
             running = Running(worker)
-            await asyncio.sleep(1.0)  # fifty waits that ran out
+            await naps.more(15)  # waits that ran out, with nothing committed in between
             idle = list(decided)
             elsewhere = await asyncio.create_subprocess_exec(
                 sys.executable, "-c", ENQUEUE_ELSEWHERE, url, "", recorder.kind,
