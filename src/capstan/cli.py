@@ -212,6 +212,14 @@ def sandbox(
 
 
 @app.command()
+def version() -> None:
+    """Print the installed version of Capstan (the distribution `capstan-cloud`)."""
+    from capstan import __version__
+
+    typer.echo(f"capstan {__version__}")
+
+
+@app.command()
 def migrate(data_dir: DataDir = None, dev: Dev = False) -> None:
     """Apply database migrations to the configured database."""
     _migrate(_settings(data_dir, dev))
