@@ -16,7 +16,7 @@ PIP_INSTALL := $(BIN)/pip install --quiet -c $(LOCK)
 # Tests wait on the sandbox far more than they compute: four workers on two cores.
 TEST_WORKERS ?= 4
 
-.PHONY: lock dev test aws-smoke cli-processes chaos load scale fleet processes sandbox-alone browser screenshots check format migrate bench fuzz clean
+.PHONY: lock dev dev-reset test aws-smoke cli-processes chaos load scale fleet processes sandbox-alone browser screenshots check format migrate bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,13 @@ lock: | $(BIN)/python
 DEV_PORT ?= 8000
 dev: $(VENV)/.installed-dev
 	$(BIN)/capstan server --dev --port $(DEV_PORT)
+
+## make dev-reset: start the next `make dev` clean: remove its data directory (DEV_DATA_DIR,
+## default $$CAPSTAN_DATA_DIR or .capstan: Capstan's database, the sandbox cloud's and git host's
+## saved state, the dev secrets) without asking; refused while a dev server uses it
+DEV_DATA_DIR ?= $(or $(CAPSTAN_DATA_DIR),.capstan)
+dev-reset: | $(VENV)/.installed-dev
+	$(BIN)/python -m capstan.dev_server reset $(DEV_DATA_DIR)
 
 ## make test: create .venv if needed, install the test dependencies, run the whole suite
 test: $(VENV)/.installed-test
