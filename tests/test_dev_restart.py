@@ -34,6 +34,7 @@ from tests.apps.processes import (
     web_server_body,
     worker_body,
 )
+from tests.command import run_here
 from tests.harness import http_client
 from tests.polling import wait_until
 
@@ -158,6 +159,28 @@ def test_make_dev_reset_refuses_while_a_dev_server_uses_the_directory(tmp_path: 
     assert refused.returncode != 0
     assert "is using" in refused.stderr and "stop it first" in refused.stderr, refused.stderr
     assert (data_dir / dev_server.RECORD_NAME).exists()
+
+
+def test_a_second_dev_server_on_the_directory_leaves_the_first_ones_cloud_alone(
+    tmp_path: Path,
+) -> None:
+    """Refused before its sandbox starts: a sandbox started and stopped there would have read
+    the first server's state and saved its own over it."""
+    data_dir = tmp_path / "data"
+    state = data_dir / dev_server.SANDBOX_STATE_DIR / "sandbox-cloud.pickle"
+    state.parent.mkdir(parents=True)
+    state.write_bytes(b"the first server's cloud")
+    with subprocess.Popen(["sleep", "60"]) as first:  # stands for the live first server
+        try:
+            record = {"pid": first.pid, "base_url": "http://127.0.0.1:9", "sandbox_cloud_url": None}
+            (data_dir / dev_server.RECORD_NAME).write_text(json.dumps(record))
+            refused = run_here("server", "--dev", "--data-dir", str(data_dir), "--port", "9")
+        finally:
+            first.kill()
+    assert refused.exit_code == 1, refused.output
+    assert f"another dev server (pid {first.pid}" in refused.stderr, refused.stderr
+    assert state.read_bytes() == b"the first server's cloud"
+    assert list(state.parent.iterdir()) == [state]
 
 
 def _make_dev_reset(data_dir: Path) -> subprocess.CompletedProcess[str]:

@@ -131,6 +131,7 @@ def _start_dev_topology(settings: Settings, stack: ExitStack) -> Settings:
     before uvicorn, so its address is known; record it in the data directory for dev workers."""
     from capstan import dev_server
 
+    dev_server.refuse_if_in_use(settings.data_dir)
     if settings.cloud is CloudMode.sandbox and not settings.sandbox_cloud_url:
         from capstan.dev.sandbox_cloud import start_sandbox_cloud
 

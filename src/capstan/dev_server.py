@@ -68,15 +68,21 @@ def is_running(pid: int) -> bool:
     return True
 
 
-def write_record(settings: Settings) -> DevServerRecord:
-    """Record this process as the dev server of `settings.data_dir`; refuses if another live
-    dev server has recorded itself there."""
-    existing = read_record(settings.data_dir)
+def refuse_if_in_use(data_dir: Path) -> None:
+    """Refuse if another live dev server has recorded itself in `data_dir`: checked before the
+    sandbox cloud starts too, whose last save would otherwise overwrite that server's state."""
+    existing = read_record(data_dir)
     if existing is not None and existing.pid != os.getpid() and is_running(existing.pid):
         raise ConfigurationError(
             f"another dev server (pid {existing.pid}, {existing.base_url}) uses the data "
-            f"directory {settings.data_dir}; stop it or pass another --data-dir"
+            f"directory {data_dir}; stop it or pass another --data-dir"
         )
+
+
+def write_record(settings: Settings) -> DevServerRecord:
+    """Record this process as the dev server of `settings.data_dir`; refuses if another live
+    dev server has recorded itself there."""
+    refuse_if_in_use(settings.data_dir)
     record = DevServerRecord(
         pid=os.getpid(), base_url=settings.base_url, sandbox_cloud_url=settings.sandbox_cloud_url
     )

@@ -79,7 +79,7 @@ class _CountingMotoServer(ThreadedMotoServer):
 class SandboxCloud:
     url: str
     _server: ThreadedMotoServer = field(repr=False)
-    # Where its state is kept, and what restoring it found (None: in memory only).
+    # What restoring its kept state found (None: its state lives in memory only).
     restored: Restored | None = None
     _keeper: Keeper | None = field(default=None, repr=False)
     _stopped: bool = field(default=False, repr=False)
