@@ -16,7 +16,7 @@ PIP_INSTALL := $(BIN)/pip install --quiet -c $(LOCK)
 # Tests wait on the sandbox far more than they compute: four workers on two cores.
 TEST_WORKERS ?= 4
 
-.PHONY: lock dev dev-reset test aws-smoke cli-processes chaos load scale fleet processes sandbox-alone browser screenshots check format migrate bench fuzz clean
+.PHONY: lock dev test aws-smoke cli-processes chaos load scale fleet processes sandbox-alone browser screenshots check format migrate bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,7 @@ dev: $(VENV)/.installed-dev
 ## default $$CAPSTAN_DATA_DIR or .capstan: Capstan's database, the sandbox cloud's and git host's
 ## saved state, the dev secrets) without asking; refused while a dev server uses it
 DEV_DATA_DIR ?= $(or $(CAPSTAN_DATA_DIR),.capstan)
+.PHONY: dev-reset
 dev-reset: | $(VENV)/.installed-dev
 	$(BIN)/python -m capstan.dev_server reset $(DEV_DATA_DIR)
 
