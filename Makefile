@@ -44,6 +44,14 @@ DEV_PORT ?= 8000
 dev: $(VENV)/.installed-dev
 	$(BIN)/capstan server --dev --port $(DEV_PORT)
 
+## make dev-reset: start the next `make dev` clean: remove its data directory (DEV_DATA_DIR,
+## default $$CAPSTAN_DATA_DIR or .capstan: Capstan's database, the sandbox cloud's and git host's
+## saved state, the dev secrets) without asking; refused while a dev server uses it
+DEV_DATA_DIR ?= $(or $(CAPSTAN_DATA_DIR),.capstan)
+.PHONY: dev-reset
+dev-reset: | $(VENV)/.installed-dev
+	$(BIN)/python -m capstan.dev_server reset $(DEV_DATA_DIR)
+
 ## make test: create .venv if needed, install the test dependencies, run the whole suite
 test: $(VENV)/.installed-test
 	$(BIN)/pytest -n $(TEST_WORKERS) --durations=15 $(PYTEST_ARGS)
