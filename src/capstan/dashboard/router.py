@@ -239,12 +239,26 @@ async def project_models(request: Request, project_id: str, api: DashboardApi) -
     return await _page(request, api, "partials/models.html", load, partial=True)
 
 
-# Caches and buckets ------------------------------------------------------------------------------
+# Caches, databases and buckets -------------------------------------------------------------------
 
-# The two kinds of project resource with a page of their own (metrics and cost), by API path.
+# The kinds of project resource with a page of their own (status, metrics, cost, rename and
+# delete), by API path: what a page calls one, its list's key, and what deleting it destroys.
 RESOURCES: dict[str, dict[str, str]] = {
-    "cache": {"label": "Cache", "list": "caches"},
-    "storage": {"label": "Bucket", "list": "buckets"},
+    "cache": {
+        "label": "Cache",
+        "list": "caches",
+        "deletes": "Its data is destroyed at once.",
+    },
+    "databases": {
+        "label": "Database",
+        "list": "databases",
+        "deletes": "A final snapshot is kept.",
+    },
+    "storage": {
+        "label": "Bucket",
+        "list": "buckets",
+        "deletes": "Every object in it is destroyed.",
+    },
 }
 
 
@@ -253,6 +267,13 @@ async def cache_page(
     request: Request, project_id: str, resource_id: str, api: DashboardApi
 ) -> Response:
     return await _resource_page(request, api, project_id, "cache", resource_id)
+
+
+@router.get("/projects/{project_id}/databases/{resource_id}", response_class=HTMLResponse)
+async def database_page(
+    request: Request, project_id: str, resource_id: str, api: DashboardApi
+) -> Response:
+    return await _resource_page(request, api, project_id, "databases", resource_id)
 
 
 @router.get("/projects/{project_id}/storage/{resource_id}", response_class=HTMLResponse)
@@ -265,7 +286,8 @@ async def bucket_page(
 async def _resource_page(
     request: Request, api: Api, project_id: str, path: str, resource_id: str
 ) -> Response:
-    """A cache's or a bucket's page: what it is, its metrics and its cost, as the API says."""
+    """A cache's, a database's or a bucket's page: what it is, its metrics and its cost, as the
+    API says."""
 
     async def load(api: Api) -> dict[str, Any]:
         project = await api.get(f"/api/projects/{project_id}")
