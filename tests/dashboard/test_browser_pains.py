@@ -6,6 +6,7 @@ connect flow filling itself in, and the favicon."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from tests.dashboard.conftest import DevServer, connect_and_install, new_page, o
 pytestmark = pytest.mark.browser
 
 SLOW = 60_000
+WEB_REPO = "capstan-samples/hello-web"
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +163,44 @@ def test_a_bucket_page_renames_it(
     with dev_server.api() as api:
         got = ok(api.get(f"{project['base']}/storage/{bucket['id']}"), 200)
     assert got["name"] == "Customer uploads"
+
+
+def test_a_project_is_deleted_with_everything_in_it(
+    signed_in: Any, dev_server: DevServer, project: dict[str, str]
+) -> None:
+    page = signed_in
+    with dev_server.api() as api:
+        made = ok(api.post("/api/projects", json={"name": "Gone", "hostname_suffix": "gone"}), 201)
+    base = f"/api/projects/{made['id']}"
+    web = _resource(
+        dev_server,
+        f"{base}/web_servers",
+        {"name": "web", "repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512},
+    )
+    cache = _resource(dev_server, f"{base}/cache", {"storage_limit_mb": 256, "name": "sessions"})
+    bucket = _resource(dev_server, f"{base}/storage", {"name": "uploads"})
+    page.goto(f"/projects/{made['id']}")
+    page.get_by_text("Delete Gone and everything in it").click()
+    table = page.locator("[data-deletes]")
+    table.wait_for()
+    for resource in (web, cache, bucket):
+        row = table.locator(f'[data-deletes-resource="{resource["id"]}"]')
+        assert re.search(r"\d+\.\d\d$", row.inner_text().strip()), row.inner_text()
+    assert "web" in table.inner_text() and "sessions" in table.inner_text()
+    assert "uploads" in table.inner_text()
+    assert "network" not in table.inner_text().lower()
+    total = float(page.locator("[data-deletes-total]").inner_text())
+    assert total > 0
+    form = page.locator("#delete-project form")
+    form.get_by_label("Type the project's name to confirm").fill("Gone")
+    form.get_by_role("button", name="Delete the project and 3 resources").click()
+    page.wait_for_url(re.compile(r"/$"))
+    tile = page.locator(".tile", has=page.get_by_role("link", name="Gone"))
+    tile.locator('[data-status="deleting"]').wait_for()
+    with dev_server.api() as api:
+        deadline = time.monotonic() + 90
+        while api.get(base).status_code != 404:
+            assert time.monotonic() < deadline, api.get(base).text
+            time.sleep(0.5)
+        assert api.get(f"{project['base']}").status_code == 200  # only that project went
+

@@ -226,6 +226,25 @@ async def _project_live(api: Api, project_id: str) -> dict[str, Any]:
     }
 
 
+@router.get("/projects/{project_id}/delete", response_class=HTMLResponse)
+async def project_delete(request: Request, project_id: str, api: DashboardApi) -> Response:
+    """What deleting the project deletes with it, each with its monthly cost: the API's plan of
+    an empty capstan.yaml that prunes (every resource a deletion, priced; nothing written).
+    Loaded when the person opens the delete panel, not with the page."""
+
+    async def load(api: Api) -> dict[str, Any]:
+        project = await api.get(f"/api/projects/{project_id}")
+        try:
+            plan = await api.post_read(f"/api/projects/{project_id}/plan", {}, prune="true")
+        except ApiRefused as refused:
+            if refused.status_code in (401, 404):
+                raise
+            plan = {"refused": refused.message}
+        return {"project": project, "plan": plan}
+
+    return await _page(request, api, "partials/project_delete_plan.html", load, partial=True)
+
+
 @router.get("/projects/{project_id}/models", response_class=HTMLResponse)
 async def project_models(request: Request, project_id: str, api: DashboardApi) -> Response:
     """The models the project allows: read again after a change, not polled (reading it asks
