@@ -96,19 +96,14 @@ def test_revoke_a_token(page: Any, dev_server: DevServer, tour: dict[str, str]) 
 def test_connect_the_cloud_account(page: Any, tour: dict[str, str]) -> None:
     page.goto("/settings")
     assert page.locator('[data-cloud="none"]').is_visible()
-    with page.context.expect_page() as opened:
-        page.get_by_role("link", name="Launch the role's stack").click()
-    console = opened.value
-    console.get_by_role("button", name="Create stack").click()
-    console.wait_for_load_state()
-    stack = json.loads(console.locator("body").inner_text())
-    console.close()
-    page.get_by_label("Account ID").fill(stack["account_id"])
-    page.get_by_label("Role name").fill(stack["role_name"])
+    page.get_by_role("link", name="Launch the role's stack").click()
+    page.get_by_role("button", name="Create stack").click()
+    page.locator("[data-launched]").wait_for()  # back, with the stack's outputs filled in
+    account_id = page.get_by_label("Account ID").input_value()
     page.get_by_role("button", name="Verify and connect").click()
     connected = page.locator('[data-cloud="connected"]')
     connected.wait_for()
-    assert stack["account_id"] in connected.inner_text()
+    assert account_id in connected.inner_text()
 
 
 def test_a_failed_verification_shows_its_message(page: Any) -> None:

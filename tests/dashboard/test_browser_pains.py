@@ -9,6 +9,7 @@ import re
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -204,3 +205,34 @@ def test_a_project_is_deleted_with_everything_in_it(
             time.sleep(0.5)
         assert api.get(f"{project['base']}").status_code == 200  # only that project went
 
+
+def test_the_sandbox_connect_flow_fills_itself_in(chromium: Any, dev_server: DevServer) -> None:
+    email, password = "newcomer@example.test", "Vx3-granite-otter-lantern-9152"
+    dev_server.create_user(email, password, "Newcomers")
+    page = new_page(chromium, dev_server)
+    try:
+        sign_in(page, email, password)
+        page.goto("/settings")
+        assert page.locator('[data-cloud="none"]').is_visible()
+        assert page.get_by_label("Account ID").input_value() == ""
+        page.get_by_role("link", name="Launch the role's stack").click()
+        page.get_by_role("button", name="Create stack").click()  # the sandbox's console page
+        page.wait_for_url(re.compile(r"/settings\?account_id=\d{12}&role_name="))
+        page.locator("[data-launched]").wait_for()
+        account_id = page.get_by_label("Account ID").input_value()
+        assert re.fullmatch(r"\d{12}", account_id)
+        assert page.get_by_label("Role name").input_value() != ""
+        page.get_by_role("button", name="Verify and connect").click()
+        page.locator('[data-cloud="connected"]').filter(has_text=account_id).wait_for()
+    finally:
+        page.context.close()
+
+
+def test_the_stack_page_returns_only_to_this_server(dev_server: DevServer) -> None:
+    """The return path is a path of the dev server's own, never another site."""
+    with dev_server.api() as api:
+        setup_url = ok(api.get("/api/cloud_account"), 200)["setup_url"]
+    for elsewhere in ("https://evil.example/", "//evil.example/", "/\\evil.example"):
+        answer = httpx.post(f"{setup_url}&{urlencode({'return_to': elsewhere})}", timeout=60)
+        assert answer.status_code == 200, answer.text  # the JSON answer, no redirect
+        assert set(answer.json()) == {"account_id", "role_name", "role_arn"}

@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
@@ -455,7 +455,17 @@ def _event(name: str, data: str) -> str:
 
 
 @router.get("/settings", response_class=HTMLResponse)
-async def settings_page(request: Request, api: DashboardApi) -> Response:
+async def settings_page(
+    request: Request,
+    api: DashboardApi,
+    account_id: str | None = None,
+    role_name: str | None = None,
+) -> Response:
+    """The organization's settings. In the sandbox, the stack's page comes back here with the
+    `account_id` and `role_name` it launched (`capstan.dev.setup_page`), and the connect form
+    is filled in with them; AWS's console has no way back, so there the person copies them."""
+    sandbox = request.app.state.settings.cloud is CloudMode.sandbox
+
     async def load(api: Api) -> dict[str, Any]:
         tokens, connection, installations = await asyncio.gather(
             api.get("/api/api_tokens"),
@@ -467,10 +477,17 @@ async def settings_page(request: Request, api: DashboardApi) -> Response:
                 f"/api/git_host/installations/{installation['installation_id']}/repositories"
             )
             installation["repositories"] = listed["repositories"]
+        launch_url = connection["setup_url"]
+        if sandbox and launch_url:
+            launch_url += "&" + urlencode({"return_to": "/settings"})
         return {
             "tokens": tokens["api_tokens"],
             "connection": connection,
             "installations": installations["installations"],
+            "launch_url": launch_url,
+            "launched": {"account_id": account_id, "role_name": role_name}
+            if sandbox and account_id and role_name
+            else None,
         }
 
     return await _page(request, api, "settings.html", load)
