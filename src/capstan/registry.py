@@ -106,13 +106,7 @@ async def dependents_in_project(
     kinds: Sequence[ResourceKind], session: AsyncSession, project_id: str
 ) -> dict[str, int]:
     """What still lives in a project, by label (only the labels with rows)."""
-    found: dict[str, int] = {}
-    for kind in kinds:
-        for label, count in kind.dependents.items():
-            n = await count(session, project_id)
-            if n:
-                found[label] = n
-    return found
+    return await _counted([kind.dependents for kind in kinds], session, project_id)
 
 
 async def delete_in_project(
@@ -127,9 +121,15 @@ async def teardown_in_project(
     kinds: Sequence[ResourceKind], session: AsyncSession, project_id: str
 ) -> dict[str, int]:
     """What Capstan still has to remove of its own for a project, by label."""
+    return await _counted([kind.teardown for kind in kinds], session, project_id)
+
+
+async def _counted(
+    counters: Sequence[Mapping[str, CountFn]], session: AsyncSession, project_id: str
+) -> dict[str, int]:
     found: dict[str, int] = {}
-    for kind in kinds:
-        for label, count in kind.teardown.items():
+    for labelled in counters:
+        for label, count in labelled.items():
             n = await count(session, project_id)
             if n:
                 found[label] = n

@@ -18,6 +18,7 @@ from capstan.client.context import (
     command,
     examples,
 )
+from capstan.client.plan_commands import LABELS
 from capstan.client.resolve import resolve_project
 
 projects_app = typer.Typer(
@@ -214,17 +215,6 @@ def create_project(
         )
 
 
-# What a plan calls each kind, as the deletion lists it.
-KIND_LABELS = {
-    "web_server": "web server",
-    "worker": "worker",
-    "static_website": "static website",
-    "cache": "cache",
-    "database": "database",
-    "bucket": "bucket",
-}
-
-
 @projects_app.command(
     "delete",
     epilog=examples(
@@ -294,7 +284,7 @@ def _show_doomed(
     ctx.out.table(
         [
             {
-                "kind": KIND_LABELS.get(change["kind"], change["kind"]),
+                "kind": LABELS.get(change["kind"], change["kind"]),
                 "name": change["name"],
                 "monthly": f"{change['monthly_usd_before']:.2f}",
             }
