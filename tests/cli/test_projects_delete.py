@@ -33,6 +33,8 @@ def test_projects_delete_with_resources_lists_asks_and_deletes(
     assert made.status_code == 201, made.text
     terminal = Cli(tmp_path / "config", url=connected.server.base_url, token=connected.token)
 
+    (row,) = [line for line in terminal.run("projects").stdout.splitlines() if suffix in line]
+    assert "active" in row.split()
     refused = terminal.run("projects", "delete", suffix, "--yes")
     assert refused.exit_code == 1
     assert "still has resources (caches: 1)" in refused.stderr

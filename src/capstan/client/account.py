@@ -178,7 +178,13 @@ def list_projects(json_mode: JsonOption = False) -> None:
             projects,
             lambda: ctx.out.table(
                 rows,
-                [("", "default"), ("NAME", "name"), ("SUFFIX", "hostname_suffix"), ("ID", "id")],
+                [
+                    ("", "default"),
+                    ("NAME", "name"),
+                    ("SUFFIX", "hostname_suffix"),
+                    ("STATUS", "status"),
+                    ("ID", "id"),
+                ],
                 empty="No projects yet: capstan projects create NAME --suffix SUFFIX",
             ),
         )
