@@ -9,7 +9,8 @@
     ├── NotFound (404 not_found)
     ├── Conflict (409 conflict)
     │   ├── HostnameSuffixTaken (409 hostname_suffix_taken)
-    │   └── ProjectNotEmpty (409 project_not_empty)
+    │   ├── ProjectNotEmpty (409 project_not_empty)
+    │   └── ProjectDeleting (409 project_deleting)
     ├── PreconditionFailed (412 precondition_failed)   If-Match no longer matches
     ├── PayloadTooLarge (413 payload_too_large)
     ├── Unprocessable (422)                  cloud verification failures (own body shape)
@@ -91,6 +92,11 @@ class HostnameSuffixTaken(Conflict):
 class ProjectNotEmpty(Conflict):
     code = "project_not_empty"
     default_message = "Delete the project's resources first."
+
+
+class ProjectDeleting(Conflict):
+    code = "project_deleting"
+    default_message = "The project is being deleted: nothing in it can be added or changed."
 
 
 class PreconditionFailed(ApiError):

@@ -488,7 +488,7 @@ def test_a_site_keeps_its_project_and_its_deletion_leaves_nothing(shop: Ready) -
     # Deleting the site (with its preview) removes everything of it.
     assert api.delete(there.path).status_code == 204
     assert api.get(there.path).status_code == 404
-    wait_until(lambda: api.delete(shop.base).status_code == 204, what="the project to go")
+    shop.delete_project()
     with account(shop) as (customer, operator):
         assert capstan_resources(customer, project_id) == []
         assert dns_records(operator, domain, under=suffix) == []

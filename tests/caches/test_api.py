@@ -221,7 +221,7 @@ def test_the_last_cache_takes_the_project_network_with_it(connected: Org) -> Non
     assert org.api.delete(path).status_code == 200
     wait(lambda: org.api.get(path).status_code == 404, what="the cache to go")
     # The project's network goes with its last user; then the project can go.
-    wait(lambda: org.api.delete(shop.base).status_code == 204, what="the project to delete")
+    shop.delete_project()
     with customer_of(org) as customer:
         assert capstan_resources(customer, shop.project["id"]) == []
 

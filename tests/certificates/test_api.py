@@ -60,17 +60,6 @@ def cnames(operator: AwsSession, domain: str) -> dict[str, str]:
     return found
 
 
-def delete_project_when_allowed(shop: Ready) -> None:
-    """DELETE the project, again while its resources are still being removed (409)."""
-
-    def attempt() -> bool:
-        response = shop.org.api.delete(shop.base)
-        assert response.status_code in (204, 409), response.text
-        return response.status_code == 204
-
-    wait_until(attempt, "the project can be deleted")
-
-
 @dataclass
 class Served:
     """A project whose certificate is issued, with a running web server behind HTTPS."""
@@ -265,7 +254,7 @@ def test_removing_the_web_server_then_the_certificate_leaves_nothing(connected: 
         assert org.api.delete(web_path).status_code == 204
         wait_until(lambda: listeners(customer, project_id) == {}, "the load balancer removed")
         assert org.api.delete(f"{shop.base}/certificate").status_code == 204
-        delete_project_when_allowed(shop)
+        shop.delete_project()
         assert capstan_resources(customer, project_id) == []
         assert dns_records(operator, domain, under=shop.project["hostname_suffix"]) == []
 

@@ -227,7 +227,7 @@ async def create(
     git_host: Any,
     domain: str,
 ) -> Service:
-    project = await projects.get(session, caller, project_id)
+    project = await projects.get_live(session, caller, project_id)
     if kind in COMPUTE_KINDS:
         check_size(fields["cpu"], fields["memory"])
     await require_cloud_account(session, caller)
@@ -300,7 +300,21 @@ async def delete(
     session: AsyncSession, caller: Principal, project_id: str, kind: str, service_id: str
 ) -> None:
     """Finalizer: hidden from the API now, its cloud resources removed by the reconciler."""
-    service = await get(session, caller, project_id, kind, service_id)
+    await _delete(session, await get(session, caller, project_id, kind, service_id))
+
+
+async def delete_in_project(session: AsyncSession, project_id: str) -> None:
+    """Every service of the project not yet deleted (and its previews), deleted as DELETE
+    does (a project deleted with its resources)."""
+    for service in list(
+        await session.scalars(
+            select(Service).where(Service.project_id == project_id, Service.deleted_at.is_(None))
+        )
+    ):
+        await _delete(session, service)
+
+
+async def _delete(session: AsyncSession, service: Service) -> None:
     now = utcnow()
     service.deleted_at = now
     # Its hostnames are free for others at once; its teardown removes only its own records.

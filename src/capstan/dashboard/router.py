@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
@@ -226,6 +226,25 @@ async def _project_live(api: Api, project_id: str) -> dict[str, Any]:
     }
 
 
+@router.get("/projects/{project_id}/delete", response_class=HTMLResponse)
+async def project_delete(request: Request, project_id: str, api: DashboardApi) -> Response:
+    """What deleting the project deletes with it, each with its monthly cost: the API's plan of
+    an empty capstan.yaml that prunes (every resource a deletion, priced; nothing written).
+    Loaded when the person opens the delete panel, not with the page."""
+
+    async def load(api: Api) -> dict[str, Any]:
+        project = await api.get(f"/api/projects/{project_id}")
+        try:
+            plan = await api.post_read(f"/api/projects/{project_id}/plan", {}, prune="true")
+        except ApiRefused as refused:
+            if refused.status_code in (401, 404):
+                raise
+            plan = {"refused": refused.message}
+        return {"project": project, "plan": plan}
+
+    return await _page(request, api, "partials/project_delete_plan.html", load, partial=True)
+
+
 @router.get("/projects/{project_id}/models", response_class=HTMLResponse)
 async def project_models(request: Request, project_id: str, api: DashboardApi) -> Response:
     """The models the project allows: read again after a change, not polled (reading it asks
@@ -239,12 +258,26 @@ async def project_models(request: Request, project_id: str, api: DashboardApi) -
     return await _page(request, api, "partials/models.html", load, partial=True)
 
 
-# Caches and buckets ------------------------------------------------------------------------------
+# Caches, databases and buckets -------------------------------------------------------------------
 
-# The two kinds of project resource with a page of their own (metrics and cost), by API path.
+# The kinds of project resource with a page of their own (status, metrics, cost, rename and
+# delete), by API path: what a page calls one, its list's key, and what deleting it destroys.
 RESOURCES: dict[str, dict[str, str]] = {
-    "cache": {"label": "Cache", "list": "caches"},
-    "storage": {"label": "Bucket", "list": "buckets"},
+    "cache": {
+        "label": "Cache",
+        "list": "caches",
+        "deletes": "Its data is destroyed at once.",
+    },
+    "databases": {
+        "label": "Database",
+        "list": "databases",
+        "deletes": "A final snapshot is kept.",
+    },
+    "storage": {
+        "label": "Bucket",
+        "list": "buckets",
+        "deletes": "Every object in it is destroyed.",
+    },
 }
 
 
@@ -253,6 +286,13 @@ async def cache_page(
     request: Request, project_id: str, resource_id: str, api: DashboardApi
 ) -> Response:
     return await _resource_page(request, api, project_id, "cache", resource_id)
+
+
+@router.get("/projects/{project_id}/databases/{resource_id}", response_class=HTMLResponse)
+async def database_page(
+    request: Request, project_id: str, resource_id: str, api: DashboardApi
+) -> Response:
+    return await _resource_page(request, api, project_id, "databases", resource_id)
 
 
 @router.get("/projects/{project_id}/storage/{resource_id}", response_class=HTMLResponse)
@@ -265,7 +305,8 @@ async def bucket_page(
 async def _resource_page(
     request: Request, api: Api, project_id: str, path: str, resource_id: str
 ) -> Response:
-    """A cache's or a bucket's page: what it is, its metrics and its cost, as the API says."""
+    """A cache's, a database's or a bucket's page: what it is, its metrics and its cost, as the
+    API says."""
 
     async def load(api: Api) -> dict[str, Any]:
         project = await api.get(f"/api/projects/{project_id}")
@@ -414,7 +455,17 @@ def _event(name: str, data: str) -> str:
 
 
 @router.get("/settings", response_class=HTMLResponse)
-async def settings_page(request: Request, api: DashboardApi) -> Response:
+async def settings_page(
+    request: Request,
+    api: DashboardApi,
+    account_id: str | None = None,
+    role_name: str | None = None,
+) -> Response:
+    """The organization's settings. In the sandbox, the stack's page comes back here with the
+    `account_id` and `role_name` it launched (`capstan.dev.setup_page`), and the connect form
+    is filled in with them; AWS's console has no way back, so there the person copies them."""
+    sandbox = request.app.state.settings.cloud is CloudMode.sandbox
+
     async def load(api: Api) -> dict[str, Any]:
         tokens, connection, installations = await asyncio.gather(
             api.get("/api/api_tokens"),
@@ -426,10 +477,17 @@ async def settings_page(request: Request, api: DashboardApi) -> Response:
                 f"/api/git_host/installations/{installation['installation_id']}/repositories"
             )
             installation["repositories"] = listed["repositories"]
+        launch_url = connection["setup_url"]
+        if sandbox and launch_url:
+            launch_url += "&" + urlencode({"return_to": "/settings"})
         return {
             "tokens": tokens["api_tokens"],
             "connection": connection,
             "installations": installations["installations"],
+            "launch_url": launch_url,
+            "launched": {"account_id": account_id, "role_name": role_name}
+            if sandbox and account_id and role_name
+            else None,
         }
 
     return await _page(request, api, "settings.html", load)

@@ -134,7 +134,11 @@ function fieldErrorElement(scope, field) {
 function showError(scope, result) {
   const data = result.data ?? {};
   let message = data.message || `The request failed (${result.status}).`;
-  if (result.status === 401) message = "Your session has ended. Sign in again.";
+  // Only a page behind a session can have lost it: a 401 from signing in is a wrong credential.
+  const signingIn = scope.closest?.("[data-signs-in]");
+  const sessionEnded = result.status === 401 && !signingIn;
+  if (sessionEnded) message = "Your session has ended. Sign in again.";
+  else if (result.status === 401) message = data.message || "The email or password is wrong.";
   for (const detail of data.details ?? []) {
     if (!detail.field) continue;
     const element = fieldErrorElement(scope, detail.field);
@@ -146,7 +150,16 @@ function showError(scope, result) {
   const formError = scope.querySelector?.(".form-error");
   if (formError) formError.textContent = message;
   say(message, { alert: true });
-  if (result.status === 401) window.setTimeout(() => window.location.assign("/sign-in"), 1500);
+  if (signingIn && result.status === 401) {
+    const password = scope.querySelector('input[type="password"]');
+    password?.setAttribute("aria-invalid", "true");
+    password?.select();
+    password?.focus();
+  }
+  if (sessionEnded) {
+    const here = window.location.pathname + window.location.search;
+    window.setTimeout(() => window.location.assign(`/sign-in?next=${encodeURIComponent(here)}`), 1500);
+  }
 }
 
 function fill(template, data) {
