@@ -35,6 +35,11 @@ class Api:
 
     async def get(self, path: str, **params: Any) -> Any:
         """The JSON body of `GET path`; `ApiRefused` for any answer other than 200."""
+        body, _ = await self.get_versioned(path, **params)
+        return body
+
+    async def get_versioned(self, path: str, **params: Any) -> tuple[Any, str | None]:
+        """Like `get`, with the answer's `ETag` (an environment's version), or None."""
         response = await self._client.get(path, params=params or None)
         if response.status_code != 200:
             try:
@@ -42,7 +47,7 @@ class Api:
             except ValueError:
                 body = {}
             raise ApiRefused(response.status_code, body if isinstance(body, dict) else {})
-        return response.json()
+        return response.json(), response.headers.get("etag")
 
     async def get_part(self, path: str, **params: Any) -> Any:
         """Like `get` for one part of a page: a refusal other than 401 or 404 (say, no cloud
