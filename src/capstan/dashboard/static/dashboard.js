@@ -277,19 +277,6 @@ document.addEventListener("click", (event) => {
     reloadEditor({ announce: true });
     return;
   }
-  const logsOf = target?.closest("[data-logs-of]");
-  if (logsOf) {
-    const source = document.getElementById("logs-source");
-    if (source) {
-      // A preview made after the page loaded is not among the choices yet.
-      if (![...source.options].some((option) => option.value === logsOf.dataset.logsOf)) {
-        source.append(new Option(logsOf.dataset.logsLabel, logsOf.dataset.logsOf));
-      }
-      source.value = logsOf.dataset.logsOf;
-      source.dispatchEvent(new Event("change", { bubbles: true }));
-      document.getElementById("logs")?.scrollIntoView({ block: "nearest" });
-    }
-  }
 });
 
 // A field whose change has consequences (data-warn-changed) says so, next to it and announced, as
