@@ -117,9 +117,7 @@ def browser_pages(chromium: Any, dev_server: DevServer) -> Iterator[dict[str, An
     """One signed-in page per width, with axe-core added to every page they load."""
     opened = {}
     for name, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
-        context = with_axe(
-            chromium.new_context(base_url=dev_server.base_url, viewport=viewport)
-        )
+        context = with_axe(chromium.new_context(base_url=dev_server.base_url, viewport=viewport))
         context.set_default_timeout(30_000)
         page = context.new_page()
         sign_in(page, dev_server.email, dev_server.password)
@@ -173,9 +171,7 @@ def test_the_overview_shows_every_resource_as_a_card_with_its_cost(
 
     with dev_server.api() as api:
         figures = {
-            shop["web"]["id"]: ok(api.get(f"{shop['web_path']}/cost"), 200)[
-                "monthly_run_rate_usd"
-            ],
+            shop["web"]["id"]: ok(api.get(f"{shop['web_path']}/cost"), 200)["monthly_run_rate_usd"],
             shop["worker"]["id"]: ok(
                 api.get(f"{shop['base']}/workers/{shop['worker']['id']}/cost"), 200
             )["monthly_run_rate_usd"],
@@ -205,9 +201,7 @@ def test_the_overview_shows_every_resource_as_a_card_with_its_cost(
     assert shared > 0 and page.locator("[data-shared]").count() >= 1
 
     # The polled part keeps the cards' figures (read once, when the page loaded).
-    page.wait_for_function(
-        "() => window.htmx && document.querySelector('#project-live') !== null"
-    )
+    page.wait_for_function("() => window.htmx && document.querySelector('#project-live') !== null")
     page.wait_for_timeout(2500)
     web_cost = page.locator(f'[data-cost-of="{shop["web"]["id"]}"]').inner_text()
     assert f"{figures[shop['web']['id']]:.2f} USD" in web_cost
@@ -302,7 +296,7 @@ def test_deployments_mark_the_live_one_and_come_in_pages(
         assert marked.count() == 1 and marked.get_attribute("data-deployment") == live[0]
         assert marked.get_by_text("Live", exact=True).is_visible()
     pager = page.get_by_role("navigation", name="Deployments pages")
-    assert f"1–10 of {len(listed)}" in pager.inner_text()
+    assert f"1\N{EN DASH}10 of {len(listed)}" in pager.inner_text()
     pager.get_by_role("link", name="Older").click()
     page.wait_for_url(re.compile(r"page=2"))
     second = [
@@ -377,9 +371,7 @@ def test_the_environment_editor_follows_a_rollback(
     path = shop["web_path"]
     with dev_server.api() as api:
         ok(
-            api.put(
-                f"{path}/environment", json={"environment": [{"name": "FIRST", "value": "1"}]}
-            ),
+            api.put(f"{path}/environment", json={"environment": [{"name": "FIRST", "value": "1"}]}),
             202,
         )
         _wait(api, path, "status", "running")
@@ -451,7 +443,7 @@ def test_a_database_reference_is_shown_by_name_and_made_in_the_editor(
         for v in environment
     ]
     page.reload()
-    shown = page.locator('#environment-editor [data-env-row][data-database] [data-database-name]')
+    shown = page.locator("#environment-editor [data-env-row][data-database] [data-database-name]")
     assert shown.inner_text() == "orders"
     assert database["id"] not in page.locator("#environment-editor").inner_text()
     assert_accessible(page, where="environment with a reference")
@@ -466,9 +458,7 @@ def test_a_failed_preview_shows_its_error(
             json={"branch": "broken-build"},
         )
         assert pushed.status_code == 201, pushed.text
-        preview = ok(
-            api.post(f"{shop['web_path']}/previews", json={"branch": "broken-build"}), 201
-        )
+        preview = ok(api.post(f"{shop['web_path']}/previews", json={"branch": "broken-build"}), 201)
         found = _wait(api, f"{shop['web_path']}/previews/{preview['id']}", "status", "failed")
     if "error" not in found:
         pytest.skip("the API's previews carry no `error` yet (the errors branch adds it)")

@@ -150,7 +150,11 @@ async def _on_push(session: AsyncSession, payload: dict[str, Any], head: BranchH
         if preview is not None:
             preview.pushed_at = utcnow()  # a preview in use lives on (preview_ttl_hours)
         await services.start_deployment(
-            session, service, preview, trigger="push", commit_sha=push.after,
+            session,
+            service,
+            preview,
+            trigger="push",
+            commit_sha=push.after,
             commit_message=head.message,
         )
     return f"deployed {len(targets)} target(s) at {push.after[:12]}"

@@ -251,7 +251,9 @@ async def _project_costs(api: Api, live: dict[str, Any]) -> dict[str, Any]:
     resources += [("Cache", f"cache/{cache['id']}", cache) for cache in live["caches"]]
     resources += [("Database", f"databases/{db['id']}", db) for db in live["databases"]]
     resources += [("Bucket", f"storage/{bucket['id']}", bucket) for bucket in live["buckets"]]
-    answers = await asyncio.gather(*(api.get_part(f"{base}/{path}/cost") for _, path, _ in resources))
+    answers = await asyncio.gather(
+        *(api.get_part(f"{base}/{path}/cost") for _, path, _ in resources)
+    )
     lines = []
     for (label, _path, resource), cost in zip(resources, answers, strict=True):
         monthly = cost.get("monthly_run_rate_usd", cost.get("estimated_monthly_usd"))

@@ -289,9 +289,7 @@ class GitHubAppClient:
         """The commit sha at the head of `branch` of `repo` ("owner/name")."""
         return (await self.branch_head_commit(installation_id, repo, branch)).sha
 
-    async def branch_head_commit(
-        self, installation_id: int, repo: str, branch: str
-    ) -> CommitRef:
+    async def branch_head_commit(self, installation_id: int, repo: str, branch: str) -> CommitRef:
         """The commit at the head of `branch` of `repo` ("owner/name"): its sha and, as the git
         host gives it, its message; read with a token scoped to that one repository
         (`contents: read`, the one a build of it is handed)."""
