@@ -248,7 +248,15 @@ async def _project_costs(api: Api, live: dict[str, Any]) -> dict[str, Any]:
         for kind, listed in live["services"].items()
         for service in listed
     ]
-    resources += [("Cache", f"cache/{cache['id']}", cache) for cache in live["caches"]]
+    # A cache without a name is called by its size, as its card calls it.
+    resources += [
+        (
+            "Cache",
+            f"cache/{cache['id']}",
+            {**cache, "name": cache.get("name") or f"Cache {cache['storage_limit_mb']} MB"},
+        )
+        for cache in live["caches"]
+    ]
     resources += [("Database", f"databases/{db['id']}", db) for db in live["databases"]]
     resources += [("Bucket", f"storage/{bucket['id']}", bucket) for bucket in live["buckets"]]
     answers = await asyncio.gather(
