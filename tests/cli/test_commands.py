@@ -169,6 +169,14 @@ def test_services_and_status(cli: Cli, shop: Ready) -> None:
     status = cli.json("status", "api")
     assert status["service"]["id"] == api["id"]
     assert status["deployments"][0]["status"] == "running"
+    # The table names each deployment's commit by its message's first line too.
+    message = status["deployments"][0]["commit_message"]
+    assert message
+    shown = cli.run("status", "api")
+    (deployment_row,) = [
+        line for line in shown.stdout.splitlines() if status["deployments"][0]["id"] in line
+    ]
+    assert message.splitlines()[0] in deployment_row
     by_id = cli.json("status", api["id"])
     assert by_id["service"]["name"] == "api"
     missing = cli.run("status", "nope")

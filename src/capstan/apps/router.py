@@ -335,6 +335,7 @@ def _deployment_out(row: Deployment) -> schemas.DeploymentOut:
         status=row.status,
         trigger=row.trigger,
         commit_sha=row.commit_sha,
+        commit_message=row.commit_message,
         created_at=row.created_at,
         finished_at=row.finished_at,
         error=row.error,

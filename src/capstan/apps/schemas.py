@@ -376,6 +376,11 @@ class DeploymentOut(Response):
     status: DeploymentStatus
     trigger: Literal["create", "patch", "redeploy", "environment", "push", "rollback"]
     commit_sha: str | None
+    commit_message: str | None = Field(
+        default=None,
+        description="The deployed commit's message, as the git host gave it; null until the "
+        "commit is known.",
+    )
     created_at: datetime
     finished_at: datetime | None
     error: str | None

@@ -354,6 +354,7 @@ async def start_deployment(
     *,
     trigger: str,
     commit_sha: str | None = None,
+    commit_message: str | None = None,
     new_environment: bool = False,
     release: Deployment | None = None,
 ) -> Deployment:
@@ -370,6 +371,7 @@ async def start_deployment(
         new_environment=new_environment,
         release=release,
     )
+    deployment.commit_message = commit_message
     return await record_deployment(session, deployment)
 
 
@@ -399,6 +401,7 @@ def new_deployment(
     )
     if release is not None:
         deployment.commit_sha = release.commit_sha
+        deployment.commit_message = release.commit_message
         deployment.image_uri = release.image_uri
         deployment.site_prefix = release.site_prefix
         deployment.rollback_of = release.id

@@ -36,7 +36,13 @@ class Api:
 
     async def get(self, path: str, **params: Any) -> Any:
         """The JSON body of `GET path`; `ApiRefused` for any answer other than 200."""
-        return self._answer(await self._client.get(path, params=params or None))
+        body, _ = await self.get_versioned(path, **params)
+        return body
+
+    async def get_versioned(self, path: str, **params: Any) -> tuple[Any, str | None]:
+        """Like `get`, with the answer's `ETag` (an environment's version), or None."""
+        response = await self._client.get(path, params=params or None)
+        return self._answer(response), response.headers.get("etag")
 
     @staticmethod
     def _answer(response: httpx.Response) -> Any:
