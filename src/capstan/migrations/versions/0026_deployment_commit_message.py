@@ -1,7 +1,7 @@
 """deployments: the deployed commit's message, as the git host gave it
 
 Revision ID: 0026
-Revises: 0024
+Revises: 0025
 Create Date: 2026-12-02 15:45:00
 """
 
