@@ -227,12 +227,18 @@ class StaticWebsiteUpdate(_Omittable):
 
 
 Status = Literal["deploying", "running", "failed"]
+# Beside every status that may be `failed`: null, or why.
+Failure = Annotated[
+    str | None,
+    Field(description="Why it is failed (its newest deployment's reason); null unless it is."),
+]
 
 
 class WebServerOut(Response):
     id: str
     name: str
     status: Status
+    error: Failure = None
     url: str
     repo: str
     branch: str
@@ -249,6 +255,7 @@ class WorkerOut(Response):
     id: str
     name: str
     status: Status
+    error: Failure = None
     repo: str
     branch: str
     start_command: str
@@ -263,6 +270,7 @@ class StaticWebsiteOut(Response):
     id: str
     name: str
     status: Status
+    error: Failure = None
     url: str
     repo: str
     branch: str
@@ -408,12 +416,22 @@ class PreviewOut(Response):
     branch: str
     url: str | None = None
     status: Status
+    error: Failure = None
     expires_at: datetime | None = Field(
         default=None,
         description="When the preview is removed unless its branch is pushed to first (the "
         "project's `preview_ttl_hours` after the last push, or its creation); absent when "
         "previews do not expire.",
     )
+
+    @model_serializer(mode="wrap")
+    def _with_error(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        """`error` is shown even when null, where the routes leave out other null fields (a
+        worker preview's url)."""
+        data = handler(self)
+        if isinstance(data, dict):
+            data.setdefault("error", self.error)
+        return data
 
 
 class PreviewList(Response):
