@@ -97,7 +97,7 @@ def test_a_control_character_in_a_path_id_or_a_query_string_is_refused(
         {
             "field": "query",
             "type": "control_character",
-            "message": "must not contain NUL (U+0000 at character 1)",
+            "message": "query must not contain NUL (U+0000 at character 1)",
         }
     ]
     quiet(logged)
