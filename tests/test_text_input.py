@@ -124,7 +124,7 @@ def test_free_text_keeps_tabs_and_newlines_but_never_a_nul(
         ({**service, "environment": {"KEY": "a\x00b"}}, "web_servers.api.environment.KEY"),
         (
             {**service, "environment": {"KEY": {"from_env": "KEY", "value": "\x00"}}},
-            "web_servers.api.environment.KEY.FromEnv.value",
+            "web_servers.api.environment.KEY.value",
         ),
         ({**service, "branch": "ma\tin"}, "web_servers.api.branch"),
     ]

@@ -132,3 +132,22 @@ def test_every_pattern_a_body_is_checked_by_has_its_words(server: RunningServer)
     assert len(patterns) >= 10  # the walk finds them: names, branches, regions, account ids
     unsaid = {pattern: context for pattern, context in patterns.items() if not words_for(pattern)}
     assert unsaid == {}
+
+
+def test_a_value_of_several_forms_is_told_about_the_closest(connected: Org) -> None:
+    """A variable is a string, `{from_env: NAME}` or `{database: NAME}`: a typo in one is told
+    about that one, not about the three."""
+    shop: Ready = new_shop(connected)
+    web = {"repo": "capstan-samples/hello-web", "branch": "main", "cpu": 256, "memory": 512}
+    environment = {"URL": {"databse": "main"}, "PORTS": 5, "KEY": {"from_env": "no spaces"}}
+    document = {"web_servers": {"api": {**web, "environment": environment}}}
+    refused = shop.org.api.post(f"{shop.base}/plan", json=document)
+    assert refused.status_code == 400, refused.text
+    at = "web_servers.api.environment"
+    env_words = "letters, digits and underscores, not starting with a digit (at most 255)"
+    assert messages(refused.json()) == {
+        f"{at}.URL.database": f"{at}.URL.database is required",
+        f"{at}.URL.databse": f"unknown field '{at}.URL.databse' (did you mean 'database'?)",
+        f"{at}.PORTS": f"{at}.PORTS must be a string or an object",
+        f"{at}.KEY.from_env": f"{at}.KEY.from_env must be {env_words}",
+    }

@@ -15,6 +15,7 @@ import re
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from typing import Any
 from urllib.parse import parse_qsl, quote
 
 from fastapi import FastAPI, Request
@@ -46,7 +47,7 @@ from capstan.plans.router import router as plans_router
 from capstan.projects.router import router as projects_router
 from capstan.registry import ResourceKind
 from capstan.schemas import text_problem
-from capstan.validation import FieldsAt, details_of, fields_in, summary
+from capstan.validation import details_of, summary
 from capstan.wiring import open_configured_cloud, require_sandbox
 from capstan.workers import make_runtime, make_worker, running_worker
 
@@ -167,7 +168,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
-        details = details_of(error.errors(), _body_fields(request.scope))
+        details = details_of(error.errors(), _body_type(request.scope))
         failure = ValidationFailed(summary(details), details=details)
         return JSONResponse(failure.body(), status_code=400)
 
@@ -199,14 +200,14 @@ def _methods_of(app: FastAPI, scope: Scope) -> list[str]:
     return sorted(methods)
 
 
-def _body_fields(scope: Scope) -> FieldsAt | None:
-    """The fields of the route's body model, for "did you mean" (a route with one body)."""
+def _body_type(scope: Scope) -> Any:
+    """The type of the route's body (a route with one), for what `details_of` says; None."""
     route = scope.get("route")
     dependant = getattr(route, "dependant", None)
     body = getattr(dependant, "body_params", None) or []
     if len(body) != 1:
         return None
-    return fields_in(body[0].field_info.annotation)
+    return body[0].field_info.annotation
 
 
 access_log = logging.getLogger("capstan.access")

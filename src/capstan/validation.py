@@ -69,7 +69,8 @@ def field_name(loc: Sequence[str | int]) -> str:
     parts = list(loc)
     if parts and parts[0] == "body":
         parts = parts[1:]
-    return ".".join(str(part) for part in parts)
+    # A map's key that failed is the entry's own name (pydantic adds `[key]` after it).
+    return ".".join(str(part) for part in parts if part != "[key]")
 
 
 def sentence(error: Mapping[str, Any], field: str, fields_at: FieldsAt | None = None) -> str:
@@ -136,12 +137,15 @@ def _unknown_field(error: Mapping[str, Any], field: str, fields_at: FieldsAt | N
     return f"unknown field '{field or name}'{hint}"
 
 
-def details_of(errors: Sequence[Any], fields_at: FieldsAt | None = None) -> list[dict[str, str]]:
+def details_of(errors: Sequence[Any], body: Any = None) -> list[dict[str, str]]:
     """pydantic's errors as the error body's `details`: `field`, pydantic's `type`, and the
-    sentence."""
+    sentence. With the body's type, an unknown field names the closest known one, and a value
+    that is one of several forms (a variable's string, `{from_env}` or `{database}`) is told
+    about the form it came closest to, not about each."""
+    fields_at = fields_in(body) if body is not None else None
     details = []
-    for error in errors:
-        field = field_name(error.get("loc", ()))
+    for error in _closest_forms(errors, body):
+        field = field_name(error.get("shown_loc", error.get("loc", ())))
         details.append(
             {
                 "field": field,
@@ -150,6 +154,59 @@ def details_of(errors: Sequence[Any], fields_at: FieldsAt | None = None) -> list
             }
         )
     return details
+
+
+def _closest_forms(errors: Sequence[Any], body: Any) -> list[dict[str, Any]]:
+    """pydantic reports a union's failure once per member, under the member's tag in the
+    location. Kept, where the first of them was: the errors of the member that matched the
+    value's type with the fewest errors (an unknown key close to one of its fields counts
+    less), shown without the tag; when no member matched the type, one error saying the types.
+    """
+    if body is None:
+        return [dict(error) for error in errors]
+    order: list[Any] = []  # an error, or the prefix of a union's group
+    groups: dict[tuple[Any, ...], dict[Any, list[dict[str, Any]]]] = {}
+    for error in errors:
+        loc = tuple(error.get("loc", ()))
+        tag = _union_tag(body, loc)
+        if tag is None:
+            order.append(dict(error))
+            continue
+        if loc[:tag] not in groups:
+            groups[loc[:tag]] = {}
+            order.append(loc[:tag])
+        shown = {**error, "shown_loc": loc[:tag] + loc[tag + 1 :]}
+        groups[loc[:tag]].setdefault(loc[tag], []).append(shown)
+    kept: list[dict[str, Any]] = []
+    for item in order:
+        kept.extend(_closest(body, item, groups[item]) if isinstance(item, tuple) else [item])
+    return kept
+
+
+def _closest(
+    body: Any, prefix: tuple[Any, ...], members: dict[Any, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    def wrong_type(error: dict[str, Any]) -> bool:
+        return error["shown_loc"] == prefix and error.get("type") in _TYPES
+
+    def weight(tag: Any) -> float:
+        known = fields_in(body)((*prefix, tag)) or ()
+        near = sum(
+            1
+            for error in members[tag]
+            if error.get("type") == "extra_forbidden"
+            and difflib.get_close_matches(str(error["loc"][-1]), list(known), cutoff=0.6)
+        )
+        return len(members[tag]) - 0.5 * near
+
+    matched = [tag for tag, found in members.items() if not all(map(wrong_type, found))]
+    if matched:
+        return members[min(matched, key=weight)]
+    kinds = dict.fromkeys(
+        _TYPES[e["type"]].removeprefix("must be ") for found in members.values() for e in found
+    )
+    reason = f"must be {' or '.join(kinds)}"
+    return [{"type": "union_type", "loc": prefix, "ctx": {"reason": reason}}]
 
 
 def summary(details: Sequence[dict[str, str]]) -> str:
@@ -166,20 +223,43 @@ def fields_in(annotation: Any) -> FieldsAt:
     keys and indexes followed through models, lists and maps), for "did you mean"."""
 
     def fields_at(loc: Sequence[str | int]) -> Collection[str] | None:
-        parts = list(loc)
-        if parts and parts[0] == "body":
-            parts = parts[1:]
-        current: Any = annotation
-        for part in parts:
-            current = _step(current, part)
-            if current is None:
-                return None
+        current = _walk(annotation, loc)[0]
         model = _model(current)
         if model is None:
             return None
         return [field.alias or name for name, field in model.model_fields.items()]
 
     return fields_at
+
+
+def _union_tag(annotation: Any, loc: Sequence[str | int]) -> int | None:
+    """Where in `loc` pydantic named a union's member (`FromEnv`, `constrained-str`), if it did."""
+    return _walk(annotation, loc)[1]
+
+
+def _walk(annotation: Any, loc: Sequence[str | int]) -> tuple[Any, int | None]:
+    """The type at the end of `loc` inside `annotation` (None: not found), and the position of
+    the first union member's tag on the way."""
+    current: Any = annotation
+    tag: int | None = None
+    for index, part in enumerate(loc):
+        if index == 0 and part == "body":
+            continue
+        if part == "[key]":  # the key of a map's entry failed, not a value inside it
+            return None, tag
+        members = [m for m in _candidates(current) if m is not type(None)]
+        if len(members) > 1 and isinstance(part, str) and _step(current, part) is None:
+            if tag is None:
+                tag = index
+            named = [m for m in members if getattr(m, "__name__", None) == part]
+            current = named[0] if named else None
+            if current is None:
+                return None, tag
+            continue
+        current = _step(current, part)
+        if current is None:
+            return None, tag
+    return current, tag
 
 
 def _candidates(annotation: Any) -> list[Any]:
