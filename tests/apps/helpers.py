@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from sqlalchemy import event, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -24,6 +25,15 @@ from tests.harness import Org, RunningServer, run_db
 
 WEB_REPO = "capstan-samples/hello-web"
 WORKER_REPO = "capstan-samples/hello-worker"
+
+
+def served_at(org: Org, hostname: str) -> str:
+    """A service's URL in the sandbox: its hostname where the test server listens."""
+    return f"http://{hostname}:{urlsplit(org.server.base_url).port}"
+
+
+def hostname_of(url: str) -> str:
+    return str(urlsplit(url).hostname)
 
 
 @dataclass

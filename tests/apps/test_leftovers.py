@@ -22,7 +22,7 @@ from capstan.apps.models import Preview, Service
 from capstan.cloud.aws.inventory import capstan_resources, dns_records
 from capstan.kinds import KINDS
 from capstan.projects.models import Project
-from tests.apps.helpers import Ready, ready, simulator_knobs
+from tests.apps.helpers import Ready, hostname_of, ready, simulator_knobs
 from tests.apps.processes import account_sessions, wait_all_running
 from tests.apps.sites import create_site
 from tests.cloud.deploy_helpers import leftovers
@@ -69,8 +69,8 @@ def test_deleting_every_target_leaves_nothing_in_the_account(org: Org) -> None:
     sandbox_url = org.server.settings.sandbox_cloud_url
     assert sandbox_url
     hostnames = {
-        web["id"]: web["url"].removeprefix("http://"),
-        preview["id"]: preview["url"].removeprefix("http://"),
+        web["id"]: hostname_of(web["url"]),
+        preview["id"]: hostname_of(preview["url"]),
         worker["id"]: None,
     }
 

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import Preview
 from capstan.reconcile.queue import enqueue
-from tests.apps.helpers import Ready, new_shop
+from tests.apps.helpers import Ready, hostname_of, new_shop
 from tests.apps.processes import account_sessions
 from tests.cloud.deploy_helpers import leftovers
 from tests.harness import Org, run_db
@@ -94,7 +94,7 @@ def test_an_expired_preview_and_its_cloud_resources_are_removed(shop: Ready) -> 
     account_id = api.get("/api/cloud_account").json()["account_id"]
     assert server.settings.sandbox_cloud_url
     with account_sessions(server.settings.sandbox_cloud_url, account_id) as (customer, operator):
-        hostname = preview["url"].removeprefix("http://")
+        hostname = hostname_of(preview["url"])
         assert leftovers(customer, operator, preview["id"], hostname) == {}
     # The parent lives on.
     assert api.get(f"{shop.base}/web_servers/{web['id']}").json()["status"] == "running"

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -376,6 +377,8 @@ def test_open_prints_the_url(cli: Cli, shop: Ready) -> None:
     result = cli.run("open", "api")
     assert result.exit_code == 0
     assert result.stdout.strip() == web["url"]
+    # In the sandbox, the port the dev server listens on, where it answers for the service.
+    assert urlsplit(web["url"]).port == urlsplit(shop.org.server.base_url).port
     assert cli.json("open", "api") == {"url": web["url"]}
     shop.create_worker(name="nourl")
     worker = cli.run("open", "nourl")

@@ -11,6 +11,7 @@ from capstan.apps import listing, previews, route_parts, schemas, target_deploym
 from capstan.apps import service as services
 from capstan.apps.models import Deployment, Preview, Service
 from capstan.auth.principal import Caller
+from capstan.config import Settings
 from capstan.db import DbSession
 from capstan.deps import AppGitHost, AppSettings
 from capstan.projects import service as projects
@@ -60,18 +61,18 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
         return await route_parts.metrics_of(session, caller, reader, service, preview)
 
     async def render_preview(
-        session: DbSession, service: Service, preview: Preview, project: Project, domain: str
+        session: DbSession, service: Service, preview: Preview, project: Project, settings: Settings
     ) -> schemas.PreviewOut:
         deployment = await target_deployments.newest_deployment(session, service.id, preview.id)
-        return shown(preview, deployment, project, domain)
+        return shown(preview, deployment, project, settings)
 
     def shown(
-        preview: Preview, deployment: Deployment | None, project: Project, domain: str
+        preview: Preview, deployment: Deployment | None, project: Project, settings: Settings
     ) -> schemas.PreviewOut:
         return schemas.PreviewOut(
             id=preview.id,
             branch=preview.branch,
-            url=services.url(preview.slug, project, domain, spec.kind) if spec.has_url else None,
+            url=services.url(preview.slug, project, settings, spec.kind) if spec.has_url else None,
             status=services.status_of(deployment),
             error=services.error_of(deployment),
             expires_at=previews.preview_expires_at(project, preview),
@@ -91,7 +92,7 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
         )
         rows = await listing.previews(session, service.id)
         return schemas.PreviewList(
-            previews=[shown(row, newest, project, settings.domain) for row, newest in rows]
+            previews=[shown(row, newest, project, settings) for row, newest in rows]
         )
 
     @router.post(
@@ -133,7 +134,7 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
             git_host=git_host,
         )
         project = await projects.get(session, caller, project_id)
-        return await render_preview(session, service, preview, project, settings.domain)
+        return await render_preview(session, service, preview, project, settings)
 
     @router.get(
         f"{previews_path}/{{preview_id}}",
@@ -153,7 +154,7 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
             session, caller, project_id, spec.kind, service_id, preview_id
         )
         project = await projects.get(session, caller, project_id)
-        return await render_preview(session, service, preview, project, settings.domain)
+        return await render_preview(session, service, preview, project, settings)
 
     @router.delete(
         f"{previews_path}/{{preview_id}}",

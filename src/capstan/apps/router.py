@@ -59,7 +59,7 @@ def make_router(spec: Kind) -> APIRouter:
     def shown(
         project: Project, service: Service, deployment: Deployment | None, settings: Settings
     ) -> Any:
-        url = services.url(service.name, project, settings.domain, spec.kind)
+        url = services.url(service.name, project, settings, spec.kind)
         described = spec.describe(
             service, services.status_of(deployment), url if spec.has_url else None
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -25,6 +26,7 @@ from capstan.apps.models import (
 from capstan.apps.target_deployments import of_target
 from capstan.auth.principal import Principal
 from capstan.cloud.fargate import memory_problem
+from capstan.config import CloudMode, Settings
 from capstan.db import flush_unique, new_id, utcnow
 from capstan.errors import BadRequest, Conflict, NotFound
 from capstan.git_host.models import GitHostInstallation
@@ -468,11 +470,21 @@ def hostname(name: str, project: Project, domain: str) -> str:
     return f"{name}.{project.hostname_suffix}.{domain}"
 
 
-def url(name: str, project: Project, domain: str, kind: str = WEB_SERVER) -> str:
-    """Web servers are served over HTTPS once the project's certificate is issued; a static
-    website always is (the project's certificate for its sites, on its distribution)."""
+def url(name: str, project: Project, settings: Settings, kind: str = WEB_SERVER) -> str:
+    """Where a browser reaches the service (or preview) `name`: the one place its URL is built.
+
+    Web servers are served over HTTPS once the project's certificate is issued; a static
+    website always is (the project's certificate for its sites, on its distribution). In the
+    sandbox the dev server itself answers for every service hostname (`capstan.dev.front`), so
+    the URL is the hostname at the dev server's own scheme and port."""
+    host = hostname(name, project, settings.domain)
+    if settings.cloud is CloudMode.sandbox and settings.base_url:
+        served = urlsplit(settings.base_url)
+        default = 443 if served.scheme == "https" else 80
+        port = "" if served.port in (None, default) else f":{served.port}"
+        return f"{served.scheme}://{host}{port}"
     https = kind == STATIC_WEBSITE or project.certificate_status == "issued"
-    return f"{'https' if https else 'http'}://{hostname(name, project, domain)}"
+    return f"{'https' if https else 'http'}://{host}"
 
 
 async def live_previews(session: AsyncSession, service_id: str) -> list[Preview]:
