@@ -4,7 +4,8 @@
     ApiError (500 internal_error)
     ├── BadRequest (400 invalid_request)
     │   └── ValidationFailed (400 invalid_request, with details)
-    ├── Unauthorized (401 unauthorized)
+    ├── Unauthorized (401 unauthenticated)   no credential, an ended session, a bad token;
+    │                                        sign-in's wrong password: invalid_credentials
     ├── Forbidden (403 forbidden)            CSRF failures
     ├── NotFound (404 not_found)
     ├── Conflict (409 conflict)
@@ -61,8 +62,12 @@ class ValidationFailed(BadRequest):
 
 
 class Unauthorized(ApiError):
+    """401. `unauthenticated`: no valid credential came (none, an ended session, a revoked
+    token), so sign in; a sign-in's own refusal is `invalid_credentials`, which a sign-in page
+    must not read as an ended session."""
+
     status_code = 401
-    code = "unauthorized"
+    code = "unauthenticated"
     default_message = "Sign in or send a valid API token."
 
 

@@ -40,6 +40,8 @@ def test_a_push_deploys_the_auto_deploy_services_of_its_repository_and_branch(
     manual = worker_path(shop, repo=repo)  # auto_deploy defaults to false
     elsewhere = worker_path(shop, repo=other_repo, auto_deploy=True)
     theirs = worker_path(neighbour, repo=repo, auto_deploy=True)
+    # Pushed, and its deliveries processed, before any preview of it: none takes this push.
+    wait_processed(server, *(d["guid"] for d in push(server, repo, "topic")["deliveries"]))
     previews = {
         path: org.api.post(f"{path}/previews", json={"branch": "topic"}).json()["id"]
         for path in (web, manual)

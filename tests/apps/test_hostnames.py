@@ -55,10 +55,12 @@ def test_a_preview_never_takes_a_live_web_servers_hostname(connected: Org) -> No
 
 def test_branches_that_fold_to_one_label_get_hostnames_of_their_own(connected: Org) -> None:
     shop = new_shop(connected)
-    parent = shop.create_web_server(name="web")
+    repo = new_repository(connected.server, installation_of(connected), default_branch="main")
+    parent = shop.create_web_server(name="web", repo=repo)
     previews = f"{shop.base}/web_servers/{parent['id']}/previews"
     urls = {}
     for branch in ("feat/x", "feat-x", "FEAT-X"):
+        push(connected.server, repo, branch, breaks_build=False)
         created = connected.api.post(previews, json={"branch": branch})
         assert created.status_code == 201, created.text
         urls[branch] = created.json()["url"]
@@ -77,7 +79,9 @@ def test_branches_that_fold_to_one_label_get_hostnames_of_their_own(connected: O
 
 def test_a_web_server_never_takes_a_previews_hostname(connected: Org) -> None:
     shop = new_shop(connected)
-    parent = shop.create_web_server(name="web")
+    repo = new_repository(connected.server, installation_of(connected), default_branch="main")
+    push(connected.server, repo, "topic", breaks_build=False)
+    parent = shop.create_web_server(name="web", repo=repo)
     created = connected.api.post(
         f"{shop.base}/web_servers/{parent['id']}/previews", json={"branch": "topic"}
     )

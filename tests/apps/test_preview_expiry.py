@@ -44,7 +44,7 @@ def test_one_preview_more_than_the_limit_is_409(shop: Ready) -> None:
     web = shop.create_web_server()
     previews = f"{shop.base}/web_servers/{web['id']}/previews"
     assert api.post(previews, json={"branch": "feature-x"}).status_code == 201
-    refused = api.post(previews, json={"branch": "feature-y"})
+    refused = api.post(previews, json={"branch": "broken-build"})
     assert refused.status_code == 409, refused.text
     assert refused.json()["error"] == "preview_limit_reached"
 

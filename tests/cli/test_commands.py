@@ -198,6 +198,10 @@ def test_deploy_of_a_broken_build_exits_1_with_the_error(cli: Cli, shop: Ready) 
     result = cli.process("deploy", "broken")
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "failed" in result.stderr and "Build failed" in result.stderr
+    # The service itself says why, in `capstan status` above its deployments.
+    shown = cli.json("status", "broken")["service"]
+    assert shown["status"] == "failed" and shown["error"].startswith("Build failed: ")
+    assert "error" in cli.run("status", "broken").stdout.split("DEPLOYMENT")[0]
 
 
 def test_deploy_no_wait_returns_at_once(cli: Cli, shop: Ready) -> None:

@@ -13,7 +13,7 @@ from capstan.apps.models import Deployment, Preview, Service
 from capstan.auth.principal import Caller
 from capstan.config import Settings
 from capstan.db import DbSession
-from capstan.deps import AppSettings
+from capstan.deps import AppGitHost, AppSettings
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 
@@ -74,6 +74,7 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
             branch=preview.branch,
             url=services.url(preview.slug, project, settings, spec.kind) if spec.has_url else None,
             status=services.status_of(deployment),
+            error=services.error_of(deployment),
             expires_at=previews.preview_expires_at(project, preview),
         )
 
@@ -101,7 +102,9 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
         response_model_exclude_none=True,
         summary="Create a preview of a branch",
         description=(
-            "409 `preview_exists` when the branch has a preview already; 409 "
+            "400 `unknown_branch` when the repository has no such branch (asked of the git host; "
+            "502 `git_host_unavailable` when it cannot answer); 409 `preview_exists` when the "
+            "branch has a preview already; 409 "
             "`preview_limit_reached` when the project has its `max_previews`. A web server's or "
             "static website's preview is served at `<name>-<branch>.<hostname_suffix>.<domain>`, "
             "or, when a service or another preview holds that hostname, at `<name>-<branch>-"
@@ -117,6 +120,7 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
         caller: Caller,
         session: DbSession,
         settings: AppSettings,
+        git_host: AppGitHost,
     ) -> schemas.PreviewOut:
         service, preview = await previews.create_preview(
             session,
@@ -127,6 +131,7 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
             body.branch,
             route_parts.box(settings),
             domain=settings.domain,
+            git_host=git_host,
         )
         project = await projects.get(session, caller, project_id)
         return await render_preview(session, service, preview, project, settings)

@@ -60,9 +60,10 @@ def make_router(spec: Kind) -> APIRouter:
         project: Project, service: Service, deployment: Deployment | None, settings: Settings
     ) -> Any:
         url = services.url(service.name, project, settings, spec.kind)
-        return spec.out.model_validate(
-            spec.describe(service, services.status_of(deployment), url if spec.has_url else None)
+        described = spec.describe(
+            service, services.status_of(deployment), url if spec.has_url else None
         )
+        return spec.out.model_validate({**described, "error": services.error_of(deployment)})
 
     # {"web_servers": [...]}, as caches and buckets are listed.
     listed: dict[str, Any] = {spec.path: (list[spec.out], ...)}  # type: ignore[name-defined]

@@ -182,7 +182,11 @@ async def require_repository(
         repository = await git_host.repository(installation_id, full_name)
         if repository is not None and repository.full_name.lower() == wanted:
             return int(installation_id)
-    raise RepositoryNotAccessible(
+    raise RepositoryNotAccessible(unreachable(full_name))
+
+
+def unreachable(full_name: str) -> str:
+    return (
         f"No git host installation of your organization can read {full_name}; install the app "
         "on it (POST /api/git_host/installation_setup)."
     )
@@ -435,6 +439,13 @@ def status_of(deployment: Deployment | None) -> str:
     if deployment is None or deployment.status in UNDER_WAY:
         return "deploying"
     return "running" if deployment.status == "running" else "failed"
+
+
+def error_of(deployment: Deployment | None) -> str | None:
+    """Why a service or preview is `failed` (its newest deployment's reason); None otherwise."""
+    if deployment is None or status_of(deployment) != "failed":
+        return None
+    return deployment.error or f"Deployment {deployment.id} failed; its logs may say why."
 
 
 async def list_deployments(

@@ -7,8 +7,12 @@ from pydantic import Field, SerializerFunctionWrapHandler, computed_field, model
 from pydantic.json_schema import SkipJsonSchema
 
 from capstan.schemas import Label100, Request, Response
+from capstan.validation import pattern
 
-HOSTNAME_SUFFIX_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
+HOSTNAME_SUFFIX_PATTERN = pattern(
+    r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$",
+    "lowercase letters, digits and hyphens, starting and ending with a letter or digit",
+)
 
 ProjectName = Label100
 HostnameSuffix = Annotated[
