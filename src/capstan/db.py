@@ -263,11 +263,33 @@ SAFE_METHODS = frozenset({"GET", "HEAD"})
 async def _request_session(request: Request) -> AsyncIterator[AsyncSession]:
     """The request's one session: committed when the endpoint returns, rolled back when it
     raises, before the response is sent. A GET's reads begin no transaction
-    (`make_read_sessionmaker`)."""
+    (`make_read_sessionmaker`), so a GET that wrote nothing has nothing to commit: its
+    connection goes back to the pool without a COMMIT (on SQLite a trip to aiosqlite's thread)."""
     state = request.app.state
-    reads = request.method in SAFE_METHODS
-    async with _committed(state.read_sessionmaker if reads else state.sessionmaker) as session:
-        yield session
+    if request.method not in SAFE_METHODS:
+        async with _committed(state.sessionmaker) as session:
+            yield session
+        return
+    async with state.read_sessionmaker() as session:
+        try:
+            yield session
+        except BaseException:
+            await session.rollback()
+            raise
+        if await _wrote(session):
+            await session.commit()
+
+
+async def _wrote(session: AsyncSession) -> bool:
+    """Whether a read session has something to commit: changes not flushed yet, or (on SQLite)
+    a write transaction its flushes or statements began (`BEGIN IMMEDIATE`). On PostgreSQL a
+    read session's statements commit on their own (autocommit)."""
+    if session.new or session.dirty or session.deleted:
+        return True
+    if not session.in_transaction() or session.get_bind().dialect.name != "sqlite":
+        return False
+    raw = await (await session.connection()).get_raw_connection()
+    return bool(getattr(raw.driver_connection, "in_transaction", False))
 
 
 async def _transaction_session(request: Request) -> AsyncIterator[AsyncSession]:
