@@ -266,30 +266,10 @@ async def _request_session(request: Request) -> AsyncIterator[AsyncSession]:
     (`make_read_sessionmaker`), so a GET that wrote nothing has nothing to commit: its
     connection goes back to the pool without a COMMIT (on SQLite a trip to aiosqlite's thread)."""
     state = request.app.state
-    if request.method not in SAFE_METHODS:
-        async with _committed(state.sessionmaker) as session:
-            yield session
-        return
-    async with state.read_sessionmaker() as session:
-        try:
-            yield session
-        except BaseException:
-            await session.rollback()
-            raise
-        if await _wrote(session):
-            await session.commit()
-
-
-async def _wrote(session: AsyncSession) -> bool:
-    """Whether a read session has something to commit: changes not flushed yet, or (on SQLite)
-    a write transaction its flushes or statements began (`BEGIN IMMEDIATE`). On PostgreSQL a
-    read session's statements commit on their own (autocommit)."""
-    if session.new or session.dirty or session.deleted:
-        return True
-    if not session.in_transaction() or session.get_bind().dialect.name != "sqlite":
-        return False
-    raw = await (await session.connection()).get_raw_connection()
-    return bool(getattr(raw.driver_connection, "in_transaction", False))
+    reads = request.method in SAFE_METHODS
+    sessionmaker = state.read_sessionmaker if reads else state.sessionmaker
+    async with _committed(sessionmaker, reads=reads) as session:
+        yield session
 
 
 async def _transaction_session(request: Request) -> AsyncIterator[AsyncSession]:
@@ -299,7 +279,7 @@ async def _transaction_session(request: Request) -> AsyncIterator[AsyncSession]:
 
 @asynccontextmanager
 async def _committed(
-    sessionmaker: async_sessionmaker[AsyncSession],
+    sessionmaker: async_sessionmaker[AsyncSession], *, reads: bool = False
 ) -> AsyncIterator[AsyncSession]:
     async with sessionmaker() as session:
         try:
@@ -307,8 +287,19 @@ async def _committed(
         except BaseException:
             await session.rollback()
             raise
-        else:
+        if not reads or await _wrote(session):
             await session.commit()
+
+
+async def _wrote(session: AsyncSession) -> bool:
+    """Whether a read session has something to commit: changes not flushed yet, or (on SQLite)
+    the write transaction a flush or statement began; on PostgreSQL its statements autocommit."""
+    if session.new or session.dirty or session.deleted:
+        return True
+    if not session.in_transaction() or session.get_bind().dialect.name != "sqlite":
+        return False
+    raw = await (await session.connection()).get_raw_connection()
+    return bool(getattr(raw.driver_connection, "in_transaction", False))
 
 
 DbSession = Annotated[AsyncSession, Depends(_request_session, scope="function")]
