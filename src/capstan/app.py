@@ -88,6 +88,9 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
         lifespan=lifespan,
+        # Capstan sets up no OpenTelemetry; FastAPI would otherwise ask OpenTelemetry's global
+        # providers on every request whether one has been configured since.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     app.state.kinds = tuple(kinds)

@@ -9,10 +9,11 @@ the request's transaction.
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import (
@@ -34,8 +35,8 @@ from capstan.hostnames import service as hostnames
 from capstan.network.service import require_cloud_account
 from capstan.projects import service as projects
 from capstan.projects.models import Project
-from capstan.projects.scoped import get_in_project
 from capstan.projects.scoped import list_in_project as scoped_list
+from capstan.projects.scoped import one_in_project, row_in_project
 from capstan.reconcile.queue import enqueue
 
 WEB_SERVER = "web_server"
@@ -200,16 +201,13 @@ def missing(kind: str) -> str:
 async def get(
     session: AsyncSession, caller: Principal, project_id: str, kind: str, service_id: str
 ) -> Service:
-    return await get_in_project(
-        session,
-        caller,
-        project_id,
-        Service,
-        service_id,
-        missing(kind),
-        Service.kind == kind,
-        Service.deleted_at.is_(None),
-    )
+    statement = _live_service(kind)
+    return await one_in_project(session, caller, project_id, statement, service_id, missing(kind))
+
+
+@cache
+def _live_service(kind: str) -> Select[Service]:
+    return row_in_project(Service, Service.kind == kind, Service.deleted_at.is_(None))
 
 
 async def list_in_project(
