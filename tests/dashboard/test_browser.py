@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -159,8 +160,13 @@ def test_open_its_url(page: Any, tour: dict[str, str]) -> None:
     page.goto(tour["service_page"])
     running = page.locator("#service-live tr[data-deployment]").first
     commit = running.locator("code").inner_text()
+    link = page.get_by_role("link", name=re.compile("^Open "))
+    # The URL people read is the one that answers: in dev it carries the dev server's port.
+    port = urlsplit(page.url).port
+    assert link.get_attribute("href") == link.inner_text().removeprefix("Open ")
+    assert f":{port}" in link.inner_text()
     with page.context.expect_page() as opened:
-        page.get_by_role("link", name=re.compile("^Open ")).click()
+        link.click()
     site = opened.value
     site.wait_for_load_state()
     assert "This deployment answers" in site.content()

@@ -25,7 +25,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
 from capstan.cloud.fargate import FARGATE_MEMORY
-from capstan.config import CloudMode, Settings
+from capstan.config import CloudMode
 from capstan.dashboard.api import Api, ApiRefused, api_for
 from capstan.dashboard.page_headers import DashboardRoute
 from capstan.dashboard.templating import SWAGGER_UI, templates
@@ -61,14 +61,11 @@ async def _page(
 ) -> Response:
     """`template` rendered with what `load` read from the API, or what the API's refusal means
     for a person: sign in (401), "not found" (404), or its message."""
-    settings: Settings = request.app.state.settings
     try:
         # Who is asking comes first, so that without a session every page is "sign in" (and
         # never a hint of what exists).
         user = await api.get("/api/session")
         context = await load(api)
-        if settings.cloud is CloudMode.sandbox:
-            context["dev_port"] = urlsplit(settings.base_url).port or 80
         if not partial:
             csrf = await api.get("/api/csrf")
             context.update(user=user, csrf_token=csrf["token"])

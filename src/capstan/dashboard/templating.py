@@ -1,12 +1,11 @@
 """The dashboard's Jinja environment: its templates, where its static files are served, and the
-filters and globals pages use (a service URL as the browser reaches it, a metric's chart)."""
+filters and globals pages use (a metric's chart)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from fastapi.templating import Jinja2Templates
 
@@ -17,16 +16,6 @@ SWAGGER_UI = f"{STATIC_PATH}/swagger-ui-5.32.0"
 templates = Jinja2Templates(directory=HERE / "templates")
 templates.env.globals.update(static=STATIC_PATH, htmx=HTMX)
 
-
-def _reachable(url: str | None, dev_port: int | None) -> str | None:
-    """A service URL as this browser reaches it: in the sandbox the dev server answers for
-    every service hostname itself, over plain HTTP on its own port (`capstan.dev.front`)."""
-    if not url or not dev_port:
-        return url
-    return f"http://{urlsplit(url).hostname}:{dev_port}/"
-
-
-templates.env.filters["reachable"] = _reachable
 
 CHART_WIDTH, CHART_HEIGHT = 240, 60
 SERIES_STEP = timedelta(minutes=5)
