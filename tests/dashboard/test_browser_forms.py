@@ -68,6 +68,10 @@ def test_a_bad_hostname_suffix_is_refused_at_the_field(
     error = form.locator('[data-error-for="hostname_suffix"]')
     error.filter(has_text=re.compile(r"\w+")).wait_for()
     assert suffix.get_attribute("aria-invalid") == "true"
+    # The rule in words, not pydantic's pattern.
+    said = error.inner_text()
+    assert "lowercase letters, digits and hyphens" in said
+    assert "pattern" not in said and "^" not in said
     assert (suffix.get_attribute("aria-describedby") or "").split()[0] == "edit-suffix-error"
     with dev_server.api() as api:
         assert ok(api.get(project["base"]), 200)["hostname_suffix"] == "forms"
