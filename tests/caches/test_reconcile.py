@@ -6,105 +6,38 @@ path of each on the sandbox."""
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from sqlalchemy import select
-
-from capstan.caches.models import Cache
 from capstan.caches.reconcile import CacheReconciler
 from capstan.cloud.caches import data_storage_gb
 from capstan.cloud.errors import TerminalCloudError
-from capstan.cloud_account.models import CloudAccount
 from capstan.db import utcnow
 from capstan.kit.reconcile import NETWORK_POLL, NOT_DELETED, POLL, REFUSED_POLL
-from capstan.network.service import QUEUE_KIND as NETWORK
-from capstan.projects.models import Project
-from capstan.reconcile.models import QueueItem
-from capstan.reconcile.worker import Done, PollAgain, Result
+from capstan.reconcile.worker import Done, PollAgain
 from tests.fakes.caches import FakeCaches
-from tests.fakes.drivers import FakeDrivers
-from tests.state_rows import Database, Sessions, add_row, database_fixture, stored
+from tests.fakes.passes import Passes
+from tests.state_rows import Database, database_fixture
 
-T = TypeVar("T")
 database = database_fixture("cache-reconcile")
 
 
-class Pass:
-    """One cache row, its project and account, and the reconciler's passes over it."""
+class CachePasses(Passes[FakeCaches]):
+    """A cache row and the fake cache cloud its reconciler works against."""
 
     def __init__(self, database: Database, status: str = "creating", **values: Any) -> None:
-        self.database = database
-        self.fake = FakeCaches()
-        self.drivers = FakeDrivers(self.fake)
-        self.cache_id = self.run(lambda sessions: add_row(sessions, "cache", status, **values))
-        self.project_id = self.row().project_id
+        super().__init__(database, CacheReconciler, FakeCaches(), "cache", status, **values)
+        self.cache_id = self.row_id
 
-    def run(self, work: Callable[[Sessions], Awaitable[T]]) -> T:
-        return self.database.run(work)
-
-    def row(self) -> Cache:
-        found: Cache = self.run(lambda sessions: stored(sessions, Cache, self.cache_id))
-        return found
-
-    def connect(self, *, network: bool = True, account: bool = True) -> None:
-        """The organization's account connected (unless not `account`) and, with `network`, the
-        project's network made (in the database and in the fake cloud)."""
-
-        async def write(sessions: Sessions) -> None:
-            async with sessions() as session:
-                project = await session.get(Project, self.project_id)
-                assert project is not None
-                if account:
-                    session.add(
-                        CloudAccount(
-                            organization_id=project.organization_id,
-                            external_id=secrets.token_hex(8),
-                            account_id="123456789012",
-                            role_name="CapstanAccess",
-                            active=True,
-                        )
-                    )
-                if network:
-                    project.network_ready_at = utcnow()
-                    self.fake.networks.add((project.id, project.network_generation))
-                await session.commit()
-
-        self.run(write)
-
-    def update(self, **values: Any) -> None:
-        async def write(sessions: Sessions) -> None:
-            async with sessions() as session:
-                row = await session.get(Cache, self.cache_id)
-                assert row is not None
-                for name, value in values.items():
-                    setattr(row, name, value)
-                await session.commit()
-
-        self.run(write)
-
-    def reconcile(self) -> Result:
-        async def once(sessions: Sessions) -> Result:
-            return await CacheReconciler(sessions, self.drivers).reconcile(self.cache_id)
-
-        return self.run(once)
-
-    def network_asked(self) -> bool:
-        async def read(sessions: Sessions) -> bool:
-            async with sessions() as session:
-                found = await session.scalar(
-                    select(QueueItem).where(
-                        QueueItem.kind == NETWORK, QueueItem.resource_id == self.project_id
-                    )
-                )
-                return found is not None
-
-        return self.run(read)
+    def connect(self, *, network: bool = True, account: bool = True) -> tuple[str, int]:
+        """Also makes the project's network in the fake cloud, with `network`."""
+        made = super().connect(network=network, account=account)
+        if network:
+            self.fake.networks.add(made)
+        return made
 
 
 def test_a_cache_waits_for_its_project_network_and_asks_for_it(database: Database) -> None:
-    cache = Pass(database)
+    cache = CachePasses(database)
     cache.connect(network=False)
     assert cache.reconcile() == PollAgain(NETWORK_POLL)
     assert cache.network_asked()
@@ -113,7 +46,7 @@ def test_a_cache_waits_for_its_project_network_and_asks_for_it(database: Databas
 
 
 def test_a_network_marked_ready_but_not_in_the_cloud_is_waited_for(database: Database) -> None:
-    cache = Pass(database)
+    cache = CachePasses(database)
     cache.connect()
     cache.fake.networks.clear()  # removed after its last user, or drifted
     assert cache.reconcile() == PollAgain(NETWORK_POLL)
@@ -122,7 +55,7 @@ def test_a_network_marked_ready_but_not_in_the_cloud_is_waited_for(database: Dat
 
 
 def test_a_cache_is_available_once_the_cloud_has_made_it(database: Database) -> None:
-    cache = Pass(database, storage_limit_mb=1500)
+    cache = CachePasses(database, storage_limit_mb=1500)
     cache.connect()
     assert cache.reconcile() == PollAgain(POLL)
     made = cache.fake.caches[cache.cache_id]
@@ -139,7 +72,7 @@ def test_a_cache_is_available_once_the_cloud_has_made_it(database: Database) -> 
 
 
 def test_a_resize_grows_the_cloud_cache_then_settles_resized(database: Database) -> None:
-    cache = Pass(database, storage_limit_mb=1024)
+    cache = CachePasses(database, storage_limit_mb=1024)
     cache.connect()
     cache.reconcile()
     cache.fake.finish(cache.cache_id)
@@ -155,7 +88,7 @@ def test_a_resize_grows_the_cloud_cache_then_settles_resized(database: Database)
 
 
 def test_a_resize_asked_while_creating_is_applied_once_available(database: Database) -> None:
-    cache = Pass(database, storage_limit_mb=128)
+    cache = CachePasses(database, storage_limit_mb=128)
     cache.connect()
     cache.reconcile()
     cache.update(storage_limit_mb=3000, generation=2)  # `resize` keeps `creating`
@@ -171,7 +104,7 @@ def test_a_resize_asked_while_creating_is_applied_once_available(database: Datab
 
 
 def test_a_cache_the_cloud_gave_up_fails(database: Database) -> None:
-    cache = Pass(database)
+    cache = CachePasses(database)
     cache.connect()
     cache.reconcile()
     cache.fake.give_up(cache.cache_id)
@@ -183,7 +116,7 @@ def test_a_cache_the_cloud_gave_up_fails(database: Database) -> None:
 
 
 def test_a_refused_creation_fails_with_the_reason(database: Database) -> None:
-    cache = Pass(database)
+    cache = CachePasses(database)
     cache.connect()
     cache.fake.refusal = TerminalCloudError("ServerlessCacheQuotaForCustomerExceeded", "No more.")
     assert cache.reconcile() == Done()
@@ -191,7 +124,7 @@ def test_a_refused_creation_fails_with_the_reason(database: Database) -> None:
 
 
 def test_a_cache_without_a_connected_account_fails(database: Database) -> None:
-    cache = Pass(database)
+    cache = CachePasses(database)
     cache.connect(account=False)  # disconnected after its network was made
     assert cache.reconcile() == Done()
     row = cache.row()
@@ -200,7 +133,7 @@ def test_a_cache_without_a_connected_account_fails(database: Database) -> None:
 
 
 def test_a_deleted_cache_goes_after_its_cloud_resources(database: Database) -> None:
-    cache = Pass(database)
+    cache = CachePasses(database)
     cache.connect()
     cache.reconcile()
     cache.fake.finish(cache.cache_id)
@@ -217,7 +150,7 @@ def test_a_deleted_cache_goes_after_its_cloud_resources(database: Database) -> N
 
 
 def test_a_refused_deletion_shows_and_clears_once_it_goes_on(database: Database) -> None:
-    cache = Pass(database)
+    cache = CachePasses(database)
     cache.connect()
     cache.reconcile()
     cache.fake.finish(cache.cache_id)
@@ -233,7 +166,7 @@ def test_a_refused_deletion_shows_and_clears_once_it_goes_on(database: Database)
 
 
 def test_a_deleted_cache_without_an_account_goes_without_the_cloud(database: Database) -> None:
-    cache = Pass(database, status="deleting", deleted_at=utcnow())
+    cache = CachePasses(database, status="deleting", deleted_at=utcnow())
     assert cache.reconcile() == Done()
     assert cache.row() is None
     assert cache.fake.calls == []
