@@ -63,7 +63,7 @@ def test_an_object_written_while_emptying_empties_the_bucket_again(database: Dat
     bucket = BucketPasses(database)
     bucket.connect()
     bucket.reconcile()
-    bucket.update(status="deleting", deleted_at=utcnow())
+    bucket.update(status="deleting", deleted_at=utcnow())  # as a DELETE leaves it
     bucket.fake.late_writes = 1
     assert bucket.reconcile() == PollAgain(POLL)
     assert bucket.row().error is None  # not a refusal: the next pass empties it again

@@ -35,6 +35,17 @@ class CachePasses(Passes[FakeCaches]):
             self.fake.networks.add(made)
         return made
 
+    def made_available(self) -> None:
+        """Connected, made by the cloud and recorded `available` in two passes."""
+        self.connect()
+        self.reconcile()
+        self.fake.finish(self.cache_id)
+        assert self.reconcile() == Done()
+
+    def delete(self) -> None:
+        """Marked deleted, as a DELETE leaves it."""
+        self.update(status="deleting", deleted_at=utcnow())
+
 
 def test_a_cache_waits_for_its_project_network_and_asks_for_it(database: Database) -> None:
     cache = CachePasses(database)
@@ -73,10 +84,7 @@ def test_a_cache_is_available_once_the_cloud_has_made_it(database: Database) -> 
 
 def test_a_resize_grows_the_cloud_cache_then_settles_resized(database: Database) -> None:
     cache = CachePasses(database, storage_limit_mb=1024)
-    cache.connect()
-    cache.reconcile()
-    cache.fake.finish(cache.cache_id)
-    cache.reconcile()
+    cache.made_available()
     cache.update(status="modifying", storage_limit_mb=3000, generation=2)
     assert cache.reconcile() == PollAgain(POLL)
     assert cache.fake.caches[cache.cache_id].data_storage_gb == 3
@@ -134,11 +142,8 @@ def test_a_cache_without_a_connected_account_fails(database: Database) -> None:
 
 def test_a_deleted_cache_goes_after_its_cloud_resources(database: Database) -> None:
     cache = CachePasses(database)
-    cache.connect()
-    cache.reconcile()
-    cache.fake.finish(cache.cache_id)
-    cache.reconcile()
-    cache.update(status="deleting", deleted_at=utcnow())
+    cache.made_available()
+    cache.delete()
     assert cache.reconcile() == PollAgain(POLL)
     assert cache.fake.caches[cache.cache_id].status == "deleting"
     assert cache.row() is not None
@@ -151,11 +156,8 @@ def test_a_deleted_cache_goes_after_its_cloud_resources(database: Database) -> N
 
 def test_a_refused_deletion_shows_and_clears_once_it_goes_on(database: Database) -> None:
     cache = CachePasses(database)
-    cache.connect()
-    cache.reconcile()
-    cache.fake.finish(cache.cache_id)
-    cache.reconcile()
-    cache.update(status="deleting", deleted_at=utcnow())
+    cache.made_available()
+    cache.delete()
     cache.fake.refusal = TerminalCloudError("AccessDenied", "Not allowed to delete caches.")
     assert cache.reconcile() == PollAgain(REFUSED_POLL)
     assert cache.row().error == NOT_DELETED + "Not allowed to delete caches."
