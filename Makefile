@@ -6,7 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 # The sandbox is a distribution of its own in this repository: installed from here in the same
-# pip command as Capstan's extras, so `capstan[sandbox]` is satisfied by it, not by an index.
+# pip command as Capstan's extras (Capstan's distribution is `capstan-cloud`), so the extra
+# `capstan-cloud[sandbox]` is satisfied by it, not by an index.
 SANDBOX := -e ./packages/capstan-sandbox
 SANDBOX_PYPROJECT := packages/capstan-sandbox/pyproject.toml
 # Every install takes the versions CI tested: requirements.lock pins the whole tree (uv's
@@ -16,7 +17,7 @@ PIP_INSTALL := $(BIN)/pip install --quiet -c $(LOCK)
 # Tests wait on the sandbox far more than they compute: four workers on two cores.
 TEST_WORKERS ?= 4
 
-.PHONY: lock dev test aws-smoke cli-processes chaos load scale fleet processes sandbox-alone browser screenshots check format migrate bench fuzz clean
+.PHONY: lock dev test aws-smoke cli-processes chaos load scale fleet processes sandbox-alone wheel browser screenshots check format migrate bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +43,14 @@ lock: | $(BIN)/python
 DEV_PORT ?= 8000
 dev: $(VENV)/.installed-dev
 	$(BIN)/capstan server --dev --port $(DEV_PORT)
+
+## make dev-reset: start the next `make dev` clean: remove its data directory (DEV_DATA_DIR,
+## default $$CAPSTAN_DATA_DIR or .capstan: Capstan's database, the sandbox cloud's and git host's
+## saved state, the dev secrets) without asking; refused while a dev server uses it
+DEV_DATA_DIR ?= $(or $(CAPSTAN_DATA_DIR),.capstan)
+.PHONY: dev-reset
+dev-reset: | $(VENV)/.installed-dev
+	$(BIN)/python -m capstan.dev_server reset $(DEV_DATA_DIR)
 
 ## make test: create .venv if needed, install the test dependencies, run the whole suite
 test: $(VENV)/.installed-test
@@ -93,6 +102,11 @@ processes: $(VENV)/.installed-test
 ## Capstan), then start its sandbox cloud and call it with boto3 (packages from the index)
 sandbox-alone: $(VENV)/.installed-test
 	$(BIN)/pytest -m sandbox_alone -p no:cacheprovider $(PYTEST_ARGS)
+
+## make wheel: build Capstan's wheel (the distribution `capstan-cloud`), install it into a fresh
+## virtualenv (packages from the index, as requirements.lock pins them) and run `capstan` there
+wheel: $(VENV)/.installed-test
+	$(BIN)/pytest -m wheel -p no:cacheprovider $(PYTEST_ARGS)
 
 ## make cli-processes: the CLI's tests with every command through the installed `capstan` entry
 ## point in its own process (make test runs most of them in-process, which is faster)

@@ -55,6 +55,7 @@ from tests.apps.processes import (  # noqa: E402 (the repository root is on the 
     free_port,
     processes,
     ready_dev_server,
+    statuses,
     wait_all_running,
     web_server_body,
 )
@@ -210,9 +211,13 @@ def _set_up(api: httpx.Client) -> tuple[dict[str, str], dict[str, str], list[str
     variables = [{"name": f"VAR_{index}", "value": f"value {index}"} for index in range(5)]
     put = api.put(f"{web}/environment", json={"environment": variables})
     assert put.status_code == 202, put.text
-    _made(api.post(f"{web}/previews", json={"branch": "main"}))
-    _made(api.post(f"{root}/cache", json={"storage_limit_mb": 256}))
-    _made(api.post(f"{root}/databases", json={"name": "main"}))
+    preview = _made(api.post(f"{web}/previews", json={"branch": "main"}))["id"]
+    cache = _made(api.post(f"{root}/cache", json={"storage_limit_mb": 256}))["id"]
+    database = _made(api.post(f"{root}/databases", json={"name": "main"}))["id"]
+    # Measured once settled: the workers reconciling them would add their CPU to the requests'.
+    _wait_settled(
+        api, [f"{web}/previews/{preview}", f"{root}/cache/{cache}", f"{root}/databases/{database}"]
+    )
     mix = {
         "projects (50)": "/api/projects",
         "project": root,
@@ -228,6 +233,14 @@ def _set_up(api: httpx.Client) -> tuple[dict[str, str], dict[str, str], list[str
     }
     cloud = {name: f"{web}/{name}" for name in ("logs", "metrics", "cost")}
     return mix, cloud, ids
+
+
+def _wait_settled(api: httpx.Client, paths: list[str], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while (now := statuses(api, paths)) and set(now.values()) - {"running", "available"}:
+        if time.monotonic() > deadline or "failed" in now.values():
+            raise SystemExit(f"the resources of the mix did not settle: {now}")
+        time.sleep(0.25)
 
 
 def measure(database: str, env: dict[str, str], seconds: int) -> Run:

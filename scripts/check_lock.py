@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
-OWN = {"capstan", "capstan-sandbox"}
+OWN = {"capstan-cloud", "capstan-sandbox"}
 
 
 def pinned(lock: Path) -> dict[str, str]:

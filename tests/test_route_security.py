@@ -69,7 +69,7 @@ def test_every_non_public_route_needs_credentials(server: RunningServer) -> None
                 method, _concrete(path), json={} if method in MUTATING else None
             )
             assert response.status_code == 401, (method, path, response.status_code)
-            assert response.json()["error"] == "unauthorized"
+            assert response.json()["error"] == "unauthenticated"
             checked += 1
     assert checked >= 10
 

@@ -83,5 +83,6 @@ def test_a_dev_command_without_the_extra_says_what_to_install(
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.splitlines() == [
-        "error: the sandbox cloud is not installed; install it with: pip install 'capstan[sandbox]'"
+        "error: the sandbox cloud is not installed; install it with: "
+        "pip install 'capstan-cloud[sandbox]'"
     ]

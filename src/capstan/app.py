@@ -47,6 +47,7 @@ from capstan.plans.router import router as plans_router
 from capstan.projects.router import router as projects_router
 from capstan.registry import ResourceKind
 from capstan.schemas import text_problem
+from capstan.validation import details_of, summary
 from capstan.wiring import open_configured_cloud, require_sandbox
 from capstan.workers import make_runtime, make_worker, running_worker
 
@@ -87,6 +88,9 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
         lifespan=lifespan,
+        # Capstan sets up no OpenTelemetry; FastAPI would otherwise ask OpenTelemetry's global
+        # providers on every request whether one has been configured since.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     app.state.kinds = tuple(kinds)
@@ -166,13 +170,9 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error_response(error)
 
     @app.exception_handler(RequestValidationError)
-    async def validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
-        details = [_detail(e) for e in error.errors()]
-        if any(d["type"] == "json_invalid" for d in details):
-            failure = ValidationFailed("The body is not valid JSON.", details=details)
-        else:
-            fields = ", ".join(sorted({d["field"] for d in details if d["field"]})) or "the body"
-            failure = ValidationFailed(f"Invalid value for {fields}.", details=details)
+    async def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
+        details = details_of(error.errors(), _body_type(request.scope))
+        failure = ValidationFailed(summary(details), details=details)
         return JSONResponse(failure.body(), status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
@@ -203,13 +203,14 @@ def _methods_of(app: FastAPI, scope: Scope) -> list[str]:
     return sorted(methods)
 
 
-def _detail(error: Any) -> dict[str, Any]:
-    location = [str(part) for part in error.get("loc", ()) if part != "body"]
-    return {
-        "field": ".".join(location),
-        "type": error.get("type", "invalid"),
-        "message": error.get("msg", "Invalid value."),
-    }
+def _body_type(scope: Scope) -> Any:
+    """The type of the route's body (a route with one), for what `details_of` says; None."""
+    route = scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    body = getattr(dependant, "body_params", None) or []
+    if len(body) != 1:
+        return None
+    return body[0].field_info.annotation
 
 
 access_log = logging.getLogger("capstan.access")
@@ -312,8 +313,7 @@ class PlainParameters:
         if scope["type"] == "http":
             details = _parameter_problems(scope)
             if details:
-                fields = ", ".join(dict.fromkeys(detail["field"] for detail in details))
-                failure = ValidationFailed(f"Invalid value for {fields}.", details=details)
+                failure = ValidationFailed(summary(details), details=details)
                 await _error_response(failure)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -339,7 +339,7 @@ def _parameter_problems(scope: Scope) -> list[dict[str, str]]:
 
 
 def _control_character(field: str, problem: str) -> dict[str, str]:
-    return {"field": field, "type": "control_character", "message": problem}
+    return {"field": field, "type": "control_character", "message": f"{field} {problem}"}
 
 
 def _path_parameters(app: FastAPI, path: str) -> dict[str, str]:

@@ -131,11 +131,20 @@ def _start_dev_topology(settings: Settings, stack: ExitStack) -> Settings:
     before uvicorn, so its address is known; record it in the data directory for dev workers."""
     from capstan import dev_server
 
+    dev_server.refuse_if_in_use(settings.data_dir)
     if settings.cloud is CloudMode.sandbox and not settings.sandbox_cloud_url:
         from capstan.dev.sandbox_cloud import start_sandbox_cloud
 
-        sandbox = start_sandbox_cloud()
+        # Kept beside Capstan's own database, which names what the cloud holds.
+        sandbox = start_sandbox_cloud(state_dir=dev_server.sandbox_state_dir(settings.data_dir))
         stack.callback(sandbox.stop)
+        if sandbox.restored is not None:
+            typer.echo(sandbox.restored.message)
+            if sandbox.restored.discarded:
+                typer.echo(
+                    "Capstan's database still names what that cloud held: stop this server and "
+                    "run `make dev-reset` to start both clean."
+                )
         settings = settings.model_copy(update={"sandbox_cloud_url": sandbox.url})
     dev_server.write_record(settings)
     stack.callback(dev_server.remove_record, settings.data_dir)
@@ -209,6 +218,14 @@ def sandbox(
         task_start_seconds=task_start_seconds,
         iam_propagation_seconds=iam_propagation_seconds,
     )
+
+
+@app.command()
+def version() -> None:
+    """Print the installed version of Capstan (the distribution `capstan-cloud`)."""
+    from capstan import __version__
+
+    typer.echo(f"capstan {__version__}")
 
 
 @app.command()

@@ -263,10 +263,12 @@ SAFE_METHODS = frozenset({"GET", "HEAD"})
 async def _request_session(request: Request) -> AsyncIterator[AsyncSession]:
     """The request's one session: committed when the endpoint returns, rolled back when it
     raises, before the response is sent. A GET's reads begin no transaction
-    (`make_read_sessionmaker`)."""
+    (`make_read_sessionmaker`), so a GET that wrote nothing has nothing to commit: its
+    connection goes back to the pool without a COMMIT (on SQLite a trip to aiosqlite's thread)."""
     state = request.app.state
     reads = request.method in SAFE_METHODS
-    async with _committed(state.read_sessionmaker if reads else state.sessionmaker) as session:
+    sessionmaker = state.read_sessionmaker if reads else state.sessionmaker
+    async with _committed(sessionmaker, reads=reads) as session:
         yield session
 
 
@@ -277,7 +279,7 @@ async def _transaction_session(request: Request) -> AsyncIterator[AsyncSession]:
 
 @asynccontextmanager
 async def _committed(
-    sessionmaker: async_sessionmaker[AsyncSession],
+    sessionmaker: async_sessionmaker[AsyncSession], *, reads: bool = False
 ) -> AsyncIterator[AsyncSession]:
     async with sessionmaker() as session:
         try:
@@ -285,8 +287,19 @@ async def _committed(
         except BaseException:
             await session.rollback()
             raise
-        else:
+        if not reads or await _wrote(session):
             await session.commit()
+
+
+async def _wrote(session: AsyncSession) -> bool:
+    """Whether a read session has something to commit: changes not flushed yet, or (on SQLite)
+    the write transaction a flush or statement began; on PostgreSQL its statements autocommit."""
+    if session.new or session.dirty or session.deleted:
+        return True
+    if not session.in_transaction() or session.get_bind().dialect.name != "sqlite":
+        return False
+    raw = await (await session.connection()).get_raw_connection()
+    return bool(getattr(raw.driver_connection, "in_transaction", False))
 
 
 DbSession = Annotated[AsyncSession, Depends(_request_session, scope="function")]

@@ -6,12 +6,19 @@ to `<data dir>/dev-server.json` and removes the file on a clean exit. `capstan w
 sandbox cloud or git host reads it (`settings_for_worker`): a worker with a private sandbox of
 its own would fail every pass (another operator identity, another account), so without the
 record or the variables it refuses to start and says what to set.
+
+The dev server's own sandbox cloud keeps its state in `<data dir>/sandbox-cloud/`, beside
+Capstan's database, so a restart finds the accounts, roles and resources that database names
+(`capstan_sandbox.cloud.persistence`). `make dev-reset` (`python -m capstan.dev_server reset
+DIR`) removes the whole data directory to start clean, unless a live dev server uses it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +26,8 @@ from typing import Any
 from capstan.config import CloudMode, ConfigurationError, GitHostMode, Settings
 
 RECORD_NAME = "dev-server.json"
+# Where the dev server's own sandbox cloud keeps its state (`capstan_sandbox.cloud.persistence`).
+SANDBOX_STATE_DIR = "sandbox-cloud"
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,10 @@ class DevServerRecord:
 
 def record_path(data_dir: Path) -> Path:
     return data_dir / RECORD_NAME
+
+
+def sandbox_state_dir(data_dir: Path) -> Path:
+    return data_dir / SANDBOX_STATE_DIR
 
 
 def read_record(data_dir: Path) -> DevServerRecord | None:
@@ -55,15 +68,21 @@ def is_running(pid: int) -> bool:
     return True
 
 
-def write_record(settings: Settings) -> DevServerRecord:
-    """Record this process as the dev server of `settings.data_dir`; refuses if another live
-    dev server has recorded itself there."""
-    existing = read_record(settings.data_dir)
+def refuse_if_in_use(data_dir: Path) -> None:
+    """Refuse if another live dev server has recorded itself in `data_dir`: checked before the
+    sandbox cloud starts too, whose last save would otherwise overwrite that server's state."""
+    existing = read_record(data_dir)
     if existing is not None and existing.pid != os.getpid() and is_running(existing.pid):
         raise ConfigurationError(
             f"another dev server (pid {existing.pid}, {existing.base_url}) uses the data "
-            f"directory {settings.data_dir}; stop it or pass another --data-dir"
+            f"directory {data_dir}; stop it or pass another --data-dir"
         )
+
+
+def write_record(settings: Settings) -> DevServerRecord:
+    """Record this process as the dev server of `settings.data_dir`; refuses if another live
+    dev server has recorded itself there."""
+    refuse_if_in_use(settings.data_dir)
     record = DevServerRecord(
         pid=os.getpid(), base_url=settings.base_url, sandbox_cloud_url=settings.sandbox_cloud_url
     )
@@ -116,3 +135,36 @@ def settings_for_worker(settings: Settings) -> Settings:
             "server --dev` with the same --data-dir first, or set " + " and ".join(missing)
         )
     return settings.model_copy(update=changes)
+
+
+def reset(data_dir: Path) -> str:
+    """Remove the dev server's data directory (Capstan's database, the sandbox's state, the dev
+    secrets): the next `capstan server --dev` starts clean. Refused while a dev server runs on it,
+    which would keep writing there."""
+    record = read_record(data_dir)
+    if record is not None and is_running(record.pid):
+        raise ConfigurationError(
+            f"a dev server (pid {record.pid}, {record.base_url}) is using {data_dir}; stop it "
+            "first, then reset"
+        )
+    if not data_dir.exists():
+        return f"{data_dir} does not exist: the next dev server starts clean."
+    shutil.rmtree(data_dir)
+    return f"Removed {data_dir}: the next dev server starts clean."
+
+
+def main(arguments: list[str]) -> int:
+    """`python -m capstan.dev_server reset DIR` (what `make dev-reset` runs)."""
+    if len(arguments) != 2 or arguments[0] != "reset":
+        print("usage: python -m capstan.dev_server reset DATA_DIR", file=sys.stderr)
+        return 2
+    try:
+        print(reset(Path(arguments[1])))
+    except ConfigurationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

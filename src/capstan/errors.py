@@ -4,12 +4,14 @@
     ApiError (500 internal_error)
     ├── BadRequest (400 invalid_request)
     │   └── ValidationFailed (400 invalid_request, with details)
-    ├── Unauthorized (401 unauthorized)
+    ├── Unauthorized (401 unauthenticated)   no credential, an ended session, a bad token;
+    │                                        sign-in's wrong password: invalid_credentials
     ├── Forbidden (403 forbidden)            CSRF failures
     ├── NotFound (404 not_found)
     ├── Conflict (409 conflict)
     │   ├── HostnameSuffixTaken (409 hostname_suffix_taken)
-    │   └── ProjectNotEmpty (409 project_not_empty)
+    │   ├── ProjectNotEmpty (409 project_not_empty)
+    │   └── ProjectDeleting (409 project_deleting)
     ├── PreconditionFailed (412 precondition_failed)   If-Match no longer matches
     ├── PayloadTooLarge (413 payload_too_large)
     ├── Unprocessable (422)                  cloud verification failures (own body shape)
@@ -60,8 +62,12 @@ class ValidationFailed(BadRequest):
 
 
 class Unauthorized(ApiError):
+    """401. `unauthenticated`: no valid credential came (none, an ended session, a revoked
+    token), so sign in; a sign-in's own refusal is `invalid_credentials`, which a sign-in page
+    must not read as an ended session."""
+
     status_code = 401
-    code = "unauthorized"
+    code = "unauthenticated"
     default_message = "Sign in or send a valid API token."
 
 
@@ -91,6 +97,11 @@ class HostnameSuffixTaken(Conflict):
 class ProjectNotEmpty(Conflict):
     code = "project_not_empty"
     default_message = "Delete the project's resources first."
+
+
+class ProjectDeleting(Conflict):
+    code = "project_deleting"
+    default_message = "The project is being deleted: nothing in it can be added or changed."
 
 
 class PreconditionFailed(ApiError):

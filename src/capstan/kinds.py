@@ -13,6 +13,7 @@ from capstan.git_host.kind import KIND as GIT_HOST
 from capstan.hostnames.kind import KIND as HOSTNAMES
 from capstan.model_access.kind import KIND as MODEL_ACCESS
 from capstan.network.kind import KIND as NETWORK
+from capstan.projects.kind import KIND as PROJECTS
 from capstan.registry import ResourceKind
 
 KINDS: tuple[ResourceKind, ...] = (
@@ -25,4 +26,5 @@ KINDS: tuple[ResourceKind, ...] = (
     MODEL_ACCESS,
     CERTIFICATES,
     GIT_HOST,
+    PROJECTS,
 )

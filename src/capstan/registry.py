@@ -2,7 +2,8 @@
 
 A kind (the project network; web servers, workers and static websites; caches; buckets; model
 access; certificates; git events) says once what it brings — its routes, its tables, its
-reconcilers, how it keeps a project from being deleted, whether it needs the project network
+reconcilers, how it keeps a project from being deleted (and deletes its rows when the project
+goes with its resources), whether it needs the project network
 (and its load balancer), what it grants the project's task role, what it does when the
 project's hostname suffix changes, and which cloud resources it makes (its leftovers check).
 `capstan.kinds.KINDS` lists them; the API process, `capstan worker`, the migrations, projects
@@ -73,6 +74,12 @@ class ResourceKind:
     reconcilers: Callable[[Runtime], Sequence[Reconciler]] = _no_reconcilers
     # What keeps a project from being deleted: label -> count of rows in the project.
     dependents: Mapping[str, CountFn] = field(default_factory=dict)
+    # Marks every row of the kind in the project for deletion (a project deleted with its
+    # resources), in the caller's transaction; rows already being deleted are left as they are.
+    delete_in_project: ProjectHook | None = None
+    # What Capstan made for the project on its own (its network): never a reason to refuse the
+    # project's deletion, but a deleted project stays `deleting` until the count is 0.
+    teardown: Mapping[str, CountFn] = field(default_factory=dict)
     # Rows that need the project network (security groups, cluster, roles): it stays while any
     # has.
     network_users: CountFn | None = None
@@ -99,9 +106,30 @@ async def dependents_in_project(
     kinds: Sequence[ResourceKind], session: AsyncSession, project_id: str
 ) -> dict[str, int]:
     """What still lives in a project, by label (only the labels with rows)."""
-    found: dict[str, int] = {}
+    return await _counted([kind.dependents for kind in kinds], session, project_id)
+
+
+async def delete_in_project(
+    kinds: Sequence[ResourceKind], session: AsyncSession, project_id: str
+) -> None:
     for kind in kinds:
-        for label, count in kind.dependents.items():
+        if kind.delete_in_project is not None:
+            await kind.delete_in_project(session, project_id)
+
+
+async def teardown_in_project(
+    kinds: Sequence[ResourceKind], session: AsyncSession, project_id: str
+) -> dict[str, int]:
+    """What Capstan still has to remove of its own for a project, by label."""
+    return await _counted([kind.teardown for kind in kinds], session, project_id)
+
+
+async def _counted(
+    counters: Sequence[Mapping[str, CountFn]], session: AsyncSession, project_id: str
+) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for labelled in counters:
+        for label, count in labelled.items():
             n = await count(session, project_id)
             if n:
                 found[label] = n

@@ -2,7 +2,7 @@
 
 Only this module (with `app.py`, `workers.py` and `cli.py`, which call it) knows the sandbox:
 `cloud/` is handed an identity and cannot tell the sandbox from AWS. The sandbox is an extra
-(`pip install 'capstan[sandbox]'`): nothing here imports it unless the settings ask for it.
+(`pip install 'capstan-cloud[sandbox]'`): nothing here imports it unless the settings ask for it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from capstan.cloud.driver import Cloud, ControlPlaneIdentity, aws_identity, open
 from capstan.config import CloudMode, ConfigurationError, Settings
 
 SANDBOX_MISSING = (
-    "the sandbox cloud is not installed; install it with: pip install 'capstan[sandbox]'"
+    "the sandbox cloud is not installed; install it with: pip install 'capstan-cloud[sandbox]'"
 )
 
 

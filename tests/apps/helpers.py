@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from sqlalchemy import event, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -24,6 +25,15 @@ from tests.harness import Org, RunningServer, run_db
 
 WEB_REPO = "capstan-samples/hello-web"
 WORKER_REPO = "capstan-samples/hello-worker"
+
+
+def served_at(org: Org, hostname: str) -> str:
+    """A service's URL in the sandbox: its hostname where the test server listens."""
+    return f"http://{hostname}:{urlsplit(org.server.base_url).port}"
+
+
+def hostname_of(url: str) -> str:
+    return str(urlsplit(url).hostname)
 
 
 @dataclass
@@ -55,6 +65,20 @@ class Ready:
         response = self.org.api.post(f"{self.base}/workers", json=body)
         assert response.status_code == 201, response.text
         return dict(response.json())
+
+    def delete_project(self, *, timeout: float = 90) -> None:
+        """DELETE the project until it is accepted (409 while its resources are still being
+        removed), then wait until it is gone: 404 only once nothing of it is left in the
+        cloud, its network included."""
+        deadline = time.monotonic() + timeout
+        while (answer := self.org.api.delete(self.base)).status_code not in (202, 204):
+            assert answer.status_code == 409, answer.text
+            assert time.monotonic() < deadline, f"the project stayed undeletable: {answer.text}"
+            time.sleep(0.2)
+        while (found := self.org.api.get(self.base)).status_code != 404:
+            assert found.json()["status"] == "deleting", found.text
+            assert time.monotonic() < deadline, f"the project stayed: {found.text}"
+            time.sleep(0.2)
 
     def wait_for(self, path: str, *statuses: str, timeout: float = 60) -> dict[str, Any]:
         """Poll `path` until its status is one of `statuses`."""

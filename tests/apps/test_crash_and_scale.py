@@ -34,6 +34,7 @@ from capstan.cloud.aws.inventory import Found, capstan_resources, dns_records
 from capstan.config import Settings
 from capstan.db import utcnow
 from capstan.reconcile.models import QueueItem, ReconcilePass
+from tests.apps.helpers import hostname_of
 from tests.apps.processes import (
     Process,
     Processes,
@@ -107,7 +108,7 @@ def test_kill_9_mid_deployment_then_restart_converges_with_one_of_each(tmp_path:
             assert created.status_code == 201, created.text
             web = created.json()
             path = f"/api/projects/{project['id']}/web_servers/{web['id']}"
-            hostname = web["url"].removeprefix("http://")
+            hostname = hostname_of(web["url"])
 
             def newest() -> dict[str, Any]:
                 deployments: list[dict[str, Any]] = api.get(f"{path}/deployments").json()[

@@ -33,6 +33,9 @@ class OneRepository:
     async def repository(self, installation_id: int, full_name: str) -> Repository:
         return Repository(1, full_name, False, "main")
 
+    async def branch_head(self, installation_id: int, repo: str, branch: str) -> str:
+        return "0" * 40
+
 
 def writes_of(org: Org, create: Callable[[AsyncSession], Awaitable[Any]]) -> tuple[str, list[str]]:
     """The id of what `create` made and committed, and each write it ran as `VERB table` (a
@@ -100,6 +103,7 @@ def test_a_create_writes_each_row_once(shop: Ready) -> None:
             "feature-x",
             box,
             domain=org.server.settings.domain,
+            git_host=OneRepository(),
         )
         return made
 

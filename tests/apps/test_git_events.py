@@ -6,6 +6,7 @@ for it. Every test pushes to a repository of its own (see tests/git_host/events_
 from __future__ import annotations
 
 from capstan.cloud.aws import names
+from capstan_sandbox.git_host.records import FIRST_COMMIT_MESSAGE
 from tests.apps.helpers import Ready
 from tests.apps.processes import account_sessions
 from tests.git_host.events_helpers import (
@@ -22,6 +23,7 @@ from tests.git_host.events_helpers import (
     web_path,
     worker_path,
 )
+from tests.polling import wait_until
 
 shop = org_fixture()
 neighbour = org_fixture()
@@ -38,6 +40,8 @@ def test_a_push_deploys_the_auto_deploy_services_of_its_repository_and_branch(
     manual = worker_path(shop, repo=repo)  # auto_deploy defaults to false
     elsewhere = worker_path(shop, repo=other_repo, auto_deploy=True)
     theirs = worker_path(neighbour, repo=repo, auto_deploy=True)
+    # Pushed, and its deliveries processed, before any preview of it: none takes this push.
+    wait_processed(server, *(d["guid"] for d in push(server, repo, "topic")["deliveries"]))
     previews = {
         path: org.api.post(f"{path}/previews", json={"branch": "topic"}).json()["id"]
         for path in (web, manual)
@@ -66,6 +70,30 @@ def test_a_push_deploys_the_auto_deploy_services_of_its_repository_and_branch(
         assert preview_push_shas(server, preview_id) == [topic["sha"]]
     for path in (web, jobs, manual):
         assert topic["sha"] not in pushed_shas(org, path)
+
+
+def test_a_deployment_carries_its_commits_message(shop: Ready) -> None:
+    """The message the git host gives for the deployed commit: the branch head's when a
+    deployment reads it (a create, a redeploy), the pushed commit's for a push."""
+    server, org = shop.org.server, shop.org
+    repo = new_repository(server, installation_of(org), default_branch="main")
+    jobs = worker_path(shop, repo=repo, auto_deploy=True)
+    shop.wait_for(jobs, "running", timeout=60)
+    [created] = deployments(org, jobs)
+    assert created["commit_message"] == FIRST_COMMIT_MESSAGE
+
+    message = "Fix the checkout total\n\nRounding happened per line, not per order."
+    sha = push(server, repo, "main", breaks_build=False, message=message)["sha"]
+    wait_pushed(org, jobs, sha)
+    assert deployments(org, jobs)[0]["commit_message"] == message
+
+    assert org.api.post(f"{jobs}/redeploy").status_code == 202
+    redeploy = wait_until(
+        lambda: (latest := deployments(org, jobs)[0])["commit_sha"] and latest,
+        what="the redeploy to read the branch head",
+    )
+    assert (redeploy["trigger"], redeploy["commit_sha"]) == ("redeploy", sha)
+    assert redeploy["commit_message"] == message
 
 
 def test_a_push_during_a_deploy_makes_one_more_deployment_of_the_pushed_commit(

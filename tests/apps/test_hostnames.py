@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
-from tests.apps.helpers import Ready, new_shop
+from tests.apps.helpers import Ready, new_shop, served_at
 from tests.apps.hostname_helpers import alias_of, balancer_of, owner_of, records_at
 from tests.git_host.events_helpers import installation_of, new_repository, push
 from tests.harness import Org
@@ -38,7 +38,7 @@ def test_a_preview_never_takes_a_live_web_servers_hostname(connected: Org) -> No
     assert created.status_code == 201, created.text
     preview = created.json()
     preview_host = _host(shop, f"web-prod3-{_digest('prod3')}")
-    assert preview["url"] == f"http://{preview_host}" != production["url"]
+    assert preview["url"] == served_at(connected, preview_host) != production["url"]
     assert owner_of(server, production_host) == production["id"]
     preview_path = f"{shop.base}/web_servers/{parent['id']}/previews/{preview['id']}"
     shop.wait_for(preview_path, "running")
@@ -55,19 +55,21 @@ def test_a_preview_never_takes_a_live_web_servers_hostname(connected: Org) -> No
 
 def test_branches_that_fold_to_one_label_get_hostnames_of_their_own(connected: Org) -> None:
     shop = new_shop(connected)
-    parent = shop.create_web_server(name="web")
+    repo = new_repository(connected.server, installation_of(connected), default_branch="main")
+    parent = shop.create_web_server(name="web", repo=repo)
     previews = f"{shop.base}/web_servers/{parent['id']}/previews"
     urls = {}
     for branch in ("feat/x", "feat-x", "FEAT-X"):
+        push(connected.server, repo, branch, breaks_build=False)
         created = connected.api.post(previews, json={"branch": branch})
         assert created.status_code == 201, created.text
         urls[branch] = created.json()["url"]
     # The first takes `web-feat-x`; the others, whose labels fold to it, one of their own.
     own = {branch: _host(shop, "web-feat-x-" + _digest(branch)) for branch in ("feat-x", "FEAT-X")}
     assert urls == {
-        "feat/x": f"http://{_host(shop, 'web-feat-x')}",
-        "feat-x": f"http://{own['feat-x']}",
-        "FEAT-X": f"http://{own['FEAT-X']}",
+        "feat/x": served_at(connected, _host(shop, "web-feat-x")),
+        "feat-x": served_at(connected, own["feat-x"]),
+        "FEAT-X": served_at(connected, own["FEAT-X"]),
     }
     listed = connected.api.get(previews).json()["previews"]
     assert sorted(p["url"] for p in listed) == sorted(urls.values())
@@ -77,12 +79,14 @@ def test_branches_that_fold_to_one_label_get_hostnames_of_their_own(connected: O
 
 def test_a_web_server_never_takes_a_previews_hostname(connected: Org) -> None:
     shop = new_shop(connected)
-    parent = shop.create_web_server(name="web")
+    repo = new_repository(connected.server, installation_of(connected), default_branch="main")
+    push(connected.server, repo, "topic", breaks_build=False)
+    parent = shop.create_web_server(name="web", repo=repo)
     created = connected.api.post(
         f"{shop.base}/web_servers/{parent['id']}/previews", json={"branch": "topic"}
     )
     assert created.status_code == 201, created.text
-    assert created.json()["url"] == f"http://{_host(shop, 'web-topic')}"
+    assert created.json()["url"] == served_at(connected, _host(shop, "web-topic"))
 
     body = {"name": "web-topic", "repo": "capstan-samples/hello-web", "branch": "main"}
     for kind, extra in (

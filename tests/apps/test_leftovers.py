@@ -22,7 +22,7 @@ from capstan.apps.models import Preview, Service
 from capstan.cloud.aws.inventory import capstan_resources, dns_records
 from capstan.kinds import KINDS
 from capstan.projects.models import Project
-from tests.apps.helpers import Ready, ready, simulator_knobs
+from tests.apps.helpers import Ready, hostname_of, ready, simulator_knobs
 from tests.apps.processes import account_sessions, wait_all_running
 from tests.apps.sites import create_site
 from tests.cloud.deploy_helpers import leftovers
@@ -69,8 +69,8 @@ def test_deleting_every_target_leaves_nothing_in_the_account(org: Org) -> None:
     sandbox_url = org.server.settings.sandbox_cloud_url
     assert sandbox_url
     hostnames = {
-        web["id"]: web["url"].removeprefix("http://"),
-        preview["id"]: preview["url"].removeprefix("http://"),
+        web["id"]: hostname_of(web["url"]),
+        preview["id"]: hostname_of(preview["url"]),
         worker["id"]: None,
     }
 
@@ -102,8 +102,7 @@ def test_deleting_every_target_leaves_nothing_in_the_account(org: Org) -> None:
         assert dns_records(operator, domain, under=suffix) == []
         for resource_id, hostname in hostnames.items():
             assert leftovers(customer, operator, resource_id, hostname) == {}, resource_id
-    assert org.api.delete(shop.base).status_code == 204
-    assert org.api.get(shop.base).status_code == 404
+    shop.delete_project()
 
 
 # What the account must hold of the other kinds while they exist.
@@ -179,7 +178,7 @@ def test_deleting_every_kind_of_resource_leaves_no_capstan_tagged_resource(org: 
         assert api.delete(f"{database_path}?skip_final_snapshot=true").status_code == 200
         assert api.put(f"{shop.base}/model_access", json={"model_ids": []}).status_code == 200
         assert api.delete(f"{shop.base}/certificate").status_code == 204
-        _delete_project_when_empty(shop, timeout=90)
+        shop.delete_project(timeout=90)
 
         # No polling from here on: the project is gone only once the cloud is clean.
         assert capstan_resources(customer) == []
@@ -192,17 +191,6 @@ def _wait_for_certificate(shop: Ready, status: str, timeout: float = 60) -> None
         if time.monotonic() > deadline:
             raise AssertionError(f"the certificate stayed {found}")
         time.sleep(0.2)
-
-
-def _delete_project_when_empty(shop: Ready, *, timeout: float) -> None:
-    """DELETE the project until the removals behind it are done: 409 meanwhile, then 204."""
-    deadline = time.monotonic() + timeout
-    while (response := shop.org.api.delete(shop.base)).status_code != 204:
-        assert response.status_code == 409, response.text
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the project stayed undeletable: {response.text}")
-        time.sleep(0.2)
-    assert shop.org.api.get(shop.base).status_code == 404
 
 
 def _wait_until_rows_are_gone(org: Org, project_id: str, *, timeout: float) -> None:

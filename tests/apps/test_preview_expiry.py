@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import Preview
 from capstan.reconcile.queue import enqueue
-from tests.apps.helpers import Ready, new_shop
+from tests.apps.helpers import Ready, hostname_of, new_shop
 from tests.apps.processes import account_sessions
 from tests.cloud.deploy_helpers import leftovers
 from tests.harness import Org, run_db
@@ -44,7 +44,7 @@ def test_one_preview_more_than_the_limit_is_409(shop: Ready) -> None:
     web = shop.create_web_server()
     previews = f"{shop.base}/web_servers/{web['id']}/previews"
     assert api.post(previews, json={"branch": "feature-x"}).status_code == 201
-    refused = api.post(previews, json={"branch": "feature-y"})
+    refused = api.post(previews, json={"branch": "broken-build"})
     assert refused.status_code == 409, refused.text
     assert refused.json()["error"] == "preview_limit_reached"
 
@@ -94,7 +94,7 @@ def test_an_expired_preview_and_its_cloud_resources_are_removed(shop: Ready) -> 
     account_id = api.get("/api/cloud_account").json()["account_id"]
     assert server.settings.sandbox_cloud_url
     with account_sessions(server.settings.sandbox_cloud_url, account_id) as (customer, operator):
-        hostname = preview["url"].removeprefix("http://")
+        hostname = hostname_of(preview["url"])
         assert leftovers(customer, operator, preview["id"], hostname) == {}
     # The parent lives on.
     assert api.get(f"{shop.base}/web_servers/{web['id']}").json()["status"] == "running"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from capstan.cloud.aws import names
-from tests.apps.helpers import Ready, new_shop, ready
+from tests.apps.helpers import Ready, new_shop, ready, served_at
 from tests.buckets.helpers import account_admin
 from tests.harness import Org
 
@@ -35,7 +35,8 @@ def test_web_server_preview_lifecycle(shop: Ready) -> None:
     preview = created.json()
     assert preview["branch"] == "feature-x" and preview["status"] == "deploying"
     suffix = shop.project["hostname_suffix"]
-    assert preview["url"] == f"http://web-feature-x.{suffix}.{shop.org.server.settings.domain}"
+    host = f"web-feature-x.{suffix}.{shop.org.server.settings.domain}"
+    assert preview["url"] == served_at(shop.org, host)
     path = f"{parent_path}/previews/{preview['id']}"
     assert shop.wait_for(path, "running", "failed")["status"] == "running"
     # It inherited the parent's environment at creation, and is its own from then on.

@@ -13,7 +13,7 @@ import pytest
 from capstan.cloud.aws.cloudfront_functions import REQUEST_FUNCTION_CODE
 from capstan.cloud.aws.inventory import capstan_resources, dns_records
 from capstan.cloud.aws.session import AwsSession
-from tests.apps.helpers import Ready, new_shop
+from tests.apps.helpers import Ready, new_shop, served_at
 from tests.apps.sites import (
     SITE_REPO,
     Site,
@@ -63,11 +63,11 @@ def acm_exists(customer: AwsSession, arn: str) -> bool:
     return True
 
 
-def test_a_new_site_is_deploying_at_its_https_hostname(shop: Ready) -> None:
+def test_a_new_site_is_deploying_at_its_hostname(shop: Ready) -> None:
     site = create_site(shop)
     hostname = f"docs.{shop.project['hostname_suffix']}.{shop.org.server.settings.domain}"
     assert site["status"] == "deploying"
-    assert site["url"] == f"https://{hostname}"
+    assert site["url"] == served_at(shop.org, hostname)
     assert (site["build_command"], site["publish_dir"], site["auto_deploy"]) == (
         "npm ci && npm run build",
         "dist",
@@ -307,7 +307,7 @@ def test_a_new_hostname_suffix_moves_the_site(shop: Ready) -> None:
         assert api.patch(shop.base, json={"hostname_suffix": moved}).status_code == 200
         new_hostname = f"docs.{moved}.{domain}"
         assert f"{hostname}." in dns_records(operator, domain, under=suffix)
-        assert api.get(there.path).json()["url"] == f"https://{new_hostname}"
+        assert api.get(there.path).json()["url"] == served_at(shop.org, new_hostname)
 
         def moved_over() -> bool:
             config = distribution_of(customer, site["id"])["DistributionConfig"]
@@ -394,7 +394,7 @@ def previewed(connected: Org) -> Previewed:
 def test_a_preview_is_deploying_at_its_own_hostname(shop: Ready) -> None:
     there = start_preview(shop)
     assert there.preview["branch"] == "feature-x" and there.preview["status"] == "deploying"
-    assert there.preview["url"] == f"https://{there.preview_hostname}"
+    assert there.preview["url"] == served_at(shop.org, there.preview_hostname)
 
 
 def test_bad_requests_are_refused_and_other_organizations_see_nothing(
@@ -488,7 +488,7 @@ def test_a_site_keeps_its_project_and_its_deletion_leaves_nothing(shop: Ready) -
     # Deleting the site (with its preview) removes everything of it.
     assert api.delete(there.path).status_code == 204
     assert api.get(there.path).status_code == 404
-    wait_until(lambda: api.delete(shop.base).status_code == 204, what="the project to go")
+    shop.delete_project()
     with account(shop) as (customer, operator):
         assert capstan_resources(customer, project_id) == []
         assert dns_records(operator, domain, under=suffix) == []

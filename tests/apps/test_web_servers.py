@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 import time
+from urllib.parse import urlsplit
 
+import httpx
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import Service
-from tests.apps.helpers import WEB_REPO, Ready, new_shop, ready
+from tests.apps.helpers import WEB_REPO, Ready, new_shop, ready, served_at
 from tests.apps.processes import account_sessions
 from tests.git_host.events_helpers import new_repository
 from tests.harness import Org, run_db
@@ -28,7 +30,8 @@ def test_a_web_server_deploys_and_runs(org: Org) -> None:
     created = shop.create_web_server(health_path="/healthz")
     assert created["status"] == "deploying"
     suffix = shop.project["hostname_suffix"]
-    assert created["url"] == f"http://web.{suffix}.{shop.org.server.settings.domain}"
+    host = f"web.{suffix}.{shop.org.server.settings.domain}"
+    assert created["url"] == served_at(org, host)  # where the dev server answers for it
     assert created["health_path"] == "/healthz"
     assert created["auto_deploy"] is False
     path = f"{shop.base}/web_servers/{created['id']}"
@@ -41,6 +44,10 @@ def test_a_web_server_deploys_and_runs(org: Org) -> None:
     assert first["status"] == "running"
     assert re.fullmatch(r"[0-9a-f]{40}", first["commit_sha"])
     assert first["finished_at"] and first["error"] is None
+    # The URL answers where it says: the dev server, at the port the URL names.
+    served = urlsplit(running["url"])
+    page = httpx.get(f"http://127.0.0.1:{served.port}/", headers={"Host": served.netloc})
+    assert page.status_code == 200 and first["id"] in page.text
     account_id = org.api.get("/api/cloud_account").json()["account_id"]
     assert org.server.settings.sandbox_cloud_url
     cluster = f"capstan-{shop.project['id']}"
@@ -341,7 +348,7 @@ def test_renaming_the_suffix_moves_the_dns_record(shop: Ready) -> None:
     renamed = shop.org.api.patch(shop.base, json={"hostname_suffix": new_suffix})
     assert renamed.status_code == 200
     new_host = f"web.{new_suffix}.{domain}"
-    assert shop.org.api.get(path).json()["url"] == f"http://{new_host}"  # at once, in the API
+    assert shop.org.api.get(path).json()["url"] == served_at(shop.org, new_host)  # at once
     deadline = time.monotonic() + 30
     while _dns_record(shop, new_host) is None or _dns_record(shop, old_host) is not None:
         assert time.monotonic() < deadline, "the DNS record did not move"

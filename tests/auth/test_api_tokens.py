@@ -46,7 +46,7 @@ def test_new_token_works_and_revoked_token_is_401_at_once(org: Org) -> None:
         assert revoked.json() == {"id": created["id"], "deleted": True}
         after = client.get("/api/projects")
         assert after.status_code == 401
-        assert after.json()["error"] == "unauthorized"
+        assert after.json()["error"] == "unauthenticated"
     assert created["id"] not in org.api.get("/api/api_tokens").text
     assert org.api.delete(f"/api/api_tokens/{created['id']}").status_code == 404
 
@@ -100,4 +100,4 @@ def test_bad_token_bodies_and_credentials(org: Org) -> None:
         ):
             response = client.get("/api/projects", headers={"Authorization": header})
             assert response.status_code == 401, header
-            assert response.json()["error"] == "unauthorized"
+            assert response.json()["error"] == "unauthenticated"

@@ -41,6 +41,6 @@ def test_a_revoked_token_is_refused_at_once_on_every_api_route(org: Org) -> None
                 continue
             answer = client.request(method, path, json={} if method in _MUTATING else None)
             assert answer.status_code == 401, (method, path, answer.status_code)
-            assert answer.json()["error"] == "unauthorized", (method, path)
+            assert answer.json()["error"] == "unauthenticated", (method, path)
             checked += 1
     assert checked >= 50

@@ -187,14 +187,14 @@ def test_idle_expired_session_is_refused(org: Org) -> None:
     )
     response = browser.get("/api/session")
     assert response.status_code == 401
-    assert response.json()["error"] == "unauthorized"
+    assert response.json()["error"] == "unauthenticated"
 
 
 def test_no_credentials_is_401(server: RunningServer) -> None:
     with server.client() as client:
         response = client.get("/api/session")
         assert response.status_code == 401
-        assert response.json()["error"] == "unauthorized"
+        assert response.json()["error"] == "unauthenticated"
         assert client.get("/api/csrf").status_code == 401
     with server.client(cookies={"capstan_session": "forged"}) as forged:
         assert forged.get("/api/session").status_code == 401
@@ -204,3 +204,28 @@ def test_csrf_with_bearer_is_400(org: Org) -> None:
     response = org.api.get("/api/csrf")
     assert response.status_code == 400
     assert response.json()["error"] == "not_a_session"
+
+
+def test_a_wrong_password_is_not_an_ended_session(org: Org) -> None:
+    """A sign-in page tells a wrong password from an ended session by the code alone."""
+    browser = org.browser()
+    wrong = browser.post("/api/session", json={"email": org.email, "password": "not it"})
+    assert wrong.status_code == 401
+    assert wrong.json() == {
+        "error": "invalid_credentials",
+        "message": "Email or password is incorrect.",
+    }
+    run_db(
+        org.server.settings,
+        lambda s: s.execute(
+            update(BrowserSession)
+            .where(BrowserSession.user_id == org.user_id)
+            .values(expires_at=utcnow() - timedelta(seconds=1))
+        ),
+    )
+    ended = browser.get("/api/session")
+    assert ended.status_code == 401
+    assert ended.json() == {
+        "error": "unauthenticated",
+        "message": "Your session has ended; sign in again.",
+    }

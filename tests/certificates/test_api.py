@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.inventory import capstan_resources, dns_records
 from capstan.cloud.aws.session import AwsSession
-from tests.apps.helpers import Ready, new_shop
+from tests.apps.helpers import Ready, new_shop, served_at
 from tests.apps.processes import wait_all_running
 from tests.certificates.helpers import (
     cloud_of,
@@ -58,17 +58,6 @@ def cnames(operator: AwsSession, domain: str) -> dict[str, str]:
                 if record["Type"] == "CNAME":
                     found[record["Name"]] = record["ResourceRecords"][0]["Value"]
     return found
-
-
-def delete_project_when_allowed(shop: Ready) -> None:
-    """DELETE the project, again while its resources are still being removed (409)."""
-
-    def attempt() -> bool:
-        response = shop.org.api.delete(shop.base)
-        assert response.status_code in (204, 409), response.text
-        return response.status_code == 204
-
-    wait_until(attempt, "the project can be deleted")
 
 
 @dataclass
@@ -163,7 +152,7 @@ def test_a_web_server_after_issuance_is_served_over_https(connected: Org) -> Non
     # Its load balancer comes with the HTTPS listener, its one rule on it, HTTP redirecting.
     web = shop.create_web_server()
     hostname = f"web.{shop.project['hostname_suffix']}.{org.server.settings.domain}"
-    assert web["url"] == f"https://{hostname}"
+    assert web["url"] == served_at(org, hostname)  # the dev server answers, over its HTTP
     with cloud_of(org) as (customer, _operator):
         wait_until(
             lambda: rules_by_port(customer, shop.project["id"]) == {80: [], 443: [[hostname]]},
@@ -192,9 +181,9 @@ def test_a_suffix_change_swaps_in_a_new_certificate_under_a_running_server(
         assert patched.status_code == 200
         assert patched.json()["certificate_status"] == "pending_validation"
         new_host = f"web.{new_suffix}.{domain}"
-        assert org.api.get(web_path).json()["url"] == f"http://{new_host}"
+        assert org.api.get(web_path).json()["url"] == served_at(org, new_host)
         second = project_when(shop, "issued", not_arn=first)["certificate_arn"]
-        assert org.api.get(web_path).json()["url"] == f"https://{new_host}"
+        assert org.api.get(web_path).json()["url"] == served_at(org, new_host)
         wait_until(lambda: acm_status(customer, first) is None, "the old certificate deleted")
         assert acm_status(customer, second) == "ISSUED"
         described = customer.client("acm").describe_certificate(CertificateArn=second)
@@ -216,12 +205,12 @@ def test_deleting_the_certificate_leaves_http_serving(connected: Org) -> None:
     there = served(org)
     shop, arn, web_path, host = there.shop, there.certificate_arn, there.web_path, there.hostname
     domain, suffix = org.server.settings.domain, shop.project["hostname_suffix"]
-    # No certificate shown at once, http:// again; the listener, the certificate and its record
+    # No certificate shown at once; the listener, the certificate and its record
     # go, and HTTP keeps serving.
     assert org.api.delete(f"{shop.base}/certificate").status_code == 204
     project = org.api.get(shop.base).json()
     assert "certificate_status" not in project and "certificate_arn" not in project
-    assert org.api.get(web_path).json()["url"] == f"http://{host}"
+    assert org.api.get(web_path).json()["url"] == served_at(org, host)
     assert org.api.get(f"{shop.base}/certificate").status_code == 404
     gone = org.api.delete(f"{shop.base}/certificate")
     assert gone.status_code == 404 and gone.json()["error"] == "no_certificate"
@@ -245,7 +234,7 @@ def test_https_for_a_running_server_moves_its_rule_to_https(connected: Org) -> N
     wait_all_running(org.api, [web_path], timeout=60)
     arn = request_certificate(shop)
     project_when(shop, "issued")
-    assert org.api.get(web_path).json()["url"] == f"https://{host}"
+    assert org.api.get(web_path).json()["url"] == served_at(org, host)
     with cloud_of(org) as (customer, _operator):
         assert rules_by_port(customer, shop.project["id"]) == {80: [], 443: [[host]]}
         assert redirects(customer, shop.project["id"])
@@ -265,7 +254,7 @@ def test_removing_the_web_server_then_the_certificate_leaves_nothing(connected: 
         assert org.api.delete(web_path).status_code == 204
         wait_until(lambda: listeners(customer, project_id) == {}, "the load balancer removed")
         assert org.api.delete(f"{shop.base}/certificate").status_code == 204
-        delete_project_when_allowed(shop)
+        shop.delete_project()
         assert capstan_resources(customer, project_id) == []
         assert dns_records(operator, domain, under=shop.project["hostname_suffix"]) == []
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -168,6 +169,14 @@ def test_services_and_status(cli: Cli, shop: Ready) -> None:
     status = cli.json("status", "api")
     assert status["service"]["id"] == api["id"]
     assert status["deployments"][0]["status"] == "running"
+    # The table names each deployment's commit by its message's first line too.
+    message = status["deployments"][0]["commit_message"]
+    assert message
+    shown = cli.run("status", "api")
+    (deployment_row,) = [
+        line for line in shown.stdout.splitlines() if status["deployments"][0]["id"] in line
+    ]
+    assert message.splitlines()[0] in deployment_row
     by_id = cli.json("status", api["id"])
     assert by_id["service"]["name"] == "api"
     missing = cli.run("status", "nope")
@@ -189,6 +198,10 @@ def test_deploy_of_a_broken_build_exits_1_with_the_error(cli: Cli, shop: Ready) 
     result = cli.process("deploy", "broken")
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "failed" in result.stderr and "Build failed" in result.stderr
+    # The service itself says why, in `capstan status` above its deployments.
+    shown = cli.json("status", "broken")["service"]
+    assert shown["status"] == "failed" and shown["error"].startswith("Build failed: ")
+    assert "error" in cli.run("status", "broken").stdout.split("DEPLOYMENT")[0]
 
 
 def test_deploy_no_wait_returns_at_once(cli: Cli, shop: Ready) -> None:
@@ -372,6 +385,8 @@ def test_open_prints_the_url(cli: Cli, shop: Ready) -> None:
     result = cli.run("open", "api")
     assert result.exit_code == 0
     assert result.stdout.strip() == web["url"]
+    # In the sandbox, the port the dev server listens on, where it answers for the service.
+    assert urlsplit(web["url"]).port == urlsplit(shop.org.server.base_url).port
     assert cli.json("open", "api") == {"url": web["url"]}
     shop.create_worker(name="nourl")
     worker = cli.run("open", "nourl")

@@ -9,6 +9,7 @@ import pytest
 from capstan.client.api import CliError
 from capstan.client.env import parse_dotenv
 from capstan.client.logs import LogFollower, parse_since
+from capstan.client.plan_commands import looks_secret
 
 
 def _line(second: float, message: str) -> dict[str, str]:
@@ -72,3 +73,37 @@ def test_since_takes_a_duration_or_a_date_time_with_a_zone() -> None:
     for bad in ("10 minutes", "2026-01-31T11:00:00", "yesterday"):
         with pytest.raises(CliError, match="--since"):
             parse_since(bad, now=now)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("STRIPE_KEY", "sk_live_1"),
+        ("AWS_SECRET_ACCESS_KEY", "x"),
+        ("GITHUB_TOKEN", "ghp_1"),
+        ("DB_PASSWORD", "hunter2"),
+        ("SENTRY_DSN", "https://key@sentry.example/1"),
+        ("openaiApiKey", "x"),
+        ("OPENAI_APIKEY", "x"),
+        ("DATABASE_URL", "postgres://app:hunter2@db.internal/app"),
+    ],
+)
+def test_a_secret_like_variable_is_told_by_its_name_or_a_password_in_its_url(
+    name: str, value: str
+) -> None:
+    assert looks_secret(name, value)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("LOG_LEVEL", "info"),
+        ("PORT", "8000"),
+        ("PUBLIC_GREETING", "Hello"),
+        ("KEYBOARD_LAYOUT", "us"),
+        ("REDIS_URL", "redis://cache.internal:6379/0"),
+        ("ODD", "http://[unclosed"),
+    ],
+)
+def test_other_variables_are_plain(name: str, value: str) -> None:
+    assert not looks_secret(name, value)

@@ -406,7 +406,7 @@ def test_every_route_needs_credentials(server: RunningServer) -> None:
         ]:
             response = anonymous.request(method, path, json=VALID if method == "POST" else None)
             assert response.status_code == 401, (method, path)
-            assert response.json()["error"] == "unauthorized"
+            assert response.json()["error"] == "unauthenticated"
         bad_token = anonymous.get(
             "/api/cloud_account", headers={"Authorization": "Bearer capstan_nope"}
         )

@@ -182,13 +182,18 @@ def _figures(page: str) -> dict[str, str]:
 
 
 def _charts(page: str) -> list[tuple[str, str, str, str]]:
-    """A page's charts: (metric name, accessible name, polyline points, latest value shown)."""
-    return re.findall(
-        r'<figure class="chart" data-chart="(\w+)">\s*<svg role="img" aria-label="([^"]+)"'
+    """A page's charts: (metric name, accessible name, polyline points, latest value shown).
+    Each also carries its series for the browser's chart: as many times as values."""
+    found = re.findall(
+        r'<figure class="chart" data-chart="(\w+)">\s*<div class="chart-plot" role="img"'
+        r' aria-label="([^"]+)".*?data-times="([^"]*)"\s*data-values="([^"]*)"'
         r'.*?<polyline points="([^"]+)".*?<strong data-latest>([^<]+)</strong>',
         page,
         re.S,
     )
+    for _name, _label, times, values, *_ in found:
+        assert len(times.split(",")) == len(values.split(",")), (times, values)
+    return [(name, label, points, latest) for name, label, _t, _v, points, latest in found]
 
 
 def _check_charts(
@@ -281,13 +286,12 @@ def test_a_service_page_draws_each_metric_as_a_chart(shop_org: Org) -> None:
         ),
         what="the web server's first requests",
     )
-    page = shop_org.browser().get(f"/projects/{shop.project['id']}/web_servers/{web['id']}").text
-    charts = re.findall(
-        r'<figure class="chart" data-chart="(\w+)">\s*<svg role="img" aria-label="([^"]+)"'
-        r'.*?<polyline points="([^"]+)".*?<strong data-latest>([^<]+)</strong>',
-        page,
-        re.S,
+    page = (
+        shop_org.browser()
+        .get(f"/projects/{shop.project['id']}/web_servers/{web['id']}", params={"tab": "metrics"})
+        .text
     )
+    charts = _charts(page)
     assert [name for name, *_ in charts] == list(series)
     for name, label, points, latest in charts:
         assert "per 5 minutes over the last hour" in label

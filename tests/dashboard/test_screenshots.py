@@ -30,7 +30,8 @@ WEB_REPO = "capstan-samples/hello-web"
 
 
 def _set_up(dev_server: DevServer) -> dict[str, str]:
-    """A project with a running web server, a cache and a bucket, made through the API."""
+    """A project with a running web server (with a preview), a worker, a database, a cache and
+    a bucket, made through the API."""
     connect_and_install(dev_server)
     with dev_server.api() as api:
         project = ok(
@@ -60,12 +61,34 @@ def _set_up(dev_server: DevServer) -> dict[str, str]:
         )
         cache = ok(api.post(f"{base}/cache", json={"storage_limit_mb": 512}), 201, 202)
         ok(api.post(f"{base}/storage", json={"name": "uploads"}), 201, 202)
+        ok(api.post(f"{base}/databases", json={"name": "orders"}), 201)
+        ok(
+            api.post(
+                f"{base}/workers",
+                json={
+                    "name": "jobs",
+                    "repo": "capstan-samples/hello-worker",
+                    "branch": "main",
+                    "start_command": "python -m jobs",
+                    "cpu": 256,
+                    "memory": 512,
+                },
+            ),
+            201,
+        )
         deadline = time.monotonic() + 60
         while api.get(f"{base}/web_servers/{web['id']}").json()["status"] != "running":
             assert time.monotonic() < deadline, "the web server did not reach running"
             time.sleep(0.5)
         while api.get(f"{base}/cache/{cache['id']}").json()["status"] != "available":
             assert time.monotonic() < deadline, "the cache did not become available"
+            time.sleep(0.5)
+        ok(api.post(f"{base}/web_servers/{web['id']}/previews", json={"branch": "main"}), 201)
+        # A second release, so that the deployments show a live one and one it replaced.
+        ok(api.post(f"{base}/web_servers/{web['id']}/redeploy"), 202)
+        deadline = time.monotonic() + 60
+        while api.get(f"{base}/web_servers/{web['id']}").json()["status"] != "running":
+            assert time.monotonic() < deadline, "the redeploy did not reach running"
             time.sleep(0.5)
     return {"project": project["id"], "web": web["id"], "cache": cache["id"]}
 
@@ -80,6 +103,9 @@ def test_screenshots_of_the_main_pages(
         "projects": "/",
         "project": f"/projects/{ids['project']}",
         "service": f"/projects/{ids['project']}/web_servers/{ids['web']}",
+        "deployments": f"/projects/{ids['project']}/web_servers/{ids['web']}?tab=deployments",
+        "metrics": f"/projects/{ids['project']}/web_servers/{ids['web']}?tab=metrics",
+        "environment": f"/projects/{ids['project']}/web_servers/{ids['web']}?tab=environment",
         "cache": f"/projects/{ids['project']}/cache/{ids['cache']}",
         "settings": "/settings",
     }
@@ -91,8 +117,8 @@ def test_screenshots_of_the_main_pages(
             for name, path in pages.items():
                 page.goto(path)
                 page.wait_for_load_state("networkidle")
-                if name == "service":
-                    page.locator("#logs .line").first.wait_for()
+                if name == "metrics":
+                    page.locator('.chart-plot[data-drawn="uplot"]').first.wait_for()
                 target = folder / f"{name}-{width}.png"
                 page.screenshot(path=str(target), full_page=True)
                 assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]

@@ -21,7 +21,7 @@ from capstan.db import utcnow
 from capstan.reconcile.models import ReconcilePass
 from capstan.reconcile.queue import enqueue
 from capstan_sandbox.cloud.simulator import simulator
-from tests.apps.helpers import Ready, connected_org, new_shop, simulator_knobs
+from tests.apps.helpers import Ready, connected_org, hostname_of, new_shop, simulator_knobs
 from tests.databases.helpers import cloud_instance, create_database, customer_of
 from tests.harness import Org, RunningServer, run_db
 from tests.polling import wait_until
@@ -82,7 +82,7 @@ def test_services_reach_their_database_after_its_password_rotates(connected: Org
     for path in paths.values():
         shop.wait_for(path, "running", timeout=90)
     deployments = {name: _deployments(shop, path) for name, path in paths.items()}
-    hostname = web["url"].removeprefix("http://")
+    hostname = hostname_of(web["url"])
     with customer_of(connected) as customer:
         instance = cloud_instance(customer, database["id"])
         url = f"postgresql://app@{instance['Endpoint']['Address']}:5432/app"

@@ -56,12 +56,15 @@ def push(
     *,
     breaks_build: bool = True,
     force_to: str | None = None,
+    message: str | None = None,
 ) -> dict[str, Any]:
     """A push to the sandbox git host (`force_to`: a force-push of the branch to that commit),
     which delivers its signed webhook."""
     body: dict[str, Any] = {"branch": branch, "breaks_build": breaks_build}
     if force_to is not None:
         body["force_to"] = force_to
+    if message is not None:
+        body["message"] = message
     with server.client() as client:
         response = client.post(f"/sandbox/git_host/repos/{repository}/push", json=body)
     assert response.status_code == 201, response.text

@@ -799,11 +799,11 @@ def test_authentication_is_required(server: RunningServer) -> None:
     with server.client() as anonymous:
         for method, path, body in ROUTES:
             response = anonymous.request(method, path, json=body)
-            assert_error(response, 401, "unauthorized")
+            assert_error(response, 401, "unauthenticated")
             bad = anonymous.request(
                 method, path, json=body, headers={"Authorization": "Bearer capstan_nope"}
             )
-            assert_error(bad, 401, "unauthorized")
+            assert_error(bad, 401, "unauthenticated")
 
 
 def test_cookie_session_needs_the_csrf_token(org: Org) -> None:

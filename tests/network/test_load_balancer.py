@@ -15,7 +15,7 @@ from capstan.cloud.aws import names
 from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.session import AwsSession
 from capstan_sandbox.cloud import quotas
-from tests.apps.helpers import Ready, new_shop, queue_state, ready
+from tests.apps.helpers import Ready, hostname_of, new_shop, queue_state, ready
 from tests.apps.processes import account_sessions, wait_all_running
 from tests.harness import Org
 from tests.polling import wait_until
@@ -77,7 +77,7 @@ def test_a_load_balancer_comes_with_the_first_web_server_and_goes_with_the_last(
         assert has_load_balancer(customer, project_id)
         # ... and it serves: the front follows DNS, the rule and the target group to it.
         newest = org.api.get(f"{web_path}/deployments").json()["deployments"][0]
-        host = web["url"].removeprefix("http://")
+        host = hostname_of(web["url"])
         with org.server.client() as visitor:
             page = visitor.get("/", headers={"Host": host})
         assert page.status_code == 200, page.text

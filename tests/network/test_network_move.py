@@ -278,10 +278,7 @@ def test_a_project_with_its_own_vpc_moves_to_the_shared_one_without_missing_a_re
         # Deleting everything leaves nothing tagged with the project.
         for path in paths:
             assert org.api.delete(path).status_code in (200, 202, 204)
-        deadline = time.monotonic() + 120
-        while org.api.delete(shop.base).status_code != 204:
-            assert time.monotonic() < deadline
-            time.sleep(0.3)
+        shop.delete_project(timeout=120)
         deadline = time.monotonic() + 60
         while capstan_resources(admin, project_id):
             assert time.monotonic() < deadline, capstan_resources(admin)

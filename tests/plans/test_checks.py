@@ -127,11 +127,11 @@ def test_a_plan_refuses_a_hostname_a_preview_holds_as_apply_does(connected: Org)
     assert applied.status_code == 200, applied.text
     web = shop.org.api.get(f"{shop.base}/web_servers").json()["web_servers"][0]
     preview = shop.org.api.post(
-        f"{shop.base}/web_servers/{web['id']}/previews", json={"branch": "topic"}
+        f"{shop.base}/web_servers/{web['id']}/previews", json={"branch": "feature-x"}
     )
     assert preview.status_code == 201, preview.text
-    document = {"web_servers": {"web": WEB}, "static_websites": {"web-topic": SITE}}
+    document = {"web_servers": {"web": WEB}, "static_websites": {"web-feature-x": SITE}}
     planned, applied_again = answers(shop, document)
     assert planned == applied_again
     assert (planned[0], planned[1]["error"]) == (409, "hostname_taken"), planned
-    assert "web-topic." in planned[1]["message"]
+    assert "web-feature-x." in planned[1]["message"]

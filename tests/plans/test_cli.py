@@ -157,7 +157,7 @@ def test_init_writes_a_file_that_plans_no_changes(
     assert SECRET not in text
     written = yaml.safe_load(text)
     assert written["web_servers"]["api"]["environment"] == {
-        "LOG_LEVEL": {"from_env": "LOG_LEVEL"},
+        "LOG_LEVEL": "info",  # not secret-like: its value
         "STRIPE_KEY": {"from_env": "STRIPE_KEY"},
     }
     assert written["caches"] == {"sessions": {"storage_limit_mb": 128}}
@@ -166,6 +166,48 @@ def test_init_writes_a_file_that_plans_no_changes(
     assert planned["no_changes"] is True, json.dumps(planned["changes"])
     assert cli.run("init", "-f", str(path)).exit_code == 1  # never overwritten without --force
     assert WORKER_REPO not in text
+
+
+def test_init_writes_plain_values_and_a_worker_that_plans_no_changes(
+    connected: Org, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shop = new_shop(connected)
+    cli = terminal(connected, tmp_path, shop)
+    worker = shop.create_worker(name="jobs")
+    variables = {
+        "LOG_LEVEL": "debug",
+        "WEB_CONCURRENCY": "4",
+        "GITHUB_TOKEN": SECRET,
+        "BROKER_URL": f"amqp://jobs:{SECRET}@mq.internal/",  # a password in a URL
+    }
+    body = {"environment": [{"name": k, "value": v} for k, v in variables.items()]}
+    put = shop.org.api.put(f"{shop.base}/workers/{worker['id']}/environment", json=body)
+    assert put.status_code == 202, put.text
+    for name in ("GITHUB_TOKEN", "BROKER_URL"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "init.yaml"
+    answer = cli.json("init", "-f", str(path))
+    text = path.read_text()
+    assert SECRET not in text
+    assert yaml.safe_load(text)["workers"]["jobs"] == {
+        "repo": WORKER_REPO,
+        "branch": "main",
+        "start_command": worker["start_command"],
+        "cpu": worker["cpu"],
+        "memory": worker["memory"],
+        "auto_deploy": False,
+        "environment": {
+            "LOG_LEVEL": "debug",
+            "WEB_CONCURRENCY": "4",
+            "GITHUB_TOKEN": {"from_env": "GITHUB_TOKEN"},
+            "BROKER_URL": {"from_env": "BROKER_URL"},
+        },
+    }
+    assert any(
+        note.startswith("2 environment variable(s) that look secret") for note in answer["notes"]
+    )
+    planned = cli.json("plan", "-f", str(path))
+    assert planned["no_changes"] is True, json.dumps(planned["changes"])
 
 
 def test_apply_prune_deletes_what_the_file_dropped(

@@ -173,7 +173,8 @@ def test_delete_with_resources_is_409(org: Org, one_web_server_everywhere: None)
     assert refused.status_code == 409
     assert refused.json() == {
         "error": "project_not_empty",
-        "message": "The project still has resources (web servers: 1); delete them first.",
+        "message": "The project still has resources (web servers: 1); delete them first, or "
+        "delete the project with them (?with_resources=true).",
     }
     assert org.api.get(f"/api/projects/{project['id']}").status_code == 200
 

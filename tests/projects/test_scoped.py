@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.auth.principal import Principal
 from capstan.caches.models import Cache
 from capstan.errors import NotFound
-from capstan.projects.scoped import get_in_project, list_in_project
+from capstan.projects.scoped import get_in_project, list_in_project, one_in_project, row_in_project
 from tests.state_rows import Database, Sessions, add_row, database_fixture
 
 database = database_fixture("scoped")
@@ -84,10 +84,9 @@ def test_extra_conditions_narrow_the_row(database: Database) -> None:
         async with sessions() as session:
             organization_id, project_id = await _owner(session, cache_id)
             caller = _caller(organization_id)
+            narrowed = row_in_project(Cache, Cache.status == "deleting")
             try:
-                await get_in_project(
-                    session, caller, project_id, Cache, cache_id, "gone", Cache.status == "deleting"
-                )
+                await one_in_project(session, caller, project_id, narrowed, cache_id, "gone")
             except NotFound:
                 return True
             return False

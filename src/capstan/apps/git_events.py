@@ -70,8 +70,10 @@ class BranchHead:
 
     # Whether the push had targets to deploy (else nothing was asked).
     asked: bool
-    # The commit the branch points at now; None when it could not be read (`problem`).
+    # The commit the branch points at now, and its message; None when it could not be read
+    # (`problem`).
     sha: str | None = None
+    message: str | None = None
     problem: str | None = None
 
 
@@ -109,12 +111,16 @@ async def _look_at_branch(
     # before the git host is asked, so no snapshot or connection waits on the network.
     await session.rollback()
     try:
-        sha = await git_host.branch_head(push.installation.id, push.repository.full_name, branch)
+        head = await git_host.branch_head_commit(
+            push.installation.id, push.repository.full_name, branch
+        )
     except GitHostNotFound:
         return BranchHead(asked=True, problem=f"the branch {branch} no longer exists")
     except TerminalGitHostError as error:
         return BranchHead(asked=True, problem=f"the branch {branch} could not be read ({error})")
-    return BranchHead(asked=True, sha=sha)
+    return BranchHead(
+        asked=True, sha=head.sha, message=head.commit.message if head.commit else None
+    )
 
 
 async def _on_push(session: AsyncSession, payload: dict[str, Any], head: BranchHead | None) -> str:
@@ -144,7 +150,12 @@ async def _on_push(session: AsyncSession, payload: dict[str, Any], head: BranchH
         if preview is not None:
             preview.pushed_at = utcnow()  # a preview in use lives on (preview_ttl_hours)
         await services.start_deployment(
-            session, service, preview, trigger="push", commit_sha=push.after
+            session,
+            service,
+            preview,
+            trigger="push",
+            commit_sha=push.after,
+            commit_message=head.message,
         )
     return f"deployed {len(targets)} target(s) at {push.after[:12]}"
 

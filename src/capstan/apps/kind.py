@@ -45,6 +45,7 @@ KIND = ResourceKind(
         "web servers and workers": services.count_in_project,
         "static websites": _sites,
     },
+    delete_in_project=services.delete_in_project,
     # Web servers and workers run in the project's VPC (static websites need none).
     network_users=services.count_in_project,
     # Only web servers (and their previews) are served by the project's load balancer.

@@ -133,6 +133,8 @@ class Deployment(Base):
     # (`DEPLOYMENT_STATES`)
     status: Mapped[str] = mapped_column(String(20), default="pending")
     commit_sha: Mapped[str | None] = mapped_column(String(64))
+    # The commit's message as the git host gave it (None: not known, as for older rows).
+    commit_message: Mapped[str | None] = mapped_column(Text)
     error: Mapped[str | None] = mapped_column(Text)
     build_id: Mapped[str | None] = mapped_column(String(512))
     image_uri: Mapped[str | None] = mapped_column(String(512))

@@ -11,8 +11,9 @@ from capstan.apps import listing, previews, route_parts, schemas, target_deploym
 from capstan.apps import service as services
 from capstan.apps.models import Deployment, Preview, Service
 from capstan.auth.principal import Caller
+from capstan.config import Settings
 from capstan.db import DbSession
-from capstan.deps import AppSettings
+from capstan.deps import AppGitHost, AppSettings
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 
@@ -60,19 +61,20 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
         return await route_parts.metrics_of(session, caller, reader, service, preview)
 
     async def render_preview(
-        session: DbSession, service: Service, preview: Preview, project: Project, domain: str
+        session: DbSession, service: Service, preview: Preview, project: Project, settings: Settings
     ) -> schemas.PreviewOut:
         deployment = await target_deployments.newest_deployment(session, service.id, preview.id)
-        return shown(preview, deployment, project, domain)
+        return shown(preview, deployment, project, settings)
 
     def shown(
-        preview: Preview, deployment: Deployment | None, project: Project, domain: str
+        preview: Preview, deployment: Deployment | None, project: Project, settings: Settings
     ) -> schemas.PreviewOut:
         return schemas.PreviewOut(
             id=preview.id,
             branch=preview.branch,
-            url=services.url(preview.slug, project, domain, spec.kind) if spec.has_url else None,
+            url=services.url(preview.slug, project, settings, spec.kind) if spec.has_url else None,
             status=services.status_of(deployment),
+            error=services.error_of(deployment),
             expires_at=previews.preview_expires_at(project, preview),
         )
 
@@ -90,7 +92,7 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
         )
         rows = await listing.previews(session, service.id)
         return schemas.PreviewList(
-            previews=[shown(row, newest, project, settings.domain) for row, newest in rows]
+            previews=[shown(row, newest, project, settings) for row, newest in rows]
         )
 
     @router.post(
@@ -100,7 +102,9 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
         response_model_exclude_none=True,
         summary="Create a preview of a branch",
         description=(
-            "409 `preview_exists` when the branch has a preview already; 409 "
+            "400 `unknown_branch` when the repository has no such branch (asked of the git host; "
+            "502 `git_host_unavailable` when it cannot answer); 409 `preview_exists` when the "
+            "branch has a preview already; 409 "
             "`preview_limit_reached` when the project has its `max_previews`. A web server's or "
             "static website's preview is served at `<name>-<branch>.<hostname_suffix>.<domain>`, "
             "or, when a service or another preview holds that hostname, at `<name>-<branch>-"
@@ -116,6 +120,7 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
         caller: Caller,
         session: DbSession,
         settings: AppSettings,
+        git_host: AppGitHost,
     ) -> schemas.PreviewOut:
         service, preview = await previews.create_preview(
             session,
@@ -126,9 +131,10 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
             body.branch,
             route_parts.box(settings),
             domain=settings.domain,
+            git_host=git_host,
         )
         project = await projects.get(session, caller, project_id)
-        return await render_preview(session, service, preview, project, settings.domain)
+        return await render_preview(session, service, preview, project, settings)
 
     @router.get(
         f"{previews_path}/{{preview_id}}",
@@ -148,7 +154,7 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
             session, caller, project_id, spec.kind, service_id, preview_id
         )
         project = await projects.get(session, caller, project_id)
-        return await render_preview(session, service, preview, project, settings.domain)
+        return await render_preview(session, service, preview, project, settings)
 
     @router.delete(
         f"{previews_path}/{{preview_id}}",

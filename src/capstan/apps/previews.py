@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -17,7 +18,9 @@ from capstan.apps.models import FIRST_GENERATION, Deployment, Preview, Service
 from capstan.auth.principal import Principal
 from capstan.crypto import SecretBox
 from capstan.db import flush_unique, new_id, utcnow
-from capstan.errors import Conflict, NotFound
+from capstan.errors import BadRequest, Conflict, NotFound
+from capstan.git_host.client import GitHostError, GitHostNotFound, NoSuchInstallation
+from capstan.git_host.service import api_error
 from capstan.hostnames import service as hostnames
 from capstan.projects.models import Project
 from capstan.reconcile.queue import enqueue
@@ -79,6 +82,29 @@ class PreviewLimitReached(Conflict):
     code = "preview_limit_reached"
 
 
+class UnknownBranch(BadRequest):
+    code = "unknown_branch"
+
+
+async def require_branch(git_host: Any, service: Service, branch: str) -> None:
+    """400 `unknown_branch` when the service's repository has no `branch`, asked of the git host
+    now: a preview of it could only fail later, and say so nowhere the creator looks. A git host
+    that cannot answer is its own error (502 `git_host_unavailable`), never a missing branch."""
+    if service.installation_id is None:
+        raise services.RepositoryNotAccessible(services.unreachable(service.repo))
+    try:
+        await git_host.branch_head(service.installation_id, service.repo, branch)
+    except NoSuchInstallation as error:
+        raise services.RepositoryNotAccessible(services.unreachable(service.repo)) from error
+    except GitHostNotFound as error:
+        raise UnknownBranch(
+            f"{service.repo} has no branch {branch!r}; push it first, or name one it has.",
+            details=[{"field": "branch", "type": "unknown_branch", "message": error.message}],
+        ) from error
+    except GitHostError as error:
+        raise api_error(error) from error
+
+
 def preview_expires_at(project: Project, preview: Preview) -> datetime | None:
     """When the preview ends: the project's TTL after its last push (or its creation)."""
     if project.preview_ttl_hours is None:
@@ -117,8 +143,11 @@ async def create_preview(
     box: SecretBox,
     *,
     domain: str,
+    git_host: Any,
 ) -> tuple[Service, Preview]:
     service = await services.get(session, caller, project_id, kind, service_id)
+    # Asked before the project's row is locked: the git host may take a while to answer.
+    await require_branch(git_host, service, branch)
     await _require_room_for_a_preview(session, service.project_id)
     exists = Conflict(
         f"This {kind.replace('_', ' ')} already has a preview of {branch!r}.",

@@ -317,9 +317,11 @@ class TargetReconciler:
             raise TerminalGitHostError("The repository is not reachable through an installation.")
         name = service.repo.split("/", 1)[1]
         if deployment.commit_sha is None:
-            deployment.commit_sha = await self._git_host.branch_head(
+            head = await self._git_host.branch_head_commit(
                 service.installation_id, service.repo, subject.branch
             )
+            deployment.commit_sha = head.sha
+            deployment.commit_message = head.commit.message if head.commit else None
         # A token for this one repository, read-only, with at least half an hour left: the one
         # the branch was read with (kept by the client per scope, `git_host/client.py`).
         token = await self._git_host.installation_token(

@@ -59,10 +59,11 @@ def make_router(spec: Kind) -> APIRouter:
     def shown(
         project: Project, service: Service, deployment: Deployment | None, settings: Settings
     ) -> Any:
-        url = services.url(service.name, project, settings.domain, spec.kind)
-        return spec.out.model_validate(
-            spec.describe(service, services.status_of(deployment), url if spec.has_url else None)
+        url = services.url(service.name, project, settings, spec.kind)
+        described = spec.describe(
+            service, services.status_of(deployment), url if spec.has_url else None
         )
+        return spec.out.model_validate({**described, "error": services.error_of(deployment)})
 
     # {"web_servers": [...]}, as caches and buckets are listed.
     listed: dict[str, Any] = {spec.path: (list[spec.out], ...)}  # type: ignore[name-defined]
@@ -335,6 +336,7 @@ def _deployment_out(row: Deployment) -> schemas.DeploymentOut:
         status=row.status,
         trigger=row.trigger,
         commit_sha=row.commit_sha,
+        commit_message=row.commit_message,
         created_at=row.created_at,
         finished_at=row.finished_at,
         error=row.error,

@@ -25,11 +25,22 @@ from capstan.cloud.deploy import MAX_VALUE_BYTES
 from capstan.cloud.fargate import CPU_VALUES
 from capstan.cloud.task_definition_size import start_command_bytes
 from capstan.schemas import FREE_TEXT, SERIES, SPEND_UNAVAILABLE, MetricPoint, Request, Response
+from capstan.validation import pattern
 
-DNS_LABEL = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
+DNS_LABEL = pattern(
+    r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$",
+    "lowercase letters, digits and hyphens, starting and ending with a letter or digit",
+)
 # Git forbids spaces, "~^:?*[\" and control characters in ref names (the rest in `_branch_rules`).
-BRANCH = r"^[^\x00-\x20~^:?*\[\\\x7f]{1,255}$"
-ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,254}$"
+BRANCH = pattern(
+    r"^[^\x00-\x20~^:?*\[\\\x7f]{1,255}$",
+    "a git branch name: 1 to 255 characters, without spaces, control characters or any of "
+    "~ ^ : ? * [ \\",
+)
+ENV_NAME = pattern(
+    r"^[A-Za-z_][A-Za-z0-9_]{0,254}$",
+    "letters, digits and underscores, not starting with a digit (at most 255)",
+)
 
 ServiceName = Annotated[
     str,
@@ -42,7 +53,13 @@ ServiceName = Annotated[
 ]
 Repo = Annotated[
     str,
-    Field(pattern=r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$", examples=["acme/shop"]),
+    Field(
+        pattern=pattern(
+            r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$",
+            "a repository's full name, owner/name (letters, digits, _ . and -)",
+        ),
+        examples=["acme/shop"],
+    ),
 ]
 
 
@@ -70,7 +87,9 @@ def _relative_directory(path: str) -> str:
 PublishDir = Annotated[
     str,
     Field(
-        pattern=r"^[\x20-\x7e]{1,1024}$",
+        pattern=pattern(
+            r"^[\x20-\x7e]{1,1024}$", "1 to 1024 printable ASCII characters (spaces allowed)"
+        ),
         examples=["dist"],
         description="The directory the build command leaves the site in, relative to the "
         "repository root; its files are uploaded to the site's bucket.",
@@ -103,7 +122,16 @@ StartCommand = Annotated[
     ),
     AfterValidator(_start_command_fits),
 ]
-HealthPath = Annotated[str, Field(pattern=r"^/[\x21-\x7e]{0,1023}$", examples=["/healthz"])]
+HealthPath = Annotated[
+    str,
+    Field(
+        pattern=pattern(
+            r"^/[\x21-\x7e]{0,1023}$",
+            "a path starting with / (printable ASCII without spaces, at most 1024 characters)",
+        ),
+        examples=["/healthz"],
+    ),
+]
 Cpu = Annotated[
     int,
     Field(
@@ -227,12 +255,18 @@ class StaticWebsiteUpdate(_Omittable):
 
 
 Status = Literal["deploying", "running", "failed"]
+# Beside every status that may be `failed`: null, or why.
+Failure = Annotated[
+    str | None,
+    Field(description="Why it is failed (its newest deployment's reason); null unless it is."),
+]
 
 
 class WebServerOut(Response):
     id: str
     name: str
     status: Status
+    error: Failure = None
     url: str
     repo: str
     branch: str
@@ -249,6 +283,7 @@ class WorkerOut(Response):
     id: str
     name: str
     status: Status
+    error: Failure = None
     repo: str
     branch: str
     start_command: str
@@ -263,6 +298,7 @@ class StaticWebsiteOut(Response):
     id: str
     name: str
     status: Status
+    error: Failure = None
     url: str
     repo: str
     branch: str
@@ -376,6 +412,11 @@ class DeploymentOut(Response):
     status: DeploymentStatus
     trigger: Literal["create", "patch", "redeploy", "environment", "push", "rollback"]
     commit_sha: str | None
+    commit_message: str | None = Field(
+        default=None,
+        description="The deployed commit's message, as the git host gave it; null until the "
+        "commit is known.",
+    )
     created_at: datetime
     finished_at: datetime | None
     error: str | None
@@ -408,12 +449,22 @@ class PreviewOut(Response):
     branch: str
     url: str | None = None
     status: Status
+    error: Failure = None
     expires_at: datetime | None = Field(
         default=None,
         description="When the preview is removed unless its branch is pushed to first (the "
         "project's `preview_ttl_hours` after the last push, or its creation); absent when "
         "previews do not expire.",
     )
+
+    @model_serializer(mode="wrap")
+    def _with_error(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        """`error` is shown even when null, where the routes leave out other null fields (a
+        worker preview's url)."""
+        data = handler(self)
+        if isinstance(data, dict):
+            data.setdefault("error", self.error)
+        return data
 
 
 class PreviewList(Response):

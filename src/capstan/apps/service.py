@@ -9,9 +9,11 @@ the request's transaction.
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Any
+from urllib.parse import urlsplit
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps.models import (
@@ -25,6 +27,7 @@ from capstan.apps.models import (
 from capstan.apps.target_deployments import of_target
 from capstan.auth.principal import Principal
 from capstan.cloud.fargate import memory_problem
+from capstan.config import CloudMode, Settings
 from capstan.db import flush_unique, new_id, utcnow
 from capstan.errors import BadRequest, Conflict, NotFound
 from capstan.git_host.models import GitHostInstallation
@@ -32,8 +35,8 @@ from capstan.hostnames import service as hostnames
 from capstan.network.service import require_cloud_account
 from capstan.projects import service as projects
 from capstan.projects.models import Project
-from capstan.projects.scoped import get_in_project
 from capstan.projects.scoped import list_in_project as scoped_list
+from capstan.projects.scoped import one_in_project, row_in_project
 from capstan.reconcile.queue import enqueue
 
 WEB_SERVER = "web_server"
@@ -180,7 +183,11 @@ async def require_repository(
         repository = await git_host.repository(installation_id, full_name)
         if repository is not None and repository.full_name.lower() == wanted:
             return int(installation_id)
-    raise RepositoryNotAccessible(
+    raise RepositoryNotAccessible(unreachable(full_name))
+
+
+def unreachable(full_name: str) -> str:
+    return (
         f"No git host installation of your organization can read {full_name}; install the app "
         "on it (POST /api/git_host/installation_setup)."
     )
@@ -194,16 +201,13 @@ def missing(kind: str) -> str:
 async def get(
     session: AsyncSession, caller: Principal, project_id: str, kind: str, service_id: str
 ) -> Service:
-    return await get_in_project(
-        session,
-        caller,
-        project_id,
-        Service,
-        service_id,
-        missing(kind),
-        Service.kind == kind,
-        Service.deleted_at.is_(None),
-    )
+    statement = _live_service(kind)
+    return await one_in_project(session, caller, project_id, statement, service_id, missing(kind))
+
+
+@cache
+def _live_service(kind: str) -> Select[Service]:
+    return row_in_project(Service, Service.kind == kind, Service.deleted_at.is_(None))
 
 
 async def list_in_project(
@@ -225,7 +229,7 @@ async def create(
     git_host: Any,
     domain: str,
 ) -> Service:
-    project = await projects.get(session, caller, project_id)
+    project = await projects.get_live(session, caller, project_id)
     if kind in COMPUTE_KINDS:
         check_size(fields["cpu"], fields["memory"])
     await require_cloud_account(session, caller)
@@ -298,7 +302,21 @@ async def delete(
     session: AsyncSession, caller: Principal, project_id: str, kind: str, service_id: str
 ) -> None:
     """Finalizer: hidden from the API now, its cloud resources removed by the reconciler."""
-    service = await get(session, caller, project_id, kind, service_id)
+    await _delete(session, await get(session, caller, project_id, kind, service_id))
+
+
+async def delete_in_project(session: AsyncSession, project_id: str) -> None:
+    """Every service of the project not yet deleted (and its previews), deleted as DELETE
+    does (a project deleted with its resources)."""
+    for service in list(
+        await session.scalars(
+            select(Service).where(Service.project_id == project_id, Service.deleted_at.is_(None))
+        )
+    ):
+        await _delete(session, service)
+
+
+async def _delete(session: AsyncSession, service: Service) -> None:
     now = utcnow()
     service.deleted_at = now
     # Its hostnames are free for others at once; its teardown removes only its own records.
@@ -338,6 +356,7 @@ async def start_deployment(
     *,
     trigger: str,
     commit_sha: str | None = None,
+    commit_message: str | None = None,
     new_environment: bool = False,
     release: Deployment | None = None,
 ) -> Deployment:
@@ -354,6 +373,7 @@ async def start_deployment(
         new_environment=new_environment,
         release=release,
     )
+    deployment.commit_message = commit_message
     return await record_deployment(session, deployment)
 
 
@@ -383,6 +403,7 @@ def new_deployment(
     )
     if release is not None:
         deployment.commit_sha = release.commit_sha
+        deployment.commit_message = release.commit_message
         deployment.image_uri = release.image_uri
         deployment.site_prefix = release.site_prefix
         deployment.rollback_of = release.id
@@ -416,6 +437,13 @@ def status_of(deployment: Deployment | None) -> str:
     if deployment is None or deployment.status in UNDER_WAY:
         return "deploying"
     return "running" if deployment.status == "running" else "failed"
+
+
+def error_of(deployment: Deployment | None) -> str | None:
+    """Why a service or preview is `failed` (its newest deployment's reason); None otherwise."""
+    if deployment is None or status_of(deployment) != "failed":
+        return None
+    return deployment.error or f"Deployment {deployment.id} failed; its logs may say why."
 
 
 async def list_deployments(
@@ -457,11 +485,21 @@ def hostname(name: str, project: Project, domain: str) -> str:
     return f"{name}.{project.hostname_suffix}.{domain}"
 
 
-def url(name: str, project: Project, domain: str, kind: str = WEB_SERVER) -> str:
-    """Web servers are served over HTTPS once the project's certificate is issued; a static
-    website always is (the project's certificate for its sites, on its distribution)."""
+def url(name: str, project: Project, settings: Settings, kind: str = WEB_SERVER) -> str:
+    """Where a browser reaches the service (or preview) `name`: the one place its URL is built.
+
+    Web servers are served over HTTPS once the project's certificate is issued; a static
+    website always is (the project's certificate for its sites, on its distribution). In the
+    sandbox the dev server itself answers for every service hostname (`capstan.dev.front`), so
+    the URL is the hostname at the dev server's own scheme and port."""
+    host = hostname(name, project, settings.domain)
+    if settings.cloud is CloudMode.sandbox and settings.base_url:
+        served = urlsplit(settings.base_url)
+        default = 443 if served.scheme == "https" else 80
+        port = "" if served.port in (None, default) else f":{served.port}"
+        return f"{served.scheme}://{host}{port}"
     https = kind == STATIC_WEBSITE or project.certificate_status == "issued"
-    return f"{'https' if https else 'http'}://{hostname(name, project, domain)}"
+    return f"{'https' if https else 'http'}://{host}"
 
 
 async def live_previews(session: AsyncSession, service_id: str) -> list[Preview]:

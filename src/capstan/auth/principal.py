@@ -78,20 +78,13 @@ async def authenticate(request: Request, session: DbSession) -> Principal:
     return principal
 
 
-def bearer_secret_hash(authorization: str) -> str:
-    """The hash an `Authorization: Bearer <API token>` header's token is stored by; 401 when the
-    header is not one."""
+async def principal_from_bearer(session: AsyncSession, authorization: str) -> Principal:
+    """The token's principal, or 401. Read on every request: a revoked token fails at once."""
     scheme, _, secret = authorization.partition(" ")
     secret = secret.strip()
     if scheme.lower() != "bearer" or not api_token_well_formed(secret):
         raise _unauthorized("Send `Authorization: Bearer <API token>`.")
-    return sha256_hex(secret)
-
-
-async def principal_from_bearer(session: AsyncSession, authorization: str) -> Principal:
-    """The token's principal, or 401. Read on every request: a revoked token fails at once."""
-    secret_hash = bearer_secret_hash(authorization)
-    row = (await session.execute(_TOKEN_BY_HASH, {"secret_hash": secret_hash})).first()
+    row = (await session.execute(_TOKEN_BY_HASH, {"secret_hash": sha256_hex(secret)})).first()
     if row is None:
         raise _unauthorized("This API token is not valid or has been revoked.")
     token_id, organization_id, user_id = row
@@ -109,17 +102,22 @@ _TOKEN_BY_HASH = select(_TOKENS.id, _TOKENS.organization_id, _TOKENS.created_by_
 )
 
 
+# Every dashboard request runs this, built once as `_TOKEN_BY_HASH` is; of the mapped class, as
+# the session's sliding expiry changes the row it loads.
+_SESSION_BY_HASH = (
+    select(BrowserSession, User.organization_id)
+    .join(User, User.id == BrowserSession.user_id)
+    .where(BrowserSession.secret_hash == bindparam("secret_hash"))
+)
+
+
 async def principal_from_session_cookie(
     session: DbSession, settings: Settings, cookie: str, *, now: datetime | None = None
 ) -> Principal | None:
     """The live session behind a cookie (sliding its idle expiry) at `now`, or None."""
     now = now or utcnow()
     row = (
-        await session.execute(
-            select(BrowserSession, User.organization_id)
-            .join(User, User.id == BrowserSession.user_id)
-            .where(BrowserSession.secret_hash == sha256_hex(cookie))
-        )
+        await session.execute(_SESSION_BY_HASH, {"secret_hash": sha256_hex(cookie)})
     ).one_or_none()
     if row is None:
         return None

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import anyio
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.auth.limits import SignInLimiter
@@ -128,16 +128,24 @@ async def sign_out(session: AsyncSession, caller: Principal) -> None:
 
 
 async def current_user(session: AsyncSession, caller: Principal) -> tuple[User, Organization]:
-    row = (
-        await session.execute(
-            select(User, Organization)
-            .join(Organization, Organization.id == User.organization_id)
-            .where(User.id == caller.user_id)
-        )
-    ).one_or_none()
+    row = (await session.execute(_CURRENT_USER, {"user_id": caller.user_id})).one_or_none()
     if row is None:
         raise NotFound("No user stands behind this credential.")
     return row[0], row[1]
+
+
+# The reads every dashboard page and CLI command make, built once: a request pays for neither
+# building a statement nor its cache key.
+_CURRENT_USER = (
+    select(User, Organization)
+    .join(Organization, Organization.id == User.organization_id)
+    .where(User.id == bindparam("user_id"))
+)
+_TOKENS_OF = (
+    select(ApiToken)
+    .where(ApiToken.organization_id == bindparam("organization_id"))
+    .order_by(ApiToken.created_at, ApiToken.id)
+)
 
 
 async def create_api_token(
@@ -156,13 +164,7 @@ async def create_api_token(
 
 
 async def list_api_tokens(session: AsyncSession, caller: Principal) -> list[ApiToken]:
-    return list(
-        await session.scalars(
-            select(ApiToken)
-            .where(ApiToken.organization_id == caller.organization_id)
-            .order_by(ApiToken.created_at, ApiToken.id)
-        )
-    )
+    return list(await session.scalars(_TOKENS_OF, {"organization_id": caller.organization_id}))
 
 
 async def revoke_api_token(session: AsyncSession, caller: Principal, token_id: str) -> None:

@@ -128,7 +128,7 @@ async def create(
 ) -> Bucket:
     """A new bucket, `creating`; refused when the project's task role could not be granted it
     (IAM's inline policy quota: `network.require_room_for_grants`)."""
-    project = await projects.get(session, caller, project_id)
+    project = await projects.get_live(session, caller, project_id)
     await network.require_cloud_account(session, caller)
     bucket = await KIT.add(
         session,

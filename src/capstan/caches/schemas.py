@@ -9,6 +9,7 @@ from pydantic import Field
 
 from capstan.cloud.caches import MAX_STORAGE_LIMIT_MB, MIN_STORAGE_LIMIT_MB
 from capstan.schemas import SERIES, SPEND_UNAVAILABLE, MetricPoint, Request, Response
+from capstan.validation import pattern
 
 StorageLimit = Annotated[
     int,
@@ -24,7 +25,10 @@ StorageLimit = Annotated[
 CacheName = Annotated[
     str,
     Field(
-        pattern=r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$",
+        pattern=pattern(
+            r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$",
+            "lowercase letters, digits and hyphens, starting and ending with a letter or digit",
+        ),
         max_length=63,
         description="An optional label, unique among the project's caches (lowercase letters, "
         "digits, inner hyphens; at most 63 characters), by which capstan.yaml names the cache.",

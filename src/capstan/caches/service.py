@@ -63,7 +63,7 @@ async def create(
     *,
     name: str | None = None,
 ) -> Cache:
-    project = await projects.get(session, caller, project_id)
+    project = await projects.get_live(session, caller, project_id)
     await require_cloud_account(session, caller)
     cache_id = new_id("cch")
     return await KIT.add(

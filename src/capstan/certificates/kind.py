@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from capstan.certificates.models import Certificate
 from capstan.certificates.reconcile import CertificateReconciler
 from capstan.certificates.router import router
-from capstan.certificates.service import count_in_project, on_suffix_change
+from capstan.certificates.service import count_in_project, delete_in_project, on_suffix_change
 from capstan.reconcile.worker import Reconciler
 from capstan.registry import ResourceKind, Runtime
 
@@ -23,6 +23,7 @@ KIND = ResourceKind(
     models=(Certificate,),
     reconcilers=_reconcilers,
     dependents={"certificate": count_in_project},
+    delete_in_project=delete_in_project,
     on_suffix_change=on_suffix_change,
     leftovers=("acm certificate",),
 )

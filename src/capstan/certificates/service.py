@@ -35,7 +35,7 @@ from capstan.cloud_account.models import CloudAccount
 from capstan.cloud_account.session import cloud_answers, customer_driver
 from capstan.config import Settings
 from capstan.db import utcnow
-from capstan.errors import NotFound
+from capstan.errors import NotFound, ProjectDeleting
 from capstan.network import service as network
 from capstan.projects import service as projects
 from capstan.projects.models import Project
@@ -199,6 +199,8 @@ async def request(
 ) -> Project:
     """POST: start the project's certificate, or answer the one under way or issued."""
     project = await _locked_project(session, caller, project_id)
+    if project.deleting_since is not None:
+        raise ProjectDeleting()
     account = await network.require_cloud_account(session, caller)
     certificate = await current(session, project.id)
     if certificate is not None and certificate.status != FAILED:
@@ -224,6 +226,18 @@ async def delete(session: AsyncSession, caller: Principal, project_id: str) -> N
     retire(project, certificate)
     await enqueue(session, QUEUE_KIND, project.id)
     await session.flush()
+
+
+async def delete_in_project(session: AsyncSession, project_id: str) -> None:
+    """The project's certificate, if it has one, retired as DELETE does (a project deleted
+    with its resources), under the project's row lock as every certificate change."""
+    project = await session.scalar(
+        select(Project).where(Project.id == project_id).with_for_update()
+    )
+    certificate = await current(session, project_id)
+    if project is not None and certificate is not None:
+        retire(project, certificate)
+        await enqueue(session, QUEUE_KIND, project_id)
 
 
 async def get(

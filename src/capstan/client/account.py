@@ -1,4 +1,4 @@
-"""`capstan login`, `logout`, `projects` (and `projects create`) and `use`."""
+"""`capstan login`, `logout`, `projects` (and `projects create`, `projects delete`) and `use`."""
 
 from __future__ import annotations
 
@@ -12,17 +12,23 @@ from capstan.client.api import Api, ApiFailure, CliError, new_idempotency_key
 from capstan.client.config import DEFAULT_URL, ClientConfig, load_file, save
 from capstan.client.context import (
     PANEL,
+    Context,
     DefaultGroup,
     JsonOption,
     command,
     examples,
 )
+from capstan.client.plan_commands import LABELS
 from capstan.client.resolve import resolve_project
 
 projects_app = typer.Typer(
     cls=DefaultGroup,
-    help="List the organization's projects, or create one.",
-    epilog=examples("capstan projects", "capstan projects create Shop --suffix shop"),
+    help="List the organization's projects, create one or delete one.",
+    epilog=examples(
+        "capstan projects",
+        "capstan projects create Shop --suffix shop",
+        "capstan projects delete shop --with-resources",
+    ),
 )
 
 
@@ -172,7 +178,13 @@ def list_projects(json_mode: JsonOption = False) -> None:
             projects,
             lambda: ctx.out.table(
                 rows,
-                [("", "default"), ("NAME", "name"), ("SUFFIX", "hostname_suffix"), ("ID", "id")],
+                [
+                    ("", "default"),
+                    ("NAME", "name"),
+                    ("SUFFIX", "hostname_suffix"),
+                    ("STATUS", "status"),
+                    ("ID", "id"),
+                ],
                 empty="No projects yet: capstan projects create NAME --suffix SUFFIX",
             ),
         )
@@ -207,6 +219,87 @@ def create_project(
                 f"{project['id']}). Make it the default: capstan use {project['hostname_suffix']}"
             ),
         )
+
+
+@projects_app.command(
+    "delete",
+    epilog=examples(
+        "capstan projects delete shop",
+        "capstan projects delete shop --with-resources",
+        "capstan projects delete prj_3f2a... --with-resources --yes --json",
+    ),
+)
+def delete_project(
+    project: Annotated[
+        str, typer.Argument(metavar="PROJECT", help="The project's id or hostname suffix.")
+    ],
+    with_resources: Annotated[
+        bool,
+        typer.Option(
+            "--with-resources",
+            help="Delete its web servers, workers, static websites, caches, databases (a final "
+            "snapshot is kept), buckets and certificate too; listed, with their monthly cost, "
+            "before you are asked.",
+        ),
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+    json_mode: JsonOption = False,
+) -> None:
+    """Delete PROJECT; with --with-resources, everything in it too (it shows `deleting` until
+    its resources and its network are removed from the cloud)."""
+    with command(json_mode) as ctx:
+        if json_mode and not yes:
+            raise CliError("--json needs --yes: there is nobody to ask.")
+        found = resolve_project(ctx.api, project)
+        base = f"/api/projects/{found['id']}"
+        doomed: list[dict[str, Any]] = []
+        if with_resources:
+            # The plan of an empty capstan.yaml that prunes: every resource, priced; it writes
+            # nothing.
+            plan = ctx.api.post(f"{base}/plan?prune=true", {})
+            doomed = [change for change in plan["changes"] if change["action"] == "delete"]
+            if not json_mode:
+                _show_doomed(ctx, found, doomed, plan["monthly_run_rate_usd"]["before"])
+        if not yes and not typer.confirm(f"Delete project {found['name']}?", default=False):
+            raise CliError("Nothing deleted.")
+        path = f"{base}?with_resources=true" if with_resources else base
+        deleting = ctx.api.delete(path)
+        result = {
+            "project": deleting or found,
+            "status": "deleted" if deleting is None else "deleting",
+            "resources": doomed,
+        }
+        if deleting is None:
+            message = f"Deleted project {found['name']}."
+        else:
+            message = (
+                f"Deleting project {found['name']}: its resources and its network are being "
+                "removed from the cloud; it goes once they are (capstan projects shows it "
+                "meanwhile)."
+            )
+        ctx.out.data(result, lambda: ctx.out.say(message))
+
+
+def _show_doomed(
+    ctx: Context, project: dict[str, Any], doomed: list[dict[str, Any]], monthly_usd: float
+) -> None:
+    if not doomed:
+        ctx.out.say(f"Project {project['name']} holds no services, caches, databases or buckets.")
+        return
+    ctx.out.say(f"Deleting project {project['name']} deletes, in your cloud account too:")
+    ctx.out.table(
+        [
+            {
+                "kind": LABELS.get(change["kind"], change["kind"]),
+                "name": change["name"],
+                "monthly": f"{change['monthly_usd_before']:.2f}",
+            }
+            for change in doomed
+        ],
+        [("KIND", "kind"), ("NAME", "name"), ("USD A MONTH", "monthly")],
+        empty="",
+    )
+    ctx.out.say(f"About {monthly_usd:.2f} USD a month stops, with what the services share.")
 
 
 def use(

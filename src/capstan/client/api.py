@@ -36,10 +36,12 @@ class ApiFailure(CliError):
         self.status = status
         self.code = code
         self.details = details or []
+        # A detail the message already says (the API's sentences name their field) is not
+        # said twice.
         fields = "; ".join(
             f"{detail.get('field')}: {detail.get('message')}"
             for detail in self.details
-            if detail.get("field")
+            if detail.get("field") and str(detail.get("message")) not in message
         )
         super().__init__(f"{message}{f' ({fields})' if fields else ''} [{status} {code}]")
 

@@ -9,8 +9,10 @@ plan, asks, applies with an Idempotency-Key and follows the deployments apply st
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 import yaml
@@ -49,6 +51,27 @@ LABELS = {
     "model_access": "model access",
 }
 MARKS = {"create": "+", "update": "~", "delete": "-"}
+# The words of a variable's name that say it holds a secret: `capstan init` writes such a
+# variable as {from_env: NAME}, never its value (STRIPE_KEY, DB_PASSWORD, GITHUB_TOKEN, SENTRY_DSN).
+SECRET_WORDS = (
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASS",
+    "PWD",
+    "TOKEN",
+    "KEY",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "PRIVATE",
+    "AUTH",
+    "SALT",
+    "SIGNATURE",
+    "CERT",
+    "DSN",
+    "COOKIE",
+)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 HEADER = """\
 # capstan.yaml: what `capstan plan` compares with the project and `capstan apply` makes it.
 # Field names and defaults are the API's; the JSON Schema is docs/capstan.schema.json.
@@ -257,8 +280,9 @@ def init(
     json_mode: JsonOption = False,
 ) -> None:
     """Write a capstan.yaml from the live project: its services, caches, databases, buckets and
-    models. Environment variables are written as {from_env: NAME}, never with their values; one
-    that references a database as {database: NAME}."""
+    models. An environment variable is written with its value, or, when its name or value looks
+    secret (a key, token, password, a URL with a password), as {from_env: NAME}, never with its
+    value; one that references a database as {database: NAME}."""
     with command(json_mode) as ctx:
         if file.exists() and not force:
             raise CliError(f"{file} exists; pass --force to overwrite it.")
@@ -294,7 +318,10 @@ def describe_project(api: Api, project_id: str) -> tuple[dict[str, Any], list[st
             variables = api.get(f"{base}/{section}/{service['id']}/environment")["environment"]
             if variables:
                 spec["environment"] = {v["name"]: _variable(v, database_names) for v in variables}
-                secrets += sum("from_env" in value for value in spec["environment"].values())
+                secrets += sum(
+                    isinstance(value, dict) and "from_env" in value
+                    for value in spec["environment"].values()
+                )
             services[service["name"]] = spec
         if services:
             document[section] = services
@@ -331,16 +358,31 @@ def describe_project(api: Api, project_id: str) -> tuple[dict[str, Any], list[st
         document["model_access"] = list(access["allowed_model_ids"])
     if secrets:
         notes.append(
-            f"{secrets} environment variable(s) written as {{from_env: NAME}} (values are never "
-            "written): replace the ones that are not secret with their values, or export them "
-            "before apply."
+            f"{secrets} environment variable(s) that look secret written as {{from_env: NAME}} "
+            "(their values are never written): export them before apply."
         )
     return document, notes
 
 
-def _variable(variable: dict[str, Any], database_names: dict[str, str]) -> dict[str, str]:
-    """A variable as the file writes it: its database's name, or read from the shell."""
+def _variable(variable: dict[str, Any], database_names: dict[str, str]) -> str | dict[str, str]:
+    """A variable as the file writes it: its database's name, its value, or, for a secret, read
+    from the shell."""
     source = variable.get("value_from") or {}
     if source.get("database") in database_names:
         return {"database": database_names[source["database"]]}
+    value = variable.get("value")
+    if isinstance(value, str) and not looks_secret(variable["name"], value):
+        return value
     return {"from_env": variable["name"]}
+
+
+def looks_secret(name: str, value: str) -> bool:
+    """Whether a variable is better kept out of a file: a word of its name says secret (`KEY` in
+    `STRIPE_KEY` or `apiKey`, `TOKEN` in `GITHUB_TOKEN`), or its value is a URL with a password."""
+    words = set(re.split(r"[^A-Z0-9]+", _CAMEL.sub("_", name).upper()))
+    if any(word in SECRET_WORDS or word.endswith(("KEY", "TOKEN", "SECRET")) for word in words):
+        return True
+    try:
+        return urlsplit(value.strip()).password is not None
+    except ValueError:  # not a URL (an unclosed IPv6 bracket, a port that is not a number)
+        return False

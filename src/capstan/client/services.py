@@ -90,14 +90,20 @@ def status(
             ctx.out.fields([(key, value) for key, value in body.items()])
             ctx.out.say("")
             ctx.out.table(
-                [{**row, "commit": (row.get("commit_sha") or "")[:12]} for row in deployments][
-                    :DEPLOYMENTS_SHOWN
-                ],
+                [
+                    {
+                        **row,
+                        "commit": (row.get("commit_sha") or "")[:12],
+                        "message": _first_line(row.get("commit_message")),
+                    }
+                    for row in deployments
+                ][:DEPLOYMENTS_SHOWN],
                 [
                     ("DEPLOYMENT", "id"),
                     ("STATUS", "status"),
                     ("TRIGGER", "trigger"),
                     ("COMMIT", "commit"),
+                    ("MESSAGE", "message"),
                     ("CREATED", "created_at"),
                     ("ERROR", "error"),
                 ],
@@ -196,3 +202,9 @@ def open_service(
         if not (no_browser or json_mode) and sys.stdout.isatty():
             with contextlib.suppress(webbrowser.Error):  # no browser here: the URL is printed
                 webbrowser.get().open(url)
+
+
+def _first_line(message: str | None, width: int = 50) -> str:
+    """A commit message's subject, cut to `width` characters for a table."""
+    subject = (message or "").splitlines()[0] if message else ""
+    return subject if len(subject) <= width else subject[: width - 1] + "…"

@@ -6,12 +6,13 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from capstan.schemas import Request, Response
+from capstan.validation import pattern
 
 # ASCII only: pydantic's (Rust) regex engine treats \d and \w as Unicode classes.
 AccountId = Annotated[
     str,
     Field(
-        pattern=r"^[0-9]{12}$",
+        pattern=pattern(r"^[0-9]{12}$", "twelve digits"),
         description="The twelve-digit AWS account id.",
         examples=["123456789012"],
     ),
@@ -19,7 +20,10 @@ AccountId = Annotated[
 RoleName = Annotated[
     str,
     Field(
-        pattern=r"^[A-Za-z0-9_+=,.@-]{1,64}$",
+        pattern=pattern(
+            r"^[A-Za-z0-9_+=,.@-]{1,64}$",
+            "1 to 64 letters, digits and any of _ + = , . @ -",
+        ),
         description="The IAM role name (the stack's RoleName output).",
         examples=["CapstanAccess"],
     ),
@@ -27,7 +31,10 @@ RoleName = Annotated[
 ExternalId = Annotated[
     str,
     Field(
-        pattern=r"^[A-Za-z0-9_+=,.@:/-]{2,1224}$",
+        pattern=pattern(
+            r"^[A-Za-z0-9_+=,.@:/-]{2,1224}$",
+            "2 to 1224 letters, digits and any of _ + = , . @ : / -",
+        ),
         description="The organization's external ID, from GET /api/cloud_account.",
     ),
 ]

@@ -3,7 +3,8 @@
 A page asks `/api/...` exactly as a script with the same session would, so every rule (who may
 see what, another organization's ids being 404, how a status is derived) is the API's and is not
 written again here. Nothing is cached: each page load sees what the API answers now. Changes are
-not made here at all: the browser sends them to the API with the CSRF token (`dashboard.js`).
+not made here at all: the browser sends them to the API with the CSRF token (`dashboard.js`); the
+one POST made here asks for a plan, which changes nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +36,16 @@ class Api:
 
     async def get(self, path: str, **params: Any) -> Any:
         """The JSON body of `GET path`; `ApiRefused` for any answer other than 200."""
+        body, _ = await self.get_versioned(path, **params)
+        return body
+
+    async def get_versioned(self, path: str, **params: Any) -> tuple[Any, str | None]:
+        """Like `get`, with the answer's `ETag` (an environment's version), or None."""
         response = await self._client.get(path, params=params or None)
+        return self._answer(response), response.headers.get("etag")
+
+    @staticmethod
+    def _answer(response: httpx.Response) -> Any:
         if response.status_code != 200:
             try:
                 body = response.json()
@@ -43,6 +53,15 @@ class Api:
                 body = {}
             raise ApiRefused(response.status_code, body if isinstance(body, dict) else {})
         return response.json()
+
+    async def post_read(self, path: str, body: Any, **params: Any) -> Any:
+        """The JSON body of a POST the API answers without changing anything (a plan), sent
+        with the session's CSRF token as the API asks of every cookie POST."""
+        csrf = (await self.get("/api/csrf"))["token"]
+        response = await self._client.post(
+            path, json=body, params=params or None, headers={"X-CSRF-Token": csrf}
+        )
+        return self._answer(response)
 
     async def get_part(self, path: str, **params: Any) -> Any:
         """Like `get` for one part of a page: a refusal other than 401 or 404 (say, no cloud

@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
@@ -183,6 +183,7 @@ def _git_host_banner(outcome: str | None, error: str | None) -> dict[str, str] |
 async def project_page(request: Request, project_id: str, api: DashboardApi) -> Response:
     async def load(api: Api) -> dict[str, Any]:
         context = await _project_live(api, project_id)
+        context["costs"] = await _project_costs(api, context)
         context["model_access"] = await api.get_part(f"/api/projects/{project_id}/model_access")
         installations = (await api.get("/api/git_host/installations"))["installations"]
         repositories = []
@@ -215,14 +216,94 @@ async def _project_live(api: Api, project_id: str) -> dict[str, Any]:
         api.get(f"{base}/storage"),
         api.get(f"{base}/shared_cost"),
     )
+    by_kind = {kind: listed[kind] for kind, listed in zip(KINDS, services, strict=True)}
+    owners = [(kind, service) for kind, listed in by_kind.items() for service in listed]
+    listed_previews = await asyncio.gather(
+        *(api.get(f"{base}/{kind}/{service['id']}/previews") for kind, service in owners)
+    )
+    previews = [
+        {**preview, "kind": kind, "service": service}
+        for (kind, service), listed in zip(owners, listed_previews, strict=True)
+        for preview in listed["previews"]
+    ]
     return {
         "project": project,
         "kinds": KINDS,
-        "services": {kind: listed[kind] for kind, listed in zip(KINDS, services, strict=True)},
+        "services": by_kind,
+        "previews": previews,
         "caches": caches["caches"],
         "databases": databases["databases"],
         "buckets": buckets["buckets"],
         "shared": shared,
+    }
+
+
+@router.get("/projects/{project_id}/delete", response_class=HTMLResponse)
+async def project_delete(request: Request, project_id: str, api: DashboardApi) -> Response:
+    """What deleting the project deletes with it, each with its monthly cost: the API's plan of
+    an empty capstan.yaml that prunes (every resource a deletion, priced; nothing written).
+    Loaded when the person opens the delete panel, not with the page."""
+
+    async def load(api: Api) -> dict[str, Any]:
+        project = await api.get(f"/api/projects/{project_id}")
+        try:
+            plan = await api.post_read(f"/api/projects/{project_id}/plan", {}, prune="true")
+        except ApiRefused as refused:
+            if refused.status_code in (401, 404):
+                raise
+            plan = {"refused": refused.message}
+        return {"project": project, "plan": plan}
+
+    return await _page(request, api, "partials/project_delete_plan.html", load, partial=True)
+
+
+async def _project_costs(api: Api, live: dict[str, Any]) -> dict[str, Any]:
+    """Each resource's monthly figure and this month's spend, as its cost endpoint says, and
+    the project's total with what its services share. Read when the page loads, never by the
+    polled part: the cost endpoints ask the cloud (decision 0105)."""
+    base = f"/api/projects/{live['project']['id']}"
+    resources: list[tuple[str, str, dict[str, Any]]] = [
+        (KINDS[kind]["label"], f"{kind}/{service['id']}", service)
+        for kind, listed in live["services"].items()
+        for service in listed
+    ]
+    # A cache without a name is called by its size, as its card calls it.
+    resources += [
+        (
+            "Cache",
+            f"cache/{cache['id']}",
+            {**cache, "name": cache.get("name") or f"Cache {cache['storage_limit_mb']} MB"},
+        )
+        for cache in live["caches"]
+    ]
+    resources += [("Database", f"databases/{db['id']}", db) for db in live["databases"]]
+    resources += [("Bucket", f"storage/{bucket['id']}", bucket) for bucket in live["buckets"]]
+    answers = await asyncio.gather(
+        *(api.get_part(f"{base}/{path}/cost") for _, path, _ in resources)
+    )
+    lines = []
+    for (label, _path, resource), cost in zip(resources, answers, strict=True):
+        monthly = cost.get("monthly_run_rate_usd", cost.get("estimated_monthly_usd"))
+        spent = cost.get("spend_this_month_usd", cost.get("month_to_date_usd"))
+        lines.append(
+            {
+                "id": resource["id"],
+                "name": resource.get("name") or resource["id"],
+                "kind": label,
+                "monthly_usd": monthly,
+                "spent_usd": spent,
+                "refused": cost.get("refused"),
+            }
+        )
+    shared = live["shared"]
+    known = [line["monthly_usd"] for line in lines if line["monthly_usd"] is not None]
+    return {
+        "lines": lines,
+        "by_id": {line["id"]: line for line in lines},
+        "shared_usd": shared["monthly_usd"],
+        "total_usd": round(sum(known) + shared["monthly_usd"], 2),
+        "complete": len(known) == len(lines),
+        "currency": shared.get("currency", "USD"),
     }
 
 
@@ -239,12 +320,26 @@ async def project_models(request: Request, project_id: str, api: DashboardApi) -
     return await _page(request, api, "partials/models.html", load, partial=True)
 
 
-# Caches and buckets ------------------------------------------------------------------------------
+# Caches, databases and buckets -------------------------------------------------------------------
 
-# The two kinds of project resource with a page of their own (metrics and cost), by API path.
+# The kinds of project resource with a page of their own (status, metrics, cost, rename and
+# delete), by API path: what a page calls one, its list's key, and what deleting it destroys.
 RESOURCES: dict[str, dict[str, str]] = {
-    "cache": {"label": "Cache", "list": "caches"},
-    "storage": {"label": "Bucket", "list": "buckets"},
+    "cache": {
+        "label": "Cache",
+        "list": "caches",
+        "deletes": "Its data is destroyed at once.",
+    },
+    "databases": {
+        "label": "Database",
+        "list": "databases",
+        "deletes": "A final snapshot is kept.",
+    },
+    "storage": {
+        "label": "Bucket",
+        "list": "buckets",
+        "deletes": "Every object in it is destroyed.",
+    },
 }
 
 
@@ -253,6 +348,13 @@ async def cache_page(
     request: Request, project_id: str, resource_id: str, api: DashboardApi
 ) -> Response:
     return await _resource_page(request, api, project_id, "cache", resource_id)
+
+
+@router.get("/projects/{project_id}/databases/{resource_id}", response_class=HTMLResponse)
+async def database_page(
+    request: Request, project_id: str, resource_id: str, api: DashboardApi
+) -> Response:
+    return await _resource_page(request, api, project_id, "databases", resource_id)
 
 
 @router.get("/projects/{project_id}/storage/{resource_id}", response_class=HTMLResponse)
@@ -265,7 +367,8 @@ async def bucket_page(
 async def _resource_page(
     request: Request, api: Api, project_id: str, path: str, resource_id: str
 ) -> Response:
-    """A cache's or a bucket's page: what it is, its metrics and its cost, as the API says."""
+    """A cache's, a database's or a bucket's page: what it is, its metrics and its cost, as the
+    API says."""
 
     async def load(api: Api) -> dict[str, Any]:
         project = await api.get(f"/api/projects/{project_id}")
@@ -288,21 +391,63 @@ async def _resource_page(
 # Services ----------------------------------------------------------------------------------------
 
 
+# The tabs of a service's page, in order: each is a link (`?tab=`), so it works without script
+# and a tab can be bookmarked; only the chosen tab's parts are read from the API.
+SERVICE_TABS = {
+    "overview": "Overview",
+    "deployments": "Deployments",
+    "logs": "Logs",
+    "metrics": "Metrics",
+    "environment": "Environment",
+    "settings": "Settings",
+}
+DEPLOYMENTS_PER_PAGE = 10
+PREVIEWS_PER_PAGE = 10
+# How many of the newest log lines a page may start with (the API reads at most 1000).
+LOG_LINE_CHOICES = (200, 500, 1000)
+
+
+def _paged(items: list[Any], page: int, per_page: int) -> dict[str, Any]:
+    """One page of `items` (1-based; a page past the end is the last one)."""
+    pages = max(1, -(-len(items) // per_page))
+    page = min(max(page, 1), pages)
+    start = (page - 1) * per_page
+    return {
+        "items": items[start : start + per_page],
+        "page": page,
+        "pages": pages,
+        "total": len(items),
+        "first": start + 1,
+        "last": min(start + per_page, len(items)),
+    }
+
+
 @router.get("/projects/{project_id}/{kind}/{service_id}", response_class=HTMLResponse)
 async def service_page(
-    request: Request, project_id: str, kind: str, service_id: str, api: DashboardApi
+    request: Request,
+    project_id: str,
+    kind: str,
+    service_id: str,
+    api: DashboardApi,
+    tab: str = "overview",
+    page: int = 1,
+    lines: int = LOG_LINE_CHOICES[0],
 ) -> Response:
+    tab = tab if tab in SERVICE_TABS else "overview"
+
     async def load(api: Api) -> dict[str, Any]:
-        context = await _service_live(api, project_id, _kind(kind), service_id)
+        context = await _service_live(api, project_id, _kind(kind), service_id, tab, page)
         base = f"/api/projects/{project_id}/{kind}/{service_id}"
-        environment, metrics, cost = await asyncio.gather(
-            api.get(f"{base}/environment"),
-            api.get_part(f"{base}/metrics"),
-            api.get_part(f"{base}/cost"),
-        )
-        context.update(
-            environment=environment["environment"], metrics=metrics, cost=cost, sizes=SIZES
-        )
+        context.update(tabs=SERVICE_TABS, sizes=SIZES)
+        if tab in ("overview", "metrics"):
+            context["cost"] = await api.get_part(f"{base}/cost")
+        if tab == "metrics":
+            context["metrics"] = await api.get_part(f"{base}/metrics")
+        if tab == "logs":
+            context.update(lines=lines if lines in LOG_LINE_CHOICES else LOG_LINE_CHOICES[0])
+            context.update(line_choices=LOG_LINE_CHOICES)
+        if tab == "environment":
+            context.update(await _environment(api, project_id, kind, service_id))
         return context
 
     return await _page(request, api, "service.html", load)
@@ -310,29 +455,84 @@ async def service_page(
 
 @router.get("/projects/{project_id}/{kind}/{service_id}/live", response_class=HTMLResponse)
 async def service_live(
-    request: Request, project_id: str, kind: str, service_id: str, api: DashboardApi
+    request: Request,
+    project_id: str,
+    kind: str,
+    service_id: str,
+    api: DashboardApi,
+    tab: str = "overview",
+    page: int = 1,
 ) -> Response:
+    tab = tab if tab in SERVICE_TABS else "overview"
+
     async def load(api: Api) -> dict[str, Any]:
-        return await _service_live(api, project_id, _kind(kind), service_id)
+        return await _service_live(api, project_id, _kind(kind), service_id, tab, page)
 
     return await _page(request, api, "partials/service_live.html", load, partial=True)
 
 
+@router.get("/projects/{project_id}/{kind}/{service_id}/editor", response_class=HTMLResponse)
+async def environment_editor(
+    request: Request, project_id: str, kind: str, service_id: str, api: DashboardApi
+) -> Response:
+    """The environment editor alone, read again when the environment changed under it (a
+    rollback, another person's save): never left showing variables that are no longer there."""
+
+    async def load(api: Api) -> dict[str, Any]:
+        kind_meta = _kind(kind)
+        project = await api.get(f"/api/projects/{project_id}")
+        service = await api.get(f"/api/projects/{project_id}/{kind}/{service_id}")
+        context = {"project": project, "kind": kind_meta, "service": service}
+        context.update(await _environment(api, project_id, kind, service_id))
+        return context
+
+    return await _page(request, api, "partials/environment.html", load, partial=True)
+
+
+async def _environment(api: Api, project_id: str, kind: str, service_id: str) -> dict[str, Any]:
+    """The environment, its version (sent back as `If-Match` on save) and the project's
+    databases, which a variable may reference by name."""
+    (environment, etag), databases = await asyncio.gather(
+        api.get_versioned(f"/api/projects/{project_id}/{kind}/{service_id}/environment"),
+        api.get(f"/api/projects/{project_id}/databases"),
+    )
+    return {
+        "environment": environment["environment"],
+        "env_etag": etag or "",
+        "databases": databases["databases"],
+    }
+
+
 async def _service_live(
-    api: Api, project_id: str, kind: dict[str, Any], service_id: str
+    api: Api,
+    project_id: str,
+    kind: dict[str, Any],
+    service_id: str,
+    tab: str = "overview",
+    page: int = 1,
 ) -> dict[str, Any]:
     base = f"/api/projects/{project_id}/{kind['path']}/{service_id}"
     project = await api.get(f"/api/projects/{project_id}")
     service, deployments, previews = await asyncio.gather(
         api.get(base), api.get(f"{base}/deployments"), api.get(f"{base}/previews")
     )
-    return {
+    context = {
         "project": project,
         "kind": kind,
         "service": service,
+        "tab": tab,
         "deployments": deployments["deployments"],
+        "live_deployment": next(
+            (d for d in deployments["deployments"] if d["status"] == "running"), None
+        ),
         "previews": previews["previews"],
+        "deployments_page": _paged(deployments["deployments"], page, DEPLOYMENTS_PER_PAGE),
+        "previews_page": _paged(previews["previews"], page, PREVIEWS_PER_PAGE),
     }
+    if tab == "environment":
+        # The editor compares this with the version it was loaded at (dashboard.js).
+        _, context["env_etag"] = await api.get_versioned(f"{base}/environment")
+    return context
 
 
 # How often a followed log is read again, and how many lines a follower starts with.
@@ -348,6 +548,7 @@ async def service_logs_stream(
     service_id: str,
     api: DashboardApi,
     preview: str | None = None,
+    lines: int = LOGS_FIRST_LINES,
 ) -> Response:
     """A service's (or a preview's) log lines as Server-Sent Events: first `reset` with the
     newest lines, then `lines` with each new line once, for as long as the browser listens.
@@ -362,7 +563,7 @@ async def service_logs_stream(
         if preview:
             path = f"{path}/previews/{quote(preview, safe='')}"
         path = f"{path}/logs"
-        first = await api.get(path, limit=LOGS_FIRST_LINES)
+        first = await api.get(path, limit=lines if lines in LOG_LINE_CHOICES else LOGS_FIRST_LINES)
     except ApiRefused as refused:
         return _refusal_page(request, refused, partial=True)
     follower = LogFollower()
@@ -414,7 +615,17 @@ def _event(name: str, data: str) -> str:
 
 
 @router.get("/settings", response_class=HTMLResponse)
-async def settings_page(request: Request, api: DashboardApi) -> Response:
+async def settings_page(
+    request: Request,
+    api: DashboardApi,
+    account_id: str | None = None,
+    role_name: str | None = None,
+) -> Response:
+    """The organization's settings. In the sandbox, the stack's page comes back here with the
+    `account_id` and `role_name` it launched (`capstan.dev.setup_page`), and the connect form
+    is filled in with them; AWS's console has no way back, so there the person copies them."""
+    sandbox = request.app.state.settings.cloud is CloudMode.sandbox
+
     async def load(api: Api) -> dict[str, Any]:
         tokens, connection, installations = await asyncio.gather(
             api.get("/api/api_tokens"),
@@ -426,10 +637,17 @@ async def settings_page(request: Request, api: DashboardApi) -> Response:
                 f"/api/git_host/installations/{installation['installation_id']}/repositories"
             )
             installation["repositories"] = listed["repositories"]
+        launch_url = connection["setup_url"]
+        if sandbox and launch_url:
+            launch_url += "&" + urlencode({"return_to": "/settings"})
         return {
             "tokens": tokens["api_tokens"],
             "connection": connection,
             "installations": installations["installations"],
+            "launch_url": launch_url,
+            "launched": {"account_id": account_id, "role_name": role_name}
+            if sandbox and account_id and role_name
+            else None,
         }
 
     return await _page(request, api, "settings.html", load)

@@ -49,7 +49,13 @@ def _chart(points: list[dict[str, Any]], *, percent: bool) -> dict[str, Any]:
         coordinates.append(f"{x:.1f},{y:.1f}")
     if len(coordinates) == 1:  # one point: a flat line to show its level
         coordinates.insert(0, f"0,{coordinates[0].split(',')[1]}")
-    return {"points": " ".join(coordinates), "latest": values[-1], "top": top}
+    end = int(stamps[-1].timestamp())
+    return {"points": " ".join(coordinates), "latest": values[-1], "top": top, "end": end}
+
+
+def _epoch(timestamp: str) -> int:
+    """An ISO 8601 time as seconds since 1970, as the charts' time axis counts."""
+    return int(datetime.fromisoformat(timestamp).timestamp())
 
 
 def _number(value: float) -> str:
@@ -80,3 +86,5 @@ templates.env.globals.update(
     chart=_chart, chart_size=(CHART_WIDTH, CHART_HEIGHT), metric_labels=METRIC_LABELS
 )
 templates.env.filters["number"] = _number
+templates.env.filters["epoch"] = _epoch
+templates.env.globals.update(uplot="uPlot-1.6.32")

@@ -14,6 +14,7 @@ from capstan.cloud.databases import (
     MIN_STORAGE_GB,
 )
 from capstan.schemas import SPEND_UNAVAILABLE, Request, Response, stripped_not_blank
+from capstan.validation import pattern
 
 Name = Annotated[
     str,
@@ -22,7 +23,16 @@ Name = Annotated[
 ]
 # PostgreSQL identifiers RDS accepts for the first database and the master user: a letter, then
 # letters, digits or underscores. Names RDS or PostgreSQL reserve are refused by the service.
-Identifier = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,62}$", examples=["app"])]
+Identifier = Annotated[
+    str,
+    Field(
+        pattern=pattern(
+            r"^[a-z][a-z0-9_]{0,62}$",
+            "lowercase letters, digits and underscores, starting with a letter (at most 63)",
+        ),
+        examples=["app"],
+    ),
+]
 StorageGb = Annotated[
     int,
     Field(

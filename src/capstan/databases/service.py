@@ -137,7 +137,7 @@ async def check_create(
 async def create(
     session: AsyncSession, caller: Principal, project_id: str, body: DatabaseCreate
 ) -> Database:
-    project = await projects.get(session, caller, project_id)
+    project = await projects.get_live(session, caller, project_id)
     version = await check_create(session, caller, project.id, body)
     return await KIT.add(
         session,

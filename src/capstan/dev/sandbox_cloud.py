@@ -32,4 +32,4 @@ def start_sandbox_cloud(**options: Any) -> server.SandboxCloud:
 
 def run_sandbox_cloud(host: str, port: int, **knobs: float) -> None:
     """`capstan_sandbox.cloud.server.run_sandbox_cloud` serving Capstan (`capstan sandbox`)."""
-    server.run_sandbox_cloud(host, port, product=CAPSTAN, **knobs)
+    server.run_sandbox_cloud(host, port, product=CAPSTAN, state_dir=None, **knobs)

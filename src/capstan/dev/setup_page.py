@@ -11,16 +11,19 @@ organization, as possession of the link does in AWS.
   `GET /api/cloud_account/template` returns) as stack `capstan-access` in the organization's
   sandbox account and answers `{account_id, role_name, role_arn}` from the stack's outputs —
   what the customer then gives to `POST /api/cloud_account/verification`. Idempotent.
+- With `&return_to=<a path of this server>` (the dashboard's settings page sends one), both keep
+  it, and the POST answers a redirect to that path with `account_id` and `role_name` in its query
+  string instead, so the page fills them in. AWS's console has no such return: dev only.
 """
 
 from __future__ import annotations
 
 import html
 from typing import Annotated
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
 from capstan.cloud import Cloud, CloudError
@@ -34,6 +37,7 @@ SETUP_PATH = service.SANDBOX_SETUP_PATH
 router = APIRouter(tags=["sandbox"], include_in_schema=False)
 
 ExternalIdQuery = Annotated[str, Query(min_length=1, max_length=1224)]
+ReturnToQuery = Annotated[str | None, Query(max_length=2048)]
 
 
 class SandboxStackOut(BaseModel):
@@ -42,16 +46,41 @@ class SandboxStackOut(BaseModel):
     role_arn: str
 
 
+def _own_path(return_to: str | None) -> str | None:
+    """`return_to` when it is a path of this server, else None: the page never sends the
+    stack's outputs to another site (browsers read `//host` and `/\\host` as another host)."""
+    if return_to is None:
+        return None
+    parts = urlsplit(return_to)
+    if (
+        not return_to.startswith("/")
+        or return_to[1:2] in ("/", "\\")
+        or parts.scheme
+        or parts.netloc
+        or parts.fragment
+        or any(c == "\\" or ord(c) < 0x21 or ord(c) == 0x7F for c in return_to)
+    ):
+        return None
+    return return_to
+
+
 @router.get(SETUP_PATH, response_class=HTMLResponse)
-async def setup_page(external_id: ExternalIdQuery) -> str:
-    action = f"{SETUP_PATH}?{urlencode({'external_id': external_id})}"
+async def setup_page(external_id: ExternalIdQuery, return_to: ReturnToQuery = None) -> str:
+    query = {"external_id": external_id}
+    back = _own_path(return_to)
+    if back is not None:
+        query["return_to"] = back
+    action = f"{SETUP_PATH}?{urlencode(query)}"
     return _PAGE.format(action=html.escape(action, quote=True))
 
 
 @router.post(SETUP_PATH, response_model=SandboxStackOut)
 async def launch_role_stack(
-    external_id: ExternalIdQuery, session: DbSession, request: Request
-) -> SandboxStackOut:
+    external_id: ExternalIdQuery,
+    session: DbSession,
+    request: Request,
+    return_to: ReturnToQuery = None,
+) -> SandboxStackOut | Response:
     connection = await service.find_by_external_id(session, external_id)
     if connection is None:
         raise NotFound(
@@ -73,9 +102,14 @@ async def launch_role_stack(
         raise ApiError(
             f"The sandbox could not launch the stack: {error.message}", code="sandbox_stack_failed"
         ) from error
-    return SandboxStackOut(
+    stack = SandboxStackOut(
         account_id=outputs["AccountId"], role_name=outputs["RoleName"], role_arn=outputs["RoleArn"]
     )
+    back = _own_path(return_to)
+    if back is None:
+        return stack
+    filled = urlencode({"account_id": stack.account_id, "role_name": stack.role_name})
+    return RedirectResponse(f"{back}{'&' if '?' in back else '?'}{filled}", status_code=303)
 
 
 _PAGE = """<!doctype html>
@@ -85,7 +119,8 @@ _PAGE = """<!doctype html>
 <p>This page stands in for the AWS console. In AWS you would launch Capstan's CloudFormation
 stack in your own account; here the button launches the same template in a sandbox account made
 for your organization. The answer holds the <code>account_id</code> and <code>role_name</code>
-to give to <code>POST /api/cloud_account/verification</code>.</p>
+to give to <code>POST /api/cloud_account/verification</code> (from Capstan's settings page, you
+are taken back there with both filled in).</p>
 <form method="post" action="{action}">
 <button type="submit">Create stack</button>
 </form>

@@ -51,6 +51,7 @@ from capstan.git_host.errors import (
 from capstan.git_host.kept_tokens import KeptTokens, token_scope
 from capstan.git_host.payloads import (
     BranchPayload,
+    CommitRef,
     Installation,
     InstallationPage,
     InstallationPayload,
@@ -285,18 +286,23 @@ class GitHubAppClient:
         return await self._with_token(installation_id, None, {"metadata": "read"}, read)
 
     async def branch_head(self, installation_id: int, repo: str, branch: str) -> str:
-        """The commit sha at the head of `branch` of `repo` ("owner/name"), read with a token
-        scoped to that one repository (`contents: read`, the one a build of it is handed)."""
+        """The commit sha at the head of `branch` of `repo` ("owner/name")."""
+        return (await self.branch_head_commit(installation_id, repo, branch)).sha
+
+    async def branch_head_commit(self, installation_id: int, repo: str, branch: str) -> CommitRef:
+        """The commit at the head of `branch` of `repo` ("owner/name"): its sha and, as the git
+        host gives it, its message; read with a token scoped to that one repository
+        (`contents: read`, the one a build of it is handed)."""
         name = repo.split("/", 1)[1]
 
-        async def head(token: InstallationToken) -> str:
+        async def head(token: InstallationToken) -> CommitRef:
             try:
                 response = await self._send(
                     "GET", f"/repos/{repo}/branches/{quote(branch, safe='')}", bearer=token.token
                 )
             except GitHostNotFound as error:
                 raise GitHostNotFound(f"{repo} has no branch {branch!r}.") from error
-            return parse(BranchPayload, response).commit.sha
+            return parse(BranchPayload, response).commit
 
         return await self._with_token(installation_id, [name], {"contents": "read"}, head)
 

@@ -90,8 +90,14 @@ class RepositoryPage(Payload):
     repositories: list[RepositoryPayload]
 
 
+class CommitDetails(Payload):
+    message: str
+
+
 class CommitRef(Payload):
     sha: str
+    # GitHub's branch answer nests the commit itself (its message) under `commit`.
+    commit: CommitDetails | None = None
 
 
 class BranchPayload(Payload):

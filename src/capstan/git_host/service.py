@@ -134,7 +134,8 @@ class GitHostNotSetUp(ApiError):
     )
 
 
-def _api_error(error: GitHostError) -> ApiError:
+def api_error(error: GitHostError) -> ApiError:
+    """The answer for a git host call that failed: 502 unavailable (try again) or refused."""
     if isinstance(error, GitHostNotConfigured):
         return GitHostNotSetUp()
     if error.retryable:
@@ -187,7 +188,7 @@ async def start_setup(
     try:
         return StartedSetup(git_host.install_url(state), browser_binding)
     except GitHostError as error:
-        raise _api_error(error) from error
+        raise api_error(error) from error
 
 
 async def complete_setup(
@@ -282,7 +283,7 @@ async def complete_setup(
         return _dashboard(settings, git_host_error="installation_not_found")
     except GitHostError as error:
         log.warning("installation %s not confirmed: %s", installation_id, error.message)
-        return _dashboard(settings, git_host_error=_api_error(error).code)
+        return _dashboard(settings, git_host_error=api_error(error).code)
 
     await _record(session, setup_state.organization_id, installation)
     await session.execute(
@@ -325,7 +326,7 @@ async def _prove_installation(
         return "git_host_user_authorization_not_configured"
     except GitHostError as error:
         log.warning("installation %s not proven: %s", installation_id, error.message)
-        return _api_error(error).code
+        return api_error(error).code
     if installation_id not in accessible:
         log.warning(
             "installation %s not recorded: the user who came back from the git host cannot "
@@ -380,7 +381,7 @@ async def add_installation(
             f"The git host no longer has installation {installation_id}; install the app again."
         ) from error
     except GitHostError as error:
-        raise _api_error(error) from error
+        raise api_error(error) from error
     record = await _record(session, caller.organization_id, installation)
     await session.execute(
         update(GitHostSetup)
@@ -439,7 +440,7 @@ async def list_repositories(
             f"The git host no longer has installation {installation_id}; install the app again."
         ) from error
     except GitHostError as error:
-        raise _api_error(error) from error
+        raise api_error(error) from error
 
 
 async def _record(

@@ -36,6 +36,7 @@ def networked_kind(
         models=(kit.model,),
         reconcilers=reconcilers,
         dependents={label or name: kit.count_in_project},
+        delete_in_project=kit.delete_in_project,
         network_users=kit.count_in_project if in_network else None,
         on_network_ready=kit.wake_waiting if in_network else None,
         on_network_failed=kit.fail_waiting if in_network else None,

@@ -212,6 +212,19 @@ class Kit(Generic[RowT, DriverT]):
         await self.enqueue(session, row)
         return row
 
+    async def delete_in_project(self, session: AsyncSession, project_id: str) -> None:
+        """Every row of the project not yet being deleted, deleted as DELETE does with its
+        defaults (a project deleted with its resources); a row a concurrent change moved first
+        is left to the project's next pass."""
+        rows = await session.scalars(
+            select(self.model).where(
+                self.model.project_id == project_id, self.model.status != DELETING
+            )
+        )
+        for row in list(rows):
+            if await self.states.move_latest(session, row, "delete", deleted_at=utcnow()):
+                await self.enqueue(session, row)
+
     # -- the cloud, for the reconciler and the live reads -----------------------------------
 
     def driver_for(

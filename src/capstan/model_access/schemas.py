@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import Discriminator, Field, Tag
 
 from capstan.schemas import Request, Response
+from capstan.validation import pattern
 
 MAX_MODELS = 100
 ModelId = Annotated[
@@ -20,12 +21,21 @@ ModelId = Annotated[
     Field(
         min_length=1,
         max_length=256,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9.:_/-]*$",
+        pattern=pattern(
+            r"^[A-Za-z0-9][A-Za-z0-9.:_/-]*$",
+            "a model id: letters, digits and . : _ / -, starting with a letter or digit",
+        ),
         examples=["anthropic.claude-3-haiku-20240307-v1:0"],
     ),
 ]
 ModelIds = Annotated[list[ModelId], Field(max_length=MAX_MODELS)]
-Region = Annotated[str, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$", examples=["us-east-1"])]
+Region = Annotated[
+    str,
+    Field(
+        pattern=pattern(r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$", "an AWS region name such as us-east-1"),
+        examples=["us-east-1"],
+    ),
+]
 
 
 class ModelAccessConfiguration(Request):

@@ -1,6 +1,6 @@
 """The project network as a kind: its reconcilers (the project's network, and the network an
-account's projects share in a region), and the network itself keeps a project from being
-deleted while it is still being removed from the cloud."""
+account's projects share in a region); a deleted project stays `deleting` while its network is
+still being removed from the cloud (the network never refuses a project's deletion)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _reconcilers(runtime: Runtime) -> Sequence[Reconciler]:
 KIND = ResourceKind(
     name="project_network",
     reconcilers=_reconcilers,
-    dependents={
+    teardown={
         "network still being removed": still_exists,
         "shared network still being checked": being_removed,
     },

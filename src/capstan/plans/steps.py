@@ -22,6 +22,7 @@ from capstan.errors import ApiError, BadRequest, ValidationFailed
 from capstan.model_access.models import ModelAccess
 from capstan.plans.schemas import Change, DatabaseRef, FromEnv, Plan
 from capstan.projects.models import Project
+from capstan.validation import sentence, summary
 
 # The file's sections of services, their stored kinds, and the API's bodies for each.
 SERVICE_SECTIONS = (
@@ -111,16 +112,13 @@ def environment_variables(variables: list[dict[str, Any]]) -> list[dict[str, Any
     try:
         validated = app_schemas.Environment.model_validate({"environment": variables})
     except ValidationError as error:
-        details = [
-            {
-                "field": _variable_field(variables, problem["loc"]),
-                "type": problem["type"],
-                "message": problem["msg"],
-            }
-            for problem in error.errors()
-        ]
-        fields = ", ".join(dict.fromkeys(detail["field"] for detail in details))
-        raise ValidationFailed(f"Invalid value for {fields}.", details=details) from None
+        details = []
+        for problem in error.errors():
+            where = _variable_field(variables, problem["loc"])
+            details.append(
+                {"field": where, "type": problem["type"], "message": sentence(problem, where)}
+            )
+        raise ValidationFailed(summary(details), details=details) from None
     environment: list[dict[str, Any]] = validated.model_dump()["environment"]
     return environment
 

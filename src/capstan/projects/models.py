@@ -46,6 +46,9 @@ class Project(Base):
     # `max_previews` at once in the project.
     preview_ttl_hours: Mapped[int | None] = mapped_column(Integer)
     max_previews: Mapped[int] = mapped_column(Integer, default=20, server_default="20")
+    # The finalizer mark of a project deleted while things of it were still in the cloud: it
+    # shows `deleting` until its reconciler (`projects/reconcile.py`) sees them gone.
+    deleting_since: Mapped[datetime | None]
     created_at: Mapped[datetime] = created_at_column()
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

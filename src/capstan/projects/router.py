@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from fastapi import Response, status
+from typing import Annotated
+
+from fastapi import Query, Response, status
 
 from capstan.auth.principal import Caller
 from capstan.db import DbSession
@@ -50,8 +52,8 @@ async def get_project(project_id: str, caller: Caller, session: DbSession) -> Re
 
 
 # The reads answer the bytes the service rendered, as the response_model's rules say.
-def _json(body: bytes) -> Response:
-    return Response(body, media_type="application/json")
+def _json(body: bytes, status_code: int = status.HTTP_200_OK) -> Response:
+    return Response(body, status_code=status_code, media_type="application/json")
 
 
 @router.patch(
@@ -77,10 +79,36 @@ async def update_project(
     "/{project_id}",
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,
-    summary="Delete an empty project",
+    summary="Delete a project (with its resources, if asked)",
+    responses={
+        202: {
+            "model": ProjectOut,
+            "description": "The project is `deleting`: its resources and its network are "
+            "being removed from the cloud, then it goes.",
+        }
+    },
 )
 async def delete_project(
-    project_id: str, caller: Caller, session: DbSession, kinds: AppKinds
+    project_id: str,
+    caller: Caller,
+    session: DbSession,
+    kinds: AppKinds,
+    with_resources: Annotated[
+        bool,
+        Query(
+            description="Delete every web server, worker, static website, cache, database "
+            "(with a final snapshot), bucket and the certificate of the project too; without "
+            "it, a project that still has any is 409 `project_not_empty`."
+        ),
+    ] = False,
 ) -> Response:
-    await service.delete(session, caller, project_id, kinds=kinds)
-    return Response(status_code=status.HTTP_204_NO_CONTENT)
+    deleting = await service.delete(
+        session, caller, project_id, kinds=kinds, with_resources=with_resources
+    )
+    if deleting is None:
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    await session.refresh(deleting)
+    return _json(
+        ProjectOut.model_validate(deleting).model_dump_json(exclude_none=True).encode(),
+        status.HTTP_202_ACCEPTED,
+    )

@@ -1,14 +1,18 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, computed_field, model_serializer
 from pydantic.json_schema import SkipJsonSchema
 
 from capstan.schemas import Label100, Request, Response
+from capstan.validation import pattern
 
-HOSTNAME_SUFFIX_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
+HOSTNAME_SUFFIX_PATTERN = pattern(
+    r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$",
+    "lowercase letters, digits and hyphens, starting and ending with a letter or digit",
+)
 
 ProjectName = Label100
 HostnameSuffix = Annotated[
@@ -81,8 +85,18 @@ class ProjectListItem(Response):
         default=None, description="Present once HTTPS provisioning has started."
     )
     certificate_arn: str | None = None
+    deleting_since: datetime | None = Field(
+        default=None,
+        description="Present while the project is being deleted: its resources and its network "
+        "are being removed from the cloud, then the project goes.",
+    )
     created_at: datetime
     updated_at: datetime
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def status(self) -> Literal["active", "deleting"]:
+        return "active" if self.deleting_since is None else "deleting"
 
 
 class ProjectOut(ProjectListItem):

@@ -8,6 +8,7 @@ when the project is not the caller's, and the rows oldest first.
 
 from __future__ import annotations
 
+from functools import cache, partial
 from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Select, and_, bindparam, select
@@ -30,22 +31,38 @@ async def get_in_project(
     model: type[RowT],
     row_id: str,
     not_found: str,
-    *where: ColumnElement[bool],
 ) -> RowT:
-    """The row `row_id` of `model` in the caller's project (and meeting `where`), else
-    `NotFound(not_found)`."""
-    table: Any = model
-    row = await session.scalar(
-        select(model).where(
-            table.id == row_id,
-            table.project_id == project_id,
-            table.organization_id == caller.organization_id,
-            *where,
-        )
-    )
+    """The row `row_id` of `model` in the caller's project, else `NotFound(not_found)`."""
+    statement = _row_in_project(model)
+    return await one_in_project(session, caller, project_id, statement, row_id, not_found)
+
+
+async def one_in_project(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    statement: Select[RowT],
+    row_id: str,
+    not_found: str,
+) -> RowT:
+    """The row of a `row_in_project` statement, else `NotFound(not_found)`."""
+    ids = {"row_id": row_id, "project_id": project_id, "organization_id": caller.organization_id}
+    row = await session.scalar(statement, ids)
     if row is None:
         raise NotFound(not_found)
     return row
+
+
+def row_in_project(model: type[RowT], *where: ColumnElement[bool]) -> Select[RowT]:
+    """`model`'s row (meeting `where`) by `row_id`, `project_id` and `organization_id`; built
+    once per kind, a request pays for neither building it nor its cache key."""
+    table: Any = model
+    return select(model).where(
+        table.id == bindparam("row_id"),
+        table.project_id == bindparam("project_id"),
+        table.organization_id == bindparam("organization_id"),
+        *where,
+    )
 
 
 async def list_in_project(
@@ -57,7 +74,7 @@ async def list_in_project(
 ) -> list[RowT]:
     """The rows of `model` in the caller's project (meeting `where`), oldest first; the project's
     404 when it is not the caller's."""
-    statement = project_and_rows(Project.id, model, *where)
+    statement = project_and_rows(Project.id, model, *where) if where else _rows_in_project(model)
     rows = await rows_of_project(session, caller, project_id, statement)
     return [row for _, row in rows if row is not None]
 
@@ -86,6 +103,11 @@ def project_and_rows(
         )
         .order_by(table.created_at, table.id)
     )
+
+
+# The statements of the kinds that add no `where`, each built once.
+_row_in_project = cache(row_in_project)
+_rows_in_project = cache(partial(project_and_rows, Project.id))
 
 
 async def rows_of_project(

@@ -14,11 +14,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan import registry
 from capstan.auth.principal import Principal
 from capstan.cloud import certificates
-from capstan.db import flush_unique
+from capstan.db import flush_unique, utcnow
 from capstan.errors import (
     BadRequest,
     HostnameSuffixTaken,
     NotFound,
+    ProjectDeleting,
     ProjectNotEmpty,
     ValidationFailed,
 )
@@ -31,6 +32,7 @@ from capstan.projects.schemas import (
     ProjectOut,
     ProjectUpdate,
 )
+from capstan.reconcile.queue import enqueue
 from capstan.registry import ResourceKind
 
 
@@ -41,6 +43,8 @@ def known_regions() -> frozenset[str]:
 
 
 NO_SUCH_PROJECT = "No such project."
+# The queue kind of a project's deletion (`projects/reconcile.py`).
+QUEUE_KIND = "project"
 
 # The reads' statements are of the table's columns, not the mapped class's: Core statements (no
 # ORM compile state, autoflush or row loading).
@@ -172,7 +176,7 @@ async def update(
 ) -> Project:
     """Rename, change the hostname suffix (every kind hears of it: their hostnames move), the
     git settings or the preview settings (expiry, limit)."""
-    project = await get(session, caller, project_id)
+    project = await get_live(session, caller, project_id)
     if body.name is not None:
         project.name = body.name
     old_suffix = project.hostname_suffix
@@ -209,17 +213,73 @@ def _apply_git_settings(project: Project, settings: GitSettingsUpdate | None) ->
         project.delete_previews_on_branch_delete = settings.delete_previews_on_branch_delete
 
 
-async def delete(
-    session: AsyncSession, caller: Principal, project_id: str, *, kinds: Sequence[ResourceKind]
-) -> None:
-    """Only an empty project goes: refused while any kind still counts rows in it."""
+async def get_live(session: AsyncSession, caller: Principal, project_id: str) -> Project:
+    """The caller's project for a change to it or a new resource in it: refused while it is
+    being deleted (its reconciler would otherwise chase what keeps being added)."""
     project = await get(session, caller, project_id)
-    remaining = await registry.dependents_in_project(kinds, session, project.id)
-    if remaining:
-        listed = ", ".join(f"{kind}: {n}" for kind, n in sorted(remaining.items()))
-        raise ProjectNotEmpty(f"The project still has resources ({listed}); delete them first.")
+    if project.deleting_since is not None:
+        raise ProjectDeleting()
+    return project
+
+
+async def delete(
+    session: AsyncSession,
+    caller: Principal,
+    project_id: str,
+    *,
+    kinds: Sequence[ResourceKind],
+    with_resources: bool = False,
+) -> Project | None:
+    """Delete a project: None when it is gone at once; else the project, `deleting` until its
+    reconciler has seen everything of it removed from the cloud.
+
+    Without `with_resources`, refused while any kind still counts rows in it (listed by kind);
+    with it, every kind deletes its rows first. What Capstan made on its own (the project's
+    network) never refuses it: it goes with the project."""
+    project = await get(session, caller, project_id)
+    if project.deleting_since is None:
+        if with_resources:
+            await registry.delete_in_project(kinds, session, project.id)
+        else:
+            remaining = await registry.dependents_in_project(kinds, session, project.id)
+            if remaining:
+                listed = ", ".join(f"{kind}: {n}" for kind, n in sorted(remaining.items()))
+                raise ProjectNotEmpty(
+                    f"The project still has resources ({listed}); delete them first, or delete "
+                    "the project with them (?with_resources=true)."
+                )
+    if not await _left(session, project.id, kinds):
+        await session.delete(project)
+        await session.flush()
+        return None
+    project.deleting_since = project.deleting_since or utcnow()
+    await enqueue(session, QUEUE_KIND, project.id)
+    await session.flush()
+    return project
+
+
+async def _left(session: AsyncSession, project_id: str, kinds: Sequence[ResourceKind]) -> bool:
+    """Whether anything of the project is still in the database or the cloud."""
+    return bool(
+        await registry.dependents_in_project(kinds, session, project_id)
+        or await registry.teardown_in_project(kinds, session, project_id)
+    )
+
+
+async def remove_when_empty(
+    session: AsyncSession, project_id: str, kinds: Sequence[ResourceKind]
+) -> bool:
+    """A pass over a project being deleted: what was added to it meanwhile is deleted too, and
+    the project goes once nothing of it is left; True when it is gone (or never was)."""
+    project = await session.get(Project, project_id)
+    if project is None or project.deleting_since is None:
+        return True
+    await registry.delete_in_project(kinds, session, project_id)
+    if await _left(session, project_id, kinds):
+        return False
     await session.delete(project)
     await session.flush()
+    return True
 
 
 async def _flush_suffix(session: AsyncSession, suffix: str | None) -> None:

@@ -24,8 +24,8 @@ function say(text, { alert = false } = {}) {
   window.setTimeout(() => { region.textContent = text; }, 30);
 }
 
-export async function callApi(method, path, body) {
-  const headers = { Accept: "application/json", "X-CSRF-Token": csrfToken() };
+export async function callApi(method, path, body, extraHeaders = {}) {
+  const headers = { Accept: "application/json", "X-CSRF-Token": csrfToken(), ...extraHeaders };
   const init = { method, headers, credentials: "same-origin" };
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
@@ -84,8 +84,9 @@ function environmentRows(form) {
     .filter((row) => !row.closest("template"))
     .map((row) => {
       const name = row.querySelector(".env-name").value.trim();
-      // A reference to a database is kept as it is (its value is resolved by the cloud).
-      const database = row.dataset.database;
+      // A reference to a database is kept as it is (its value is resolved by the cloud); a new
+      // one names the database chosen in its row.
+      const database = row.dataset.database || row.querySelector(".env-database")?.value;
       if (database) return { name, value_from: { database } };
       return { name, value: row.querySelector(".env-value").value };
     })
@@ -134,7 +135,16 @@ function fieldErrorElement(scope, field) {
 function showError(scope, result) {
   const data = result.data ?? {};
   let message = data.message || `The request failed (${result.status}).`;
-  if (result.status === 401) message = "Your session has ended. Sign in again.";
+  // Only a page behind a session can have lost it: a 401 from signing in is a wrong credential.
+  const signingIn = scope.closest?.("[data-signs-in]");
+  const sessionEnded = result.status === 401 && !signingIn;
+  if (sessionEnded) message = "Your session has ended. Sign in again.";
+  else if (result.status === 401) message = data.message || "The email or password is wrong.";
+  if (result.status === 412 && scope.dataset?.body === "environment") {
+    message = "The environment changed since this editor was loaded (a rollback or another " +
+      "save), so nothing was saved. The editor now shows the current variables.";
+    reloadEditor({ announce: false });
+  }
   for (const detail of data.details ?? []) {
     if (!detail.field) continue;
     const element = fieldErrorElement(scope, detail.field);
@@ -146,7 +156,16 @@ function showError(scope, result) {
   const formError = scope.querySelector?.(".form-error");
   if (formError) formError.textContent = message;
   say(message, { alert: true });
-  if (result.status === 401) window.setTimeout(() => window.location.assign("/sign-in"), 1500);
+  if (signingIn && result.status === 401) {
+    const password = scope.querySelector('input[type="password"]');
+    password?.setAttribute("aria-invalid", "true");
+    password?.select();
+    password?.focus();
+  }
+  if (sessionEnded) {
+    const here = window.location.pathname + window.location.search;
+    window.setTimeout(() => window.location.assign(`/sign-in?next=${encodeURIComponent(here)}`), 1500);
+  }
 }
 
 function fill(template, data) {
@@ -177,6 +196,7 @@ function afterSuccess(element, result) {
     if (element.tagName === "FORM" && element.dataset.body !== "environment") element.reset();
     if (element.dataset.body === "environment") {
       element.dataset.original = environmentRows(element).map((v) => v.name).join("\n");
+      reloadEditor({ announce: false }); // its new version, for the next save's If-Match
     }
     document.body.dispatchEvent(new CustomEvent("capstan:changed"));
   } else if (then.startsWith("goto:")) {
@@ -207,7 +227,9 @@ async function run(element, method, path, body) {
   }
   if (element.dataset.confirm && !window.confirm(element.dataset.confirm)) return;
   element.setAttribute("aria-busy", "true");
-  const result = await callApi(method, path, body);
+  // The environment saves only over the version it shows (412 if it changed meanwhile).
+  const ifMatch = element.dataset.ifMatch ? { "If-Match": element.dataset.ifMatch } : {};
+  const result = await callApi(method, path, body, ifMatch);
   element.removeAttribute("aria-busy");
   if (result.ok) afterSuccess(element, result);
   else showError(element.tagName === "FORM" ? element : scope, result);
@@ -247,7 +269,8 @@ document.addEventListener("click", (event) => {
   const add = target?.closest("[data-add-row]");
   if (add) {
     const form = add.closest("form");
-    const row = form.querySelector("template#env-row").content.firstElementChild.cloneNode(true);
+    const template = form.querySelector(`template#${add.dataset.addRow || "env-row"}`);
+    const row = template.content.firstElementChild.cloneNode(true);
     form.querySelector(".env-rows").append(row);
     row.querySelector(".env-name").focus();
     return;
@@ -262,18 +285,10 @@ document.addEventListener("click", (event) => {
     );
     return;
   }
-  const logsOf = target?.closest("[data-logs-of]");
-  if (logsOf) {
-    const source = document.getElementById("logs-source");
-    if (source) {
-      // A preview made after the page loaded is not among the choices yet.
-      if (![...source.options].some((option) => option.value === logsOf.dataset.logsOf)) {
-        source.append(new Option(logsOf.dataset.logsLabel, logsOf.dataset.logsOf));
-      }
-      source.value = logsOf.dataset.logsOf;
-      source.dispatchEvent(new Event("change", { bubbles: true }));
-      document.getElementById("logs")?.scrollIntoView({ block: "nearest" });
-    }
+  const reload = target?.closest("[data-reload-editor]");
+  if (reload) {
+    reloadEditor({ announce: true });
+    return;
   }
 });
 
@@ -339,8 +354,108 @@ function followLogs() {
       say(event.data, { alert: true });
     });
   };
+  const chosen = new URL(window.location.href).searchParams.get("preview");
+  if (chosen && [...source.options].some((option) => option.value === chosen)) source.value = chosen;
   source.addEventListener("change", start);
   follow.addEventListener("change", () => (follow.checked ? start() : stream?.close()));
   start();
 }
 followLogs();
+
+// The environment editor follows the environment's version: the polled part of the page carries
+// the version now stored (data-env-etag); when it differs from the one the editor was loaded at
+// (a rollback, another person's save), the editor is loaded again, or, when it holds unsaved
+// edits, says so and offers to load it. Saving goes with If-Match either way.
+async function reloadEditor({ announce }) {
+  const editor = document.getElementById("environment-editor");
+  if (!editor?.dataset.editorSrc) return;
+  let response;
+  try {
+    response = await fetch(editor.dataset.editorSrc, { credentials: "same-origin" });
+  } catch {
+    return;
+  }
+  if (!response.ok) return;
+  const holder = document.createElement("div");
+  holder.innerHTML = await response.text();
+  const fresh = holder.querySelector("#environment-editor");
+  if (!fresh) return;
+  editor.replaceWith(fresh);
+  if (announce) say("The environment changed (a rollback or another save); the editor shows it now.");
+}
+
+document.addEventListener("input", (event) => {
+  const form = event.target instanceof Element ? event.target.closest("form[data-body=environment]") : null;
+  if (form) form.dataset.dirty = "true";
+});
+
+document.addEventListener("htmx:afterSwap", () => {
+  const live = document.getElementById("service-live");
+  const form = document.querySelector("#environment-editor form[data-body=environment]");
+  const current = live?.dataset.envEtag;
+  if (!form || !current || current === form.dataset.ifMatch) return;
+  if (form.dataset.dirty !== "true") {
+    reloadEditor({ announce: true });
+    return;
+  }
+  const note = document.querySelector("[data-env-stale]");
+  if (note && !note.querySelector("button")) {
+    note.textContent = "The environment changed since you started editing (a rollback or another " +
+      "save); saving these edits will be refused. ";
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "small secondary";
+    button.dataset.reloadEditor = "";
+    button.textContent = "Load the current environment";
+    note.append(button);
+  }
+});
+
+// Charts: each metric's series (`data-times`, seconds since 1970, and `data-values`) drawn by
+// uPlot over the hour ending with its newest point, with a time axis in UTC and the figure's
+// unit on the value axis. Without uPlot (or script) the server's line stays.
+const UNITS = {
+  percent: (value) => `${Number(value.toFixed(1))} %`,
+  bytes: (value) => {
+    const steps = ["B", "kB", "MB", "GB", "TB"];
+    let step = 0;
+    while (Math.abs(value) >= 1000 && step < steps.length - 1) { value /= 1000; step += 1; }
+    return `${Number(value.toFixed(1))} ${steps[step]}`;
+  },
+  count: (value) => `${Number(value.toFixed(2))}`,
+};
+
+function drawChart(plot) {
+  const times = plot.dataset.times ? plot.dataset.times.split(",").map(Number) : [];
+  const values = plot.dataset.values ? plot.dataset.values.split(",").map(Number) : [];
+  const unit = UNITS[plot.dataset.unit] ?? UNITS.count;
+  const end = Number(plot.dataset.end) || Math.floor(Date.now() / 1000);
+  const width = Math.max(plot.parentElement.clientWidth, 200);
+  const options = {
+    width,
+    height: 150,
+    tzDate: (seconds) => window.uPlot.tzDate(new Date(seconds * 1000), "Etc/UTC"),
+    scales: {
+      x: { time: true, range: () => [end - 3600 + 300, end] },
+      y: { range: (_u, _min, max) => [0, plot.dataset.unit === "percent" ? 100 : Math.max(max, 1)] },
+    },
+    axes: [
+      { label: "UTC", labelSize: 16, size: 36 },
+      { values: (_u, ticks) => ticks.map(unit), size: 60 },
+    ],
+    series: [
+      { label: "Time (UTC)", value: "{YYYY}-{MM}-{DD} {HH}:{mm}" },
+      { label: plot.dataset.label, stroke: "#1d5fd1", width: 2, fill: "rgba(29,95,209,0.08)",
+        value: (_u, value) => (value == null ? "–" : unit(value)) },
+    ],
+    legend: { live: true },
+  };
+  plot.textContent = "";
+  const chart = new window.uPlot(options, [times, values], plot);
+  plot.dataset.drawn = "uplot";
+  new ResizeObserver(() => {
+    chart.setSize({ width: Math.max(plot.parentElement.clientWidth, 200), height: 150 });
+  }).observe(plot.parentElement);
+}
+
+if (window.uPlot) document.querySelectorAll(".chart-plot").forEach(drawChart);

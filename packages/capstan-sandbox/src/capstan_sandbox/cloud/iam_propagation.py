@@ -179,6 +179,40 @@ def trusts(role: Any) -> list[str]:
     return [state.trust for state in _states(role) if state.trust is not None]
 
 
+# -- kept across a restart (`persistence`) -----------------------------------------------------
+
+
+def pending() -> dict[str, Any]:
+    """The changes still propagating and the exempt roles, with times as seconds from now (this
+    module's clock starts again in another process)."""
+    with _lock:
+        at = now()
+        return {
+            "histories": {
+                key: (
+                    history.usable - at,
+                    [(ready - at, state) for ready, state in history.states],
+                )
+                for key, history in _histories.items()
+            },
+            "exempt": set(_exempt),
+        }
+
+
+def resume(kept: dict[str, Any]) -> None:
+    """Take up what `pending` answered in an earlier process: a change propagating then goes on
+    propagating for what was left of its delay."""
+    with _lock:
+        at = now()
+        _histories.clear()
+        for key, (usable, states) in kept["histories"].items():
+            _histories[key] = _History(
+                usable=usable + at, states=[(ready + at, state) for ready, state in states]
+            )
+        _exempt.clear()
+        _exempt.update(kept["exempt"])
+
+
 # -- learning of changes -----------------------------------------------------------------------
 
 
@@ -313,7 +347,9 @@ __all__ = [
     "delay",
     "install",
     "now",
+    "pending",
     "policies",
+    "resume",
     "settle",
     "settling",
     "state_of",

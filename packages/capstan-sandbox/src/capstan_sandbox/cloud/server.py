@@ -3,7 +3,8 @@ extensions installed (see the package docstring), and a count of the AWS calls i
 `GET /_capstan/stats` (see `stats`).
 
 moto keeps its state per process, in memory: every sandbox started in one process shares it, and
-it is gone when the process ends.
+it is gone when the process ends, unless the sandbox is given a directory to keep it in
+(`state_dir`, see `persistence`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
@@ -40,6 +42,14 @@ from capstan_sandbox.cloud import (
 from capstan_sandbox.cloud import cloudfront as cloudfront_extension
 from capstan_sandbox.cloud.authorization import Authorizer
 from capstan_sandbox.cloud.keep_alive import KeepAliveServer
+from capstan_sandbox.cloud.persistence import (
+    STATE_FILE,
+    Gate,
+    GateMiddleware,
+    Keeper,
+    Restored,
+    load,
+)
 from capstan_sandbox.cloud.product import Product, serve
 from capstan_sandbox.cloud.simulator import Simulator, simulator
 from capstan_sandbox.cloud.stats import CallCounter
@@ -50,11 +60,16 @@ from capstan_sandbox.cloud.validation import Validator
 class _CountingMotoServer(ThreadedMotoServer):
     """moto's threaded server with the call counter of `stats`, the IAM authorizer of
     `authorization`, AWS's API rate limits (`throttling`) and the model's constraints
-    (`validation`) in front of it, keeping its clients' connections open (`keep_alive`)."""
+    (`validation`) in front of it, keeping its clients' connections open (`keep_alive`), and,
+    when its state is kept, the gate a save closes (`persistence`)."""
+
+    gate: Gate | None = None
 
     def _server_entry(self) -> None:
         moto = DomainDispatcherApplication(create_backend_app)
         app = CallCounter(Authorizer(Throttler(Validator(moto))))
+        if self.gate is not None:
+            app = GateMiddleware(app, self.gate)  # type: ignore[assignment]
         self._server = KeepAliveServer(self._ip_address, self._port, app)
         self._server_ready_event.set()
         self._server.serve_forever()
@@ -64,6 +79,9 @@ class _CountingMotoServer(ThreadedMotoServer):
 class SandboxCloud:
     url: str
     _server: ThreadedMotoServer = field(repr=False)
+    # What restoring its kept state found (None: its state lives in memory only).
+    restored: Restored | None = None
+    _keeper: Keeper | None = field(default=None, repr=False)
     _stopped: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -77,13 +95,15 @@ class SandboxCloud:
             if self._stopped:
                 return
             self._stopped = True
-        simulator().release()
         self._server.stop()
         # ThreadedMotoServer shuts the loop down but leaves the listening socket open, and the
         # connections its clients keep (`KeepAliveServer.server_close` closes both).
         wsgi_server = getattr(self._server, "_server", None)
         if wsgi_server is not None:
             wsgi_server.server_close()
+        if self._keeper is not None:
+            self._keeper.stop()  # the last save, with no call under way
+        simulator().release()
 
 
 def install_extensions() -> None:
@@ -117,9 +137,14 @@ def start_sandbox_cloud(
     product: Product | None = None,
     build_seconds: float | None = None,
     task_start_seconds: float | None = None,
+    state_dir: Path | None = None,
     **knobs: float,
 ) -> SandboxCloud:
     """Start a sandbox cloud on `host` (a free port unless `port` is given), and its simulator.
+
+    With `state_dir`, the state saved there is restored first and kept there from then on
+    (`persistence`; one such sandbox per process, whose state it is); without it, the state
+    lives in memory only.
 
     Knobs (see `capstan_sandbox.cloud.knobs.Knobs`; seconds, 0 = at once) left None keep
     their current values — 2 s builds and task starts unless configured otherwise. They are
@@ -139,14 +164,28 @@ def start_sandbox_cloud(
     if task_start_seconds is not None:
         settings["task_start_seconds"] = task_start_seconds
     server = _CountingMotoServer(ip_address=host, port=port, verbose=False)
+    keeper = restored = None
+    if state_dir is not None:
+        restored = load(state_dir / STATE_FILE)
+        server.gate = Gate()
+        keeper = Keeper(state_dir / STATE_FILE, server.gate)
     server.start()
     simulator().acquire(**settings)
+    if keeper is not None:
+        keeper.start()
     bound_host, bound_port = server.get_host_and_port()
-    return SandboxCloud(url=f"http://{bound_host}:{bound_port}", _server=server)
+    return SandboxCloud(
+        url=f"http://{bound_host}:{bound_port}", _server=server, restored=restored, _keeper=keeper
+    )
 
 
 def run_sandbox_cloud(
-    host: str = "127.0.0.1", port: int = 4566, *, product: Product | None = None, **knobs: float
+    host: str = "127.0.0.1",
+    port: int = 4566,
+    *,
+    product: Product | None = None,
+    state_dir: Path | None = None,
+    **knobs: float,
 ) -> None:
     """Serve a sandbox cloud until interrupted (Ctrl-C or SIGTERM): `capstan sandbox`.
 
@@ -160,7 +199,9 @@ def run_sandbox_cloud(
         stopped.set()
 
     previous = signal.signal(signal.SIGTERM, stop)
-    sandbox = start_sandbox_cloud(host=host, port=port, product=product, **knobs)
+    sandbox = start_sandbox_cloud(
+        host=host, port=port, product=product, state_dir=state_dir, **knobs
+    )
     print(f"sandbox cloud at {sandbox.url}", flush=True)
     try:
         while not stopped.wait(0.5):

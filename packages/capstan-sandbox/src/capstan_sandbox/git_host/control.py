@@ -150,6 +150,7 @@ async def push(owner: str, repo: str, body: PushBody, host: Host) -> Response:
                 body.branch,
                 breaks_build=body.breaks_build,
                 force_to=body.force_to,
+                message=body.message,
             )
         )
     except RepositoryError as error:

@@ -190,7 +190,11 @@ class SandboxGitHost:
         url = f"{self.api_base}/repos/{repository.full_name}"
         return {
             "name": branch,
-            "commit": {"sha": sha, "url": f"{url}/commits/{sha}"},
+            "commit": {
+                "sha": sha,
+                "url": f"{url}/commits/{sha}",
+                "commit": {"message": repository.message_of(sha)},
+            },
             "protected": False,
             "_links": {
                 "self": f"{url}/branches/{branch}",

@@ -19,6 +19,7 @@ APP_PERMISSIONS: dict[str, str] = {"contents": "read", "metadata": "read"}
 PERMISSION_LEVELS = {"read": 1, "write": 2, "admin": 3}
 SAMPLES_OWNER = "capstan-samples"
 BROKEN_BRANCH = "broken-build"
+FIRST_COMMIT_MESSAGE = "Initial commit"
 
 
 def utcnow() -> datetime:
@@ -46,6 +47,12 @@ class SandboxRepository:
     installation_ids: list[int] | None = None
     # Commits pushed with a change that breaks the build (their `capstan-sandbox.json` says so).
     broken_commits: list[str] = field(default_factory=list)
+    # Commit sha -> its message, for the commits pushed to the sandbox (the first commit of a
+    # branch made with the repository has `FIRST_COMMIT_MESSAGE`).
+    commit_messages: dict[str, str] = field(default_factory=dict)
+
+    def message_of(self, sha: str) -> str:
+        return self.commit_messages.get(sha, FIRST_COMMIT_MESSAGE)
 
     def breaks_build(self, ref: str) -> bool:
         """Whether a build of `ref` (a commit sha or a branch name) fails."""

@@ -212,6 +212,7 @@ class SandboxStore:
         *,
         breaks_build: bool | None = None,
         force_to: str | None = None,
+        message: str = "A change pushed to the sandbox",
     ) -> Pushed | None:
         """A new commit on `branch` (created from the default branch when missing) that keeps
         the content it is made on — a broken build stays broken — unless `breaks_build` says
@@ -242,6 +243,7 @@ class SandboxStore:
             after = secrets.token_hex(20)
             repository.branches[branch] = after
             repository.commits[after] = branch
+            repository.commit_messages[after] = message
             if breaks_build:
                 repository.broken_commits.append(after)
             self._save()
@@ -445,6 +447,7 @@ def _copy(repository: SandboxRepository) -> SandboxRepository:
         branches=dict(repository.branches),
         commits=dict(repository.commits),
         broken_commits=list(repository.broken_commits),
+        commit_messages=dict(repository.commit_messages),
         installation_ids=(
             None if repository.installation_ids is None else list(repository.installation_ids)
         ),

@@ -64,6 +64,8 @@ class Simulator:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failing: set[str] = set()
+        # Held through each tick, so the state is saved between ticks (`persistence`).
+        self.ticking = threading.Lock()
         self.cost = cost.Ledger()
         self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="sandbox-build")
         self.builds = codebuild.BuildRunner(self)
@@ -134,11 +136,12 @@ class Simulator:
     def tick(self) -> None:
         now = time.monotonic()
         steps = (self.builds.tick, self.ecs.tick, self.runtime.tick, self.caches.tick)
-        for step in (*steps, self.databases.tick, self.buckets.tick, self.edges.tick):
-            try:
-                step(now)
-            except Exception:  # the simulator must survive whatever moto's state holds
-                log.exception("sandbox simulator step failed")
+        with self.ticking:
+            for step in (*steps, self.databases.tick, self.buckets.tick, self.edges.tick):
+                try:
+                    step(now)
+                except Exception:  # the simulator must survive whatever moto's state holds
+                    log.exception("sandbox simulator step failed")
 
 
 _simulator: Simulator | None = None

@@ -66,6 +66,23 @@ class Ledger:
         with self._lock:
             return account_id in self._off
 
+    def state(self) -> dict[str, Any]:
+        """What the ledger holds, to be kept (`persistence`)."""
+        with self._lock:
+            return {
+                "usd": dict(self._usd),
+                "calls": dict(self._calls),
+                "off": set(self._off),
+                "tags": dict(self._tags),
+            }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        with self._lock:
+            self._usd = defaultdict(float, state["usd"])
+            self._calls = defaultdict(int, state["calls"])
+            self._off = set(state["off"])
+            self._tags = dict(state["tags"])
+
     def set_tag_status(
         self, account_id: str, key: str, *, active: bool, at: datetime | None = None
     ) -> None:

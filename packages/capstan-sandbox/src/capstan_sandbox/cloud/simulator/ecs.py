@@ -122,6 +122,33 @@ def _start_deployment(service: Any) -> None:
     )
 
 
+def tasks_ended(reason: str) -> None:
+    """The tasks of every service ended without ECS (the sandbox's process did): take them out
+    of their target groups and say so in each service's events; the scheduler then starts the
+    desired count again, as ECS replaces stopped tasks."""
+    for account_id, region, backend in each(ecs_backends):
+        for service in list(backend.services.values()):
+            if service.status != "ACTIVE":
+                continue
+            stopped = 0
+            for group, _port in Scheduler._target_groups(account_id, region, service):
+                for address in list(group.targets):
+                    group.targets.pop(address, None)
+                    _unhealthy.pop((group.arn, address), None)
+                    stopped += 1
+            stopped = max(stopped, int(service.running_count or 0))
+            service.running_count = 0
+            service.pending_count = service.desired_count
+            for deployment in service.deployments:
+                deployment.update(runningCount=0, pendingCount=deployment.get("desiredCount", 0))
+            if stopped:
+                message = f"(service {service.name}) has stopped {stopped} running tasks: {reason}."
+                service.events.insert(
+                    0, {"id": str(uuid.uuid4()), "createdAt": utcnow(), "message": message}
+                )
+                del service.events[100:]
+
+
 @dataclass
 class Task:
     id: str

@@ -1,0 +1,238 @@
+"""The dashboard's pains of issue 50 outside its layout, each in headless Chromium against a live
+`capstan server --dev`: signing in with a wrong password, a page (with rename and delete) for
+every cache, database and bucket, deleting a project with everything in it, the sandbox's
+connect flow filling itself in, and the favicon."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+
+from tests.dashboard.conftest import DevServer, connect_and_install, new_page, ok, sign_in
+
+pytestmark = pytest.mark.browser
+
+SLOW = 60_000
+WEB_REPO = "capstan-samples/hello-web"
+
+
+@pytest.fixture(scope="module")
+def page(chromium: Any, dev_server: DevServer) -> Iterator[Any]:
+    page = new_page(chromium, dev_server)
+    yield page
+    page.context.close()
+
+
+@pytest.fixture(scope="module")
+def signed_in(chromium: Any, dev_server: DevServer) -> Iterator[Any]:
+    page = new_page(chromium, dev_server)
+    sign_in(page, dev_server.email, dev_server.password)
+    yield page
+    page.context.close()
+
+
+@pytest.fixture(scope="module")
+def project(dev_server: DevServer) -> dict[str, str]:
+    """A project of this module's own, in a connected organization, made through the API."""
+    connect_and_install(dev_server)
+    with dev_server.api() as api:
+        made = ok(
+            api.post("/api/projects", json={"name": "Pains", "hostname_suffix": "pains"}), 201
+        )
+    return {"id": made["id"], "base": f"/api/projects/{made['id']}"}
+
+
+def test_a_wrong_password_keeps_the_email_and_the_next_page(
+    page: Any, dev_server: DevServer
+) -> None:
+    page.goto("/settings")
+    page.wait_for_url(re.compile(r"/sign-in\?next=%2Fsettings$"))
+    page.get_by_label("Email").fill(dev_server.email)
+    page.get_by_label("Password").fill("not the password at all")
+    page.get_by_role("button", name="Sign in").click()
+    alert = page.locator("#alert")
+    alert.filter(has_text=re.compile(r"password")).wait_for()
+    assert "session" not in alert.inner_text().lower()
+    page.wait_for_timeout(2000)  # the old page went to /sign-in after 1.5 s, dropping all
+    assert page.url.endswith("/sign-in?next=%2Fsettings")
+    assert page.get_by_label("Email").input_value() == dev_server.email
+    assert page.evaluate("document.activeElement.id") == "password"
+    assert page.get_by_label("Password").get_attribute("aria-invalid") == "true"
+    # The right password then goes where the person was going.
+    page.get_by_label("Password").fill(dev_server.password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"/settings$"))
+    page.context.clear_cookies()
+
+
+def test_an_ended_session_says_so_and_returns_to_the_page(
+    chromium: Any, dev_server: DevServer, project: dict[str, str]
+) -> None:
+    page = new_page(chromium, dev_server)
+    try:
+        sign_in(page, dev_server.email, dev_server.password)
+        page.goto(f"/projects/{project['id']}")
+        page.context.clear_cookies()  # the session ends while the page is open
+        form = page.locator("form", has=page.get_by_role("button", name="Add bucket"))
+        form.get_by_label("Bucket label").fill("after-the-end")
+        form.get_by_role("button", name="Add bucket").click()
+        page.locator("#alert").filter(has_text="Your session has ended").wait_for()
+        page.wait_for_url(re.compile(r"/sign-in\?next=%2Fprojects%2F"))
+    finally:
+        page.context.close()
+
+
+def test_every_page_has_the_favicon(page: Any, dev_server: DevServer) -> None:
+    page.goto("/sign-in")
+    href = page.locator('link[rel="icon"]').get_attribute("href")
+    assert href
+    answer = httpx.get(dev_server.base_url + href, timeout=30)
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("image/svg+xml")
+    assert "<svg" in answer.text
+
+
+def _resource(dev_server: DevServer, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    with dev_server.api() as api:
+        return dict(ok(api.post(path, json=body), 201))
+
+
+def test_a_cache_is_named_on_its_page(
+    signed_in: Any, dev_server: DevServer, project: dict[str, str]
+) -> None:
+    page = signed_in
+    cache = _resource(dev_server, f"{project['base']}/cache", {"storage_limit_mb": 256})
+    page.goto(f"/projects/{project['id']}/cache/{cache['id']}")
+    assert page.get_by_role("heading", level=1).inner_text().startswith("Cache cch_")
+    assert page.locator("[data-status]").first.get_attribute("data-status") in (
+        "creating",
+        "available",
+    )
+    page.get_by_label("Name").fill("Sessions!")
+    page.get_by_role("button", name="Rename").click()
+    error = page.locator('[data-error-for="name"]')
+    error.filter(has_text=re.compile(r"\w")).wait_for()  # the API's refusal, at the field
+    page.get_by_label("Name").fill("sessions")
+    page.get_by_role("button", name="Rename").click()
+    page.get_by_role("heading", level=1).filter(has_text="sessions").wait_for(timeout=SLOW)
+    assert page.title().startswith("sessions")
+    with dev_server.api() as api:
+        got = ok(api.get(f"{project['base']}/cache/{cache['id']}"), 200)
+    assert got["name"] == "sessions" and got["storage_limit_mb"] == 256
+
+
+def test_a_database_has_a_page_with_rename_and_delete(
+    signed_in: Any, dev_server: DevServer, project: dict[str, str]
+) -> None:
+    page = signed_in
+    database = _resource(dev_server, f"{project['base']}/databases", {"name": "main"})
+    page.goto(f"/projects/{project['id']}")
+    page.locator(f'[data-database="{database["id"]}"]').get_by_role(
+        "link", name="Metrics and cost"
+    ).click()
+    page.wait_for_url(re.compile(f"/databases/{database['id']}$"))
+    assert page.get_by_role("heading", level=1).inner_text().startswith("main")
+    assert page.get_by_role("heading", name="Cost").is_visible()
+    assert "PostgreSQL" in page.locator(".summary").inner_text()
+    page.get_by_label("Name").fill("orders")
+    page.get_by_role("button", name="Rename").click()
+    page.get_by_role("heading", level=1).filter(has_text="orders").wait_for(timeout=SLOW)
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Delete database").click()
+    page.wait_for_url(re.compile(f"/projects/{project['id']}$"))
+    with dev_server.api() as api:
+        answer = api.get(f"{project['base']}/databases/{database['id']}")
+    assert answer.status_code == 404 or answer.json()["status"] == "deleting"
+
+
+def test_a_bucket_page_renames_it(
+    signed_in: Any, dev_server: DevServer, project: dict[str, str]
+) -> None:
+    page = signed_in
+    bucket = _resource(dev_server, f"{project['base']}/storage", {"name": "uploads"})
+    page.goto(f"/projects/{project['id']}/storage/{bucket['id']}")
+    assert page.get_by_role("heading", level=1).inner_text().startswith("uploads")
+    page.get_by_label("Name").fill("Customer uploads")
+    page.get_by_role("button", name="Rename").click()
+    page.get_by_role("heading", level=1).filter(has_text="Customer uploads").wait_for(timeout=SLOW)
+    with dev_server.api() as api:
+        got = ok(api.get(f"{project['base']}/storage/{bucket['id']}"), 200)
+    assert got["name"] == "Customer uploads"
+
+
+def test_a_project_is_deleted_with_everything_in_it(
+    signed_in: Any, dev_server: DevServer, project: dict[str, str]
+) -> None:
+    page = signed_in
+    with dev_server.api() as api:
+        made = ok(api.post("/api/projects", json={"name": "Gone", "hostname_suffix": "gone"}), 201)
+    base = f"/api/projects/{made['id']}"
+    web = _resource(
+        dev_server,
+        f"{base}/web_servers",
+        {"name": "web", "repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512},
+    )
+    cache = _resource(dev_server, f"{base}/cache", {"storage_limit_mb": 256, "name": "sessions"})
+    bucket = _resource(dev_server, f"{base}/storage", {"name": "uploads"})
+    page.goto(f"/projects/{made['id']}")
+    page.get_by_text("Delete Gone and everything in it").click()
+    table = page.locator("[data-deletes]")
+    table.wait_for()
+    for resource in (web, cache, bucket):
+        row = table.locator(f'[data-deletes-resource="{resource["id"]}"]')
+        assert re.search(r"\d+\.\d\d$", row.inner_text().strip()), row.inner_text()
+    assert "web" in table.inner_text() and "sessions" in table.inner_text()
+    assert "uploads" in table.inner_text()
+    assert "network" not in table.inner_text().lower()
+    total = float(page.locator("[data-deletes-total]").inner_text())
+    assert total > 0
+    form = page.locator("#delete-project form")
+    form.get_by_label("Type the project's name to confirm").fill("Gone")
+    form.get_by_role("button", name="Delete the project and 3 resources").click()
+    page.wait_for_url(re.compile(r"/$"))
+    tile = page.locator(".tile", has=page.get_by_role("link", name="Gone"))
+    tile.locator('[data-status="deleting"]').wait_for()
+    with dev_server.api() as api:
+        deadline = time.monotonic() + 90
+        while api.get(base).status_code != 404:
+            assert time.monotonic() < deadline, api.get(base).text
+            time.sleep(0.5)
+        assert api.get(f"{project['base']}").status_code == 200  # only that project went
+
+
+def test_the_sandbox_connect_flow_fills_itself_in(chromium: Any, dev_server: DevServer) -> None:
+    email, password = "newcomer@example.test", "Vx3-granite-otter-lantern-9152"
+    dev_server.create_user(email, password, "Newcomers")
+    page = new_page(chromium, dev_server)
+    try:
+        sign_in(page, email, password)
+        page.goto("/settings")
+        assert page.locator('[data-cloud="none"]').is_visible()
+        assert page.get_by_label("Account ID").input_value() == ""
+        page.get_by_role("link", name="Launch the role's stack").click()
+        page.get_by_role("button", name="Create stack").click()  # the sandbox's console page
+        page.wait_for_url(re.compile(r"/settings\?account_id=\d{12}&role_name="))
+        page.locator("[data-launched]").wait_for()
+        account_id = page.get_by_label("Account ID").input_value()
+        assert re.fullmatch(r"\d{12}", account_id)
+        assert page.get_by_label("Role name").input_value() != ""
+        page.get_by_role("button", name="Verify and connect").click()
+        page.locator('[data-cloud="connected"]').filter(has_text=account_id).wait_for()
+    finally:
+        page.context.close()
+
+
+def test_the_stack_page_returns_only_to_this_server(dev_server: DevServer) -> None:
+    """The return path is a path of the dev server's own, never another site."""
+    with dev_server.api() as api:
+        setup_url = ok(api.get("/api/cloud_account"), 200)["setup_url"]
+    for elsewhere in ("https://evil.example/", "//evil.example/", "/\\evil.example"):
+        answer = httpx.post(f"{setup_url}&{urlencode({'return_to': elsewhere})}", timeout=60)
+        assert answer.status_code == 200, answer.text  # the JSON answer, no redirect
+        assert set(answer.json()) == {"account_id", "role_name", "role_arn"}
