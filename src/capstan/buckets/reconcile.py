@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from capstan.buckets import service
 from capstan.buckets.models import Bucket
-from capstan.cloud.buckets import BucketDriver
+from capstan.cloud.buckets import BucketCloud
 from capstan.cloud.errors import CloudError
 from capstan.kit.reconcile import KitReconciler
 from capstan.projects.models import Project
@@ -21,16 +21,16 @@ from capstan.projects.models import Project
 BucketSpec = tuple[str, str, str]
 
 
-class BucketReconciler(KitReconciler[Bucket, BucketDriver, BucketSpec, None]):
+class BucketReconciler(KitReconciler[Bucket, BucketCloud, BucketSpec, None]):
     kit = service.KIT
 
     def spec(self, row: Bucket, project: Project) -> BucketSpec:
         return row.bucket_name, row.project_id, row.id
 
-    def ensure(self, driver: BucketDriver, spec: BucketSpec) -> None:
+    def ensure(self, driver: BucketCloud, spec: BucketSpec) -> None:
         driver.ensure(*spec)
 
-    def remove(self, driver: BucketDriver, row: Bucket) -> bool:
+    def remove(self, driver: BucketCloud, row: Bucket) -> bool:
         try:
             return driver.remove(row.bucket_name)
         except CloudError as error:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from capstan.caches import service
 from capstan.caches.models import Cache
-from capstan.cloud.caches import NETWORK_NOT_READY, CacheDriver, CacheSpec, CacheState
+from capstan.cloud.caches import NETWORK_NOT_READY, CacheCloud, CacheSpec, CacheState
 from capstan.kit.models import CREATING, MODIFYING
 from capstan.kit.reconcile import KitReconciler
 from capstan.projects.models import Project
 
 
-class CacheReconciler(KitReconciler[Cache, CacheDriver, CacheSpec, CacheState]):
+class CacheReconciler(KitReconciler[Cache, CacheCloud, CacheSpec, CacheState]):
     kit = service.KIT
     waits_for_network = NETWORK_NOT_READY
     settles = {CREATING: "created", MODIFYING: "resized"}
@@ -26,8 +26,8 @@ class CacheReconciler(KitReconciler[Cache, CacheDriver, CacheSpec, CacheState]):
     def spec(self, row: Cache, project: Project) -> CacheSpec:
         return CacheSpec(row.id, project.id, row.storage_limit_mb, project.network_generations[-1])
 
-    def ensure(self, driver: CacheDriver, spec: CacheSpec) -> CacheState:
+    def ensure(self, driver: CacheCloud, spec: CacheSpec) -> CacheState:
         return driver.ensure(spec)
 
-    def remove(self, driver: CacheDriver, row: Cache) -> bool:
+    def remove(self, driver: CacheCloud, row: Cache) -> bool:
         return driver.delete(row.id)

@@ -11,7 +11,7 @@ plane runs in. Its calls block (run them through `Cloud.run`) and raise only
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from capstan.cloud.aws import cloudwatch, cost, iam, s3
 from capstan.cloud.aws.session import AwsSession
@@ -38,6 +38,15 @@ def arn(region: str, bucket_name: str) -> str:
 def read_write_statements(arns: list[str]) -> list[dict[str, Any]]:
     """IAM statements letting a task read and write exactly the buckets `arns` (none: none)."""
     return s3.read_write_statements(arns)
+
+
+class BucketCloud(Protocol):
+    """What the bucket reconciler asks of a bucket's cloud: `BucketDriver` in a customer's
+    account, or the unit tests' in-memory fake (`tests/fakes/buckets.py`)."""
+
+    def ensure(self, bucket_name: str, project_id: str, bucket_id: str) -> None: ...
+
+    def remove(self, bucket_name: str) -> bool: ...
 
 
 class BucketDriver:

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from capstan.cloud.aws import cloudwatch, network
 from capstan.cloud.aws import elasticache as aws
@@ -88,6 +88,19 @@ def _state(cache: aws.ServerlessCache) -> CacheState:
     endpoint = f"{cache.address}:{cache.port or aws.PORT}" if cache.address else None
     # A status AWS may add later is treated as work under way: look again.
     return CacheState(_STATUSES.get(cache.status, "modifying"), endpoint, cache.data_storage_gb)
+
+
+class CacheCloud(Protocol):
+    """What the cache reconciler and the live reads ask of a cache's cloud: `CacheDriver` in a
+    customer's account, or the unit tests' in-memory fake (`tests/fakes/caches.py`)."""
+
+    def describe(self, cache_id: str) -> CacheState | None: ...
+
+    def ensure(self, spec: CacheSpec) -> CacheState: ...
+
+    def delete(self, cache_id: str) -> bool: ...
+
+    def metrics(self, cache_id: str) -> CacheMetrics: ...
 
 
 def _utcnow() -> datetime:
@@ -189,6 +202,7 @@ class CacheDriver:
 
 
 __all__ = [
+    "CacheCloud",
     "CacheDriver",
     "CacheMetrics",
     "CacheSpec",

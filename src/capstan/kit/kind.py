@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from capstan.kit.reconcile import KitReconciler
+from capstan.kit.reconcile import CustomerDrivers, KitReconciler
 from capstan.reconcile.worker import Reconciler
 from capstan.registry import GrantFn, ResourceKind, Runtime
 
@@ -28,7 +28,7 @@ def networked_kind(
     in_network = reconciler.waits_for_network is not None
 
     def reconcilers(runtime: Runtime) -> Sequence[Reconciler]:
-        return [reconciler(runtime.sessionmaker, runtime.cloud)]
+        return [reconciler(runtime.sessionmaker, CustomerDrivers(kit, runtime.cloud))]
 
     return ResourceKind(
         name=name,

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import logging
 from abc import abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
@@ -47,6 +49,8 @@ RowT = TypeVar("RowT", bound=NetworkedRow)
 DriverT = TypeVar("DriverT")
 SpecT = TypeVar("SpecT")
 StateT = TypeVar("StateT")
+T = TypeVar("T")
+DriverT_co = TypeVar("DriverT_co", covariant=True)
 
 log = logging.getLogger("capstan.kit")
 # The cloud takes minutes to make, change or remove these resources; the sandbox a second.
@@ -74,6 +78,35 @@ class CloudState(Protocol):
         """Whether the cloud's resource is what `spec` asks for."""
 
 
+class Drivers(Protocol[DriverT_co]):
+    """Where a reconciler's driver comes from: the customer's role in the cloud
+    (`CustomerDrivers`), or the unit tests' in-memory fakes (`tests/fakes`)."""
+
+    def open(
+        self, account: CloudAccount | None, region: str
+    ) -> AbstractAsyncContextManager[DriverT_co]:
+        """The kind's driver in the account's role, in `region`."""
+
+    async def run(self, work: Callable[[], T]) -> T:
+        """Run the driver's blocking `work` off the event loop."""
+
+
+@dataclass(frozen=True)
+class CustomerDrivers(Generic[DriverT]):
+    """A kind's drivers in customers' accounts, on the process's cloud."""
+
+    kit: Kit[Any, DriverT]
+    cloud: Cloud
+
+    def open(
+        self, account: CloudAccount | None, region: str
+    ) -> AbstractAsyncContextManager[DriverT]:
+        return self.kit.driver_for(self.cloud, account, region)
+
+    async def run(self, work: Callable[[], T]) -> T:
+        return await self.cloud.run(work)
+
+
 @dataclass(frozen=True)
 class KitContext:
     project: Project
@@ -91,10 +124,14 @@ class KitReconciler(RowReconciler[RowT, KitContext], Generic[RowT, DriverT, Spec
     settles: ClassVar[dict[str, str]] = {"creating": "created"}
 
     def __init__(
-        self, sessionmaker: async_sessionmaker[AsyncSession], cloud: Cloud, *, poll: Poll = POLL
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        drivers: Drivers[DriverT],
+        *,
+        poll: Poll = POLL,
     ) -> None:
         super().__init__(sessionmaker)
-        self._cloud = cloud
+        self._drivers = drivers
         self._poll = poll
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -144,9 +181,8 @@ class KitReconciler(RowReconciler[RowT, KitContext], Generic[RowT, DriverT, Spec
         assert project is not None
         return KitContext(project, await session.get(CloudAccount, row.organization_id))
 
-    def _driver(self, row: RowT, context: KitContext) -> Any:
-        region = self.kit.region(row, context.project)
-        return self.kit.driver_for(self._cloud, context.account, region)
+    def _driver(self, row: RowT, context: KitContext) -> AbstractAsyncContextManager[DriverT]:
+        return self._drivers.open(context.account, self.kit.region(row, context.project))
 
     async def _wait_for_network(self, session: AsyncSession, project_id: str) -> Result:
         # The project network reconciler makes it (this row counts as one of its users).
@@ -162,7 +198,7 @@ class KitReconciler(RowReconciler[RowT, KitContext], Generic[RowT, DriverT, Spec
         spec, generation = self.spec(row, project), row.generation
         try:
             async with self._driver(row, context) as driver:
-                state = await self._cloud.run(lambda: self.ensure(driver, spec))
+                state = await self._drivers.run(lambda: self.ensure(driver, spec))
         except RetryableCloudError as error:
             if error.code != self.waits_for_network:
                 raise
@@ -204,7 +240,7 @@ class KitReconciler(RowReconciler[RowT, KitContext], Generic[RowT, DriverT, Spec
         if account is not None and account.account_id is not None:
             try:
                 async with self._driver(row, context) as driver:
-                    gone = await self._cloud.run(lambda: self.remove(driver, row))
+                    gone = await self._drivers.run(lambda: self.remove(driver, row))
             except TerminalCloudError as error:
                 log.warning("%s %s not deleted: %s", self.kind, row.id, error)
                 row.error = (NOT_DELETED + error.message)[:ERROR_LENGTH]
