@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.cloud.aws.session import Endpoint
 from capstan.db import make_engine, make_sessionmaker
 from capstan.dev.accounts import organization_access
+from capstan.git_host.payloads import Repository
 from capstan.reconcile.models import QueueItem, ReconcilePass
 from tests.cloud_account.flow import connect
 from tests.git_host.flow import install
@@ -222,3 +223,14 @@ def narrow_statement(server: RunningServer, account_id: str, sid: str, narrow: N
             )
             return
         raise AssertionError(f"no policy of the access role holds {sid}")
+
+
+class OneRepository:
+    """The git host's answer for the one repository these creates name (the git host client's
+    own read is tested in tests/git_host; here only the database's writes are counted)."""
+
+    async def repository(self, installation_id: int, full_name: str) -> Repository:
+        return Repository(1, full_name, False, "main")
+
+    async def branch_head(self, installation_id: int, repo: str, branch: str) -> str:
+        return "0" * 40

@@ -16,25 +16,13 @@ from capstan.apps.environment import environment_box
 from capstan.apps.models import Preview
 from capstan.apps.schemas import WebServerCreate
 from capstan.auth.principal import Principal
-from capstan.git_host.payloads import Repository
-from tests.apps.helpers import WEB_REPO, Ready, counted, new_shop
+from tests.apps.helpers import WEB_REPO, OneRepository, Ready, counted, new_shop
 from tests.harness import Org
 
 
 @pytest.fixture
 def shop(connected: Org) -> Ready:
     return new_shop(connected)
-
-
-class OneRepository:
-    """The git host's answer for the one repository these creates name (the git host client's
-    own read is tested in tests/git_host; here only the database's writes are counted)."""
-
-    async def repository(self, installation_id: int, full_name: str) -> Repository:
-        return Repository(1, full_name, False, "main")
-
-    async def branch_head(self, installation_id: int, repo: str, branch: str) -> str:
-        return "0" * 40
 
 
 def writes_of(org: Org, create: Callable[[AsyncSession], Awaitable[Any]]) -> tuple[str, list[str]]:

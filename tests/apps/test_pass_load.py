@@ -12,7 +12,7 @@ from capstan.apps import previews, service, target_deployments
 from capstan.apps.environment import environment_box
 from capstan.apps.reconcile import TargetReconciler
 from capstan.auth.principal import Principal
-from tests.apps.helpers import counted, new_shop
+from tests.apps.helpers import OneRepository, counted, new_shop
 from tests.harness import Org
 
 
@@ -45,6 +45,7 @@ def test_a_pass_loads_its_target_and_newest_deployment_in_one_statement(connecte
             "feature-y",
             box,
             domain=connected.server.settings.domain,
+            git_host=OneRepository(),
         )
         await session.commit()
         newest = await target_deployments.newest_deployment(session, web["id"], made.id)

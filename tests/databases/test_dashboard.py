@@ -14,7 +14,7 @@ def test_the_project_page_lists_databases_and_offers_to_add_one(connected: Org) 
     browser = connected.browser()
     page = browser.get(f"/projects/{shop.project['id']}").text
     assert f'data-api="POST /api/projects/{shop.project["id"]}/databases"' in html.unescape(page)
-    assert "No databases." in browser.get(f"/projects/{shop.project['id']}/live").text
+    assert "Nothing yet" in browser.get(f"/projects/{shop.project['id']}/live").text
     created = connected.api.post(f"{shop.base}/databases", json={"name": "<b>orders</b>"})
     assert created.status_code == 201, created.text
     database = created.json()
@@ -40,7 +40,9 @@ def test_a_service_page_shows_a_reference_as_a_reference(connected: Org) -> None
     ]
     path = f"{shop.base}/web_servers/{web['id']}/environment"
     assert connected.api.put(path, json={"environment": variables}).status_code == 202
-    page = connected.browser().get(f"/projects/{shop.project['id']}/web_servers/{web['id']}").text
+    service_page = f"/projects/{shop.project['id']}/web_servers/{web['id']}"
+    page = connected.browser().get(service_page, params={"tab": "environment"}).text
     row = page.split(f'data-database="{database["id"]}"', 1)[1].split("</div>", 1)[0]
     assert 'value="DATABASE_URL"' in row and "env-value" not in row
+    assert "<strong data-database-name>main</strong>" in row  # by its name, not its id
     assert 'value="DEBUG"' in page
