@@ -44,5 +44,6 @@ def test_a_service_page_shows_a_reference_as_a_reference(connected: Org) -> None
     page = connected.browser().get(service_page, params={"tab": "environment"}).text
     row = page.split(f'data-database="{database["id"]}"', 1)[1].split("</div>", 1)[0]
     assert 'value="DATABASE_URL"' in row and "env-value" not in row
-    assert "<strong data-database-name>main</strong>" in row  # by its name, not its id
+    whole_row = page.split(f'data-database="{database["id"]}"', 1)[1].split("data-env-row", 1)[0]
+    assert "<strong data-database-name>main</strong>" in whole_row  # by its name, not its id
     assert 'value="DEBUG"' in page
