@@ -14,7 +14,15 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from tests.dashboard.conftest import DevServer, connect_and_install, new_page, ok, sign_in
+from tests.dashboard.conftest import (
+    DESKTOP,
+    PHONE,
+    DevServer,
+    connect_and_install,
+    new_page,
+    ok,
+    sign_in,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -22,16 +30,24 @@ SLOW = 60_000
 WEB_REPO = "capstan-samples/hello-web"
 
 
+@pytest.fixture(
+    scope="module", params=[pytest.param(DESKTOP, id="desktop"), pytest.param(PHONE, id="phone")]
+)
+def viewport(request: pytest.FixtureRequest) -> dict[str, int]:
+    """Each pain at both widths: what a person meets on a laptop and on a phone."""
+    return dict(request.param)
+
+
 @pytest.fixture(scope="module")
-def page(chromium: Any, dev_server: DevServer) -> Iterator[Any]:
-    page = new_page(chromium, dev_server)
+def page(chromium: Any, dev_server: DevServer, viewport: dict[str, int]) -> Iterator[Any]:
+    page = new_page(chromium, dev_server, viewport)
     yield page
     page.context.close()
 
 
 @pytest.fixture(scope="module")
-def signed_in(chromium: Any, dev_server: DevServer) -> Iterator[Any]:
-    page = new_page(chromium, dev_server)
+def signed_in(chromium: Any, dev_server: DevServer, viewport: dict[str, int]) -> Iterator[Any]:
+    page = new_page(chromium, dev_server, viewport)
     sign_in(page, dev_server.email, dev_server.password)
     yield page
     page.context.close()
@@ -72,15 +88,15 @@ def test_a_wrong_password_keeps_the_email_and_the_next_page(
 
 
 def test_an_ended_session_says_so_and_returns_to_the_page(
-    chromium: Any, dev_server: DevServer, project: dict[str, str]
+    chromium: Any, dev_server: DevServer, project: dict[str, str], viewport: dict[str, int]
 ) -> None:
-    page = new_page(chromium, dev_server)
+    page = new_page(chromium, dev_server, viewport)
     try:
         sign_in(page, dev_server.email, dev_server.password)
         page.goto(f"/projects/{project['id']}")
         page.context.clear_cookies()  # the session ends while the page is open
         form = page.locator("form", has=page.get_by_role("button", name="Add bucket"))
-        form.get_by_label("Bucket label").fill("after-the-end")
+        form.get_by_label("Bucket label").fill(f"after-the-end-{viewport['width']}")
         form.get_by_role("button", name="Add bucket").click()
         page.locator("#alert").filter(has_text="Your session has ended").wait_for()
         page.wait_for_url(re.compile(r"/sign-in\?next=%2Fprojects%2F"))
@@ -104,9 +120,10 @@ def _resource(dev_server: DevServer, path: str, body: dict[str, Any]) -> dict[st
 
 
 def test_a_cache_is_named_on_its_page(
-    signed_in: Any, dev_server: DevServer, project: dict[str, str]
+    signed_in: Any, dev_server: DevServer, project: dict[str, str], viewport: dict[str, int]
 ) -> None:
     page = signed_in
+    name = f"sessions-{viewport['width']}"
     cache = _resource(dev_server, f"{project['base']}/cache", {"storage_limit_mb": 256})
     page.goto(f"/projects/{project['id']}/cache/{cache['id']}")
     assert page.get_by_role("heading", level=1).inner_text().startswith("Cache cch_")
@@ -118,31 +135,32 @@ def test_a_cache_is_named_on_its_page(
     page.get_by_role("button", name="Rename").click()
     error = page.locator('[data-error-for="name"]')
     error.filter(has_text=re.compile(r"\w")).wait_for()  # the API's refusal, at the field
-    page.get_by_label("Name").fill("sessions")
+    page.get_by_label("Name").fill(name)
     page.get_by_role("button", name="Rename").click()
-    page.get_by_role("heading", level=1).filter(has_text="sessions").wait_for(timeout=SLOW)
-    assert page.title().startswith("sessions")
+    page.get_by_role("heading", level=1).filter(has_text=name).wait_for(timeout=SLOW)
+    assert page.title().startswith(name)
     with dev_server.api() as api:
         got = ok(api.get(f"{project['base']}/cache/{cache['id']}"), 200)
-    assert got["name"] == "sessions" and got["storage_limit_mb"] == 256
+    assert got["name"] == name and got["storage_limit_mb"] == 256
 
 
 def test_a_database_has_a_page_with_rename_and_delete(
-    signed_in: Any, dev_server: DevServer, project: dict[str, str]
+    signed_in: Any, dev_server: DevServer, project: dict[str, str], viewport: dict[str, int]
 ) -> None:
     page = signed_in
-    database = _resource(dev_server, f"{project['base']}/databases", {"name": "main"})
+    width = viewport["width"]
+    database = _resource(dev_server, f"{project['base']}/databases", {"name": f"main{width}"})
     page.goto(f"/projects/{project['id']}")
     page.locator(f'[data-database="{database["id"]}"]').get_by_role(
         "link", name="Metrics and cost"
     ).click()
     page.wait_for_url(re.compile(f"/databases/{database['id']}$"))
-    assert page.get_by_role("heading", level=1).inner_text().startswith("main")
+    assert page.get_by_role("heading", level=1).inner_text().startswith(f"main{width}")
     assert page.get_by_role("heading", name="Cost").is_visible()
     assert "PostgreSQL" in page.locator(".summary").inner_text()
-    page.get_by_label("Name").fill("orders")
+    page.get_by_label("Name").fill(f"orders{width}")
     page.get_by_role("button", name="Rename").click()
-    page.get_by_role("heading", level=1).filter(has_text="orders").wait_for(timeout=SLOW)
+    page.get_by_role("heading", level=1).filter(has_text=f"orders{width}").wait_for(timeout=SLOW)
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Delete database").click()
     page.wait_for_url(re.compile(f"/projects/{project['id']}$"))
@@ -152,26 +170,30 @@ def test_a_database_has_a_page_with_rename_and_delete(
 
 
 def test_a_bucket_page_renames_it(
-    signed_in: Any, dev_server: DevServer, project: dict[str, str]
+    signed_in: Any, dev_server: DevServer, project: dict[str, str], viewport: dict[str, int]
 ) -> None:
     page = signed_in
-    bucket = _resource(dev_server, f"{project['base']}/storage", {"name": "uploads"})
+    width = viewport["width"]
+    bucket = _resource(dev_server, f"{project['base']}/storage", {"name": f"uploads-{width}"})
     page.goto(f"/projects/{project['id']}/storage/{bucket['id']}")
-    assert page.get_by_role("heading", level=1).inner_text().startswith("uploads")
-    page.get_by_label("Name").fill("Customer uploads")
+    assert page.get_by_role("heading", level=1).inner_text().startswith(f"uploads-{width}")
+    renamed = f"Customer uploads {width}"
+    page.get_by_label("Name").fill(renamed)
     page.get_by_role("button", name="Rename").click()
-    page.get_by_role("heading", level=1).filter(has_text="Customer uploads").wait_for(timeout=SLOW)
+    page.get_by_role("heading", level=1).filter(has_text=renamed).wait_for(timeout=SLOW)
     with dev_server.api() as api:
         got = ok(api.get(f"{project['base']}/storage/{bucket['id']}"), 200)
-    assert got["name"] == "Customer uploads"
+    assert got["name"] == renamed
 
 
 def test_a_project_is_deleted_with_everything_in_it(
-    signed_in: Any, dev_server: DevServer, project: dict[str, str]
+    signed_in: Any, dev_server: DevServer, project: dict[str, str], viewport: dict[str, int]
 ) -> None:
     page = signed_in
+    name = f"Gone {viewport['width']}"
     with dev_server.api() as api:
-        made = ok(api.post("/api/projects", json={"name": "Gone", "hostname_suffix": "gone"}), 201)
+        body = {"name": name, "hostname_suffix": f"gone{viewport['width']}"}
+        made = ok(api.post("/api/projects", json=body), 201)
     base = f"/api/projects/{made['id']}"
     web = _resource(
         dev_server,
@@ -181,7 +203,7 @@ def test_a_project_is_deleted_with_everything_in_it(
     cache = _resource(dev_server, f"{base}/cache", {"storage_limit_mb": 256, "name": "sessions"})
     bucket = _resource(dev_server, f"{base}/storage", {"name": "uploads"})
     page.goto(f"/projects/{made['id']}")
-    page.get_by_text("Delete Gone and everything in it").click()
+    page.get_by_text(f"Delete {name} and everything in it").click()
     table = page.locator("[data-deletes]")
     table.wait_for()
     for resource in (web, cache, bucket):
@@ -193,10 +215,10 @@ def test_a_project_is_deleted_with_everything_in_it(
     total = float(page.locator("[data-deletes-total]").inner_text())
     assert total > 0
     form = page.locator("#delete-project form")
-    form.get_by_label("Type the project's name to confirm").fill("Gone")
+    form.get_by_label("Type the project's name to confirm").fill(name)
     form.get_by_role("button", name="Delete the project and 3 resources").click()
     page.wait_for_url(re.compile(r"/$"))
-    tile = page.locator(".tile", has=page.get_by_role("link", name="Gone"))
+    tile = page.locator(".tile", has=page.get_by_role("link", name=name))
     tile.locator('[data-status="deleting"]').wait_for()
     with dev_server.api() as api:
         deadline = time.monotonic() + 90
@@ -206,10 +228,12 @@ def test_a_project_is_deleted_with_everything_in_it(
         assert api.get(f"{project['base']}").status_code == 200  # only that project went
 
 
-def test_the_sandbox_connect_flow_fills_itself_in(chromium: Any, dev_server: DevServer) -> None:
-    email, password = "newcomer@example.test", "Vx3-granite-otter-lantern-9152"
-    dev_server.create_user(email, password, "Newcomers")
-    page = new_page(chromium, dev_server)
+def test_the_sandbox_connect_flow_fills_itself_in(
+    chromium: Any, dev_server: DevServer, viewport: dict[str, int]
+) -> None:
+    email, password = f"newcomer{viewport['width']}@example.test", "Vx3-granite-otter-lantern-9152"
+    dev_server.create_user(email, password, f"Newcomers {viewport['width']}")
+    page = new_page(chromium, dev_server, viewport)
     try:
         sign_in(page, email, password)
         page.goto("/settings")
