@@ -61,7 +61,7 @@ def _set_up(dev_server: DevServer) -> dict[str, str]:
         )
         cache = ok(api.post(f"{base}/cache", json={"storage_limit_mb": 512}), 201, 202)
         ok(api.post(f"{base}/storage", json={"name": "uploads"}), 201, 202)
-        ok(api.post(f"{base}/databases", json={"name": "orders"}), 201)
+        database = ok(api.post(f"{base}/databases", json={"name": "orders"}), 201)
         ok(
             api.post(
                 f"{base}/workers",
@@ -83,6 +83,9 @@ def _set_up(dev_server: DevServer) -> dict[str, str]:
         while api.get(f"{base}/cache/{cache['id']}").json()["status"] != "available":
             assert time.monotonic() < deadline, "the cache did not become available"
             time.sleep(0.5)
+        while api.get(f"{base}/databases/{database['id']}").json()["status"] != "available":
+            assert time.monotonic() < deadline, "the database did not become available"
+            time.sleep(0.5)
         ok(api.post(f"{base}/web_servers/{web['id']}/previews", json={"branch": "main"}), 201)
         # A second release, so that the deployments show a live one and one it replaced.
         ok(api.post(f"{base}/web_servers/{web['id']}/redeploy"), 202)
@@ -90,7 +93,12 @@ def _set_up(dev_server: DevServer) -> dict[str, str]:
         while api.get(f"{base}/web_servers/{web['id']}").json()["status"] != "running":
             assert time.monotonic() < deadline, "the redeploy did not reach running"
             time.sleep(0.5)
-    return {"project": project["id"], "web": web["id"], "cache": cache["id"]}
+    return {
+        "project": project["id"],
+        "web": web["id"],
+        "cache": cache["id"],
+        "database": database["id"],
+    }
 
 
 def test_screenshots_of_the_main_pages(
@@ -107,6 +115,7 @@ def test_screenshots_of_the_main_pages(
         "metrics": f"/projects/{ids['project']}/web_servers/{ids['web']}?tab=metrics",
         "environment": f"/projects/{ids['project']}/web_servers/{ids['web']}?tab=environment",
         "cache": f"/projects/{ids['project']}/cache/{ids['cache']}",
+        "database": f"/projects/{ids['project']}/databases/{ids['database']}",
         "settings": "/settings",
     }
     taken = []
