@@ -9,7 +9,7 @@ import re
 import time
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 import pytest
@@ -102,6 +102,45 @@ def test_an_ended_session_says_so_and_returns_to_the_page(
         page.wait_for_url(re.compile(r"/sign-in\?next=%2Fprojects%2F"))
     finally:
         page.context.close()
+
+
+def test_a_service_url_is_the_one_that_answers(
+    signed_in: Any, dev_server: DevServer, project: dict[str, str], viewport: dict[str, int]
+) -> None:
+    """Pain 7: the link text and its target are the API's URL, with the dev server's port."""
+    page = signed_in
+    web = _resource(
+        dev_server,
+        f"{project['base']}/web_servers",
+        {
+            "name": f"web{viewport['width']}",
+            "repo": WEB_REPO,
+            "branch": "main",
+            "cpu": 256,
+            "memory": 512,
+        },
+    )
+    page.goto(f"/projects/{project['id']}/web_servers/{web['id']}")
+    link = page.get_by_role("link", name=re.compile("^Open "))
+    assert link.inner_text() == f"Open {web['url']}"
+    assert link.get_attribute("href") == web["url"]
+    assert f":{urlsplit(dev_server.base_url).port}" in web["url"]
+
+
+def test_a_refused_field_says_its_rule_in_words(
+    signed_in: Any, project: dict[str, str], viewport: dict[str, int]
+) -> None:
+    """Pain 9: the API's refusal, next to its field, in words rather than pydantic's pattern."""
+    page = signed_in
+    page.goto(f"/projects/{project['id']}")
+    form = page.locator("form", has=page.get_by_role("button", name="Save", exact=True))
+    form.get_by_label("Hostname suffix").fill("Not A Suffix!")
+    form.get_by_role("button", name="Save", exact=True).click()
+    error = form.locator('[data-error-for="hostname_suffix"]')
+    error.filter(has_text=re.compile(r"\w+")).wait_for()
+    said = error.inner_text()
+    assert "lowercase letters, digits and hyphens" in said
+    assert "pattern" not in said and "^" not in said
 
 
 def test_every_page_has_the_favicon(page: Any, dev_server: DevServer) -> None:
