@@ -154,11 +154,19 @@ def _every_kind(api: httpx.Client, sandbox_url: str, database: Settings) -> None
         # The inventory sees what runs (so its empty answer below means something).
         running = {found.kind for found in capstan_resources(customer, project_id)}
         assert {"ecs service", "serverless cache", "s3 bucket", "iam role"} <= running, running
-        for path in (preview, web, worker, site, cache, bucket_path):
+        # Two deleted one by one; the rest go with the project, which the workers' project
+        # pass removes once its resources are gone (decision 0122).
+        for path in (preview, web):
             assert api.delete(path).status_code in (200, 204), path
         assert api.put(f"{base}/model_access", json={"model_ids": []}).status_code == 200
-        assert api.delete(f"{base}/certificate").status_code == 204
-        _wait_for(lambda: _deleted(api, base), "the project to be deletable", timeout=120)
+        refused = api.delete(base)
+        assert refused.status_code == 409, refused.text
+        deleting = api.delete(base, params={"with_resources": "true"})
+        assert deleting.status_code == 202, deleting.text
+        assert deleting.json()["status"] == "deleting"
+        _wait_for(lambda: api.get(base).status_code == 404, "the project to go", timeout=120)
+        for path in (worker, site, cache, bucket_path):
+            assert api.get(path).status_code == 404, path
         # No polling from here on: the project is gone only once the cloud is clean.
         assert capstan_resources(customer) == []
 
@@ -167,13 +175,6 @@ def _created(api: httpx.Client, collection: str, body: dict[str, Any]) -> str:
     created = api.post(collection, json=body)
     assert created.status_code == 201, created.text
     return f"{collection}/{created.json()['id']}"
-
-
-def _deleted(api: httpx.Client, project: str) -> bool:
-    """DELETE the project: 409 while removals behind it run, then 204."""
-    response = api.delete(project)
-    assert response.status_code in (204, 409), response.text
-    return response.status_code == 204
 
 
 def _wait_for(check: Callable[[], bool], what: str, *, timeout: float = 90) -> None:
