@@ -46,7 +46,9 @@ def test_a_web_server_deploys_and_runs(org: Org) -> None:
     assert first["finished_at"] and first["error"] is None
     # The URL answers where it says: the dev server, at the port the URL names.
     served = urlsplit(running["url"])
-    page = httpx.get(f"http://127.0.0.1:{served.port}/", headers={"Host": served.netloc})
+    page = httpx.get(
+        f"http://127.0.0.1:{served.port}/", headers={"Host": served.netloc}, timeout=30
+    )
     assert page.status_code == 200 and first["id"] in page.text
     account_id = org.api.get("/api/cloud_account").json()["account_id"]
     assert org.server.settings.sandbox_cloud_url

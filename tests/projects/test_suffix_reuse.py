@@ -45,7 +45,7 @@ def test_a_freed_suffix_keeps_its_next_owners_records(connected: Org) -> None:
         lambda: alias_of(server, f"web.{moved}.{domain}") is None,
         what="the first project's record to go",
     )
-    wait_until(lambda: api.delete(first.base).status_code == 204, what="the first project to go")
+    first.delete_project()
     assert alias_of(server, host) == their_balancer
     assert owner_of(server, host) == theirs["id"]
     assert api.get(f"{second.base}/web_servers/{theirs['id']}").json()["status"] == "running"
