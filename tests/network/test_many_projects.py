@@ -59,10 +59,17 @@ def _delete_all(org: Org, shops: list[Ready], paths: list[str], *, timeout: floa
     for path in paths:
         assert org.api.delete(path).status_code in (200, 204), path
     deadline = time.monotonic() + timeout
+    # A project's DELETE is 409 while its services' removals run, then accepted (204, or 202
+    # while its network goes: decision 0122); it is gone at the 404.
     remaining = list(shops)
     while remaining:
-        remaining = [s for s in remaining if org.api.delete(s.base).status_code != 204]
+        remaining = [s for s in remaining if org.api.delete(s.base).status_code not in (202, 204)]
         assert time.monotonic() < deadline, [s.base for s in remaining]
+        time.sleep(0.3)
+    going = list(shops)
+    while going:
+        going = [s for s in going if org.api.get(s.base).status_code != 404]
+        assert time.monotonic() < deadline, [s.base for s in going]
         time.sleep(0.3)
 
 
