@@ -200,3 +200,30 @@ def _make_dev_reset(data_dir: Path) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
+
+
+@pytest.mark.processes
+def test_a_standalone_sandbox_cloud_keeps_its_state_in_its_state_dir(tmp_path: Path) -> None:
+    """`capstan sandbox --state-dir`: what the standalone cloud holds outlives a restart."""
+    import boto3
+
+    state_dir = tmp_path / "cloud"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    args = ["sandbox", "--port", str(port), "--state-dir", str(state_dir)]
+    with processes(tmp_path) as procs:
+        first = procs.start("first", args, capstan_env(), ready=r"sandbox cloud at http://")
+        first.wait_for_line(r"The sandbox cloud starts empty; its state is kept in ")
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        s3.create_bucket(Bucket="kept-across-restarts")
+        first.stop()
+        second = procs.start("second", args, capstan_env(), ready=r"sandbox cloud at http://")
+        second.wait_for_line(r"The sandbox cloud restored its state from ")
+        names = [bucket["Name"] for bucket in s3.list_buckets()["Buckets"]]
+        assert "kept-across-restarts" in names, procs.output()

@@ -200,6 +200,14 @@ def sandbox(
     iam_propagation_seconds: Annotated[
         float, typer.Option(help="How long IAM takes to make a new role or policy usable.")
     ] = 3.0,
+    state_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Keep the cloud's state in this directory across restarts "
+            "(default: in memory only).",
+            file_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the sandbox cloud on its own (point servers at it with CAPSTAN_SANDBOX_CLOUD_URL)."""
     from capstan.wiring import require_sandbox
@@ -214,6 +222,7 @@ def sandbox(
     run_sandbox_cloud(
         host,
         port,
+        state_dir=state_dir,
         build_seconds=build_seconds,
         task_start_seconds=task_start_seconds,
         iam_propagation_seconds=iam_propagation_seconds,

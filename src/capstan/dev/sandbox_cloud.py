@@ -4,6 +4,7 @@ Capstan's resources, the variables Capstan's site builds set, and Capstan's pric
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from capstan.cloud import pricing
@@ -30,6 +31,6 @@ def start_sandbox_cloud(**options: Any) -> server.SandboxCloud:
     return server.start_sandbox_cloud(product=CAPSTAN, **options)
 
 
-def run_sandbox_cloud(host: str, port: int, **knobs: float) -> None:
+def run_sandbox_cloud(host: str, port: int, *, state_dir: Path | None, **knobs: float) -> None:
     """`capstan_sandbox.cloud.server.run_sandbox_cloud` serving Capstan (`capstan sandbox`)."""
-    server.run_sandbox_cloud(host, port, product=CAPSTAN, state_dir=None, **knobs)
+    server.run_sandbox_cloud(host, port, product=CAPSTAN, state_dir=state_dir, **knobs)

@@ -202,6 +202,8 @@ def run_sandbox_cloud(
     sandbox = start_sandbox_cloud(
         host=host, port=port, product=product, state_dir=state_dir, **knobs
     )
+    if sandbox.restored is not None:
+        print(sandbox.restored.message, flush=True)
     print(f"sandbox cloud at {sandbox.url}", flush=True)
     try:
         while not stopped.wait(0.5):
