@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -14,10 +15,13 @@ from urllib.parse import parse_qs, urlsplit
 from capstan.cloud.aws import names
 from capstan.cloud.aws.inventory import capstan_resources
 from capstan.cloud.aws.network import find_network
+from capstan.cloud.aws.rds import instance_identifier
 from capstan_sandbox.cloud import rds as sandbox_rds
 from tests.apps.helpers import new_shop
+from tests.buckets.helpers import account_admin
 from tests.databases.helpers import cloud_instance, create_database, customer_of
 from tests.harness import Org
+from tests.metric_series import assert_oldest_first, past_stamps, put, value_at
 from tests.polling import wait_until
 from tests.spend import age_spend_answers, spend_cache
 
@@ -190,6 +194,19 @@ def test_a_database_reports_metrics_and_cost(connected: Org) -> None:
     database, path = create_database(shop, storage_gb=100, high_availability=True)
     shop.wait_for(path, "available")
     api = shop.org.api
+    # Data points of the past hour, each in its own 5-minute period, come back in `series`.
+    stamps = past_stamps()
+    dimensions = {"DBInstanceIdentifier": instance_identifier(database["id"])}
+    with account_admin(connected, shop.project["region"]) as admin:
+        cloudwatch = admin.client("cloudwatch")
+        for name, values in {
+            "CPUUtilization": [(stamp, 10.0 * (k + 1)) for k, stamp in enumerate(stamps)],
+            # Two in a period: the series keeps the most connections at once.
+            "DatabaseConnections": [(stamp, 3.0 + k) for k, stamp in enumerate(stamps)]
+            + [(stamp + timedelta(seconds=30), 1.0) for stamp in stamps],
+            "WriteIOPS": [(stamp, 5.0 * k) for k, stamp in enumerate(stamps)],
+        }.items():
+            put(cloudwatch, "AWS/RDS", dimensions, name, values)
 
     def metrics() -> dict[str, Any] | None:
         answer = api.get(f"{path}/metrics")
@@ -205,7 +222,16 @@ def test_a_database_reports_metrics_and_cost(connected: Org) -> None:
         "read_iops",
         "write_iops",
         "period_seconds",
+        "series",
     }
+    series = figures["series"]
+    assert set(series) == set(figures) - {"period_seconds", "series"}
+    assert_oldest_first(series)
+    for k, stamp in enumerate(stamps):
+        assert value_at(series["cpu_percent"], stamp) == 10 * (k + 1)
+        assert value_at(series["connections"], stamp) == 3 + k
+        assert value_at(series["write_iops"], stamp) == 5 * k
+    assert figures["connections"] == max(point["value"] for point in series["connections"])
     assert figures["period_seconds"] == 3600
     assert 0 < figures["cpu_percent"] <= 100
     assert 0 < figures["free_storage_bytes"] <= 100 * 1024**3

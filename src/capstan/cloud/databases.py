@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from capstan.cloud.aws import cloudwatch, iam, names, network, secrets
 from capstan.cloud.aws import rds as aws
@@ -82,6 +82,8 @@ class DatabaseMetrics:
     read_iops: float
     write_iops: float
     period_seconds: int
+    # Each figure per 5 minutes over the window: `{"timestamp", "value"}` points, oldest first.
+    series: dict[str, list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -276,7 +278,8 @@ class DatabaseDriver:
 
     def metrics(self, database_id: str) -> DatabaseMetrics:
         """CloudWatch over the last hour: mean CPU and IOPS, the most connections at once and
-        the least free storage."""
+        the least free storage; under `series` each of them per 5 minutes (a period's mean, most
+        or least, as for the whole hour)."""
         end = self._clock()
         start = end - timedelta(seconds=METRICS_PERIOD_SECONDS)
         dimensions = {"DBInstanceIdentifier": aws.instance_identifier(database_id)}
@@ -295,6 +298,14 @@ class DatabaseDriver:
             self._customer, queries, start=start, end=end, period_seconds=60
         )
 
+        points = cloudwatch.series(
+            self._customer,
+            queries,
+            start=start,
+            end=end,
+            period_seconds=cloudwatch.SERIES_PERIOD_SECONDS,
+        )
+
         def mean(key: str) -> float:
             points = values[key]
             return round(sum(points) / len(points), 2) if points else 0.0
@@ -306,6 +317,16 @@ class DatabaseDriver:
             read_iops=mean("read"),
             write_iops=mean("write"),
             period_seconds=METRICS_PERIOD_SECONDS,
+            series={
+                name: cloudwatch.as_points(points[key])
+                for name, key in (
+                    ("cpu_percent", "cpu"),
+                    ("connections", "connections"),
+                    ("free_storage_bytes", "free"),
+                    ("read_iops", "read"),
+                    ("write_iops", "write"),
+                )
+            },
         )
 
 

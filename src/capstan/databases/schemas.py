@@ -13,7 +13,14 @@ from capstan.cloud.databases import (
     MAX_STORAGE_GB,
     MIN_STORAGE_GB,
 )
-from capstan.schemas import SPEND_UNAVAILABLE, Request, Response, stripped_not_blank
+from capstan.schemas import (
+    SERIES,
+    SPEND_UNAVAILABLE,
+    MetricPoint,
+    Request,
+    Response,
+    stripped_not_blank,
+)
 from capstan.validation import pattern
 
 Name = Annotated[
@@ -110,6 +117,18 @@ class DatabaseDeleting(Response):
     status: Literal["deleting"] = "deleting"
 
 
+class DatabaseSeries(Response):
+    cpu_percent: list[MetricPoint] = Field(description="The mean CPU in each period.")
+    connections: list[MetricPoint] = Field(
+        description="The most connections at once in each period."
+    )
+    free_storage_bytes: list[MetricPoint] = Field(
+        description="The least free storage in each period."
+    )
+    read_iops: list[MetricPoint] = Field(description="The mean read IOPS in each period.")
+    write_iops: list[MetricPoint] = Field(description="The mean write IOPS in each period.")
+
+
 class DatabaseMetrics(Response):
     cpu_percent: float
     connections: int
@@ -117,6 +136,7 @@ class DatabaseMetrics(Response):
     read_iops: float
     write_iops: float
     period_seconds: int = Field(description="The window the figures cover, ending now.")
+    series: DatabaseSeries = Field(description=SERIES)
 
 
 class DatabaseCost(Response):
