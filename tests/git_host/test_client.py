@@ -18,20 +18,17 @@ import uvicorn
 from cryptography.hazmat.primitives import serialization
 from pydantic import SecretStr
 
-from capstan.git_host.client import (
+from capstan.git_host.client import GitHubAppClient, open_git_host
+from capstan.git_host.errors import (
     BadVerificationCode,
     ClientCredentialsRefused,
     GitHostNotConfigured,
-    GitHubAppClient,
-    Installation,
     NoSuchInstallation,
-    Repository,
     RetryableGitHostError,
     TerminalGitHostError,
-    UserAccessToken,
     UserAuthorizationNotConfigured,
-    open_git_host,
 )
+from capstan.git_host.payloads import Installation, Repository, UserAccessToken
 from tests.git_host.events_helpers import new_repository
 from tests.harness import RunningServer, free_socket
 from tests.sandbox_git_host.helpers import (

@@ -9,12 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from capstan.git_host.client import (
-    CredentialsRefused,
-    GitHubAppClient,
-    NoSuchInstallation,
-    open_git_host,
-)
+from capstan.git_host.client import GitHubAppClient, open_git_host
+from capstan.git_host.errors import CredentialsRefused, NoSuchInstallation
 from capstan.git_host.kept_tokens import TOKEN_MIN_LIFE
 from tests.git_host.events_helpers import new_repository
 from tests.harness import RunningServer

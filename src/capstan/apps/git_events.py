@@ -17,7 +17,8 @@ from capstan.apps import previews
 from capstan.apps import service as services
 from capstan.apps.models import Preview, Service
 from capstan.db import utcnow
-from capstan.git_host.client import GitHostNotFound, GitHubAppClient, TerminalGitHostError
+from capstan.git_host.client import GitHubAppClient
+from capstan.git_host.errors import GitHostNotFound, TerminalGitHostError
 from capstan.git_host.events import (
     EventHandler,
     InstallationRef,

@@ -19,7 +19,7 @@ from capstan.auth.principal import Principal
 from capstan.crypto import SecretBox
 from capstan.db import flush_unique, new_id, utcnow
 from capstan.errors import BadRequest, Conflict, NotFound
-from capstan.git_host.client import GitHostError, GitHostNotFound, NoSuchInstallation
+from capstan.git_host.errors import GitHostError, GitHostNotFound, NoSuchInstallation
 from capstan.git_host.service import api_error
 from capstan.hostnames import service as hostnames
 from capstan.projects.models import Project

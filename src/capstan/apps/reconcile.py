@@ -40,7 +40,8 @@ from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
 from capstan.config import Settings
 from capstan.db import utcnow
-from capstan.git_host.client import GitHostError, GitHubAppClient, TerminalGitHostError
+from capstan.git_host.client import GitHubAppClient
+from capstan.git_host.errors import GitHostError, TerminalGitHostError
 from capstan.hostnames import service as hostnames
 from capstan.network import service as network
 from capstan.projects.models import Project

@@ -38,7 +38,6 @@ from capstan.git_host.errors import (
     BadVerificationCode,
     ClientCredentialsRefused,
     CredentialsRefused,
-    GitHostError,
     GitHostNotConfigured,
     GitHostNotFound,
     NoSuchInstallation,
@@ -478,26 +477,3 @@ async def open_git_host(settings: Settings) -> AsyncIterator[GitHubAppClient]:
         if client.app_id is not None and not client.user_authorization_configured:
             log.warning(USER_AUTHORIZATION_NOT_CONFIGURED)
         yield client
-
-
-# The client's whole vocabulary, importable from here as before the split.
-__all__ = [
-    "BadVerificationCode",
-    "ClientCredentialsRefused",
-    "CredentialsRefused",
-    "GitHostError",
-    "GitHostNotConfigured",
-    "GitHostNotFound",
-    "GitHubAppClient",
-    "Installation",
-    "InstallationToken",
-    "NoSuchInstallation",
-    "Repository",
-    "RetryableGitHostError",
-    "TerminalGitHostError",
-    "UserAccessToken",
-    "UserAuthorizationNotConfigured",
-    "UserAuthorizationRefused",
-    "load_app_key",
-    "open_git_host",
-]

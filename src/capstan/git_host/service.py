@@ -46,18 +46,16 @@ from capstan.auth.principal import Principal, principal_from_session_cookie
 from capstan.config import Settings
 from capstan.db import utcnow
 from capstan.errors import ApiError, BadRequest, NotFound
-from capstan.git_host.client import (
-    USER_AUTHORIZATION_NOT_CONFIGURED,
+from capstan.git_host.client import USER_AUTHORIZATION_NOT_CONFIGURED, GitHubAppClient
+from capstan.git_host.errors import (
     BadVerificationCode,
     ClientCredentialsRefused,
     GitHostError,
     GitHostNotConfigured,
-    GitHubAppClient,
-    Installation,
     NoSuchInstallation,
-    Repository,
 )
 from capstan.git_host.models import GitHostInstallation, GitHostSetup
+from capstan.git_host.payloads import Installation, Repository
 from capstan.git_host.setup_state import (
     SetupState,
     StateExpired,
