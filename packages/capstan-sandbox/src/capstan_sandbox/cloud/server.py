@@ -29,6 +29,7 @@ from capstan_sandbox.cloud import (
     elasticache,
     iam_limits,
     limits,
+    listener_certificates,
     load_balancer_limits,
     log_pages,
     moto_threads,
@@ -135,6 +136,7 @@ def install_extensions() -> None:
     ecs_services.install()
     ec2_quotas.install()
     load_balancer_limits.install()
+    listener_certificates.install()
     vpc_checks.install()
     log_pages.install()
     authorization.install()
