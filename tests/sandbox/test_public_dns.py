@@ -6,6 +6,7 @@ validation reading it."""
 from __future__ import annotations
 
 import secrets
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -233,3 +234,18 @@ def test_acm_issues_a_certificate_once_its_cname_is_in_the_public_dns(
     )
     assert _put(client, record["Name"], "CNAME", record["Value"]).status_code == 200
     assert acm.describe_certificate(CertificateArn=arn)["Certificate"]["Status"] == "ISSUED"
+
+
+def test_malformed_and_foreign_queries_get_dns_errors_not_silence(
+    sandbox_dns_nameserver: tuple[str, int],
+) -> None:
+    host, port = sandbox_dns_nameserver
+    chaos = dns.message.make_query("version.bind", "TXT", rdclass="CH")
+    answer = dns.query.udp(chaos, host, port=port, timeout=5)
+    assert answer.rcode() == dns.rcode.REFUSED and answer.id == chaos.id
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as raw:
+        raw.settimeout(5)
+        # A header claiming one question, and no question after it.
+        raw.sendto(b"\x12\x34\x01\x00\x00\x01" + bytes(6), (host, port))
+        reply, _ = raw.recvfrom(512)
+    assert reply[:2] == b"\x12\x34" and reply[2] & 0x80 and reply[3] & 0x0F == dns.rcode.FORMERR

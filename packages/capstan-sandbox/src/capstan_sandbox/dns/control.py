@@ -16,9 +16,9 @@ shape `{"error", "message"}`.
 from __future__ import annotations
 
 import json
-from urllib.parse import parse_qs
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import parse_qs
 
 from capstan_sandbox.dns import records
 
