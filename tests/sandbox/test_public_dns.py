@@ -19,6 +19,7 @@ import pytest
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.dev.accounts import organization_access
+from capstan_sandbox.dns import resolver
 from tests.harness import RunningServer
 from tests.sandbox.aws import new_account, vpc_with_two_subnets
 
@@ -140,17 +141,24 @@ def test_a_cname_to_a_load_balancer_answers_its_address_and_an_apex_alias_flatte
         Name=f"dns-{secrets.token_hex(3)}", Subnets=subnets
     )["LoadBalancers"][0]
     target = balancer["DNSName"].lower()
+    (address,) = resolver.aws_addresses(target)["A"]
     assert _put(client, f"shop.{zone}", "CNAME", f"alias.{zone}").status_code == 201
     assert _put(client, f"alias.{zone}", "CNAME", target).status_code == 201
     answer = _ask(sandbox_dns_nameserver, f"shop.{zone}", "A")
     assert _answers(answer) == [
         (f"shop.{zone}.", "CNAME", f"alias.{zone}."),
         (f"alias.{zone}.", "CNAME", f"{target}."),
-        (f"{target}.", "A", "127.0.0.1"),
+        (f"{target}.", "A", address),
     ]
+    assert address.startswith("127.") and address != "127.0.0.1"
     assert _put(client, zone, "ANAME", target).status_code == 201
     apex = _ask(sandbox_dns_nameserver, zone, "A")
-    assert _answers(apex) == [(f"{zone}.", "A", "127.0.0.1")]
+    assert _answers(apex) == [(f"{zone}.", "A", address)]
+    # Another load balancer answers another address: a record pointing elsewhere shows.
+    other = customer.client("elbv2").create_load_balancer(
+        Name=f"dns-{secrets.token_hex(3)}", Subnets=subnets
+    )["LoadBalancers"][0]["DNSName"]
+    assert _answers(_ask(sandbox_dns_nameserver, other, "A"))[0][2] != address
     # A name nobody answers for, even under AWS's own domains, does not exist.
     missing = _ask(sandbox_dns_nameserver, f"gone-1.{REGION}.elb.amazonaws.com", "A")
     assert missing.rcode() == dns.rcode.NXDOMAIN
