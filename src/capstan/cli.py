@@ -145,7 +145,16 @@ def _start_dev_topology(settings: Settings, stack: ExitStack) -> Settings:
                     "Capstan's database still names what that cloud held: stop this server and "
                     "run `make dev-reset` to start both clean."
                 )
-        settings = settings.model_copy(update={"sandbox_cloud_url": sandbox.url})
+        settings = settings.model_copy(
+            update={
+                "sandbox_cloud_url": sandbox.url,
+                "dns_nameserver": settings.dns_nameserver or sandbox.dns_nameserver,
+            }
+        )
+    elif settings.cloud is CloudMode.sandbox:
+        from capstan.dev.public_dns import with_public_dns
+
+        settings = with_public_dns(settings)
     dev_server.write_record(settings)
     stack.callback(dev_server.remove_record, settings.data_dir)
     # uvicorn shuts down on SIGTERM, then raises the signal again under the handler it found:
@@ -155,6 +164,8 @@ def _start_dev_topology(settings: Settings, stack: ExitStack) -> Settings:
         f"Dev workers with --data-dir {settings.data_dir} join this server "
         f"(sandbox cloud {settings.sandbox_cloud_url})."
     )
+    if settings.dns_nameserver:
+        typer.echo(f"The sandbox's public DNS answers at {settings.dns_nameserver} (UDP).")
     return settings
 
 
@@ -169,6 +180,8 @@ def worker(data_dir: DataDir = None, dev: Dev = False) -> None:
     try:
         _require_extras(settings)
         settings = settings_for_worker(settings)
+        if settings.cloud is CloudMode.sandbox:
+            settings = _worker_public_dns(settings)
         settings.require_secret_key()
         _migrate(settings)
     except ConfigurationError as error:
@@ -187,6 +200,19 @@ def worker(data_dir: DataDir = None, dev: Dev = False) -> None:
         typer.echo(f"Workers use the sandbox git host of {settings.base_url}.")
     typer.echo("Capstan workers are running (Ctrl-C stops them).")
     asyncio.run(main())
+
+
+def _worker_public_dns(settings: Settings) -> Settings:
+    """`settings` asking the sandbox's public DNS; a sandbox that cannot say where it is leaves
+    the system's resolver, with a warning (the worker's passes then fail on the sandbox itself,
+    and say so)."""
+    from capstan.dev.public_dns import with_public_dns
+
+    try:
+        return with_public_dns(settings)
+    except ConfigurationError as error:
+        typer.echo(f"warning: {error}", err=True)
+        return settings
 
 
 @app.command()
