@@ -23,7 +23,7 @@ steps, `cloud/site.py`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -65,6 +65,7 @@ class TaskSpec:
     environment: ssm.StoredEnvironment  # from put_environment
     start_command: str | None  # workers: the container entry point command
     health_path: str | None  # web servers
+    scaling: autoscaling.Scaling = field(default_factory=autoscaling.Scaling)
     # No deploy step of the target is known to have completed: its host rule and its ECS service
     # are created without a look first (`host_rules.ensure_host_rule`'s and
     # `ecs.ensure_service`'s `first`); a create that finds one there falls back to the look.
@@ -291,14 +292,48 @@ class Deployer(Rollouts):
             subnet_ids=project.network.subnet_ids,
             security_group_id=project.network.services_group_id,
             target_group_arn=target_group,
+            desired_count=spec.scaling.first_count(),
             first=spec.first_roll_out,
         )
         if balancer is not None:
             self._point_dns(target, balancer)
-            autoscaling.ensure_cpu_scaling(
-                self._customer, project.cluster, names.service_name(target.resource_id)
-            )
+        label = (
+            autoscaling.resource_label(balancer.arn, target_group)
+            if balancer is not None and target_group is not None
+            else None
+        )
+        autoscaling.ensure_scaling(
+            self._customer,
+            project.cluster,
+            names.service_name(target.resource_id),
+            spec.scaling,
+            requests_label=label,
+        )
         return task_definition
+
+    def scale(self, target: Target, scaling: autoscaling.Scaling) -> bool:
+        """The running target's range and targets as `scaling` says, in place (no new task
+        definition); True when they had to change."""
+        cluster = self._cluster(target)
+        service = names.service_name(target.resource_id)
+        if autoscaling.current(self._customer, cluster, service) == scaling:
+            return False
+        label: str | None = None
+        if target.kind == "web_server" and scaling.requests_per_task is not None:
+            balancer = self.network.balancer(target.project_id)
+            group = self._target_group(target)
+            label = autoscaling.resource_label(balancer.arn, group) if group else None
+        autoscaling.ensure_scaling(self._customer, cluster, service, scaling, requests_label=label)
+        return True
+
+    def instances(self, target: Target) -> tuple[int, int]:
+        """The target's tasks as ECS counts them: (desired, running)."""
+        state = ecs.describe_service(
+            self._customer, self._cluster(target), names.service_name(target.resource_id)
+        )
+        if state is None or state.status != "ACTIVE":
+            return 0, 0
+        return state.desired, state.running
 
     def _point_dns(self, target: Target, balancer: elbv2.LoadBalancer) -> None:
         """The target's alias, owned by it (`route53.point_alias`)."""
