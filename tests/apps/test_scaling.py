@@ -130,3 +130,32 @@ def test_bad_bounds_are_400_naming_the_field(
     assert answer.status_code == 400, answer.text
     assert {"error", "message"} <= set(answer.json())
     assert field in answer.json()["message"]
+
+
+def test_arm64_redeploys_onto_an_arm64_task_definition(shop: Ready) -> None:
+    created = shop.create_worker(architecture="arm64")
+    assert created["architecture"] == "arm64" and created["capacity"] == "on_demand"
+    path = f"{shop.base}/workers/{created['id']}"
+    assert shop.wait_for(path, "running", "failed")["status"] == "running"
+    assert _platform(shop, created["id"]) == "ARM64"
+    back = shop.org.api.patch(path, json={"architecture": "x86_64"})
+    assert back.status_code == 200 and back.json()["status"] == "deploying"
+    assert shop.wait_for(path, "running", "failed")["status"] == "running"
+    assert _platform(shop, created["id"]) == "X86_64"
+    deployments = shop.org.api.get(f"{path}/deployments").json()["deployments"]
+    assert [d["trigger"] for d in deployments] == ["patch", "create"]
+    assert deployments[1]["settings"]["architecture"] == "arm64"
+
+
+def _platform(shop: Ready, name: str) -> str:
+    """The CPU architecture of the task definition the service runs."""
+    org = shop.org
+    account_id = org.api.get("/api/cloud_account").json()["account_id"]
+    assert org.server.settings.sandbox_cloud_url
+    with account_sessions(org.server.settings.sandbox_cloud_url, account_id) as (customer, _):
+        ecs = customer.client("ecs")
+        (service,) = ecs.describe_services(
+            cluster=f"capstan-{shop.project['id']}", services=[f"capstan-{name}"]
+        )["services"]
+        definition = ecs.describe_task_definition(taskDefinition=service["taskDefinition"])
+    return str(definition["taskDefinition"]["runtimePlatform"]["cpuArchitecture"])

@@ -46,6 +46,12 @@ def registry_login(settings: Settings) -> RegistryLogin | None:
     return None
 
 
+def _architecture(subject: Subject, deployment: Deployment) -> str:
+    """What the deployment's release runs on (a release from before it: x86_64)."""
+    recorded = releases.settings_of(deployment).get("architecture")
+    return str(recorded or subject.service.architecture or "x86_64")
+
+
 @dataclass
 class _Made:
     """What a roll-out's steps made, in the cloud's thread, for the pass to record."""
@@ -108,6 +114,7 @@ class ContainerSteps:
             build_command=subject.service.build_command,
             deployment_id=deployment.id,
             registry_login=registry_login(self._settings),
+            architecture=_architecture(subject, deployment),
         )
         return await self._cloud.run(lambda: deployer.start_build(spec))
 
@@ -176,6 +183,7 @@ class ContainerSteps:
                     ),
                     first_roll_out=first_roll_out,
                     scaling=wanted,
+                    architecture=ran.get("architecture") or "x86_64",
                 )
             )
             if old_hostname and target.hostname and old_hostname != target.hostname:

@@ -26,6 +26,14 @@ SCALING_FIELDS = (
     "target_cpu_percent",
     "target_requests_per_instance",
 )
+# A new service's, as the columns' defaults (which apply only once the row is written).
+DEFAULTS: dict[str, Any] = {
+    "min_instances": 1,
+    "max_instances": 4,
+    "target_cpu_percent": 60,
+    "capacity": "on_demand",
+    "architecture": "x86_64",
+}
 Capacity = Literal["on_demand", "spot"]
 Architecture = Literal["x86_64", "arm64"]
 

@@ -238,6 +238,7 @@ async def create(
         project_id=project.id,
         kind=kind,
         installation_id=installation_id,
+        **scaling.DEFAULTS,  # its first release records them: set before any flush
     )
     for name, value in fields.items():
         setattr(service, name, value)

@@ -66,6 +66,7 @@ class TaskSpec:
     start_command: str | None  # workers: the container entry point command
     health_path: str | None  # web servers
     scaling: autoscaling.Scaling = field(default_factory=autoscaling.Scaling)
+    architecture: str = "x86_64"  # or "arm64"
     # No deploy step of the target is known to have completed: its host rule and its ECS service
     # are created without a look first (`host_rules.ensure_host_rule`'s and
     # `ecs.ensure_service`'s `first`); a create that finds one there falls back to the look.
@@ -259,6 +260,7 @@ class Deployer(Rollouts):
             port=names.CONTAINER_PORT if web else None,
             health_path=(spec.health_path or "/") if web else None,
             command=None if web else spec.start_command,
+            architecture="ARM64" if spec.architecture == "arm64" else "X86_64",
         )
         task_definition = ecs.ensure_task_definition(
             self._customer,
