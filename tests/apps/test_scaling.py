@@ -52,7 +52,8 @@ def test_scaling_is_set_on_create_and_changed_in_place(shop: Ready) -> None:
     }
     path = f"{shop.base}/web_servers/{created['id']}"
     running = shop.wait_for(path, "running", "failed")
-    assert running["status"] == "running", shop.org.api.get(f"{path}/deployments").json()["deployments"][0]["error"]
+    deployments = shop.org.api.get(f"{path}/deployments").json()["deployments"]
+    assert running["status"] == "running", deployments[0]["error"]
     target, policies, service = _scalable(shop, created["id"])
     assert (target["MinCapacity"], target["MaxCapacity"]) == (2, 6)
     assert policies == {"capstan-cpu": 60.0}
@@ -134,7 +135,7 @@ def test_bad_bounds_are_400_naming_the_field(
 
 def test_arm64_redeploys_onto_an_arm64_task_definition(shop: Ready) -> None:
     created = shop.create_worker(architecture="arm64")
-    assert created["architecture"] == "arm64" and created["capacity"] == "on_demand"
+    assert created["architecture"] == "arm64"
     path = f"{shop.base}/workers/{created['id']}"
     assert shop.wait_for(path, "running", "failed")["status"] == "running"
     assert _platform(shop, created["id"]) == "ARM64"

@@ -70,16 +70,13 @@ class Service(Base):
     memory: Mapped[int | None] = mapped_column(Integer)
     auto_deploy: Mapped[bool] = mapped_column(Boolean, default=False)
     # Web servers and workers: the range of tasks Application Auto Scaling keeps them in and
-    # its targets (changed in place, without a deployment), and what their tasks run on.
+    # its targets (changed in place, without a deployment), and the CPU their tasks run on.
     min_instances: Mapped[int] = mapped_column(Integer, default=1, server_default=text("'1'"))
     max_instances: Mapped[int] = mapped_column(Integer, default=4, server_default=text("'4'"))
     target_cpu_percent: Mapped[int] = mapped_column(
         Integer, default=60, server_default=text("'60'")
     )
     target_requests_per_instance: Mapped[int | None] = mapped_column(Integer)
-    capacity: Mapped[str] = mapped_column(
-        String(20), default="on_demand", server_default=text("'on_demand'")
-    )
     architecture: Mapped[str] = mapped_column(
         String(20), default="x86_64", server_default=text("'x86_64'")
     )

@@ -200,8 +200,8 @@ async def rollback(
         )
     variables = box.open_json(release.environment, owner=release.id)
     changed = False
-    # A release from before capacity and architecture were kept ran on demand on x86_64.
-    kept = {"capacity": "on_demand", "architecture": "x86_64", **settings_of(release)}
+    # A release from before architecture was kept ran on x86_64.
+    kept = {"architecture": "x86_64", **settings_of(release)}
     for name, value in kept.items():
         if name in services.RELEASE_FIELDS and getattr(service, name) != value:
             setattr(service, name, value)

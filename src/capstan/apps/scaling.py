@@ -1,10 +1,10 @@
-"""Scaling, capacity and architecture of web servers and workers: the API's shapes, the rules a
-request must keep, and what the cloud is asked for.
+"""Scaling and architecture of web servers and workers: the API's shapes, the rules a request
+must keep, and what the cloud is asked for.
 
 `scaling` is the range of tasks Application Auto Scaling keeps a target in and its targets; a
 change of it alone applies in place (the reconciler updates the scalable target and its policies,
-no deployment). `capacity` and `architecture` are part of a release: changing them redeploys
-(docs/decisions/0127-scaling-and-capacity.md). Previews follow their service's.
+no deployment). `architecture` is part of a release: changing it redeploys
+(docs/decisions/0127-scaling-and-architecture.md). Previews follow their service's.
 """
 
 from __future__ import annotations
@@ -31,10 +31,8 @@ DEFAULTS: dict[str, Any] = {
     "min_instances": 1,
     "max_instances": 4,
     "target_cpu_percent": 60,
-    "capacity": "on_demand",
     "architecture": "x86_64",
 }
-Capacity = Literal["on_demand", "spot"]
 Architecture = Literal["x86_64", "arm64"]
 
 _Max = Annotated[int, Field(ge=0, le=MAX_INSTANCES, description="At most 100 tasks.")]
@@ -70,25 +68,21 @@ class WorkerScaling(Request):
 
 class WebServerCompute(Request):
     scaling: WebServerScaling = WebServerScaling()
-    capacity: Capacity = "on_demand"
     architecture: Architecture = "x86_64"
 
 
 class WorkerCompute(Request):
     scaling: WorkerScaling = WorkerScaling()
-    capacity: Capacity = "on_demand"
     architecture: Architecture = "x86_64"
 
 
 class WebServerComputeUpdate(Request):
     scaling: WebServerScaling | SkipJsonSchema[None] = None
-    capacity: Capacity | SkipJsonSchema[None] = None
     architecture: Architecture | SkipJsonSchema[None] = None
 
 
 class WorkerComputeUpdate(Request):
     scaling: WorkerScaling | SkipJsonSchema[None] = None
-    capacity: Capacity | SkipJsonSchema[None] = None
     architecture: Architecture | SkipJsonSchema[None] = None
 
 
@@ -112,7 +106,6 @@ class InstancesOut(Response):
 class WorkerComputeOut(Response):
     scaling: WorkerScalingOut
     instances: InstancesOut
-    capacity: Capacity
     architecture: Architecture
 
 
@@ -166,6 +159,5 @@ def describe(service: Service, row: Service | Preview | None = None) -> dict[str
             "desired": seen.desired_instances or 0,
             "running": seen.running_instances or 0,
         },
-        "capacity": service.capacity,
         "architecture": service.architecture,
     }

@@ -397,7 +397,6 @@ class ReleaseSettings(Response):
     build_command: str | None = None
     start_command: str | None = None
     publish_dir: str | None = None
-    capacity: str | None = None
     architecture: str | None = None
 
 

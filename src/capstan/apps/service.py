@@ -58,7 +58,6 @@ RELEASE_FIELDS = (
     "publish_dir",
     "cpu",
     "memory",
-    "capacity",
     "architecture",
 )
 # Releases that went live kept for rollback, per target, with their environment versions.

@@ -1,4 +1,4 @@
-"""services: scaling range and targets, capacity, architecture; targets: instances seen
+"""services: scaling range and targets, architecture; targets: the instances ECS reported
 
 Revision ID: 0030
 Revises: 0026
@@ -15,12 +15,11 @@ down_revision: str | None = "0026"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# Today's behaviour for rows that exist: 1 to 4 tasks at 60 % CPU, on demand, x86_64.
+# Today's behaviour for rows that exist: 1 to 4 tasks at 60 % CPU, on x86_64.
 _SERVICE_COLUMNS = (
     ("min_instances", sa.Integer(), "1"),
     ("max_instances", sa.Integer(), "4"),
     ("target_cpu_percent", sa.Integer(), "60"),
-    ("capacity", sa.String(20), "on_demand"),
     ("architecture", sa.String(20), "x86_64"),
 )
 

@@ -81,9 +81,10 @@ def check_runtime_platform(request: dict[str, Any]) -> None:
     platform = request.get("runtimePlatform") or {}
     if platform.get("cpuArchitecture") != "ARM64":
         return
-    if "FARGATE" in (request.get("requiresCompatibilities") or []) and (
-        platform.get("operatingSystemFamily") or "LINUX"
-    ) != "LINUX":
+    if (
+        "FARGATE" in (request.get("requiresCompatibilities") or [])
+        and (platform.get("operatingSystemFamily") or "LINUX") != "LINUX"
+    ):
         raise EcsClientException(
             "Fargate supports the ARM64 CPU architecture only with the LINUX operating system "
             f"family, not {platform.get('operatingSystemFamily')}."
