@@ -15,7 +15,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from capstan.apps.models import Preview, Service
-from capstan.cloud.aws.autoscaling import Scaling
+from capstan.cloud.deploy import Scaling
 from capstan.errors import BadRequest
 from capstan.schemas import Request, Response
 

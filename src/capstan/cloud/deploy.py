@@ -41,6 +41,7 @@ from capstan.cloud.aws import (
     route53,
     ssm,
 )
+from capstan.cloud.aws.autoscaling import Scaling
 from capstan.cloud.aws.names import CONTAINER_PORT
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.aws.ssm import MAX_VALUE_BYTES
@@ -299,11 +300,9 @@ class Deployer(Rollouts):
         )
         if balancer is not None:
             self._point_dns(target, balancer)
-        label = (
-            autoscaling.resource_label(balancer.arn, target_group)
-            if balancer is not None and target_group is not None
-            else None
-        )
+        label = None
+        if balancer is not None and target_group is not None:
+            label = autoscaling.resource_label(balancer.arn, target_group)
         autoscaling.ensure_scaling(
             self._customer,
             project.cluster,
@@ -492,6 +491,7 @@ __all__ = [
     "LogLine",
     "ProjectCache",
     "Rollout",
+    "Scaling",
     "Target",
     "TargetKind",
     "TaskSpec",
