@@ -255,10 +255,7 @@ class ContainerSteps:
         target = subject.target(self._settings.domain)
         wanted = scaling.scaling_of(subject.service)
 
-        def look() -> tuple[bool, tuple[int, int]]:
-            return deployer.scale(target, wanted), deployer.instances(target)
-
-        changed, (desired, running) = await self._cloud.run(look)
+        changed, desired, running = await self._cloud.run(lambda: deployer.scale(target, wanted))
         if changed:
             log.info("%s: scaling applied in place (%s)", target.resource_id, wanted)
         subject.row.desired_instances, subject.row.running_instances = desired, running

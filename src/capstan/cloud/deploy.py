@@ -312,30 +312,6 @@ class Deployer(Rollouts):
         )
         return task_definition
 
-    def scale(self, target: Target, scaling: autoscaling.Scaling) -> bool:
-        """The running target's range and targets as `scaling` says, in place (no new task
-        definition); True when they had to change."""
-        cluster = self._cluster(target)
-        service = names.service_name(target.resource_id)
-        if autoscaling.current(self._customer, cluster, service) == scaling:
-            return False
-        label: str | None = None
-        if target.kind == "web_server" and scaling.requests_per_task is not None:
-            balancer = self.network.balancer(target.project_id)
-            group = self._target_group(target)
-            label = autoscaling.resource_label(balancer.arn, group) if group else None
-        autoscaling.ensure_scaling(self._customer, cluster, service, scaling, requests_label=label)
-        return True
-
-    def instances(self, target: Target) -> tuple[int, int]:
-        """The target's tasks as ECS counts them: (desired, running)."""
-        state = ecs.describe_service(
-            self._customer, self._cluster(target), names.service_name(target.resource_id)
-        )
-        if state is None or state.status != "ACTIVE":
-            return 0, 0
-        return state.desired, state.running
-
     def _point_dns(self, target: Target, balancer: elbv2.LoadBalancer) -> None:
         """The target's alias, owned by it (`route53.point_alias`)."""
         assert target.hostname is not None
