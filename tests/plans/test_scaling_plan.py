@@ -4,8 +4,13 @@ endpoint's, before and after), applied in place for scaling and by a deployment 
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
+
+import yaml
 
 from tests.apps.helpers import new_shop
+from tests.cli.helpers import Cli
 from tests.harness import Org
 from tests.plans.helpers import FILE, post
 
@@ -48,3 +53,23 @@ def test_scaling_and_arm64_plan_with_their_delta_and_apply(connected: Org) -> No
     rate_after = shop.org.api.get(cost_path).json()["monthly_run_rate_usd"]
     assert change["monthly_usd_after"] == rate_after
     assert post(shop, "plan", wanted)["no_changes"] is True
+
+
+def test_init_writes_scaling_and_architecture_that_plan_no_changes(
+    connected: Org, tmp_path: Path
+) -> None:
+    shop = new_shop(connected)
+    wanted = {"web_servers": copy.deepcopy(FILE["web_servers"])}
+    wanted["web_servers"]["api"].update(
+        architecture="arm64", scaling={"min_instances": 2, "max_instances": 5}
+    )
+    post(shop, "apply", wanted)
+    cli = Cli(tmp_path / "config", url=connected.server.base_url, token=connected.token)
+    assert cli.run("use", shop.project["hostname_suffix"]).exit_code == 0
+    path = tmp_path / "init.yaml"
+    assert cli.run("init", "-f", str(path)).exit_code == 0
+    written = yaml.safe_load(path.read_text())["web_servers"]["api"]
+    assert written["architecture"] == "arm64"
+    assert written["scaling"] == {"min_instances": 2, "max_instances": 5, "target_cpu_percent": 60}
+    planned = cli.json("plan", "-f", str(path))
+    assert planned["no_changes"] is True, json.dumps(planned["changes"])
