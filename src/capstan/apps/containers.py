@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capstan.apps import releases
+from capstan.apps import releases, scaling
 from capstan.apps import service as services
 from capstan.apps.models import Deployment
 from capstan.apps.steps import Progress, Subject
@@ -33,6 +33,8 @@ log = logging.getLogger("capstan.apps")
 NETWORK_POLL = Poll(first=timedelta(seconds=5), factor=1.5, cap=timedelta(seconds=60))
 # Waiting for a referenced database that is being created (minutes in AWS).
 DATABASE_POLL = Poll(first=timedelta(seconds=1), factor=1.5, cap=timedelta(seconds=60))
+# Waiting for ECS to reach a new range of tasks (seconds in AWS, a tick in the sandbox).
+SCALE_POLL = Poll(first=timedelta(seconds=0.2), factor=2, cap=timedelta(seconds=60))
 
 
 def registry_login(settings: Settings) -> RegistryLogin | None:
@@ -42,6 +44,12 @@ def registry_login(settings: Settings) -> RegistryLogin | None:
             settings.dockerhub_username, settings.dockerhub_token.get_secret_value()
         )
     return None
+
+
+def _architecture(subject: Subject, deployment: Deployment) -> str:
+    """What the deployment's release runs on (a release from before it: x86_64)."""
+    recorded = releases.settings_of(deployment).get("architecture")
+    return str(recorded or subject.service.architecture or "x86_64")
 
 
 @dataclass
@@ -106,6 +114,7 @@ class ContainerSteps:
             build_command=subject.service.build_command,
             deployment_id=deployment.id,
             registry_login=registry_login(self._settings),
+            architecture=_architecture(subject, deployment),
         )
         return await self._cloud.run(lambda: deployer.start_build(spec))
 
@@ -151,6 +160,7 @@ class ContainerSteps:
         # none, and is known deployed once a deployment of it has run.
         first_roll_out = old_hostname is None and services.never_ran(subject.row)
         deployment_id, recorded_image = deployment.id, deployment.image_uri
+        wanted = scaling.scaling_of(service)
         made = _Made()
 
         def roll_out() -> None:
@@ -172,6 +182,8 @@ class ContainerSteps:
                         ran["health_path"] if service.kind == services.WEB_SERVER else None
                     ),
                     first_roll_out=first_roll_out,
+                    scaling=wanted,
+                    architecture=ran.get("architecture") or "x86_64",
                 )
             )
             if old_hostname and target.hostname and old_hostname != target.hostname:
@@ -196,6 +208,8 @@ class ContainerSteps:
         task_definition = deployment.task_definition_arn
         rollout = await self._cloud.run(lambda: deployer.describe_rollout(target, task_definition))
         if rollout.state == "completed":
+            # A change of scaling made while it rolled out is applied now.
+            await self._scale(subject, deployer)
             return Progress("completed")
         if rollout.state == "failed":
             return Progress("failed", f"Rollout failed: {rollout.reason or 'tasks did not start'}")
@@ -222,6 +236,8 @@ class ContainerSteps:
             letting_go = subject.letting_go
             await self._cloud.run(lambda: deployer.move_hostname(target, *letting_go))
             subject.row.applied_hostname = target.hostname
+        if await self._scale(subject, deployer):
+            return PollAgain(SCALE_POLL)  # until ECS has as many tasks as the range wants
         assert deployment.task_definition_arn is not None
         task_definition = deployment.task_definition_arn
         rollout = await self._cloud.run(lambda: deployer.describe_rollout(target, task_definition))
@@ -231,6 +247,19 @@ class ContainerSteps:
             return Done()
         await self.reconnect_databases(subject, deployment, deployer)
         return Done()
+
+    async def _scale(self, subject: Subject, deployer: Deployer) -> bool:
+        """The target's scaling as its service's settings say, in place, and the tasks ECS
+        reports recorded; True while they are moving (the scaling changed, or ECS has not as
+        many tasks running as it wants)."""
+        target = subject.target(self._settings.domain)
+        wanted = scaling.scaling_of(subject.service)
+
+        changed, desired, running = await self._cloud.run(lambda: deployer.scale(target, wanted))
+        if changed:
+            log.info("%s: scaling applied in place (%s)", target.resource_id, wanted)
+        subject.row.desired_instances, subject.row.running_instances = desired, running
+        return changed or desired != running
 
     def databases_of(self, subject: Subject, deployment: Deployment) -> set[str]:
         """The databases the deployment's environment references."""

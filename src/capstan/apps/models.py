@@ -69,6 +69,20 @@ class Service(Base):
     cpu: Mapped[int | None] = mapped_column(Integer)
     memory: Mapped[int | None] = mapped_column(Integer)
     auto_deploy: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Web servers and workers: the range of tasks Application Auto Scaling keeps them in and
+    # its targets (changed in place, without a deployment), and the CPU their tasks run on.
+    min_instances: Mapped[int] = mapped_column(Integer, default=1, server_default=text("'1'"))
+    max_instances: Mapped[int] = mapped_column(Integer, default=4, server_default=text("'4'"))
+    target_cpu_percent: Mapped[int] = mapped_column(
+        Integer, default=60, server_default=text("'60'")
+    )
+    target_requests_per_instance: Mapped[int | None] = mapped_column(Integer)
+    architecture: Mapped[str] = mapped_column(
+        String(20), default="x86_64", server_default=text("'x86_64'")
+    )
+    # What ECS last reported of its tasks (a reconcile pass reads it); None: not yet seen.
+    desired_instances: Mapped[int | None] = mapped_column(Integer)
+    running_instances: Mapped[int | None] = mapped_column(Integer)
     # The git host installation through which the repository was reachable at creation.
     installation_id: Mapped[int | None] = mapped_column(BigInteger)
     environment: Mapped[bytes | None] = mapped_column(LargeBinary)  # sealed JSON
@@ -112,6 +126,8 @@ class Preview(Base):
     generation: Mapped[int] = mapped_column(Integer, default=FIRST_GENERATION)
     observed_generation: Mapped[int] = mapped_column(Integer, default=0)
     applied_hostname: Mapped[str | None] = mapped_column(String(253))
+    desired_instances: Mapped[int | None] = mapped_column(Integer)
+    running_instances: Mapped[int | None] = mapped_column(Integer)
     deleted_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = created_at_column()
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

@@ -148,7 +148,14 @@ async def cost(
         run_rate = site_monthly_run_rate_usd(**usage, region=region)
     else:
         assert service.cpu is not None and service.memory is not None
-        run_rate = monthly_run_rate_usd(service.cpu, service.memory, region, service.kind)
+        run_rate = monthly_run_rate_usd(
+            service.cpu,
+            service.memory,
+            region,
+            service.kind,
+            service.architecture,
+            service.min_instances,
+        )
     account = await network.require_cloud_account(session, caller)
     spend = await spend_reader.month_to_date(cloud, account, target.resource_id)
     return {

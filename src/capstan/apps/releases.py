@@ -200,7 +200,9 @@ async def rollback(
         )
     variables = box.open_json(release.environment, owner=release.id)
     changed = False
-    for name, value in settings_of(release).items():
+    # A release from before architecture was kept ran on x86_64.
+    kept = {"architecture": "x86_64", **settings_of(release)}
+    for name, value in kept.items():
         if name in services.RELEASE_FIELDS and getattr(service, name) != value:
             setattr(service, name, value)
             changed = True

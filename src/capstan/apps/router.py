@@ -17,7 +17,7 @@ from fastapi import APIRouter, Header, Query, Response, status
 from pydantic import BaseModel, create_model
 
 from capstan.apps import environment as environments
-from capstan.apps import listing, observe, releases, route_parts, schemas
+from capstan.apps import listing, observe, releases, route_parts, scaling, schemas
 from capstan.apps import service as services
 from capstan.apps.deploying import target_of
 from capstan.apps.models import Deployment, Service
@@ -359,6 +359,7 @@ def _describe_web_server(service: Service, status: str, url: str | None) -> dict
         "cpu": service.cpu,
         "memory": service.memory,
         "auto_deploy": service.auto_deploy,
+        **scaling.describe(service),
         "created_at": service.created_at,
         "updated_at": service.updated_at,
     }
@@ -375,6 +376,7 @@ def _describe_worker(service: Service, status: str, _url: str | None) -> dict[st
         "cpu": service.cpu,
         "memory": service.memory,
         "auto_deploy": service.auto_deploy,
+        **scaling.describe(service),
         "created_at": service.created_at,
         "updated_at": service.updated_at,
     }

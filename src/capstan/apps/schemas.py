@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from capstan.apps import scaling as compute
 from capstan.cloud.deploy import MAX_VALUE_BYTES
 from capstan.cloud.fargate import CPU_VALUES
 from capstan.cloud.task_definition_size import start_command_bytes
@@ -183,7 +184,7 @@ class _CpuCheck(Request):
         return cpu
 
 
-class WebServerCreate(_CpuCheck):
+class WebServerCreate(_CpuCheck, compute.WebServerCompute):
     name: ServiceName
     repo: Repo
     branch: Branch
@@ -209,7 +210,7 @@ class _Omittable(Request):
     _nullable: ClassVar[frozenset[str]] = frozenset()
 
 
-class WebServerUpdate(_CpuCheck, _Omittable):
+class WebServerUpdate(_CpuCheck, compute.WebServerComputeUpdate, _Omittable):
     _nullable = frozenset({"build_command"})  # null: the container definition builds itself
 
     branch: Branch | SkipJsonSchema[None] = None
@@ -220,7 +221,7 @@ class WebServerUpdate(_CpuCheck, _Omittable):
     auto_deploy: bool | SkipJsonSchema[None] = None
 
 
-class WorkerCreate(_CpuCheck):
+class WorkerCreate(_CpuCheck, compute.WorkerCompute):
     name: ServiceName
     repo: Repo
     branch: Branch
@@ -230,7 +231,7 @@ class WorkerCreate(_CpuCheck):
     auto_deploy: bool = False
 
 
-class WorkerUpdate(_CpuCheck, _Omittable):
+class WorkerUpdate(_CpuCheck, compute.WorkerComputeUpdate, _Omittable):
     branch: Branch | SkipJsonSchema[None] = None
     start_command: StartCommand | SkipJsonSchema[None] = None
     cpu: Cpu | SkipJsonSchema[None] = None
@@ -262,7 +263,7 @@ Failure = Annotated[
 ]
 
 
-class WebServerOut(Response):
+class WebServerOut(compute.WebServerComputeOut):
     id: str
     name: str
     status: Status
@@ -279,7 +280,7 @@ class WebServerOut(Response):
     updated_at: datetime
 
 
-class WorkerOut(Response):
+class WorkerOut(compute.WorkerComputeOut):
     id: str
     name: str
     status: Status
@@ -396,6 +397,7 @@ class ReleaseSettings(Response):
     build_command: str | None = None
     start_command: str | None = None
     publish_dir: str | None = None
+    architecture: str | None = None
 
 
 DeploymentStatus = Literal[

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import ColumnElement, Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from capstan.apps import scaling
 from capstan.apps.models import (
     DEPLOYMENT_STATES,
     FIRST_GENERATION,
@@ -57,19 +58,13 @@ RELEASE_FIELDS = (
     "publish_dir",
     "cpu",
     "memory",
+    "architecture",
 )
 # Releases that went live kept for rollback, per target, with their environment versions.
 RELEASES_KEPT = 10
-# Fields whose change needs a new deployment; `auto_deploy` alone does not.
-DEPLOYING_FIELDS = (
-    "branch",
-    "build_command",
-    "health_path",
-    "start_command",
-    "publish_dir",
-    "cpu",
-    "memory",
-)
+# Fields whose change needs a new deployment: a release's; `auto_deploy` or `scaling` alone
+# does not.
+DEPLOYING_FIELDS = RELEASE_FIELDS
 
 
 class NameTaken(Conflict):
@@ -232,6 +227,7 @@ async def create(
     project = await projects.get_live(session, caller, project_id)
     if kind in COMPUTE_KINDS:
         check_size(fields["cpu"], fields["memory"])
+        fields = scaling.flatten(dict(fields))
     await require_cloud_account(session, caller)
     installation_id = await require_repository(session, caller, git_host, fields["repo"])
     service = Service(
@@ -241,6 +237,7 @@ async def create(
         project_id=project.id,
         kind=kind,
         installation_id=installation_id,
+        **scaling.DEFAULTS,  # its first release records them: set before any flush
     )
     for name, value in fields.items():
         setattr(service, name, value)
@@ -287,6 +284,7 @@ async def update_settings(
         cpu, memory = changes.get("cpu", service.cpu), changes.get("memory", service.memory)
         assert cpu is not None and memory is not None
         check_size(cpu, memory)
+        changes = scaling.flatten(dict(changes), service)
     changed = {k: v for k, v in changes.items() if getattr(service, k) != v}
     for name, value in changed.items():
         setattr(service, name, value)
@@ -294,6 +292,11 @@ async def update_settings(
         await start_deployment(session, service, None, trigger="patch")
         for preview in await live_previews(session, service.id):
             await start_deployment(session, service, preview, trigger="patch")
+    elif any(name in scaling.SCALING_FIELDS for name in changed):
+        # In place: each target's reconciler updates its scalable target; no deployment.
+        await enqueue(session, QUEUE_KIND, service.id)
+        for preview in await live_previews(session, service.id):
+            await enqueue(session, PREVIEW_QUEUE_KIND, preview.id)
     await session.flush()
     return service
 

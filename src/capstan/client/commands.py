@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import typer
 
-from capstan.client import account, env, logs, plan_commands, services
+from capstan.client import account, env, logs, plan_commands, scale, services
 from capstan.client.context import PANEL
 
 
 def register(app: typer.Typer) -> None:
     account.register(app)
     services.register(app)
+    scale.register(app)
     logs.register(app)
     env.register(app, PANEL)
     plan_commands.register(app)

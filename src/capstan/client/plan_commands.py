@@ -271,6 +271,22 @@ def _follow(ctx: Context, project_id: str, applied: dict[str, Any], timeout: flo
     return failures
 
 
+# A web server's or worker's scaling and architecture as a new one has them: left out of a file.
+_DEFAULT_SCALING = {"min_instances": 1, "max_instances": 4, "target_cpu_percent": 60}
+
+
+def _compute(service: dict[str, Any]) -> dict[str, Any]:
+    """The service's scaling and architecture for its file entry, where they are not the
+    defaults (a static website has neither)."""
+    found: dict[str, Any] = {}
+    scaling = {k: v for k, v in (service.get("scaling") or {}).items() if v is not None}
+    if scaling and scaling != _DEFAULT_SCALING:
+        found["scaling"] = scaling
+    if service.get("architecture", "x86_64") != "x86_64":
+        found["architecture"] = service["architecture"]
+    return found
+
+
 def init(
     file: FileOption = Path(DEFAULT_FILE),
     force: Annotated[
@@ -314,6 +330,7 @@ def describe_project(api: Api, project_id: str) -> tuple[dict[str, Any], list[st
         services: dict[str, Any] = {}
         for service in api.get(f"{base}/{section}")[section]:
             spec = {key: service[key] for key in SERVICE_FIELDS[section] if service.get(key)}
+            spec.update(_compute(service))
             spec["auto_deploy"] = service["auto_deploy"]
             variables = api.get(f"{base}/{section}/{service['id']}/environment")["environment"]
             if variables:

@@ -48,6 +48,7 @@ class BuildSpec:
     # a crash does not start a second build.
     deployment_id: str | None = None
     registry_login: RegistryLogin | None = None
+    architecture: str = "x86_64"  # or "arm64": built on CodeBuild's ARM environment
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,7 @@ class BuildDriver:
             environment=environment,
             parameters=parameters,
             idempotency_token=spec.deployment_id,
+            arm=spec.architecture == "arm64",
         )
 
     def _project(

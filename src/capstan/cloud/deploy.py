@@ -23,7 +23,7 @@ steps, `cloud/site.py`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -41,6 +41,7 @@ from capstan.cloud.aws import (
     route53,
     ssm,
 )
+from capstan.cloud.aws.autoscaling import Scaling
 from capstan.cloud.aws.names import CONTAINER_PORT
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.aws.ssm import MAX_VALUE_BYTES
@@ -65,6 +66,8 @@ class TaskSpec:
     environment: ssm.StoredEnvironment  # from put_environment
     start_command: str | None  # workers: the container entry point command
     health_path: str | None  # web servers
+    scaling: autoscaling.Scaling = field(default_factory=autoscaling.Scaling)
+    architecture: str = "x86_64"  # or "arm64"
     # No deploy step of the target is known to have completed: its host rule and its ECS service
     # are created without a look first (`host_rules.ensure_host_rule`'s and
     # `ecs.ensure_service`'s `first`); a create that finds one there falls back to the look.
@@ -258,6 +261,7 @@ class Deployer(Rollouts):
             port=names.CONTAINER_PORT if web else None,
             health_path=(spec.health_path or "/") if web else None,
             command=None if web else spec.start_command,
+            architecture="ARM64" if spec.architecture == "arm64" else "X86_64",
         )
         task_definition = ecs.ensure_task_definition(
             self._customer,
@@ -291,13 +295,21 @@ class Deployer(Rollouts):
             subnet_ids=project.network.subnet_ids,
             security_group_id=project.network.services_group_id,
             target_group_arn=target_group,
+            desired_count=spec.scaling.first_count(),
             first=spec.first_roll_out,
         )
         if balancer is not None:
             self._point_dns(target, balancer)
-            autoscaling.ensure_cpu_scaling(
-                self._customer, project.cluster, names.service_name(target.resource_id)
-            )
+        label = None
+        if balancer is not None and target_group is not None:
+            label = autoscaling.resource_label(balancer.arn, target_group)
+        autoscaling.ensure_scaling(
+            self._customer,
+            project.cluster,
+            names.service_name(target.resource_id),
+            spec.scaling,
+            requests_label=label,
+        )
         return task_definition
 
     def _point_dns(self, target: Target, balancer: elbv2.LoadBalancer) -> None:
@@ -455,6 +467,7 @@ __all__ = [
     "LogLine",
     "ProjectCache",
     "Rollout",
+    "Scaling",
     "Target",
     "TargetKind",
     "TaskSpec",

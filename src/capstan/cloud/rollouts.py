@@ -1,6 +1,7 @@
 """Reading a web server's or worker's ECS rollout (`Rollouts`, a part of `Deployer`): whether
-the deployment completed, failed (and why, in Capstan's words) or is still under way, and its
-tasks started again after RDS rotates a database password they hold."""
+the deployment completed, failed (and why, in Capstan's words) or is still under way, its tasks
+started again after RDS rotates a database password they hold, and its scaling changed in
+place."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
-from capstan.cloud.aws import ecs, elbv2, iam, names, task_stops
+from capstan.cloud.aws import autoscaling, ecs, elbv2, iam, names, task_stops
 from capstan.cloud.builds import ROLE_PROPAGATION
 from capstan.cloud.databases import DatabaseDriver
 from capstan.cloud.network import NetworkDriver
@@ -144,6 +145,25 @@ class Rollouts(TargetDriver):
             return None
         stopped = task_stops.stopped_tasks(self._customer, self._cluster(target), deployment.id)
         return task_stops.explain(stopped[0]) if stopped else None
+
+    def scale(self, target: Target, scaling: autoscaling.Scaling) -> tuple[bool, int, int]:
+        """The running target's range and targets as `scaling` says, in place (no new task
+        definition): whether they had to change, and its tasks as ECS counts them (desired,
+        running). A service that is not there is left to the drift check (nothing to scale)."""
+        cluster = self._cluster(target)
+        service = names.service_name(target.resource_id)
+        state = ecs.describe_service(self._customer, cluster, service)
+        if state is None or state.status != "ACTIVE":
+            return False, 0, 0
+        if autoscaling.current(self._customer, cluster, service) == scaling:
+            return False, state.desired, state.running
+        label: str | None = None
+        if target.kind == "web_server" and scaling.requests_per_task is not None:
+            balancer = self.network.balancer(target.project_id)
+            group = self._target_group(target)
+            label = autoscaling.resource_label(balancer.arn, group) if group else None
+        autoscaling.ensure_scaling(self._customer, cluster, service, scaling, requests_label=label)
+        return True, state.desired, state.running
 
     def _cluster(self, target: Target) -> str:
         return names.cluster_name(target.project_id, self.network.generation)

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps import environment as environments
+from capstan.apps import scaling
 from capstan.apps import service as services
 from capstan.apps.models import Service
 from capstan.auth.principal import Principal
@@ -107,10 +108,10 @@ def _service_steps(
             changed = {
                 key: value
                 for key, value in settings.items()
-                if key != "repo" and getattr(service, key) != value
+                if key != "repo" and _live(service, key) != value
             }
             fields = [
-                FieldChange(field=key, before=getattr(service, key), after=value)
+                FieldChange(field=key, before=_live(service, key), after=value)
                 for key, value in changed.items()
             ]
             environment = None
@@ -149,8 +150,21 @@ def _service_steps(
     return steps
 
 
+def _live(service: Service, key: str) -> Any:
+    """A field of the file as the service has it (`scaling`: an object, as in the file)."""
+    if key == "scaling":
+        return scaling.describe(service)["scaling"]
+    return getattr(service, key)
+
+
 def _sizes(service: Service) -> dict[str, Any]:
-    return {"cpu": service.cpu, "memory": service.memory}
+    """What prices the service: its tasks' size, architecture and fewest tasks."""
+    return {
+        "cpu": service.cpu,
+        "memory": service.memory,
+        "architecture": service.architecture,
+        "scaling": {"min_instances": service.min_instances},
+    }
 
 
 def _deletion(

@@ -32,7 +32,14 @@ from capstan.plans.schemas import SharedCost
 def monthly_usd(kind: str, settings: dict[str, Any], region: str) -> float:
     """A month of one resource of `kind` with `settings` (its fields) in `region`."""
     if kind in ("web_server", "worker"):
-        return monthly_run_rate_usd(settings["cpu"], settings["memory"], region, kind)
+        return monthly_run_rate_usd(
+            settings["cpu"],
+            settings["memory"],
+            region,
+            kind,
+            settings.get("architecture") or "x86_64",
+            (settings.get("scaling") or {}).get("min_instances", 1),
+        )
     if kind == "static_website":
         return site_monthly_run_rate_usd(0, 0, 0, region)
     if kind == "cache":

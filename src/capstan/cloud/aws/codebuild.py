@@ -42,6 +42,13 @@ from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.errors import RetryableCloudError
 
 BUILD_IMAGE = "aws/codebuild/standard:7.0"
+# An arm64 target's image is built on ARM: CodeBuild's ARM environment and its aarch64 image
+# (https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-available.html).
+ARM_BUILD = {
+    "environmentTypeOverride": "ARM_CONTAINER",
+    "imageOverride": "aws/codebuild/amazonlinux2-aarch64-standard:3.0",
+    "computeTypeOverride": "BUILD_GENERAL1_SMALL",
+}
 BUILD_STREAM_PREFIX = "build"
 # CodeBuild's refusal of a PARAMETER_STORE variable names the variable.
 _VARIABLE = re.compile(r"for the environment variable (?P<name>\w+)")
@@ -233,8 +240,10 @@ def start_build(
     environment: dict[str, str],
     idempotency_token: str | None = None,
     parameters: dict[str, str] | None = None,
+    arm: bool = False,
 ) -> str:
-    """Start a build. With `idempotency_token`, a repeat of the same request within five minutes
+    """Start a build (`arm`: on CodeBuild's ARM environment, for an arm64 image). With
+    `idempotency_token`, a repeat of the same request within five minutes
     (a retry after a crash between the call and recording its id) answers the same build.
 
     `parameters`: variable name -> SSM parameter name, resolved by CodeBuild as the build starts
@@ -247,7 +256,9 @@ def start_build(
     variables += [
         {"name": key, "value": value, "type": "PLAINTEXT"} for key, value in environment.items()
     ]
-    extra = {"idempotencyToken": idempotency_token} if idempotency_token else {}
+    extra: dict[str, Any] = {"idempotencyToken": idempotency_token} if idempotency_token else {}
+    if arm:
+        extra.update(ARM_BUILD)
     with aws_errors():
         started = _client(session).start_build(
             projectName=project_name, environmentVariablesOverride=variables, **extra

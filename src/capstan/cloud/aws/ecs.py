@@ -73,6 +73,7 @@ class ContainerSpec:
     port: int | None  # web servers: the container port
     health_path: str | None
     command: str | None  # workers: the entry point command
+    architecture: str = "X86_64"  # or "ARM64" (Fargate's Linux only)
 
 
 def _client(session: AwsSession) -> Any:
@@ -191,7 +192,7 @@ def task_definition(
         "requiresCompatibilities": ["FARGATE"],
         "cpu": str(spec.cpu),
         "memory": str(spec.memory),
-        "runtimePlatform": {"cpuArchitecture": "X86_64", "operatingSystemFamily": "LINUX"},
+        "runtimePlatform": {"cpuArchitecture": spec.architecture, "operatingSystemFamily": "LINUX"},
         "containerDefinitions": [_container(spec)],
     }
 

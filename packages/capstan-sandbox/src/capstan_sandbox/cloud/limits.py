@@ -5,7 +5,7 @@
   the parameter shows the tier it got, as in AWS).
 - ECS `RegisterTaskDefinition`: a task definition holds at most 65,536 bytes — `ClientException`,
   "Actual length: 'N'. Max allowed length is '65536' bytes." (`task_definition_bytes` says what
-  is counted).
+  is counted); an ARM64 one for Fargate is a Linux one (`check_runtime_platform`).
 - EC2 `CreateSecurityGroup`: a group's name and description are at most 255 characters of
   `a-zA-Z0-9`, spaces and `._-:/()#,@[]+=&;{}!$*` (no apostrophe, nothing beyond ASCII), and a
   name does not start with `sg-` — `InvalidParameterValue`.
@@ -72,8 +72,28 @@ def task_definition_bytes(request: dict[str, Any]) -> int:
     return len(json.dumps(definition, separators=(",", ":")).encode())
 
 
+def check_runtime_platform(request: dict[str, Any]) -> None:
+    """ECS's refusal of an ARM64 Fargate task definition that is not Linux: Fargate runs ARM64
+    tasks only as "Linux containers on Fargate" (`runtimePlatform`,
+    https://docs.aws.amazon.com/AmazonECS/latest/developerguide/task_definition_parameters.html;
+    https://docs.aws.amazon.com/AmazonECS/latest/APIReference/API_RuntimePlatform.html). The
+    message is the sandbox's words."""
+    platform = request.get("runtimePlatform") or {}
+    if platform.get("cpuArchitecture") != "ARM64":
+        return
+    if (
+        "FARGATE" in (request.get("requiresCompatibilities") or [])
+        and (platform.get("operatingSystemFamily") or "LINUX") != "LINUX"
+    ):
+        raise EcsClientException(
+            "Fargate supports the ARM64 CPU architecture only with the LINUX operating system "
+            f"family, not {platform.get('operatingSystemFamily')}."
+        )
+
+
 def check_task_definition(request: dict[str, Any]) -> None:
-    """ECS's refusal of a task definition over its size."""
+    """ECS's refusal of a task definition over its size, or of a platform Fargate lacks."""
+    check_runtime_platform(request)
     size = task_definition_bytes(request)
     if size > TASK_DEFINITION_BYTES:
         raise EcsClientException(

@@ -37,6 +37,7 @@ from capstan_sandbox.cloud import (
     rds,
     route53,
     s3_metrics,
+    scalable_targets,
     sts,
     vpc_checks,
 )
@@ -134,6 +135,7 @@ def install_extensions() -> None:
     limits.install()
     iam_limits.install()
     ecs_services.install()
+    scalable_targets.install()
     ec2_quotas.install()
     load_balancer_limits.install()
     listener_certificates.install()
