@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from capstan.apps import source_fields as source
 from capstan.cloud.deploy import MAX_VALUE_BYTES
 from capstan.cloud.fargate import CPU_VALUES
 from capstan.cloud.task_definition_size import start_command_bytes
@@ -183,7 +184,7 @@ class _CpuCheck(Request):
         return cpu
 
 
-class WebServerCreate(_CpuCheck):
+class WebServerCreate(_CpuCheck, source.ContainerSourceCreate):
     name: ServiceName
     repo: Repo
     branch: Branch
@@ -209,7 +210,7 @@ class _Omittable(Request):
     _nullable: ClassVar[frozenset[str]] = frozenset()
 
 
-class WebServerUpdate(_CpuCheck, _Omittable):
+class WebServerUpdate(_CpuCheck, source.ContainerSourceUpdate, _Omittable):
     _nullable = frozenset({"build_command"})  # null: the container definition builds itself
 
     branch: Branch | SkipJsonSchema[None] = None
@@ -220,7 +221,7 @@ class WebServerUpdate(_CpuCheck, _Omittable):
     auto_deploy: bool | SkipJsonSchema[None] = None
 
 
-class WorkerCreate(_CpuCheck):
+class WorkerCreate(_CpuCheck, source.ContainerSourceCreate):
     name: ServiceName
     repo: Repo
     branch: Branch
@@ -230,7 +231,7 @@ class WorkerCreate(_CpuCheck):
     auto_deploy: bool = False
 
 
-class WorkerUpdate(_CpuCheck, _Omittable):
+class WorkerUpdate(_CpuCheck, source.ContainerSourceUpdate, _Omittable):
     branch: Branch | SkipJsonSchema[None] = None
     start_command: StartCommand | SkipJsonSchema[None] = None
     cpu: Cpu | SkipJsonSchema[None] = None
@@ -238,7 +239,7 @@ class WorkerUpdate(_CpuCheck, _Omittable):
     auto_deploy: bool | SkipJsonSchema[None] = None
 
 
-class StaticWebsiteCreate(Request):
+class StaticWebsiteCreate(source.SiteSourceCreate):
     name: ServiceName
     repo: Repo
     branch: Branch
@@ -247,7 +248,7 @@ class StaticWebsiteCreate(Request):
     auto_deploy: bool = False
 
 
-class StaticWebsiteUpdate(_Omittable):
+class StaticWebsiteUpdate(source.SiteSourceUpdate, _Omittable):
     branch: Branch | SkipJsonSchema[None] = None
     build_command: Command | SkipJsonSchema[None] = None
     publish_dir: PublishDir | SkipJsonSchema[None] = None
@@ -262,7 +263,7 @@ Failure = Annotated[
 ]
 
 
-class WebServerOut(Response):
+class WebServerOut(source.ContainerSourceOut):
     id: str
     name: str
     status: Status
@@ -279,7 +280,7 @@ class WebServerOut(Response):
     updated_at: datetime
 
 
-class WorkerOut(Response):
+class WorkerOut(source.ContainerSourceOut):
     id: str
     name: str
     status: Status
@@ -294,7 +295,7 @@ class WorkerOut(Response):
     updated_at: datetime
 
 
-class StaticWebsiteOut(Response):
+class StaticWebsiteOut(source.SiteSourceOut):
     id: str
     name: str
     status: Status

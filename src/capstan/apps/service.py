@@ -69,6 +69,8 @@ DEPLOYING_FIELDS = (
     "publish_dir",
     "cpu",
     "memory",
+    "root_dir",
+    "dockerfile_path",
 )
 
 

@@ -54,8 +54,15 @@ FETCH_SOURCE = """\
         git -c http.extraHeader="Authorization: Basic $AUTH"
         clone --quiet "$GIT_CLONE_BASE/$SOURCE_REPO.git" source && unset AUTH
       - cd source && git checkout --quiet "$SOURCE_COMMIT"
+      - >-
+        cd -- "${ROOT_DIR:-.}" ||
+        { echo "error: root_dir $ROOT_DIR is not a directory of the repository"; false; }
 """
-# Inline buildspec (v0.2: the commands of a build share one shell, so `cd` carries over).
+# Inline buildspec (v0.2: the commands of a build share one shell, so `cd` carries over). The
+# build runs in `ROOT_DIR` (a monorepo's service directory; empty: the repository's root), and
+# builds `DOCKERFILE_PATH` (relative to it) with that directory as the context. Every build is
+# started with its buildspec (`buildspecOverride`), so a project made before a change of it
+# builds as the current one says.
 BUILDSPEC = (
     """\
 version: 0.2
@@ -77,7 +84,10 @@ phases:
     commands:
       - if [ -n "$BUILD_COMMAND" ]; then bash -c "$BUILD_COMMAND"; fi
       - printf '\\n.git\\n' >> .dockerignore
-      - docker build -t "$IMAGE_URI" .
+      - >-
+        test -f "$DOCKERFILE_PATH" ||
+        { echo "error: no Dockerfile at ${ROOT_DIR:+$ROOT_DIR/}$DOCKERFILE_PATH"; false; }
+      - docker build -f "$DOCKERFILE_PATH" -t "$IMAGE_URI" .
   post_build:
     commands:
       - test "$CODEBUILD_BUILD_SUCCEEDING" = 1 && docker push "$IMAGE_URI"
@@ -94,6 +104,7 @@ SITE_BUILD_VARIABLES = frozenset(
         "SOURCE_REPO",
         "GIT_API_URL",
         "GIT_CLONE_BASE",
+        "ROOT_DIR",
         "BUILD_COMMAND",
         "PUBLISH_DIR",
         "SITE_BUCKET",
@@ -141,9 +152,10 @@ class BuildInfo:
     log_stream: str | None
     project: str = ""
     service_role: str | None = None
-    # The build's environment variables as CodeBuild describes them (name, value, type): what
-    # the same build started again is given.
+    # The build's environment variables as CodeBuild describes them (name, value, type), and
+    # the buildspec it ran: what the same build started again is given.
     variables: tuple[dict[str, str], ...] = ()
+    buildspec: str | None = None
 
 
 def clone_base(git_api_url: str) -> str:
@@ -233,9 +245,11 @@ def start_build(
     environment: dict[str, str],
     idempotency_token: str | None = None,
     parameters: dict[str, str] | None = None,
+    buildspec: str | None = None,
 ) -> str:
-    """Start a build. With `idempotency_token`, a repeat of the same request within five minutes
-    (a retry after a crash between the call and recording its id) answers the same build.
+    """Start a build (with `buildspec` instead of the project's, when given). With
+    `idempotency_token`, a repeat of the same request within five minutes (a retry after a
+    crash between the call and recording its id) answers the same build.
 
     `parameters`: variable name -> SSM parameter name, resolved by CodeBuild as the build starts
     (type `PARAMETER_STORE`), so their values never appear in the build's record."""
@@ -247,7 +261,9 @@ def start_build(
     variables += [
         {"name": key, "value": value, "type": "PLAINTEXT"} for key, value in environment.items()
     ]
-    extra = {"idempotencyToken": idempotency_token} if idempotency_token else {}
+    extra: dict[str, str] = {"idempotencyToken": idempotency_token} if idempotency_token else {}
+    if buildspec:
+        extra["buildspecOverride"] = buildspec
     with aws_errors():
         started = _client(session).start_build(
             projectName=project_name, environmentVariablesOverride=variables, **extra
@@ -315,6 +331,7 @@ def describe_build(session: AwsSession, build_id: str) -> BuildInfo | None:
             }
             for item in build.get("environment", {}).get("environmentVariables", [])
         ),
+        buildspec=build.get("source", {}).get("buildspec"),
     )
 
 
@@ -355,11 +372,13 @@ def role_denied(message: str) -> bool:
 def start_again(session: AwsSession, info: BuildInfo) -> str:
     """Start the build `info` describes once more, with the same variables; the new build's id
     (the same one if asked again within five minutes: the old id is the idempotency token)."""
+    extra = {"buildspecOverride": info.buildspec} if info.buildspec else {}
     with aws_errors():
         started = _client(session).start_build(
             projectName=info.project,
             environmentVariablesOverride=list(info.variables),
             idempotencyToken="again-" + info.id.rsplit(":", 1)[-1],
+            **extra,
         )
     return str(started["build"]["id"])
 
