@@ -84,6 +84,7 @@ phases:
     commands:
       - if [ -n "$BUILD_COMMAND" ]; then bash -c "$BUILD_COMMAND"; fi
       - printf '\\n.git\\n' >> .dockerignore
+      - DOCKERFILE_PATH="${DOCKERFILE_PATH:-Dockerfile}"
       - >-
         test -f "$DOCKERFILE_PATH" ||
         { echo "error: no Dockerfile at ${ROOT_DIR:+$ROOT_DIR/}$DOCKERFILE_PATH"; false; }
