@@ -9,8 +9,22 @@ depth" rule, so a pattern means one thing wherever it is read (decision 0128).""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
+
+# GitHub's push payload lists at most this many commits; a push of more may have changed files
+# the payload does not name.
+PAYLOAD_COMMITS = 2048
+
+
+def changed_files(commits: Sequence[Sequence[str]]) -> list[str] | None:
+    """The files a push changed, from its payload's commits (each commit's added, modified and
+    removed files); None when the payload cannot tell: no commit listed (a force-push to an
+    older commit, a new branch at an existing commit) or as many as GitHub lists at most. A
+    push whose changes are unknown is taken to change every file."""
+    if not commits or len(commits) >= PAYLOAD_COMMITS:
+        return None
+    return sorted({path for commit in commits for path in commit})
 
 
 def check_pattern(pattern: str) -> str:

@@ -78,6 +78,11 @@ DISTROLESS_FILES = {
     ),
 }
 SITE_PUBLISH_DIR = "dist"
+# What every repository holds besides what it declares: the file the build runner reads, and the
+# default app the build tools' checkout writes without `image_files` (`build_tools`; not
+# imported: the git host does not load the cloud simulator).
+BUILD_FILE = "capstan-sandbox.json"
+DEFAULT_APP_FILES = ("Dockerfile", "app.py")
 
 
 def build_file(repository: SandboxRepository, branch: str) -> dict[str, Any]:
@@ -110,3 +115,10 @@ def build_file(repository: SandboxRepository, branch: str) -> dict[str, Any]:
             "assets/site.css": "body { font-family: system-ui, sans-serif; margin: 3rem; }\n",
         },
     }
+
+
+def repository_files(repository: SandboxRepository, branch: str) -> list[str]:
+    """Every file of the repository at `branch`: its `capstan-sandbox.json` and the files the
+    build's checkout writes (`image_files`, else the default app's)."""
+    declared = build_file(repository, branch).get("image_files") or DEFAULT_APP_FILES
+    return sorted({BUILD_FILE, *declared})
