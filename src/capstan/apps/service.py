@@ -24,6 +24,7 @@ from capstan.apps.models import (
     Preview,
     Service,
 )
+from capstan.apps.source_fields import stored
 from capstan.apps.target_deployments import of_target
 from capstan.auth.principal import Principal
 from capstan.cloud.fargate import memory_problem
@@ -289,7 +290,7 @@ async def update_settings(
         cpu, memory = changes.get("cpu", service.cpu), changes.get("memory", service.memory)
         assert cpu is not None and memory is not None
         check_size(cpu, memory)
-    changed = {k: v for k, v in changes.items() if getattr(service, k) != v}
+    changed = {k: v for k, v in changes.items() if stored(service, k) != v}
     for name, value in changed.items():
         setattr(service, name, value)
     if any(name in DEPLOYING_FIELDS for name in changed):

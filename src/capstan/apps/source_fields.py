@@ -121,3 +121,14 @@ def container_source(service: Service) -> dict[str, Any]:
         "dockerfile_path": service.dockerfile_path or DEFAULT_DOCKERFILE,
         "watch_paths": service.watch_paths or [],
     }
+
+
+def stored(service: Service, field: str) -> Any:
+    """A setting as its service has it, with the defaults of rows made before these settings
+    existed (no watch paths; `Dockerfile`), so a file or a PATCH giving the default changes
+    nothing."""
+    if field == "watch_paths":
+        return service.watch_paths or []
+    if field == "dockerfile_path":
+        return service.dockerfile_path or DEFAULT_DOCKERFILE
+    return getattr(service, field)

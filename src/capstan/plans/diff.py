@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.apps import environment as environments
 from capstan.apps import service as services
 from capstan.apps.models import Service
+from capstan.apps.source_fields import stored
 from capstan.auth.principal import Principal
 from capstan.buckets import service as buckets
 from capstan.buckets.models import Bucket
@@ -107,10 +108,10 @@ def _service_steps(
             changed = {
                 key: value
                 for key, value in settings.items()
-                if key != "repo" and getattr(service, key) != value
+                if key != "repo" and stored(service, key) != value
             }
             fields = [
-                FieldChange(field=key, before=getattr(service, key), after=value)
+                FieldChange(field=key, before=stored(service, key), after=value)
                 for key, value in changed.items()
             ]
             environment = None
