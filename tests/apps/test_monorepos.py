@@ -121,7 +121,10 @@ def test_a_patch_of_root_dir_redeploys_and_of_watch_paths_does_not(shop: Ready) 
     assert patched.json()["watch_paths"] == ["services/api/**"]
     assert len(shop.org.api.get(f"{path}/deployments").json()["deployments"]) == 1
     bad = shop.org.api.patch(path, json={"root_dir": "../x"})
-    assert bad.status_code == 400 and "root_dir" in bad.json()["message"]
+    assert bad.status_code == 400, bad.text
+    assert bad.json()["message"] == "root_dir must stay inside the repository (no '..')."
+    null = shop.org.api.patch(path, json={"watch_paths": None})
+    assert null.status_code == 400 and null.json()["details"][0]["field"] == "watch_paths"
     moved = shop.org.api.patch(path, json={"dockerfile_path": "Dockerfile.missing"})
     assert moved.status_code == 200 and moved.json()["dockerfile_path"] == "Dockerfile.missing"
     deployments = shop.org.api.get(f"{path}/deployments").json()["deployments"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field
-from pydantic.json_schema import SkipJsonSchema
 
 from capstan.apps.watch_paths import check_pattern
 from capstan.schemas import Request, Response
@@ -87,10 +86,12 @@ class ContainerSourceCreate(Request):
     watch_paths: WatchPaths = []
 
 
+# PATCH fields: left out (None) changes nothing. Not `X | None`: pydantic would report a bad path
+# once per member of the union; a null is refused as not a string (or list).
 class ContainerSourceUpdate(Request):
-    root_dir: RootDir | SkipJsonSchema[None] = None
-    dockerfile_path: DockerfilePath | SkipJsonSchema[None] = None
-    watch_paths: WatchPaths | SkipJsonSchema[None] = None
+    root_dir: RootDir = None  # type: ignore[assignment]
+    dockerfile_path: DockerfilePath = None  # type: ignore[assignment]
+    watch_paths: WatchPaths = None  # type: ignore[assignment]
 
 
 class ContainerSourceOut(Response):
@@ -105,8 +106,8 @@ class SiteSourceCreate(Request):
 
 
 class SiteSourceUpdate(Request):
-    root_dir: RootDir | SkipJsonSchema[None] = None
-    watch_paths: WatchPaths | SkipJsonSchema[None] = None
+    root_dir: RootDir = None  # type: ignore[assignment]
+    watch_paths: WatchPaths = None  # type: ignore[assignment]
 
 
 class SiteSourceOut(Response):
