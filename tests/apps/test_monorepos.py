@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from capstan_sandbox.cloud.simulator import images
 from tests.apps.helpers import Ready, new_shop
 from tests.apps.sites import account, create_site, served
 from tests.harness import Org
@@ -20,14 +21,27 @@ def shop(connected: Org) -> Ready:
     return new_shop(connected)
 
 
+def _image_files(shop: Ready, path: str) -> dict[str, bytes]:
+    """The files of the image the service's deployment runs, as the sandbox's build made them
+    (remembered by the tag the build pushed: the image's repository and the commit)."""
+    (deployment,) = shop.org.api.get(f"{path}/deployments").json()["deployments"]
+    repository = deployment["image"].split("@")[0].rsplit(":", 1)[0]
+    account_id = shop.org.api.get("/api/cloud_account").json()["account_id"]
+    uri = f"{repository}:{deployment['commit_sha']}"
+    image = images.image(account_id, shop.project["region"], uri)
+    assert image is not None, deployment
+    return image.files()
+
+
 def test_a_web_server_builds_from_its_directory(shop: Ready) -> None:
     web = shop.create_web_server(repo=MONOREPO, root_dir="services/api/")
     assert web["root_dir"] == "services/api" and web["dockerfile_path"] == "Dockerfile"
     path = f"{shop.base}/web_servers/{web['id']}"
     running = shop.wait_for(path, "running", "failed")
     assert running["status"] == "running", shop.org.api.get(f"{path}/deployments").json()
-    log = shop.org.api.get(f"{path}/deployments").json()["deployments"][0]
-    assert log["status"] == "running"
+    files = _image_files(shop, path)
+    assert b"services/api" in files["app/app.py"]  # services/api/app.py, built there
+    assert not any(name.startswith("app/services/") for name in files)
 
 
 def test_a_worker_builds_from_its_directory(shop: Ready) -> None:
@@ -37,6 +51,7 @@ def test_a_worker_builds_from_its_directory(shop: Ready) -> None:
     assert worker["dockerfile_path"] == "Dockerfile"
     path = f"{shop.base}/workers/{worker['id']}"
     assert shop.wait_for(path, "running", "failed")["status"] == "running"
+    assert b"services/jobs" in _image_files(shop, path)["app/worker.py"]
 
 
 def test_a_static_website_builds_in_its_directory(shop: Ready) -> None:
