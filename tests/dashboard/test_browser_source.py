@@ -1,9 +1,11 @@
 """A service's source settings in headless Chromium against the live `capstan server --dev`: the
-settings tab shows and saves the root directory, Dockerfile path and watch paths (one glob a
-line), and the API's refusal of a path leaving the repository shows at its field."""
+project page's create form takes a root directory, the settings tab shows and saves the root
+directory, Dockerfile path and watch paths (one glob a line), and the API's refusal of a path
+leaving the repository shows at its field."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -78,3 +80,25 @@ def test_a_root_directory_leaving_the_repository_is_refused_at_the_field(
     assert root.get_attribute("aria-invalid") == "true"
     with dev_server.api() as api:
         assert ok(api.get(worker["api"]), 200)["root_dir"] == "services/jobs"
+
+
+def test_create_a_monorepo_s_static_website_in_its_directory(
+    page: Any, dev_server: DevServer, worker: dict[str, str]
+) -> None:
+    page.goto(worker["page"].split("/workers/")[0])
+    details = page.locator(
+        "details", has=page.locator("summary", has_text=re.compile("^Static website$"))
+    )
+    if details.get_attribute("open") is None:
+        details.locator("summary").click()
+    form = details.locator("form")
+    form.get_by_label("Name", exact=True).fill("site")
+    form.get_by_label("Repository").select_option(MONOREPO)
+    form.get_by_label("Root directory (optional)").fill("site")
+    form.get_by_role("button", name="Create static website").click()
+    row = page.locator('[data-service="site"]')
+    row.locator('[data-status="running"]').wait_for(timeout=60_000)
+    base = worker["api"].split("/workers/")[0]
+    with dev_server.api() as api:
+        (site,) = ok(api.get(f"{base}/static_websites"), 200)["static_websites"]
+    assert (site["root_dir"], site["publish_dir"], site["status"]) == ("site", "dist", "running")
