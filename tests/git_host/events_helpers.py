@@ -57,10 +57,13 @@ def push(
     breaks_build: bool = True,
     force_to: str | None = None,
     message: str | None = None,
+    files: list[str] | None = None,
 ) -> dict[str, Any]:
-    """A push to the sandbox git host (`force_to`: a force-push of the branch to that commit),
-    which delivers its signed webhook."""
+    """A push to the sandbox git host (`force_to`: a force-push of the branch to that commit;
+    `files`: the paths it changes, else every file), which delivers its signed webhook."""
     body: dict[str, Any] = {"branch": branch, "breaks_build": breaks_build}
+    if files is not None:
+        body["files"] = files
     if force_to is not None:
         body["force_to"] = force_to
     if message is not None:
@@ -184,6 +187,17 @@ def recent_deliveries(server: RunningServer, event: str) -> list[dict[str, Any]]
         response = client.get("app/hook/deliveries", headers=jwt_headers(server))
     assert response.status_code == 200, response.text
     return [d for d in response.json() if d["event"] == event]
+
+
+def delivery_outcome(server: RunningServer, guid: str) -> str | None:
+    """What Capstan recorded of acting on the delivery."""
+
+    async def read(session: AsyncSession) -> str | None:
+        return await session.scalar(
+            select(GitHostDelivery.outcome).where(GitHostDelivery.delivery_id == guid)
+        )
+
+    return run_db(server.settings, read)
 
 
 def recorded_deliveries(server: RunningServer, guid: str) -> int:

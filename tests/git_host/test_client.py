@@ -123,9 +123,10 @@ def test_list_repositories_follows_pagination(server: RunningServer) -> None:
             "capstan-samples/hello-worker",
             "capstan-samples/hello-static",
             "capstan-samples/hello-distroless",
+            "capstan-samples/hello-monorepo",
         ]
         assert all(r.default_branch == "main" for r in repositories)
-        assert [r.private for r in repositories] == [True, True, False, False]
+        assert [r.private for r in repositories] == [True, True, False, False, False]
 
 
 def test_one_repository_is_read_only_where_the_installation_sees_it(

@@ -42,6 +42,7 @@ SAMPLES = {
     "capstan-samples/hello-worker",
     "capstan-samples/hello-static",
     "capstan-samples/hello-distroless",
+    "capstan-samples/hello-monorepo",
 }
 
 

@@ -77,3 +77,36 @@ def test_tools_that_read_no_json_import_no_parser(tools: Path) -> None:
     )
     # Docker Hub's login is kept (the build then pulls signed in).
     assert (tools.parent / "state" / "dockerhub_login").read_text() == "someone"
+
+
+def test_docker_build_reads_the_dockerfile_at_f_and_fails_naming_a_missing_one(
+    tools: Path,
+) -> None:
+    """`-f` is read from the working directory, the context is the last argument; a Dockerfile
+    that is not there fails the build with the path, as BuildKit's error names it."""
+    work = tools.parent / "work"
+    (work / ".git").mkdir(parents=True)
+    (work / "services" / "api").mkdir(parents=True)
+    (work / "services" / "api" / "Dockerfile").write_text("FROM python:3.12-slim\n")
+    environment = {
+        "PATH": str(tools),
+        "CAPSTAN_SANDBOX_BUILD_STATE": str(tools.parent / "state"),
+    }
+
+    def docker(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(tools / "docker"), *args],
+            capture_output=True,
+            text=True,
+            env=environment,
+            cwd=work / "services",
+            check=False,
+        )
+
+    built = docker("build", "-f", "api/Dockerfile", "-t", "app:1", "api")
+    assert built.returncode == 0, built.stderr
+    missing = docker("build", "-f", "api/Dockerfile.prod", "-t", "app:2", "api")
+    assert missing.returncode == 1
+    assert "open api/Dockerfile.prod: no such file or directory" in missing.stderr
+    default = docker("build", "-t", "app:3", ".")  # no Dockerfile in services/ itself
+    assert default.returncode == 1 and "open Dockerfile:" in default.stderr

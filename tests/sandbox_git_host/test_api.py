@@ -31,6 +31,7 @@ SAMPLE_NAMES = [
     "capstan-samples/hello-worker",
     "capstan-samples/hello-static",
     "capstan-samples/hello-distroless",
+    "capstan-samples/hello-monorepo",
 ]
 
 
@@ -266,23 +267,26 @@ def test_repositories_pagination(server: RunningServer) -> None:
     token = token_for(server, sandbox_install(server))
     first = repositories(server, token, per_page=2)
     assert first.status_code == 200, first.text
-    assert first.json()["total_count"] == 4
+    assert first.json()["total_count"] == 5
     assert [r["full_name"] for r in first.json()["repositories"]] == SAMPLE_NAMES[:2]
     assert set(first.links) == {"next", "last"}
     assert query_of(first.links["next"]["url"]) == {"per_page": "2", "page": "2"}
 
     with api(server) as client:
         second = client.get(first.links["next"]["url"], headers={"Authorization": f"token {token}"})
-    assert second.status_code == 200, second.text
-    assert [r["full_name"] for r in second.json()["repositories"]] == SAMPLE_NAMES[2:]
-    assert set(second.links) == {"prev", "first"}
-    assert "next" not in second.links
+        assert second.status_code == 200, second.text
+        assert [r["full_name"] for r in second.json()["repositories"]] == SAMPLE_NAMES[2:4]
+        assert set(second.links) == {"next", "last", "prev", "first"}
+        third = client.get(second.links["next"]["url"], headers={"Authorization": f"token {token}"})
+    assert [r["full_name"] for r in third.json()["repositories"]] == SAMPLE_NAMES[4:]
+    assert set(third.links) == {"prev", "first"}
+    assert "next" not in third.links
 
     beyond = repositories(server, token, per_page=2, page=5)
-    assert beyond.json()["repositories"] == [] and beyond.json()["total_count"] == 4
+    assert beyond.json()["repositories"] == [] and beyond.json()["total_count"] == 5
     whole = repositories(server, token)
     assert "link" not in whole.headers
-    assert len(whole.json()["repositories"]) == 4
+    assert len(whole.json()["repositories"]) == 5
 
 
 def test_sample_repositories_and_branches(server: RunningServer) -> None:
@@ -291,8 +295,8 @@ def test_sample_repositories_and_branches(server: RunningServer) -> None:
     assert [(r["full_name"], r["default_branch"]) for r in listing] == [
         (name, "main") for name in SAMPLE_NAMES
     ]
-    assert [r["private"] for r in listing] == [True, True, False, False]
-    assert len({r["id"] for r in listing}) == 4
+    assert [r["private"] for r in listing] == [True, True, False, False, False]
+    assert len({r["id"] for r in listing}) == 5
     headers = {"Authorization": f"token {token}"}
     with api(server) as client:
         branches = client.get("repos/capstan-samples/hello-web/branches", headers=headers)

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.apps import releases, scaling
 from capstan.apps import service as services
 from capstan.apps.models import Deployment
+from capstan.apps.source_fields import DEFAULT_DOCKERFILE
 from capstan.apps.steps import Progress, Subject
 from capstan.cloud.builds import RegistryLogin
 from capstan.cloud.deploy import Build, BuildSpec, Deployer, TaskSpec
@@ -115,6 +116,8 @@ class ContainerSteps:
             deployment_id=deployment.id,
             registry_login=registry_login(self._settings),
             architecture=_architecture(subject, deployment),
+            root_dir=subject.service.root_dir,
+            dockerfile_path=subject.service.dockerfile_path or DEFAULT_DOCKERFILE,
         )
         return await self._cloud.run(lambda: deployer.start_build(spec))
 

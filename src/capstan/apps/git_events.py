@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from capstan.apps import previews
 from capstan.apps import service as services
 from capstan.apps.models import Preview, Service
+from capstan.apps.watch_paths import changed_files, watched
 from capstan.db import utcnow
 from capstan.git_host.client import GitHubAppClient
 from capstan.git_host.errors import GitHostNotFound, TerminalGitHostError
@@ -33,12 +34,23 @@ _COMMIT_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 _BRANCH_REF = "refs/heads/"
 
 
+class _Commit(Payload):
+    added: list[str] = []
+    modified: list[str] = []
+    removed: list[str] = []
+
+
 class _Push(Payload):
     ref: str
     after: str
     deleted: bool = False
     repository: Repository
     installation: InstallationRef
+    commits: list[_Commit] = []
+
+    def changed_files(self) -> list[str] | None:
+        """The files the push changed; None when the payload cannot tell (`changed_files`)."""
+        return changed_files([[*c.added, *c.modified, *c.removed] for c in self.commits])
 
 
 class _Delete(Payload):
@@ -86,16 +98,27 @@ def _pushed_branch(push: _Push) -> str | None:
 
 
 async def _targets_of_push(
-    session: AsyncSession, push: _Push, branch: str
+    session: AsyncSession, push: _Push, branch: str, unwatched: list[str] | None = None
 ) -> list[tuple[Service, Preview | None]]:
-    """What a push of `branch` deploys: its auto-deploy services and the branch's previews."""
+    """What a push of `branch` deploys: its auto-deploy services and the branch's previews,
+    but for services with `watch_paths` none of whose patterns the push's changed files match
+    (named in `unwatched`, when given)."""
     targets: list[tuple[Service, Preview | None]] = []
+    changed = push.changed_files()
     for service in await _services_of(session, push.installation.id, push.repository.full_name):
+        own: list[tuple[Service, Preview | None]] = [
+            (service, preview)
+            for preview in await services.live_previews(session, service.id)
+            if preview.branch == branch
+        ]
         if service.branch == branch and service.auto_deploy:
-            targets.append((service, None))
-        for preview in await services.live_previews(session, service.id):
-            if preview.branch == branch:
-                targets.append((service, preview))
+            own.insert(0, (service, None))
+        ignored = own and service.watch_paths and changed is not None
+        if ignored and watched(service.watch_paths or [], changed or []) is None:
+            if unwatched is not None:
+                unwatched.append(f"{service.kind.replace('_', ' ')} {service.name!r}")
+            continue
+        targets += own
     return targets
 
 
@@ -133,9 +156,17 @@ async def _on_push(session: AsyncSession, payload: dict[str, Any], head: BranchH
     branch = _pushed_branch(push)
     if branch is None:
         return "ignored: not a commit sha"
-    targets = await _targets_of_push(session, push, branch)
+    unwatched: list[str] = []
+    targets = await _targets_of_push(session, push, branch, unwatched)
+    if unwatched:
+        # Why these did not deploy, recorded with the delivery.
+        skipped = (
+            f"; not deployed (no changed file matches their watch_paths): {', '.join(unwatched)}"
+        )
+    else:
+        skipped = ""
     if not targets:
-        return f"deployed 0 target(s) at {push.after[:12]}"
+        return f"deployed 0 target(s) at {push.after[:12]}{skipped}"
     if head is None or not head.asked:
         # Targets appeared after the look (a service made meanwhile): look again.
         raise RuntimeError(f"{branch}'s head was not read; looking again")
@@ -158,7 +189,7 @@ async def _on_push(session: AsyncSession, payload: dict[str, Any], head: BranchH
             commit_sha=push.after,
             commit_message=head.message,
         )
-    return f"deployed {len(targets)} target(s) at {push.after[:12]}"
+    return f"deployed {len(targets)} target(s) at {push.after[:12]}{skipped}"
 
 
 async def _on_delete(session: AsyncSession, payload: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     Boolean,
     ForeignKey,
@@ -65,6 +66,12 @@ class Service(Base):
     health_path: Mapped[str | None] = mapped_column(String(1024))
     start_command: Mapped[str | None] = mapped_column(Text)
     publish_dir: Mapped[str | None] = mapped_column(String(1024))  # static websites
+    # Where in the repository it builds ("": the root), its Dockerfile relative to that (None:
+    # a static website, or a row from before: `Dockerfile`), and the glob patterns a push must
+    # touch to deploy (None or empty: every push); `apps/source_fields.py`.
+    root_dir: Mapped[str] = mapped_column(String(1024), default="", server_default="")
+    dockerfile_path: Mapped[str | None] = mapped_column(String(1024))
+    watch_paths: Mapped[list[str] | None] = mapped_column(JSON)
     # None for static websites (no compute).
     cpu: Mapped[int | None] = mapped_column(Integer)
     memory: Mapped[int | None] = mapped_column(Integer)

@@ -23,6 +23,7 @@ from capstan.apps.deploying import target_of
 from capstan.apps.models import Deployment, Service
 from capstan.apps.preview_routes import add_preview_routes
 from capstan.apps.route_parts import Reader, box
+from capstan.apps.source_fields import container_source
 from capstan.auth.principal import Caller
 from capstan.config import Settings
 from capstan.db import DbSession
@@ -356,6 +357,7 @@ def _describe_web_server(service: Service, status: str, url: str | None) -> dict
         "branch": service.branch,
         "build_command": service.build_command,
         "health_path": service.health_path or "/",
+        **container_source(service),
         "cpu": service.cpu,
         "memory": service.memory,
         "auto_deploy": service.auto_deploy,
@@ -373,6 +375,7 @@ def _describe_worker(service: Service, status: str, _url: str | None) -> dict[st
         "repo": service.repo,
         "branch": service.branch,
         "start_command": service.start_command,
+        **container_source(service),
         "cpu": service.cpu,
         "memory": service.memory,
         "auto_deploy": service.auto_deploy,
@@ -392,6 +395,8 @@ def _describe_static_website(service: Service, status: str, url: str | None) -> 
         "branch": service.branch,
         "build_command": service.build_command,
         "publish_dir": service.publish_dir,
+        "root_dir": service.root_dir,
+        "watch_paths": service.watch_paths or [],
         "auto_deploy": service.auto_deploy,
         "created_at": service.created_at,
         "updated_at": service.updated_at,

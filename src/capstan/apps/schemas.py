@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from capstan.apps import scaling as compute
+from capstan.apps import source_fields as source
 from capstan.cloud.deploy import MAX_VALUE_BYTES
 from capstan.cloud.fargate import CPU_VALUES
 from capstan.cloud.task_definition_size import start_command_bytes
@@ -184,7 +185,7 @@ class _CpuCheck(Request):
         return cpu
 
 
-class WebServerCreate(_CpuCheck, compute.WebServerCompute):
+class WebServerCreate(_CpuCheck, compute.WebServerCompute, source.ContainerSourceCreate):
     name: ServiceName
     repo: Repo
     branch: Branch
@@ -210,7 +211,9 @@ class _Omittable(Request):
     _nullable: ClassVar[frozenset[str]] = frozenset()
 
 
-class WebServerUpdate(_CpuCheck, compute.WebServerComputeUpdate, _Omittable):
+class WebServerUpdate(
+    _CpuCheck, compute.WebServerComputeUpdate, source.ContainerSourceUpdate, _Omittable
+):
     _nullable = frozenset({"build_command"})  # null: the container definition builds itself
 
     branch: Branch | SkipJsonSchema[None] = None
@@ -221,7 +224,7 @@ class WebServerUpdate(_CpuCheck, compute.WebServerComputeUpdate, _Omittable):
     auto_deploy: bool | SkipJsonSchema[None] = None
 
 
-class WorkerCreate(_CpuCheck, compute.WorkerCompute):
+class WorkerCreate(_CpuCheck, compute.WorkerCompute, source.ContainerSourceCreate):
     name: ServiceName
     repo: Repo
     branch: Branch
@@ -231,7 +234,9 @@ class WorkerCreate(_CpuCheck, compute.WorkerCompute):
     auto_deploy: bool = False
 
 
-class WorkerUpdate(_CpuCheck, compute.WorkerComputeUpdate, _Omittable):
+class WorkerUpdate(
+    _CpuCheck, compute.WorkerComputeUpdate, source.ContainerSourceUpdate, _Omittable
+):
     branch: Branch | SkipJsonSchema[None] = None
     start_command: StartCommand | SkipJsonSchema[None] = None
     cpu: Cpu | SkipJsonSchema[None] = None
@@ -239,7 +244,7 @@ class WorkerUpdate(_CpuCheck, compute.WorkerComputeUpdate, _Omittable):
     auto_deploy: bool | SkipJsonSchema[None] = None
 
 
-class StaticWebsiteCreate(Request):
+class StaticWebsiteCreate(source.SiteSourceCreate):
     name: ServiceName
     repo: Repo
     branch: Branch
@@ -248,7 +253,7 @@ class StaticWebsiteCreate(Request):
     auto_deploy: bool = False
 
 
-class StaticWebsiteUpdate(_Omittable):
+class StaticWebsiteUpdate(source.SiteSourceUpdate, _Omittable):
     branch: Branch | SkipJsonSchema[None] = None
     build_command: Command | SkipJsonSchema[None] = None
     publish_dir: PublishDir | SkipJsonSchema[None] = None
@@ -263,7 +268,7 @@ Failure = Annotated[
 ]
 
 
-class WebServerOut(compute.WebServerComputeOut):
+class WebServerOut(compute.WebServerComputeOut, source.ContainerSourceOut):
     id: str
     name: str
     status: Status
@@ -280,7 +285,7 @@ class WebServerOut(compute.WebServerComputeOut):
     updated_at: datetime
 
 
-class WorkerOut(compute.WorkerComputeOut):
+class WorkerOut(compute.WorkerComputeOut, source.ContainerSourceOut):
     id: str
     name: str
     status: Status
@@ -295,7 +300,7 @@ class WorkerOut(compute.WorkerComputeOut):
     updated_at: datetime
 
 
-class StaticWebsiteOut(Response):
+class StaticWebsiteOut(source.SiteSourceOut):
     id: str
     name: str
     status: Status

@@ -25,6 +25,7 @@ from capstan.apps.models import (
     Preview,
     Service,
 )
+from capstan.apps.source_fields import stored
 from capstan.apps.target_deployments import of_target
 from capstan.auth.principal import Principal
 from capstan.cloud.fargate import memory_problem
@@ -62,9 +63,9 @@ RELEASE_FIELDS = (
 )
 # Releases that went live kept for rollback, per target, with their environment versions.
 RELEASES_KEPT = 10
-# Fields whose change needs a new deployment: a release's; `auto_deploy` or `scaling` alone
-# does not.
-DEPLOYING_FIELDS = RELEASE_FIELDS
+# Fields whose change needs a new deployment: a release's, and where its image is built from;
+# `auto_deploy`, `scaling` or `watch_paths` alone does not.
+DEPLOYING_FIELDS = (*RELEASE_FIELDS, "root_dir", "dockerfile_path")
 
 
 class NameTaken(Conflict):
@@ -285,7 +286,7 @@ async def update_settings(
         assert cpu is not None and memory is not None
         check_size(cpu, memory)
         changes = scaling.flatten(dict(changes), service)
-    changed = {k: v for k, v in changes.items() if getattr(service, k) != v}
+    changed = {k: v for k, v in changes.items() if stored(service, k) != v}
     for name, value in changed.items():
         setattr(service, name, value)
     if any(name in DEPLOYING_FIELDS for name in changed):

@@ -235,6 +235,7 @@ class SiteSteps:
             prefix=deployment.site_prefix,
             environment={v["name"]: v["value"] for v in variables},
             environment_version=deployment.environment_version,
+            root_dir=service.root_dir,
         )
         return await self._cloud.run(lambda: deployer.builds.start_site(spec))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from capstan.client import account, env, logs, plan_commands, scale, services
+from capstan.client import account, env, logs, plan_commands, scale, services, source
 from capstan.client.context import PANEL
 
 
@@ -16,3 +16,4 @@ def register(app: typer.Typer) -> None:
     logs.register(app)
     env.register(app, PANEL)
     plan_commands.register(app)
+    source.register(app)

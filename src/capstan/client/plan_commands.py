@@ -41,6 +41,8 @@ SERVICE_FIELDS = {
     "workers": ("repo", "branch", "start_command", "cpu", "memory"),
     "static_websites": ("repo", "branch", "build_command", "publish_dir"),
 }
+# Where a service builds from, written only when it is not the default.
+SOURCE_FIELDS = {"root_dir": "", "dockerfile_path": "Dockerfile", "watch_paths": []}
 LABELS = {
     "web_server": "web server",
     "worker": "worker",
@@ -331,6 +333,11 @@ def describe_project(api: Api, project_id: str) -> tuple[dict[str, Any], list[st
         for service in api.get(f"{base}/{section}")[section]:
             spec = {key: service[key] for key in SERVICE_FIELDS[section] if service.get(key)}
             spec.update(_compute(service))
+            spec.update(
+                (key, service[key])
+                for key, default in SOURCE_FIELDS.items()
+                if service.get(key, default) != default
+            )
             spec["auto_deploy"] = service["auto_deploy"]
             variables = api.get(f"{base}/{section}/{service['id']}/environment")["environment"]
             if variables:

@@ -49,6 +49,9 @@ class BuildSpec:
     deployment_id: str | None = None
     registry_login: RegistryLogin | None = None
     architecture: str = "x86_64"  # or "arm64": built on CodeBuild's ARM environment
+    # Where in the repository the build runs ("": its root), and the Dockerfile relative to it.
+    root_dir: str = ""
+    dockerfile_path: str = "Dockerfile"
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class SiteBuildSpec:
     # environment), referenced by name from the build.
     environment: dict[str, str] = field(repr=False, default_factory=dict)
     environment_version: str | None = None
+    # Where in the repository the build runs ("": its root); `publish_dir` is relative to it.
+    root_dir: str = ""
 
 
 def _source(spec: BuildSpec | SiteBuildSpec) -> dict[str, str]:
@@ -127,7 +132,12 @@ class BuildDriver:
         )
         repository = ecr.ensure_repository(self._customer, target.project_id, target.resource_id)
         project = self._project(target, build_role_arn)
-        environment = {**_source(spec), "IMAGE_URI": f"{repository}:{spec.commit_sha}"}
+        environment = {
+            **_source(spec),
+            "IMAGE_URI": f"{repository}:{spec.commit_sha}",
+            "ROOT_DIR": spec.root_dir,
+            "DOCKERFILE_PATH": spec.dockerfile_path,
+        }
         if spec.build_command:
             environment["BUILD_COMMAND"] = spec.build_command
         parameters = _token(self._customer, spec)
@@ -147,6 +157,7 @@ class BuildDriver:
             parameters=parameters,
             idempotency_token=spec.deployment_id,
             arm=spec.architecture == "arm64",
+            buildspec=codebuild.BUILDSPEC,
         )
 
     def _project(
@@ -258,6 +269,7 @@ class BuildDriver:
         environment = {
             **stored.plain,  # the build's own variables are reserved names: they cannot clash
             **_source(spec),
+            "ROOT_DIR": spec.root_dir,
             "BUILD_COMMAND": spec.build_command,
             "PUBLISH_DIR": spec.publish_dir,
             "SITE_BUCKET": spec.bucket,
@@ -272,6 +284,7 @@ class BuildDriver:
                 **_token(self._customer, spec),
             },
             idempotency_token=spec.deployment_id,
+            buildspec=codebuild.SITE_BUILDSPEC,
         )
 
     def stop(self, build_ids: list[str]) -> bool:

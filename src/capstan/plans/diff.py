@@ -11,6 +11,7 @@ from capstan.apps import environment as environments
 from capstan.apps import scaling
 from capstan.apps import service as services
 from capstan.apps.models import Service
+from capstan.apps.source_fields import stored
 from capstan.auth.principal import Principal
 from capstan.buckets import service as buckets
 from capstan.buckets.models import Bucket
@@ -154,7 +155,7 @@ def _live(service: Service, key: str) -> Any:
     """A field of the file as the service has it (`scaling`: an object, as in the file)."""
     if key == "scaling":
         return scaling.describe(service)["scaling"]
-    return getattr(service, key)
+    return stored(service, key)
 
 
 def _sizes(service: Service) -> dict[str, Any]:

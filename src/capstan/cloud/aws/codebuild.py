@@ -61,8 +61,15 @@ FETCH_SOURCE = """\
         git -c http.extraHeader="Authorization: Basic $AUTH"
         clone --quiet "$GIT_CLONE_BASE/$SOURCE_REPO.git" source && unset AUTH
       - cd source && git checkout --quiet "$SOURCE_COMMIT"
+      - >-
+        cd -- "${ROOT_DIR:-.}" ||
+        { echo "error: root_dir $ROOT_DIR is not a directory of the repository"; false; }
 """
-# Inline buildspec (v0.2: the commands of a build share one shell, so `cd` carries over).
+# Inline buildspec (v0.2: the commands of a build share one shell, so `cd` carries over). The
+# build runs in `ROOT_DIR` (a monorepo's service directory; empty: the repository's root), and
+# builds `DOCKERFILE_PATH` (relative to it) with that directory as the context. Every build is
+# started with its buildspec (`buildspecOverride`), so a project made before a change of it
+# builds as the current one says.
 BUILDSPEC = (
     """\
 version: 0.2
@@ -84,7 +91,11 @@ phases:
     commands:
       - if [ -n "$BUILD_COMMAND" ]; then bash -c "$BUILD_COMMAND"; fi
       - printf '\\n.git\\n' >> .dockerignore
-      - docker build -t "$IMAGE_URI" .
+      - DOCKERFILE_PATH="${DOCKERFILE_PATH:-Dockerfile}"
+      - >-
+        test -f "$DOCKERFILE_PATH" ||
+        { echo "error: no Dockerfile at ${ROOT_DIR:+$ROOT_DIR/}$DOCKERFILE_PATH"; false; }
+      - docker build -f "$DOCKERFILE_PATH" -t "$IMAGE_URI" .
   post_build:
     commands:
       - test "$CODEBUILD_BUILD_SUCCEEDING" = 1 && docker push "$IMAGE_URI"
@@ -101,6 +112,7 @@ SITE_BUILD_VARIABLES = frozenset(
         "SOURCE_REPO",
         "GIT_API_URL",
         "GIT_CLONE_BASE",
+        "ROOT_DIR",
         "BUILD_COMMAND",
         "PUBLISH_DIR",
         "SITE_BUCKET",
@@ -148,9 +160,10 @@ class BuildInfo:
     log_stream: str | None
     project: str = ""
     service_role: str | None = None
-    # The build's environment variables as CodeBuild describes them (name, value, type): what
-    # the same build started again is given.
+    # The build's environment variables as CodeBuild describes them (name, value, type), and
+    # the buildspec it ran: what the same build started again is given.
     variables: tuple[dict[str, str], ...] = ()
+    buildspec: str | None = None
 
 
 def clone_base(git_api_url: str) -> str:
@@ -241,10 +254,12 @@ def start_build(
     idempotency_token: str | None = None,
     parameters: dict[str, str] | None = None,
     arm: bool = False,
+    buildspec: str | None = None,
 ) -> str:
-    """Start a build (`arm`: on CodeBuild's ARM environment, for an arm64 image). With
-    `idempotency_token`, a repeat of the same request within five minutes
-    (a retry after a crash between the call and recording its id) answers the same build.
+    """Start a build (`arm`: on CodeBuild's ARM environment, for an arm64 image; `buildspec`:
+    instead of the project's, when given). With `idempotency_token`, a repeat of the same request
+    within five minutes (a retry after a crash between the call and recording its id) answers the
+    same build.
 
     `parameters`: variable name -> SSM parameter name, resolved by CodeBuild as the build starts
     (type `PARAMETER_STORE`), so their values never appear in the build's record."""
@@ -259,6 +274,8 @@ def start_build(
     extra: dict[str, Any] = {"idempotencyToken": idempotency_token} if idempotency_token else {}
     if arm:
         extra.update(ARM_BUILD)
+    if buildspec:
+        extra["buildspecOverride"] = buildspec
     with aws_errors():
         started = _client(session).start_build(
             projectName=project_name, environmentVariablesOverride=variables, **extra
@@ -326,6 +343,7 @@ def describe_build(session: AwsSession, build_id: str) -> BuildInfo | None:
             }
             for item in build.get("environment", {}).get("environmentVariables", [])
         ),
+        buildspec=build.get("source", {}).get("buildspec"),
     )
 
 
@@ -366,11 +384,13 @@ def role_denied(message: str) -> bool:
 def start_again(session: AwsSession, info: BuildInfo) -> str:
     """Start the build `info` describes once more, with the same variables; the new build's id
     (the same one if asked again within five minutes: the old id is the idempotency token)."""
+    extra = {"buildspecOverride": info.buildspec} if info.buildspec else {}
     with aws_errors():
         started = _client(session).start_build(
             projectName=info.project,
             environmentVariablesOverride=list(info.variables),
             idempotencyToken="again-" + info.id.rsplit(":", 1)[-1],
+            **extra,
         )
     return str(started["build"]["id"])
 

@@ -96,6 +96,11 @@ class RepositoryCreate(StrictBody):
     installation_ids: list[int] | None = Field(default=None, max_length=100)
 
 
+ChangedPath = Annotated[
+    str, Field(min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f/][^\x00-\x1f]*$")
+]
+
+
 class PushBody(StrictBody):
     branch: Branch
     # Git keeps no NUL in a commit message.
@@ -106,6 +111,9 @@ class PushBody(StrictBody):
     breaks_build: bool | None = None
     # A force-push: no new commit; the branch is reset to this commit of the repository.
     force_to: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
+    # The paths the commit changes (relative to the repository's root), as the webhook's
+    # `commits[].modified` lists them; None: every file of the repository.
+    files: list[ChangedPath] | None = Field(default=None, max_length=3000)
 
 
 class PullRequestClose(StrictBody):
@@ -161,7 +169,7 @@ async def push(owner: str, repo: str, body: PushBody, host: Host) -> Response:
     deliveries = await webhooks.deliver(
         host,
         "push",
-        webhooks.push_payloads(host, pushed, installations, message=body.message),
+        webhooks.push_payloads(host, pushed, installations, message=body.message, files=body.files),
     )
     return JSONResponse(
         {

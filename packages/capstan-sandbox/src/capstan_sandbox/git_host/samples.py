@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from capstan_sandbox.git_host.monorepo import MONOREPO_SAMPLE, monorepo_build_file
 from capstan_sandbox.git_host.records import (
     BROKEN_BRANCH,
     SAMPLES_OWNER,
@@ -14,8 +15,9 @@ from capstan_sandbox.git_host.records import (
 
 
 def sample_repositories() -> list[SandboxRepository]:
-    """A web app, a worker, a static site and a web app on a distroless image (no shell, no
-    curl), each with `main`, `feature-x` and `broken-build` (whose builds fail)."""
+    """A web app, a worker, a static site, a web app on a distroless image (no shell, no curl)
+    and a monorepo holding all three kinds (`monorepo.py`), each with `main`, `feature-x` and
+    `broken-build` (whose builds fail)."""
     samples = [
         (701_000_001, "hello-web", True, "A small HTTP service: the web server sample."),
         (701_000_002, "hello-worker", True, "A background job loop: the worker sample."),
@@ -25,6 +27,12 @@ def sample_repositories() -> list[SandboxRepository]:
             "hello-distroless",
             False,
             "A Go web server on a distroless image: no shell, no curl.",
+        ),
+        (
+            701_000_005,
+            MONOREPO_SAMPLE,
+            False,
+            "A monorepo: a web app, a worker and a static site, each in its own directory.",
         ),
     ]
     repositories = []
@@ -70,11 +78,18 @@ DISTROLESS_FILES = {
     ),
 }
 SITE_PUBLISH_DIR = "dist"
+# What every repository holds besides what it declares: the file the build runner reads, and the
+# default app the build tools' checkout writes without `image_files` (`build_tools`; not
+# imported: the git host does not load the cloud simulator).
+BUILD_FILE = "capstan-sandbox.json"
+DEFAULT_APP_FILES = ("Dockerfile", "app.py")
 
 
 def build_file(repository: SandboxRepository, branch: str) -> dict[str, Any]:
     """The `capstan-sandbox.json` of a sample at `branch` (not `broken-build`): how its build
     goes; the static site sample also declares its publish directory and files."""
+    if repository.owner == SAMPLES_OWNER and repository.name == MONOREPO_SAMPLE:
+        return monorepo_build_file(branch)
     if repository.owner == SAMPLES_OWNER and repository.name == DISTROLESS_SAMPLE:
         return {"build": "succeed", "image_files": DISTROLESS_FILES}
     if repository.owner != SAMPLES_OWNER or repository.name != SITE_SAMPLE:
@@ -100,3 +115,10 @@ def build_file(repository: SandboxRepository, branch: str) -> dict[str, Any]:
             "assets/site.css": "body { font-family: system-ui, sans-serif; margin: 3rem; }\n",
         },
     }
+
+
+def repository_files(repository: SandboxRepository, branch: str) -> list[str]:
+    """Every file of the repository at `branch`: its `capstan-sandbox.json` and the files the
+    build's checkout writes (`image_files`, else the default app's)."""
+    declared = build_file(repository, branch).get("image_files") or DEFAULT_APP_FILES
+    return sorted({BUILD_FILE, *declared})

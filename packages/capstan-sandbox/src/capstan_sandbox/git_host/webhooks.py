@@ -30,6 +30,7 @@ import httpx
 
 from capstan_sandbox.git_host.delivery_log import Delivery
 from capstan_sandbox.git_host.records import SANDBOX_USER, Pushed, iso
+from capstan_sandbox.git_host.samples import repository_files
 
 if TYPE_CHECKING:
     from capstan_sandbox.git_host.host import SandboxGitHost
@@ -173,7 +174,10 @@ def push_payloads(
     *,
     message: str,
     deleted: bool = False,
+    files: list[str] | None = None,
 ) -> list[dict[str, Any]]:
+    """The `push` payloads; the commit's `modified` lists `files`, or without them every file of
+    the repository at the commit (the push changed them all)."""
     repository = pushed.repository
     full_name = repository.full_name
     now = iso(datetime.now(UTC))
@@ -189,7 +193,7 @@ def push_payloads(
         "committer": {"name": SANDBOX_USER, "email": f"{SANDBOX_USER}@users.noreply.sandbox"},
         "added": [],
         "removed": [],
-        "modified": ["capstan-sandbox.json"],
+        "modified": files if files is not None else repository_files(repository, pushed.branch),
     }
     body = {
         "ref": f"refs/heads/{pushed.branch}",

@@ -12,10 +12,11 @@ does to the files a build can see, and nothing more:
   and writes the repository's files at REF: its `capstan-sandbox.json` and the files it declares
   under `image_files` (a small Python app on `python:3.12-slim` by default).
 - `docker login` reads the password (signed in to Docker Hub without a server name);
-  `docker build -t TAG CONTEXT` packs the context as a tar layer, leaving out what
-  `.dockerignore` names, and pulls its Docker Hub base images anonymously unless signed in —
-  refused past `$CAPSTAN_SANDBOX_DOCKERHUB_PULLS_LEFT`, as Docker Hub answers 429;
-  `docker push TAG` marks a built image pushed.
+  `docker build [-f DOCKERFILE] -t TAG CONTEXT` packs the context as a tar layer, leaving out
+  what `.dockerignore` names (a Dockerfile missing at `-f` fails naming it), and pulls its
+  Docker Hub base images anonymously unless signed in — refused past
+  `$CAPSTAN_SANDBOX_DOCKERHUB_PULLS_LEFT`, as Docker Hub answers 429; `docker push TAG` marks a
+  built image pushed.
 - `aws ecr get-login-password` prints a password; nothing else of the CLI is simulated.
 - `bash -c COMMAND` is the build command: the sandbox runs no command a repository asks for; it
   does what the checked-out `capstan-sandbox.json` says (`{"build": "fail", "error": …}` fails;
@@ -315,10 +316,18 @@ def docker(args: list[str]) -> int:
     if args[:1] == ["build"]:
         tag = args[args.index("-t") + 1] if "-t" in args else None
         context = Path(args[-1])
-        if tag is None or not (context / "Dockerfile").exists():
-            return _fail("ERROR: failed to solve: failed to read dockerfile: no such file", 1)
-        dockerfile = (context / "Dockerfile").read_text()
-        broken = _declared_failure(context / SANDBOX_FILE)
+        # `-f` is relative to the working directory, as docker reads it; the default is the
+        # context's own Dockerfile.
+        named = args[args.index("-f") + 1] if "-f" in args[:-1] else None
+        path = Path(named) if named else context / "Dockerfile"
+        if tag is None or not path.is_file():
+            return _fail(
+                f"ERROR: failed to solve: failed to read dockerfile: open {named or 'Dockerfile'}: "
+                "no such file or directory",
+                1,
+            )
+        dockerfile = path.read_text()
+        broken = _declared_failure(_source_root(context) / SANDBOX_FILE)
         if broken is not None:  # the Dockerfile's own build step (a RUN) fails
             return _fail(
                 f"{broken}\nERROR: failed to solve: process did not complete successfully", 1
@@ -357,6 +366,16 @@ def aws(args: list[str]) -> int:
     return _fail(f"aws: '{' '.join(args[:2])}' is not simulated in the sandbox", 255)
 
 
+def _source_root(start: Path) -> Path:
+    """The checked-out repository holding `start` (the nearest directory with `.git`), so a
+    build in a subdirectory (a monorepo's `root_dir`) reads the repository's own file."""
+    here = start.resolve()
+    for directory in (here, *here.parents):
+        if (directory / ".git").is_dir():
+            return directory
+    return here
+
+
 def _declared_failure(declared: Path) -> str | None:
     """The error of a build the checked-out source declares broken, else None."""
     import json
@@ -371,7 +390,7 @@ def bash(args: list[str]) -> int:
     """The build command (`bash -c COMMAND`): the outcome the checked-out source declares."""
     from pathlib import Path
 
-    broken = _declared_failure(Path(SANDBOX_FILE))
+    broken = _declared_failure(_source_root(Path.cwd()) / SANDBOX_FILE)
     return 0 if broken is None else _fail(broken, 1)
 
 

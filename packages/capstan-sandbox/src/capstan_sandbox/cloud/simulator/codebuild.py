@@ -51,6 +51,8 @@ from capstan_sandbox.cloud.product import product
 from capstan_sandbox.cloud.role_checks import RoleRequests
 from capstan_sandbox.cloud.simulator import build_logs, build_queue, build_shell, images, registry
 from capstan_sandbox.cloud.simulator.backends import each
+from capstan_sandbox.cloud.simulator.site_source import directory as _directory
+from capstan_sandbox.cloud.simulator.site_source import has_directory as _has_directory
 
 if TYPE_CHECKING:
     from capstan_sandbox.cloud.simulator.parts import Simulator
@@ -99,6 +101,7 @@ def install() -> None:
                 backend.codebuild_projects[project_name].project_metadata,
                 build,
                 self._get_param("environmentVariablesOverride") or [],
+                self._get_param("buildspecOverride"),
             )
             if token:
                 _started_by_token[key] = (build["id"], time.monotonic())
@@ -128,9 +131,15 @@ def install() -> None:
         CodeBuildBackend.create_project = create_project  # type: ignore[method-assign]
 
 
-def _amend(project: dict[str, Any], build: dict[str, Any], overrides: list[dict[str, Any]]) -> None:
+def _amend(
+    project: dict[str, Any],
+    build: dict[str, Any],
+    overrides: list[dict[str, Any]],
+    buildspec: str | None = None,
+) -> None:
     """Make the build look as AWS describes it: the project's environment with the overrides,
-    its source and its log destination (`<streamName>/<build uuid>`)."""
+    its source (with StartBuild's `buildspecOverride`, which this build runs instead of the
+    project's) and its log destination (`<streamName>/<build uuid>`)."""
     environment = copy.deepcopy(project.get("environment") or {})
     variables = {item["name"]: item for item in environment.get("environmentVariables", [])}
     for item in overrides:
@@ -142,6 +151,8 @@ def _amend(project: dict[str, Any], build: dict[str, Any], overrides: list[dict[
     environment["environmentVariables"] = list(variables.values())
     build["environment"] = environment
     build["source"] = copy.deepcopy(project.get("source") or {})
+    if buildspec:
+        build["source"]["buildspec"] = buildspec
     build_uuid = str(build["id"]).split(":", 1)[-1]
     cloudwatch = (project.get("logsConfig") or {}).get("cloudWatchLogs") or {}
     group = cloudwatch.get("groupName") or f"/aws/codebuild/{project['name']}"
@@ -284,6 +295,8 @@ def run_site_build(
     plain, stored = _variables(items)
     repo, commit = plain.get("SOURCE_REPO", ""), plain.get("SOURCE_COMMIT", "")
     publish_dir = _directory(plain.get("PUBLISH_DIR", ""))
+    # The build runs in `ROOT_DIR` (a monorepo's site): `PUBLISH_DIR` is relative to it.
+    root_dir = _directory(plain.get("ROOT_DIR", ""))
     bucket = plain.get("SITE_BUCKET", "")
     lines = ["[Container] Entering phase PROVISIONING"]
     failure: BuildFailed | None = None
@@ -304,12 +317,18 @@ def run_site_build(
             f"[Container] Running command {plain.get('BUILD_COMMAND')}",
             "build-time variables: " + (", ".join(sorted(own | set(resolved))) or "(none)"),
         ]
+        if root_dir and not _has_directory(outcome, root_dir):
+            raise BuildFailed(
+                "PRE_BUILD",
+                f"error: root_dir {plain.get('ROOT_DIR')} is not a directory of the repository",
+            )
         if outcome.get("build") == "fail":
             raise BuildFailed(
                 "BUILD", str(outcome.get("error") or "the build command exited with status 1")
             )
+        # The sample declares its output's path from the repository's root.
         produced = _directory(str(outcome.get("publish_dir") or ""))
-        if not produced or produced != publish_dir:
+        if not produced or produced != _directory(f"{root_dir}/{publish_dir}"):
             raise BuildFailed(
                 "BUILD", f"error: the build did not produce publish_dir {plain.get('PUBLISH_DIR')}"
             )
@@ -331,12 +350,6 @@ def run_site_build(
     build_logs.write(account_id, region, build, lines)
     if build.get("buildStatus") == "IN_PROGRESS":
         _complete(build, failure.phase if failure else None, failure.error if failure else None)
-
-
-def _directory(path: str) -> str:
-    """`./dist/` and `dist` are the same directory."""
-    parts = [part for part in path.strip().split("/") if part not in ("", ".")]
-    return "/".join(parts)
 
 
 def _parameters(
