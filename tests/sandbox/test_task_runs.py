@@ -146,6 +146,7 @@ def test_sleep_takes_time_and_stop_task_kills_the_container(admin: AwsSession) -
     definition = _definition(admin)
     task = _run(admin, definition, "echo started; sleep 600; echo never")
     wait_until(lambda: _lines(admin, task["taskArn"]) == ["started"])
+    simulator().tick()  # a look of the simulator more: the task sleeps on
     assert _task(admin, task["taskArn"])["lastStatus"] == "RUNNING"
     admin.client("ecs").stop_task(cluster="c", task=task["taskArn"], reason="Stopped by a user")
     wait_until(lambda: _task(admin, task["taskArn"])["lastStatus"] == "STOPPED")

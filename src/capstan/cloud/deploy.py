@@ -50,6 +50,7 @@ from capstan.cloud.databases import PASSWORD_VARIABLE, DatabaseConnection, Datab
 from capstan.cloud.errors import CloudError, TerminalCloudError
 from capstan.cloud.fargate import memory_problem
 from capstan.cloud.network import NetworkDriver, ProjectCache
+from capstan.cloud.one_off import OneOffDriver
 from capstan.cloud.rollouts import Rollout, Rollouts
 from capstan.cloud.site import SiteDriver
 from capstan.cloud.target import LogLine, Target, TargetKind
@@ -91,6 +92,8 @@ class Deployer(Rollouts):
             customer, cache=cache, network_version=network_version, generation=network_generation
         )
         self.builds = BuildDriver(customer, clock=clock)
+        # One-off runs of a target's release (`cloud/one_off.py`).
+        self.runs = OneOffDriver(customer, self.network)
         # A static website's own steps (storage, certificate, publication), on the same sessions.
         self.site = SiteDriver(customer, operator, domain=self._domain, clock=clock)
 

@@ -26,10 +26,7 @@ cannot name, only a statement on every resource may allow.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import suppress
 from dataclasses import dataclass
-
-from moto.ecs.models import ecs_backends
 
 # The resolvers register themselves as they are imported.
 from capstan_sandbox.cloud import (  # noqa: F401
@@ -144,14 +141,6 @@ _PASSED = {
 
 
 def _passed_roles(scope: Scope) -> Iterator[tuple[str, str]]:
-    if (scope.prefix, scope.call.operation) == ("ecs", "RunTask"):
-        # RunTask hands the task definition's roles (or its overrides') to ECS's tasks: a caller
-        # without iam:PassRole on them is refused ("… is not authorized to perform:
-        # iam:PassRole on resource: …ecsTaskExecutionRole" when calling RunTask,
-        # https://docs.aws.amazon.com/AmazonECS/latest/developerguide/task_execution_IAM_role.html).
-        for arn in run_task_roles(scope):
-            yield arn, "ecs-tasks.amazonaws.com"
-        return
     names, service = _PASSED.get((scope.prefix, scope.call.operation), ((), ""))
     for name in names:
         value = scope.call.params.get(name)
@@ -164,24 +153,3 @@ def _passed_roles(scope: Scope) -> Iterator[tuple[str, str]]:
                 ),
                 service,
             )
-
-
-def run_task_roles(scope: Scope) -> list[str]:
-    """The roles a RunTask's task gets: its overrides', else its task definition's."""
-    definition = None
-    with suppress(Exception):  # a definition that is not there: ECS refuses the call itself
-        backend = ecs_backends[scope.account][scope.call.region]
-        definition = backend.describe_task_definition(scope.call.get("taskDefinition") or "")
-    roles = []
-    for override, attribute in (
-        ("overrides.taskRoleArn", "task_role_arn"),
-        ("overrides.executionRoleArn", "execution_role_arn"),
-    ):
-        value = scope.call.get(override) or str(getattr(definition, attribute, None) or "")
-        if value:
-            roles.append(
-                value
-                if value.startswith("arn:")
-                else role_arn(scope.account, scope.partition, value)
-            )
-    return roles

@@ -257,6 +257,8 @@ class OneOffs:
             self._stop(run, task_stops.Stop("UserInitiated", run.stop_reason, KILLED), [])
             return
         assert run.steps is not None
+        if run.cursor > now:  # still in a `sleep`
+            return
         lines: list[str] = []
         for step in run.steps:
             if isinstance(step, task_shell.Output):

@@ -1,0 +1,24 @@
+"""Runs as a kind: their table, routes and reconciler (they live in their service's project and
+network, and go with their service)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from capstan.reconcile.worker import Reconciler
+from capstan.registry import ResourceKind, Runtime
+from capstan.runs.models import Run
+from capstan.runs.reconcile import RunReconciler
+from capstan.runs.router import web_server_runs_router, worker_runs_router
+
+
+def _reconcilers(runtime: Runtime) -> Sequence[Reconciler]:
+    return [RunReconciler(runtime.sessionmaker, runtime.cloud, runtime.settings)]
+
+
+KIND = ResourceKind(
+    name="runs",
+    routers=(web_server_runs_router, worker_runs_router),
+    models=(Run,),
+    reconcilers=_reconcilers,
+)
