@@ -8,12 +8,13 @@ from collections.abc import Sequence
 from capstan.reconcile.worker import Reconciler
 from capstan.registry import ResourceKind, Runtime
 from capstan.runs.models import Run
-from capstan.runs.reconcile import RunReconciler
+from capstan.runs.reconcile import CloudRuns, RunReconciler
 from capstan.runs.router import web_server_runs_router, worker_runs_router
 
 
 def _reconcilers(runtime: Runtime) -> Sequence[Reconciler]:
-    return [RunReconciler(runtime.sessionmaker, runtime.cloud, runtime.settings)]
+    drivers = CloudRuns(runtime.cloud, runtime.settings)
+    return [RunReconciler(runtime.sessionmaker, drivers, runtime.settings)]
 
 
 KIND = ResourceKind(

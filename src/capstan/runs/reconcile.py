@@ -11,15 +11,18 @@ deployment's release command) is enqueued in the same transaction (`on_end`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan.apps.deploying import deployer_for, target_of
 from capstan.apps.models import Deployment, Service
-from capstan.cloud.deploy import Deployer, Target
+from capstan.cloud.deploy import Target
 from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud.one_off import RunSpec, TaskState
@@ -33,6 +36,7 @@ from capstan.runs.models import ENDED, FAILED, PENDING, QUEUE_KIND, RUNNING, SUC
 from capstan.runs.service import start_command_of
 
 log = logging.getLogger("capstan.runs")
+T = TypeVar("T")
 
 # A run is followed closely (people watch its output), at least every 5 seconds.
 POLL = Poll(first=timedelta(seconds=0.2), factor=1.5, cap=timedelta(seconds=5))
@@ -52,13 +56,47 @@ async def _nothing(_session: AsyncSession, _run: Run) -> None:
     return None
 
 
+class RunCloud(Protocol):
+    """What a pass asks of the cloud (`cloud.one_off.OneOffDriver`; a fake in unit tests)."""
+
+    def start(self, spec: RunSpec) -> str: ...
+
+    def describe(self, target: Target, task_arn: str) -> TaskState | None: ...
+
+    def stop(self, target: Target, task_arn: str, reason: str) -> None: ...
+
+
+class RunDrivers(Protocol):
+    def open(
+        self, account: CloudAccount | None, project: Project
+    ) -> AbstractAsyncContextManager[RunCloud]: ...
+
+    async def run(self, work: Callable[[], T]) -> T: ...
+
+
+@dataclass(frozen=True)
+class CloudRuns:
+    """The runs driver of a project's `Deployer`, in the organization's account."""
+
+    cloud: Cloud
+    settings: Settings
+
+    @asynccontextmanager
+    async def open(self, account: CloudAccount | None, project: Project) -> AsyncIterator[RunCloud]:
+        async with deployer_for(self.cloud, account, self.settings, project) as deployer:
+            yield deployer.runs
+
+    async def run(self, work: Callable[[], T]) -> T:
+        return await self.cloud.run(work)
+
+
 class RunReconciler:
     kind = QUEUE_KIND
 
     def __init__(
         self,
         sessionmaker: async_sessionmaker[AsyncSession],
-        cloud: Cloud,
+        drivers: RunDrivers,
         settings: Settings,
         *,
         poll: Poll = POLL,
@@ -66,7 +104,7 @@ class RunReconciler:
         on_end: OnEnd = _nothing,
     ) -> None:
         self._sessionmaker = sessionmaker
-        self._cloud = cloud
+        self._cloud = drivers
         self._settings = settings
         self._poll = poll
         self._clock = clock
@@ -107,13 +145,13 @@ class RunReconciler:
             await self._end(session, run, FAILED, error="The organization's AWS account is gone.")
             return Done()
         target = target_of(service, None, project, self._settings.domain)
-        async with deployer_for(self._cloud, account, self._settings, project) as deployer:
+        async with self._cloud.open(account, project) as runs:
             if run.task_arn is None:
-                return await self._start(session, run, service, target, deployer)
+                return await self._start(session, run, service, target, runs)
             task_arn = run.task_arn
             if run.stop_requested_at is not None:
-                await self._cloud.run(lambda: deployer.runs.stop(target, task_arn, STOPPED_REASON))
-            state = await self._cloud.run(lambda: deployer.runs.describe(target, task_arn))
+                await self._cloud.run(lambda: runs.stop(target, task_arn, STOPPED_REASON))
+            state = await self._cloud.run(lambda: runs.describe(target, task_arn))
         return await self._follow(session, run, state)
 
     async def _start(
@@ -122,7 +160,7 @@ class RunReconciler:
         run: Run,
         service: Service,
         target: Target,
-        deployer: Deployer,
+        runs: RunCloud,
     ) -> Result:
         release = await session.get(Deployment, run.deployment_id)
         if release is None or release.task_definition_arn is None:
@@ -137,7 +175,7 @@ class RunReconciler:
             memory=run.memory,
             start_command=start_command_of(service, release),
         )
-        run.task_arn = await self._cloud.run(lambda: deployer.runs.start(spec))
+        run.task_arn = await self._cloud.run(lambda: runs.start(spec))
         return PollAgain(self._poll)
 
     async def _follow(self, session: AsyncSession, run: Run, state: TaskState | None) -> Result:
