@@ -236,17 +236,14 @@ class Deployer(Rollouts):
 
     # -- deployments ----------------------------------------------------------------------
 
-    def deploy(self, spec: TaskSpec) -> str:
-        """Roll the target to a task definition of `spec` (idempotent); its ARN."""
+    def register(self, spec: TaskSpec) -> str:
+        """The task definition of `spec`, registered once (idempotent; its ARN): what a
+        release command runs before the rollout, which `deploy` then finds."""
         problem = memory_problem(spec.cpu, spec.memory)
         if problem is not None:
             raise TerminalCloudError("invalid_task_size", problem)
         target = spec.target
         web = target.kind == "web_server"
-        if web and not target.hostname:
-            raise TerminalCloudError("invalid_target", "A web server needs a hostname.")
-        project = self.network.resources(target.project_id)
-        balancer = self.network.balancer(target.project_id) if web else None
         roles = self.network.roles(target.project_id)
         log_group = names.runtime_log_group(target.resource_id)
         logs.ensure_group(self._customer, target.project_id, target.resource_id, log_group)
@@ -262,7 +259,7 @@ class Deployer(Rollouts):
             health_path=(spec.health_path or "/") if web else None,
             command=None if web else spec.start_command,
         )
-        task_definition = ecs.ensure_task_definition(
+        return ecs.ensure_task_definition(
             self._customer,
             target.project_id,
             target.resource_id,
@@ -271,6 +268,16 @@ class Deployer(Rollouts):
             task_role_arn=roles["task"],
             execution_role_arn=roles["execution"],
         )
+
+    def deploy(self, spec: TaskSpec) -> str:
+        """Roll the target to a task definition of `spec` (idempotent); its ARN."""
+        target = spec.target
+        web = target.kind == "web_server"
+        if web and not target.hostname:
+            raise TerminalCloudError("invalid_target", "A web server needs a hostname.")
+        task_definition = self.register(spec)
+        project = self.network.resources(target.project_id)
+        balancer = self.network.balancer(target.project_id) if web else None
         target_group: str | None = None
         if balancer is not None:
             assert target.hostname is not None

@@ -9,12 +9,13 @@ from capstan.reconcile.worker import Reconciler
 from capstan.registry import ResourceKind, Runtime
 from capstan.runs.models import Run
 from capstan.runs.reconcile import CloudRuns, RunReconciler
+from capstan.runs.release import wake_deployment
 from capstan.runs.router import web_server_runs_router, worker_runs_router
 
 
 def _reconcilers(runtime: Runtime) -> Sequence[Reconciler]:
     drivers = CloudRuns(runtime.cloud, runtime.settings)
-    return [RunReconciler(runtime.sessionmaker, drivers, runtime.settings)]
+    return [RunReconciler(runtime.sessionmaker, drivers, runtime.settings, on_end=wake_deployment)]
 
 
 KIND = ResourceKind(

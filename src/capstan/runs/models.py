@@ -28,6 +28,8 @@ class Run(Base):
 
     id: Mapped[str] = id_column("run")
     service_id: Mapped[str] = mapped_column(ForeignKey("services.id", ondelete="CASCADE"))
+    # A preview's release (its release command): the run is the preview's, in its log group.
+    preview_id: Mapped[str | None] = mapped_column(String(40))
     deployment_id: Mapped[str] = mapped_column(String(40))
     command: Mapped[str] = mapped_column(Text)
     cpu: Mapped[int] = mapped_column(Integer)

@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan.apps.deploying import deployer_for, target_of
-from capstan.apps.models import Deployment, Service
+from capstan.apps.models import Deployment, Preview, Service
 from capstan.cloud.deploy import Target
 from capstan.cloud.driver import Cloud
 from capstan.cloud.errors import TerminalCloudError
@@ -121,8 +121,9 @@ class RunReconciler:
             run, service, project, account = found
             if run.status in ENDED:
                 return Done()
+            preview = None if run.preview_id is None else await session.get(Preview, run.preview_id)
             try:
-                result = await self._step(session, run, service, project, account)
+                result = await self._step(session, run, service, preview, project, account)
             except TerminalCloudError as error:
                 log.warning("run %s: %s (%s)", run.id, error.message, error.code)
                 await self._end(session, run, FAILED, error=_failure(error))
@@ -135,6 +136,7 @@ class RunReconciler:
         session: AsyncSession,
         run: Run,
         service: Service,
+        preview: Preview | None,
         project: Project,
         account: CloudAccount | None,
     ) -> Result:
@@ -144,7 +146,7 @@ class RunReconciler:
         if account is None or account.account_id is None:
             await self._end(session, run, FAILED, error="The organization's AWS account is gone.")
             return Done()
-        target = target_of(service, None, project, self._settings.domain)
+        target = target_of(service, preview, project, self._settings.domain)
         async with self._cloud.open(account, project) as runs:
             if run.task_arn is None:
                 return await self._start(session, run, service, target, runs)

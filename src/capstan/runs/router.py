@@ -10,7 +10,7 @@ from fastapi import APIRouter, status
 from capstan.apps import schemas as app_schemas
 from capstan.apps import service as services
 from capstan.apps.deploying import deployer_for, target_of
-from capstan.apps.models import Service
+from capstan.apps.models import Preview, Service
 from capstan.apps.route_parts import Reader, TargetReader
 from capstan.auth.principal import Caller
 from capstan.cloud_account.session import cloud_answers
@@ -20,11 +20,7 @@ from capstan.projects import service as projects
 from capstan.routers import PrefixRouter
 from capstan.runs import service as runs
 from capstan.runs.models import MANUAL, Run
-from capstan.runs.schemas import RunCreate, RunList, RunOut
-
-
-def run_out(run: Run) -> RunOut:
-    return RunOut.model_validate(run, from_attributes=True)
+from capstan.runs.schemas import RunCreate, RunList, RunOut, run_out
 
 
 async def run_log(
@@ -35,7 +31,8 @@ async def run_log(
         return app_schemas.Logs(lines=[])
     account = await require_cloud_account(session, caller)
     project = await projects.get(session, caller, service.project_id)
-    target = target_of(service, None, project, reader.settings.domain)
+    preview = None if run.preview_id is None else await session.get(Preview, run.preview_id)
+    target = target_of(service, preview, project, reader.settings.domain)
     task_arn = run.task_arn
     with cloud_answers():
         async with deployer_for(reader.cloud, account, reader.settings, project) as deployer:

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, StringConstraints, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from capstan.apps.schemas import Command, Cpu, Memory
 from capstan.cloud.fargate import CPU_VALUES
-from capstan.schemas import Request, Response
+from capstan.schemas import FREE_TEXT, Request, Response
+
+# As the services' commands (`apps.schemas.Command`), which import this module's `RunOut`.
+Command = Annotated[str, StringConstraints(min_length=1, max_length=4096), FREE_TEXT]
+Cpu = Annotated[int, Field(description="CPU units; by default the release's.")]
+Memory = Annotated[int, Field(description="MiB; must pair with cpu under Fargate's rules.")]
 
 
 class RunCreate(Request):
@@ -43,3 +47,8 @@ class RunOut(Response):
 
 class RunList(Response):
     runs: list[RunOut]
+
+
+def run_out(run: Any) -> RunOut:
+    """A run row (`runs.models.Run`) as the API shows it."""
+    return RunOut.model_validate(run, from_attributes=True)

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.apps import releases, target_deployments
-from capstan.apps.models import Deployment, Service
+from capstan.apps.models import Deployment, Preview, Service
 from capstan.apps.service import WORKER
 from capstan.cloud.fargate import memory_problem
 from capstan.cloud.one_off import command_override
@@ -84,8 +84,10 @@ async def start(
     cpu: int | None = None,
     memory: int | None = None,
     release: Deployment | None = None,
+    preview: Preview | None = None,
 ) -> Run:
-    """A run of `release` (by default the service's live one: 409 without one), enqueued."""
+    """A run of `release` (by default the service's live one: 409 without one), enqueued; of
+    a `preview`'s release, the preview's."""
     if release is None:
         release = await live_release(session, service)
         if release is None:
@@ -95,6 +97,7 @@ async def start(
     cpu, memory = size_of(service, release, cpu, memory)
     run = Run(
         service_id=service.id,
+        preview_id=None if preview is None else preview.id,
         deployment_id=release.id,
         command=command,
         cpu=cpu,
@@ -117,6 +120,14 @@ async def list_of(session: AsyncSession, service: Service) -> list[Run]:
             .limit(LISTED)
         )
     )
+
+
+async def by_ids(session: AsyncSession, ids: list[str | None]) -> dict[str, Run]:
+    """The runs of these ids (deployments' release runs), by id."""
+    wanted = [item for item in ids if item]
+    if not wanted:
+        return {}
+    return {run.id: run for run in await session.scalars(select(Run).where(Run.id.in_(wanted)))}
 
 
 async def get(session: AsyncSession, service: Service, run_id: str) -> Run:

@@ -1,4 +1,4 @@
-"""runs: one-off commands run as tasks of a service's release
+"""runs: one-off commands run as tasks of a service's release; release commands
 
 Revision ID: 0028
 Revises: 0026
@@ -21,6 +21,7 @@ def upgrade() -> None:
         "runs",
         sa.Column("id", sa.String(length=40), nullable=False),
         sa.Column("service_id", sa.String(length=40), nullable=False),
+        sa.Column("preview_id", sa.String(length=40), nullable=True),
         sa.Column("deployment_id", sa.String(length=40), nullable=False),
         sa.Column("command", sa.Text(), nullable=False),
         sa.Column("cpu", sa.Integer(), nullable=False),
@@ -38,8 +39,16 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_index("ix_runs_service", "runs", ["service_id", "created_at"], unique=False)
+    with op.batch_alter_table("services", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("release_command", sa.Text(), nullable=True))
+    with op.batch_alter_table("deployments", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("release_run_id", sa.String(length=40), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("deployments", schema=None) as batch_op:
+        batch_op.drop_column("release_run_id")
+    with op.batch_alter_table("services", schema=None) as batch_op:
+        batch_op.drop_column("release_command")
     op.drop_index("ix_runs_service", table_name="runs")
     op.drop_table("runs")
