@@ -10,7 +10,8 @@
 //            return:<path, as it is> | open:<field of the answer to navigate to> | reveal-token
 // goto: and return: only ever navigate within this site (`ownSite`).
 // Fields: name="a.b" nests; data-type="int" | "list" (checkboxes); data-split="cpu,memory" on a
-// select whose value is "256,512"; data-optional leaves an empty field out; data-skip never sent.
+// select whose value is "256,512"; data-optional leaves an empty field out; data-nullable sends
+// an empty field as null; data-skip never sent.
 
 const csrfToken = () => document.querySelector('meta[name="csrf-token"]')?.content ?? "";
 
@@ -70,6 +71,8 @@ function formBody(form) {
       setPath(body, name, element.checked);
     } else if (element.value === "" && element.dataset.optional !== undefined) {
       continue;
+    } else if (element.value === "" && element.dataset.nullable !== undefined) {
+      setPath(body, name, null);
     } else if (element.dataset.type === "int") {
       setPath(body, name, element.value === "" ? null : Number(element.value));
     } else {
