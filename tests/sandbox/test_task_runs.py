@@ -8,12 +8,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.dev.accounts import organization_access
 from capstan_sandbox.cloud.simulator import simulator
 from tests.polling import wait_until
-from tests.sandbox.aws import iam_propagated, new_account, vpc_with_two_subnets
+from tests.sandbox.aws import as_role, iam_propagated, new_account, vpc_with_two_subnets
 
 
 @pytest.fixture
@@ -167,3 +168,33 @@ def test_tasks_past_the_fargate_vcpu_quota_are_not_placed(admin: AwsSession) -> 
     )
     assert refused["tasks"] == []
     assert "limit on the number of vCPUs" in refused["failures"][0]["reason"]
+
+
+def test_run_task_asks_pass_role_of_the_roles_it_hands_to_the_task(
+    endpoint: Endpoint, admin: AwsSession
+) -> None:
+    """RunTask is authorized on its task definition in its cluster, and with iam:PassRole of
+    the task definition's roles (to ECS's tasks), as AWS refuses it without."""
+    definition = _definition(admin)
+    account = admin.client("sts").get_caller_identity()["Account"]
+    network = _network(admin)
+    run = {"Effect": "Allow", "Action": "ecs:RunTask", "Resource": definition}
+    passed = {
+        "Effect": "Allow",
+        "Action": "iam:PassRole",
+        "Resource": f"arn:aws:iam::{account}:role/x",
+        "Condition": {"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+    }
+    arguments = {
+        "cluster": "c",
+        "taskDefinition": definition,
+        "launchType": "FARGATE",
+        "networkConfiguration": network,
+    }
+    with as_role(endpoint, (account, admin), "runner-a", run) as caller:
+        with pytest.raises(ClientError) as refused:
+            caller.client("ecs").run_task(**arguments)
+        message = refused.value.response["Error"]["Message"]
+        assert "iam:PassRole" in message and "role/x" in message
+    with as_role(endpoint, (account, admin), "runner-b", run, passed) as caller:
+        assert caller.client("ecs").run_task(**arguments)["failures"] == []
