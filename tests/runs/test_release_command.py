@@ -93,3 +93,18 @@ def test_a_failing_release_command_fails_the_deployment_and_the_old_release_serv
     assert [line["message"] for line in logs] == ["boom"]
     assert previous["id"] == first["id"] and previous["status"] == "running"
     assert first["id"] in _served_deployment(running)
+
+
+def test_a_preview_runs_its_services_release_command_in_its_own_release(shop: Ready) -> None:
+    created = shop.create_web_server(release_command="echo migrating the preview database")
+    path = f"{shop.base}/web_servers/{created['id']}"
+    shop.wait_for(path, "running")
+    made = shop.org.api.post(f"{path}/previews", json={"branch": "feature-x"})
+    assert made.status_code == 201, made.text
+    preview = made.json()
+    shop.wait_for(f"{path}/previews/{preview['id']}", "running")
+    runs = shop.org.api.get(f"{path}/runs").json()["runs"]
+    (of_preview,) = [run for run in runs if run["preview_id"] == preview["id"]]
+    assert (of_preview["trigger"], of_preview["status"]) == ("release", "succeeded")
+    logs = shop.org.api.get(f"{path}/runs/{of_preview['id']}/logs").json()["lines"]
+    assert [line["message"] for line in logs] == ["migrating the preview database"]

@@ -62,7 +62,7 @@ def _outcome(run: Run) -> Progress | None:
         return Progress(
             "failed",
             f"The release command exited with code {run.exit_code} (run {run.id}); the "
-            "previous release keeps serving.",
+            "rollout did not start.",
         )
     return Progress("failed", f"The release command did not complete: {run.error}")
 

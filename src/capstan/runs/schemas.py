@@ -37,6 +37,9 @@ class RunOut(Response):
     exit_code: int | None
     trigger: Literal["manual", "release", "schedule"]
     deployment_id: str
+    preview_id: str | None = Field(
+        default=None, description="A preview's release command: the preview whose release ran."
+    )
     error: str | None
     cpu: int
     memory: int
