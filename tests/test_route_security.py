@@ -15,6 +15,7 @@ from fastapi.routing import iter_route_contexts
 from capstan.app import create_app
 from capstan.config import CloudMode, GitHostMode
 from capstan.dashboard.router import router as dashboard_router
+from capstan.dashboard.runs import router as dashboard_runs_router
 from tests.harness import Org, RunningServer
 
 # (method, path) pairs anyone may call. Sandbox pages exist only in sandbox mode (asserted below).
@@ -28,7 +29,7 @@ PUBLIC = {
 }
 DASHBOARD = {
     (method, route.path)
-    for route in iter_route_contexts(dashboard_router.routes)
+    for route in iter_route_contexts([*dashboard_router.routes, *dashboard_runs_router.routes])
     for method in (route.methods or set()) - {"HEAD"}
     if route.path is not None and (method, route.path) not in PUBLIC
 }

@@ -72,6 +72,8 @@ class Service(Base):
     root_dir: Mapped[str] = mapped_column(String(1024), default="", server_default="")
     dockerfile_path: Mapped[str | None] = mapped_column(String(1024))
     watch_paths: Mapped[list[str] | None] = mapped_column(JSON)
+    # Web servers and workers: run once per deployment, before its rollout (`runs`).
+    release_command: Mapped[str | None] = mapped_column(Text)
     # None for static websites (no compute).
     cpu: Mapped[int | None] = mapped_column(Integer)
     memory: Mapped[int | None] = mapped_column(Integer)
@@ -176,6 +178,8 @@ class Deployment(Base):
     site_prefix: Mapped[str | None] = mapped_column(String(64))
     # A rollback: the deployment whose release this one deploys again.
     rollback_of: Mapped[str | None] = mapped_column(String(40))
+    # The run of the service's release command this deployment made before its rollout.
+    release_run_id: Mapped[str | None] = mapped_column(String(40))
     deadline_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = created_at_column()
     finished_at: Mapped[datetime | None]

@@ -26,6 +26,7 @@ from capstan.apps import source_fields as source
 from capstan.cloud.deploy import MAX_VALUE_BYTES
 from capstan.cloud.fargate import CPU_VALUES
 from capstan.cloud.task_definition_size import start_command_bytes
+from capstan.runs.schemas import RunOut
 from capstan.schemas import FREE_TEXT, SERIES, SPEND_UNAVAILABLE, MetricPoint, Request, Response
 from capstan.validation import pattern
 
@@ -100,6 +101,9 @@ PublishDir = Annotated[
 ]
 # Free text: a shell command may hold tabs and newlines (never NUL: `capstan.schemas`).
 Command = Annotated[str, StringConstraints(min_length=1, max_length=4096), FREE_TEXT]
+ReleaseCommand = Annotated[
+    Command, Field(description="Run once under `sh -c` in each new release, before its rollout.")
+]
 # What a start command may take of its task definition (`cloud/task_definition_size.py`): every
 # command of printable ASCII, tabs and newlines within 4096 characters fits (8,232 at most).
 START_COMMAND_BYTES = 9 * 1024
@@ -190,6 +194,7 @@ class WebServerCreate(_CpuCheck, compute.WebServerCompute, source.ContainerSourc
     repo: Repo
     branch: Branch
     build_command: Command | None = None
+    release_command: ReleaseCommand | None = None
     health_path: HealthPath = "/"
     cpu: Cpu
     memory: Memory
@@ -214,10 +219,12 @@ class _Omittable(Request):
 class WebServerUpdate(
     _CpuCheck, compute.WebServerComputeUpdate, source.ContainerSourceUpdate, _Omittable
 ):
-    _nullable = frozenset({"build_command"})  # null: the container definition builds itself
+    # null: the container definition builds itself; no release command
+    _nullable = frozenset({"build_command", "release_command"})
 
     branch: Branch | SkipJsonSchema[None] = None
     build_command: Command | None = None
+    release_command: ReleaseCommand | None = None
     health_path: HealthPath | SkipJsonSchema[None] = None
     cpu: Cpu | SkipJsonSchema[None] = None
     memory: Memory | SkipJsonSchema[None] = None
@@ -229,6 +236,7 @@ class WorkerCreate(_CpuCheck, compute.WorkerCompute, source.ContainerSourceCreat
     repo: Repo
     branch: Branch
     start_command: StartCommand
+    release_command: ReleaseCommand | None = None
     cpu: Cpu
     memory: Memory
     auto_deploy: bool = False
@@ -237,8 +245,11 @@ class WorkerCreate(_CpuCheck, compute.WorkerCompute, source.ContainerSourceCreat
 class WorkerUpdate(
     _CpuCheck, compute.WorkerComputeUpdate, source.ContainerSourceUpdate, _Omittable
 ):
+    _nullable = frozenset({"release_command"})
+
     branch: Branch | SkipJsonSchema[None] = None
     start_command: StartCommand | SkipJsonSchema[None] = None
+    release_command: ReleaseCommand | None = None
     cpu: Cpu | SkipJsonSchema[None] = None
     memory: Memory | SkipJsonSchema[None] = None
     auto_deploy: bool | SkipJsonSchema[None] = None
@@ -277,6 +288,7 @@ class WebServerOut(compute.WebServerComputeOut, source.ContainerSourceOut):
     repo: str
     branch: str
     build_command: str | None
+    release_command: str | None = None
     health_path: str
     cpu: int
     memory: int
@@ -293,6 +305,7 @@ class WorkerOut(compute.WorkerComputeOut, source.ContainerSourceOut):
     repo: str
     branch: str
     start_command: str
+    release_command: str | None = None
     cpu: int
     memory: int
     auto_deploy: bool
@@ -435,6 +448,9 @@ class DeploymentOut(Response):
     )
     settings: ReleaseSettings | None = Field(
         default=None, description="The settings this release runs with."
+    )
+    release_run: RunOut | None = Field(
+        default=None, description="The run of its release command before its rollout, if any."
     )
 
 

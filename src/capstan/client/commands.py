@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from capstan.client import account, env, logs, plan_commands, scale, services, source
+from capstan.client import account, env, logs, plan_commands, runs, scale, services, source
 from capstan.client.context import PANEL
 
 
@@ -14,6 +14,7 @@ def register(app: typer.Typer) -> None:
     services.register(app)
     scale.register(app)
     logs.register(app)
+    runs.register(app)
     env.register(app, PANEL)
     plan_commands.register(app)
     source.register(app)

@@ -393,6 +393,7 @@ async def _resource_page(
 SERVICE_TABS = {
     "overview": "Overview",
     "deployments": "Deployments",
+    "runs": "Runs",  # web servers and workers (`dashboard/runs.py`)
     "logs": "Logs",
     "metrics": "Metrics",
     "environment": "Environment",
@@ -526,6 +527,8 @@ async def _service_live(
         "deployments_page": _paged(deployments["deployments"], page, DEPLOYMENTS_PER_PAGE),
         "previews_page": _paged(previews["previews"], page, PREVIEWS_PER_PAGE),
     }
+    if tab == "runs" and kind["path"] != "static_websites":
+        context["runs"] = (await api.get(f"{base}/runs"))["runs"]
     if tab == "environment":
         # The editor compares this with the version it was loaded at (dashboard.js).
         _, context["env_etag"] = await api.get_versioned(f"{base}/environment")

@@ -10,8 +10,9 @@
 //            return:<path, as it is> | open:<field of the answer to navigate to> | reveal-token
 // goto: and return: only ever navigate within this site (`ownSite`).
 // Fields: name="a.b" nests; data-type="int" | "list" (checkboxes); data-split="cpu,memory" on a
-// select whose value is "256,512"; data-optional leaves an empty field out; data-skip never sent;
-// data-type="lines" on a textarea sends its non-empty lines as a list.
+// select whose value is "256,512"; data-optional leaves an empty field out; data-nullable sends
+// an empty field as null; data-skip never sent; data-type="lines" on a textarea sends its
+// non-empty lines as a list.
 
 const csrfToken = () => document.querySelector('meta[name="csrf-token"]')?.content ?? "";
 
@@ -73,6 +74,8 @@ function formBody(form) {
       continue;
     } else if (element.dataset.type === "lines") {
       setPath(body, name, element.value.split("\n").map((line) => line.trim()).filter(Boolean));
+    } else if (element.value === "" && element.dataset.nullable !== undefined) {
+      setPath(body, name, null);
     } else if (element.dataset.type === "int") {
       setPath(body, name, element.value === "" ? null : Number(element.value));
     } else {

@@ -1,0 +1,79 @@
+"""Runs in the dashboard, in headless Chromium against the live `capstan server --dev`: the
+release command in a web server's settings, "Run a command" on its Runs tab, the run's status
+changing in the list without a reload, and its output."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.dashboard.conftest import DevServer, connect_and_install, new_page, ok, sign_in
+
+pytestmark = pytest.mark.browser
+WEB_REPO = "capstan-samples/hello-web"
+SLOW = 60_000
+
+
+@pytest.fixture(scope="module")
+def page(chromium: Any, dev_server: DevServer) -> Iterator[Any]:
+    page = new_page(chromium, dev_server)
+    sign_in(page, dev_server.email, dev_server.password)
+    yield page
+    page.context.close()
+
+
+@pytest.fixture(scope="module")
+def project(dev_server: DevServer) -> dict[str, str]:
+    """A project of its own with a running web server, made through the API."""
+    connect_and_install(dev_server)
+    with dev_server.api() as api:
+        made = ok(api.post("/api/projects", json={"name": "Runs", "hostname_suffix": "runs"}), 201)
+        base = f"/api/projects/{made['id']}"
+        body = {"name": "web", "repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512}
+        web = ok(api.post(f"{base}/web_servers", json=body), 201)
+        deadline = time.monotonic() + 60
+        while ok(api.get(f"{base}/web_servers/{web['id']}"), 200)["status"] != "running":
+            assert time.monotonic() < deadline, "the web server did not reach running"
+            time.sleep(0.5)
+    return {"id": made["id"], "base": base, "web": web["id"]}
+
+
+def test_the_release_command_is_a_setting(
+    page: Any, dev_server: DevServer, project: dict[str, str]
+) -> None:
+    page.goto(f"/projects/{project['id']}/web_servers/{project['web']}?tab=settings")
+    field = page.get_by_label("Release command")
+    field.fill("python manage.py migrate")
+    page.get_by_role("button", name="Save settings").click()
+    page.get_by_text("Settings saved.").wait_for()
+    path = f"{project['base']}/web_servers/{project['web']}"
+    with dev_server.api() as api:
+        assert ok(api.get(path), 200)["release_command"] == "python manage.py migrate"
+        assert len(ok(api.get(f"{path}/deployments"), 200)["deployments"]) == 1  # no redeploy
+    page.goto(f"/projects/{project['id']}/web_servers/{project['web']}?tab=settings")
+    page.get_by_label("Release command").fill("")
+    page.get_by_role("button", name="Save settings").click()
+    page.get_by_text("Settings saved.").wait_for()
+    with dev_server.api() as api:
+        assert ok(api.get(path), 200)["release_command"] is None
+
+
+def test_run_a_command_and_read_its_output(page: Any, project: dict[str, str]) -> None:
+    page.goto(f"/projects/{project['id']}/web_servers/{project['web']}?tab=runs")
+    page.get_by_text("No runs yet.").wait_for()
+    page.evaluate("window.notReloaded = true")
+    page.get_by_role("textbox", name="Command").fill("echo hello from a run; exit 3")
+    page.get_by_role("button", name="Run", exact=True).click()
+    row = page.locator("[data-run]").first
+    row.wait_for()
+    # The list is live: the run ends failed with its exit code, without a reload.
+    row.locator('[data-status="failed"]').wait_for(timeout=SLOW)
+    assert row.locator('td[data-label="Exit code"]').inner_text() == "3"
+    assert page.evaluate("window.notReloaded === true")
+    row.get_by_role("link", name="Output of echo hello from a run; exit 3").click()
+    output = page.locator("#run-output")
+    output.get_by_text("hello from a run", exact=True).wait_for()
+    assert output.locator("[data-exit-code]").inner_text() == "3"
