@@ -52,9 +52,17 @@ class RoleRequests:
         self._states = found if found is not None else [([], None)]
         self._common = {"aws:principalaccount": [account_id]}
 
-    def denial(self, action: str, resource: str, resource_type: str | None) -> str | None:
-        """IAM's reason the role may not make the request, or None when it may."""
-        request = request_for(action, Target(resource, resource_type), {}, self._common)
+    def denial(
+        self,
+        action: str,
+        resource: str,
+        resource_type: str | None,
+        context: dict[str, list[str]] | None = None,
+    ) -> str | None:
+        """IAM's reason the role may not make the request (with the service's condition keys
+        `context`, such as `iam:passedtoservice`), or None when it may."""
+        target = Target(resource, resource_type, context or {})
+        request = request_for(action, target, {}, self._common)
         verdict = policy.authorize_in_every(self._states, request)
         return None if verdict.allowed else verdict.reason
 

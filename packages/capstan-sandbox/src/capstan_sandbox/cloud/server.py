@@ -36,6 +36,7 @@ from capstan_sandbox.cloud import (
     rds,
     route53,
     s3_metrics,
+    scheduler,
     sts,
     vpc_checks,
 )
@@ -125,6 +126,7 @@ def install_extensions() -> None:
     load_balancer_limits.install()
     vpc_checks.install()
     log_pages.install()
+    scheduler.install()
     authorization.install()
     moto_work.install()
     moto_threads.install()  # last: it locks the creates the others check (see its docstring)

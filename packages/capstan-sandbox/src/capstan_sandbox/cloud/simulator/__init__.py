@@ -52,6 +52,7 @@ from capstan_sandbox.cloud.simulator import (
     rds,
     runtime,
     s3,
+    schedules,
 )
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,7 @@ class Simulator:
         self.databases = rds.DatabaseSim(self)
         self.buckets = s3.BucketSim(self)
         self.edges = cdn.EdgeSim(self)
+        self.schedules = schedules.ScheduleSim(self)
 
     @property
     def knobs(self) -> Knobs:
@@ -136,8 +138,9 @@ class Simulator:
     def tick(self) -> None:
         now = time.monotonic()
         steps = (self.builds.tick, self.ecs.tick, self.runtime.tick, self.caches.tick)
+        later = (self.databases.tick, self.buckets.tick, self.edges.tick, self.schedules.tick)
         with self.ticking:
-            for step in (*steps, self.databases.tick, self.buckets.tick, self.edges.tick):
+            for step in (*steps, *later):
                 try:
                     step(now)
                 except Exception:  # the simulator must survive whatever moto's state holds
