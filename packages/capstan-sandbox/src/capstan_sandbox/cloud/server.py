@@ -24,6 +24,7 @@ from capstan_sandbox.cloud import (
     bedrock,
     bedrock_profiles,
     ec2_quotas,
+    ecs_run_task,
     ecs_services,
     edge_limits,
     elasticache,
@@ -122,6 +123,7 @@ def install_extensions() -> None:
     limits.install()
     iam_limits.install()
     ecs_services.install()
+    ecs_run_task.install()
     ec2_quotas.install()
     load_balancer_limits.install()
     vpc_checks.install()

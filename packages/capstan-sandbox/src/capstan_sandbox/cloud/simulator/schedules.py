@@ -123,7 +123,7 @@ class ScheduleSim:
         target = schedule.target or {}
         execution = str(uuid.uuid4())
         try:
-            tasks = _run_task(account_id, region, target)
+            tasks = _run_task(account_id, region, schedule.arn, target)
             invocation = Invocation(schedule.arn, at, task_arns=tasks)
         except _TargetError as error:
             invocation = Invocation(schedule.arn, at, error.code, error.message)
@@ -172,13 +172,20 @@ class _TargetError(Exception):
         self.message = message
 
 
-def _run_task(account_id: str, region: str, target: dict[str, Any]) -> tuple[str, ...]:
+def _run_task(
+    account_id: str, region: str, schedule_arn: str, target: dict[str, Any]
+) -> tuple[str, ...]:
     arn = str(target.get("Arn") or "")
     parameters = target.get("EcsParameters")
     if ":ecs:" not in arn or ":cluster/" not in arn or not parameters:
         raise _TargetError("ValidationException", "The sandbox invokes only ECS RunTask targets.")
     role = str(target.get("RoleArn") or "")
-    if role_checks.unassumable(account_id, role, SERVICE) or not _role_exists(account_id, role):
+    # Scheduler names the account and the schedule it assumes the role for
+    # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/cross-service-confused-deputy-prevention.html).
+    source = {"aws:SourceAccount": account_id, "aws:SourceArn": schedule_arn}
+    if role_checks.unassumable(account_id, role, SERVICE, source) or not _role_exists(
+        account_id, role
+    ):
         raise _TargetError(
             "AccessDeniedException",
             f"EventBridge Scheduler could not assume the role {role}: it does not exist or does "
@@ -188,7 +195,10 @@ def _run_task(account_id: str, region: str, target: dict[str, Any]) -> tuple[str
     definition_arn = str(parameters.get("TaskDefinitionArn") or "")
     checks = role_checks.RoleRequests(account_id, role)
     session = "scheduler"
-    refused = checks.refusal("ecs:RunTask", definition_arn, "task-definition", session)
+    # RunTask sends the cluster it starts the task in (`ecs:cluster`).
+    refused = checks.refusal(
+        "ecs:RunTask", definition_arn, "task-definition", session, {"ecs:cluster": [arn]}
+    )
     definition = _definition(backend, definition_arn)
     if refused is None and definition is not None:
         roles = (
@@ -199,8 +209,8 @@ def _run_task(account_id: str, region: str, target: dict[str, Any]) -> tuple[str
                 "iam:PassRole", passed, "role", {"iam:passedtoservice": ["ecs-tasks.amazonaws.com"]}
             )
             if denied is not None:
-                refused = checks.refusal("iam:PassRole", passed, "role", session)
-                refused = refused or f"iam:PassRole of {passed} is not allowed: {denied}"
+                context = {"iam:passedtoservice": ["ecs-tasks.amazonaws.com"]}
+                refused = checks.refusal("iam:PassRole", passed, "role", session, context)
                 break
     if refused is not None:
         raise _TargetError("AccessDeniedException", refused)
