@@ -15,11 +15,13 @@ from capstan.model_access.kind import KIND as MODEL_ACCESS
 from capstan.network.kind import KIND as NETWORK
 from capstan.projects.kind import KIND as PROJECTS
 from capstan.registry import ResourceKind
+from capstan.runs.kind import KIND as RUNS
 
 KINDS: tuple[ResourceKind, ...] = (
     HOSTNAMES,
     NETWORK,
     APPS,
+    RUNS,
     CACHES,
     DATABASES,
     BUCKETS,

@@ -6,6 +6,7 @@ expression Scheduler cannot read is refused."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,12 @@ def _ensure(driver: CronJobDriver, spec: CronJobSpec) -> str:
             return None
 
     return wait_until(attempt, every=0.2, what="the schedule to be made")
+
+
+def _task(customer: AwsSession, project_id: str, arn: str) -> dict[str, Any]:
+    ecs = customer.client("ecs")
+    found = ecs.describe_tasks(cluster=names.cluster_name(project_id), tasks=[arn])["tasks"]
+    return dict(found[0])
 
 
 def _fired(arn: str, after: int) -> schedules.Invocation | None:
@@ -75,6 +82,14 @@ def test_a_cron_job_runs_its_command_on_schedule_and_fails_visibly_without_pass_
     assert task["taskDefinitionArn"] == definition
     assert task["startedBy"] == "scheduler"
     assert task["overrides"]["containerOverrides"][0]["command"] == ["-m", "jobs.nightly"]
+    # The task runs the job's command (after the release's entry point) and ends with its code.
+    stopped = wait_until(
+        lambda: (
+            (t := _task(customer, project_id, fired.task_arns[0]))["lastStatus"] == "STOPPED" and t
+        ),
+        what="the job's task to end",
+    )
+    assert stopped["containers"][0]["exitCode"] == 0
 
     # Without PassRole of the task's roles, Scheduler cannot start the task: the invocation
     # fails, counted in AWS/Scheduler's TargetErrorCount, and no task starts.

@@ -47,7 +47,7 @@ class World:
             cpu="256",
             memory="512",
             containerDefinitions=[
-                {"name": "app", "image": "nginx:latest", "essential": True, "memory": 512}
+                {"name": "app", "image": "nginx:latest", "essential": True}
             ],
         )["taskDefinition"]["taskDefinitionArn"]
         family = self.definition.rsplit(":", 1)[0]

@@ -26,6 +26,7 @@ from capstan.network import service as network
 from capstan.reconcile.queue import enqueue
 from capstan.reconcile.timing import Poll
 from capstan.reconcile.worker import Done, PollAgain, Result
+from capstan.runs.release import release_step
 
 log = logging.getLogger("capstan.apps")
 
@@ -132,10 +133,12 @@ class ContainerSteps:
         deployer: Deployer,
         *,
         pin: Callable[[], str] | None = None,
+        register_only: bool = False,
     ) -> None:
         """The deployment's release, as it was recorded: its environment version (written once,
         never over another's), its settings and its image (`pin`: the built image's digest is
-        found first). The cloud's steps run in one trip to the cloud's threads."""
+        found first). The cloud's steps run in one trip to the cloud's threads. `register_only`:
+        its task definition, not its rollout (what its release command runs first)."""
         target = subject.target(self._settings.domain)
         listed = self._listed(subject, deployment)
         variables = {v["name"]: v["value"] for v in listed if "value" in v}
@@ -159,7 +162,8 @@ class ContainerSteps:
             if pin is not None:
                 made.image_uri = image_uri
             stored = deployer.put_environment(target, variables, version, databases, first=first)
-            made.task_definition_arn = deployer.deploy(
+            step = deployer.register if register_only else deployer.deploy
+            made.task_definition_arn = step(
                 TaskSpec(
                     target=target,
                     deployment_id=deployment_id,
@@ -174,6 +178,8 @@ class ContainerSteps:
                     first_roll_out=first_roll_out,
                 )
             )
+            if register_only:
+                return
             if old_hostname and target.hostname and old_hostname != target.hostname:
                 deployer.move_hostname(target, *subject.letting_go)
 
@@ -186,7 +192,28 @@ class ContainerSteps:
                 deployment.image_uri = made.image_uri
             if made.task_definition_arn is not None:
                 deployment.task_definition_arn = made.task_definition_arn
-        subject.row.applied_hostname = target.hostname
+        if not register_only:
+            subject.row.applied_hostname = target.hostname
+
+    async def release(
+        self,
+        session: AsyncSession,
+        subject: Subject,
+        deployment: Deployment,
+        deployer: Deployer,
+        build: Build,
+    ) -> Progress | None:
+        """The service's release command, run once in the built release before its rollout
+        (`runs/release.py`); None: the rollout goes on."""
+        assert build.image_uri is not None
+        target = subject.target(self._settings.domain)
+        built = build.image_uri
+
+        async def register() -> None:
+            pin = lambda: deployer.pin_image(target, built)  # noqa: E731
+            await self._roll_out(subject, deployment, deployer, pin=pin, register_only=True)
+
+        return await release_step(session, subject.service, subject.preview, deployment, register)
 
     async def watch(
         self, session: AsyncSession, subject: Subject, deployment: Deployment, deployer: Deployer

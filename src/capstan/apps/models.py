@@ -65,6 +65,8 @@ class Service(Base):
     health_path: Mapped[str | None] = mapped_column(String(1024))
     start_command: Mapped[str | None] = mapped_column(Text)
     publish_dir: Mapped[str | None] = mapped_column(String(1024))  # static websites
+    # Web servers and workers: run once per deployment, before its rollout (`runs`).
+    release_command: Mapped[str | None] = mapped_column(Text)
     # None for static websites (no compute).
     cpu: Mapped[int | None] = mapped_column(Integer)
     memory: Mapped[int | None] = mapped_column(Integer)
@@ -153,6 +155,8 @@ class Deployment(Base):
     site_prefix: Mapped[str | None] = mapped_column(String(64))
     # A rollback: the deployment whose release this one deploys again.
     rollback_of: Mapped[str | None] = mapped_column(String(40))
+    # The run of the service's release command this deployment made before its rollout.
+    release_run_id: Mapped[str | None] = mapped_column(String(40))
     deadline_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = created_at_column()
     finished_at: Mapped[datetime | None]

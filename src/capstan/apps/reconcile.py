@@ -351,6 +351,12 @@ class TargetReconciler:
                 session, deployment, f"Build failed: {build.error or 'see the build log'}"
             )
             return Done()
+        released = await steps.release(session, subject, deployment, deployer, build)
+        if released is not None and released.state == "failed":
+            await self._fail(session, deployment, released.reason or "The release command failed.")
+            return Done()
+        if released is not None:
+            return PollAgain(self._poll)  # its run's end enqueues the target again
         await steps.built(subject, deployment, deployer, build)
         await self._move(session, deployment, "built", deadline_at=utcnow() + steps.deadline)
         if steps.watch_at_once:  # its first step (a site's publication) now, not a poll later

@@ -30,6 +30,9 @@ from capstan.deps import AppCloud, AppGitHost, AppSettings
 from capstan.projects import service as projects
 from capstan.projects.models import Project
 from capstan.routers import PrefixRouter
+from capstan.runs import service as runs
+from capstan.runs.models import Run
+from capstan.runs.schemas import run_out
 
 
 @dataclass(frozen=True)
@@ -164,7 +167,10 @@ def make_router(spec: Kind) -> APIRouter:
         project_id: str, service_id: str, caller: Caller, session: DbSession
     ) -> schemas.DeploymentList:
         rows = await services.list_deployments(session, caller, project_id, spec.kind, service_id)
-        return schemas.DeploymentList(deployments=[_deployment_out(row) for row in rows])
+        made = await runs.by_ids(session, [row.release_run_id for row in rows])
+        return schemas.DeploymentList(
+            deployments=[_deployment_out(row, made.get(row.release_run_id or "")) for row in rows]
+        )
 
     @router.get(
         f"{item}/deployments/{{deployment_id}}",
@@ -177,7 +183,8 @@ def make_router(spec: Kind) -> APIRouter:
         _service, row = await services.get_deployment(
             session, caller, project_id, spec.kind, service_id, deployment_id
         )
-        return _deployment_out(row)
+        made = await runs.by_ids(session, [row.release_run_id])
+        return _deployment_out(row, made.get(row.release_run_id or ""))
 
     @router.post(
         f"{item}/deployments/{{deployment_id}}/rollback",
@@ -329,7 +336,7 @@ def make_router(spec: Kind) -> APIRouter:
     return router
 
 
-def _deployment_out(row: Deployment) -> schemas.DeploymentOut:
+def _deployment_out(row: Deployment, release_run: Run | None = None) -> schemas.DeploymentOut:
     settings = releases.settings_of(row)
     return schemas.DeploymentOut(
         id=row.id,
@@ -343,6 +350,7 @@ def _deployment_out(row: Deployment) -> schemas.DeploymentOut:
         image=row.image_uri,
         rollback_of=row.rollback_of,
         settings=schemas.ReleaseSettings.model_validate(settings) if settings else None,
+        release_run=None if release_run is None else run_out(release_run),
     )
 
 
@@ -355,6 +363,7 @@ def _describe_web_server(service: Service, status: str, url: str | None) -> dict
         "repo": service.repo,
         "branch": service.branch,
         "build_command": service.build_command,
+        "release_command": service.release_command,
         "health_path": service.health_path or "/",
         "cpu": service.cpu,
         "memory": service.memory,
@@ -372,6 +381,7 @@ def _describe_worker(service: Service, status: str, _url: str | None) -> dict[st
         "repo": service.repo,
         "branch": service.branch,
         "start_command": service.start_command,
+        "release_command": service.release_command,
         "cpu": service.cpu,
         "memory": service.memory,
         "auto_deploy": service.auto_deploy,

@@ -24,6 +24,7 @@ from pydantic.json_schema import SkipJsonSchema
 from capstan.cloud.deploy import MAX_VALUE_BYTES
 from capstan.cloud.fargate import CPU_VALUES
 from capstan.cloud.task_definition_size import start_command_bytes
+from capstan.runs.schemas import RunOut
 from capstan.schemas import FREE_TEXT, SERIES, SPEND_UNAVAILABLE, MetricPoint, Request, Response
 from capstan.validation import pattern
 
@@ -98,6 +99,9 @@ PublishDir = Annotated[
 ]
 # Free text: a shell command may hold tabs and newlines (never NUL: `capstan.schemas`).
 Command = Annotated[str, StringConstraints(min_length=1, max_length=4096), FREE_TEXT]
+ReleaseCommand = Annotated[
+    Command, Field(description="Run once under `sh -c` in each new release, before its rollout.")
+]
 # What a start command may take of its task definition (`cloud/task_definition_size.py`): every
 # command of printable ASCII, tabs and newlines within 4096 characters fits (8,232 at most).
 START_COMMAND_BYTES = 9 * 1024
@@ -188,6 +192,7 @@ class WebServerCreate(_CpuCheck):
     repo: Repo
     branch: Branch
     build_command: Command | None = None
+    release_command: ReleaseCommand | None = None
     health_path: HealthPath = "/"
     cpu: Cpu
     memory: Memory
@@ -210,10 +215,11 @@ class _Omittable(Request):
 
 
 class WebServerUpdate(_CpuCheck, _Omittable):
-    _nullable = frozenset({"build_command"})  # null: the container definition builds itself
+    _nullable = frozenset({"build_command", "release_command"})  # null: none
 
     branch: Branch | SkipJsonSchema[None] = None
     build_command: Command | None = None
+    release_command: ReleaseCommand | None = None
     health_path: HealthPath | SkipJsonSchema[None] = None
     cpu: Cpu | SkipJsonSchema[None] = None
     memory: Memory | SkipJsonSchema[None] = None
@@ -225,14 +231,18 @@ class WorkerCreate(_CpuCheck):
     repo: Repo
     branch: Branch
     start_command: StartCommand
+    release_command: ReleaseCommand | None = None
     cpu: Cpu
     memory: Memory
     auto_deploy: bool = False
 
 
 class WorkerUpdate(_CpuCheck, _Omittable):
+    _nullable = frozenset({"release_command"})
+
     branch: Branch | SkipJsonSchema[None] = None
     start_command: StartCommand | SkipJsonSchema[None] = None
+    release_command: ReleaseCommand | None = None
     cpu: Cpu | SkipJsonSchema[None] = None
     memory: Memory | SkipJsonSchema[None] = None
     auto_deploy: bool | SkipJsonSchema[None] = None
@@ -271,6 +281,7 @@ class WebServerOut(Response):
     repo: str
     branch: str
     build_command: str | None
+    release_command: str | None = None
     health_path: str
     cpu: int
     memory: int
@@ -287,6 +298,7 @@ class WorkerOut(Response):
     repo: str
     branch: str
     start_command: str
+    release_command: str | None = None
     cpu: int
     memory: int
     auto_deploy: bool
@@ -428,6 +440,9 @@ class DeploymentOut(Response):
     )
     settings: ReleaseSettings | None = Field(
         default=None, description="The settings this release runs with."
+    )
+    release_run: RunOut | None = Field(
+        default=None, description="The run of its release command before its rollout, if any."
     )
 
 

@@ -238,6 +238,16 @@ class SiteSteps:
         )
         return await self._cloud.run(lambda: deployer.builds.start_site(spec))
 
+    async def release(
+        self,
+        session: AsyncSession,
+        subject: Subject,
+        deployment: Deployment,
+        deployer: Deployer,
+        build: Build,
+    ) -> Progress | None:
+        return None  # a static website has no release command (nothing runs)
+
     async def built(
         self, subject: Subject, deployment: Deployment, deployer: Deployer, build: Build
     ) -> None:

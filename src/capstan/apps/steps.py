@@ -86,6 +86,18 @@ class Steps(Protocol):
         source_token: str,
     ) -> str: ...
 
+    async def release(
+        self,
+        session: AsyncSession,
+        subject: Subject,
+        deployment: Deployment,
+        deployer: Deployer,
+        build: Build,
+    ) -> Progress | None:
+        """After a build, before `built`: the release command's run (containers), started
+        once and waited for; None: go on."""
+        ...
+
     async def built(
         self, subject: Subject, deployment: Deployment, deployer: Deployer, build: Build
     ) -> None: ...

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from capstan.client import account, env, logs, plan_commands, services
+from capstan.client import account, env, logs, plan_commands, runs, services
 from capstan.client.context import PANEL
 
 
@@ -13,5 +13,6 @@ def register(app: typer.Typer) -> None:
     account.register(app)
     services.register(app)
     logs.register(app)
+    runs.register(app)
     env.register(app, PANEL)
     plan_commands.register(app)

@@ -37,8 +37,16 @@ DATABASE_FIELDS = (
 )
 # Each service kind's fields in a file, as the API names them (its create body without `name`).
 SERVICE_FIELDS = {
-    "web_servers": ("repo", "branch", "build_command", "health_path", "cpu", "memory"),
-    "workers": ("repo", "branch", "start_command", "cpu", "memory"),
+    "web_servers": (
+        "repo",
+        "branch",
+        "build_command",
+        "release_command",
+        "health_path",
+        "cpu",
+        "memory",
+    ),
+    "workers": ("repo", "branch", "start_command", "release_command", "cpu", "memory"),
     "static_websites": ("repo", "branch", "build_command", "publish_dir"),
 }
 LABELS = {

@@ -209,6 +209,19 @@ def container_statements() -> list[dict[str, Any]]:
             [*_CONTAINERS, any_region("ecs", "task/capstan-*/*")],
         ),
         statement(
+            # One-off runs of a target's release (a release command, a run), in the project's
+            # cluster only; the roles they hand to the task are passed as the services' are.
+            "RunOneOffTasks",
+            ["ecs:RunTask"],
+            any_region("ecs", "task-definition/capstan-*:*"),
+            {"ArnLike": {"ecs:cluster": any_region("ecs", "cluster/capstan-*")}},
+        ),
+        statement(
+            "StopOneOffTasks",
+            ["ecs:StopTask"],
+            any_region("ecs", "task/capstan-*/*"),
+        ),
+        statement(
             "ListInCapstanClusters",
             # IAM checks these on "*" (or a container instance, which Fargate has none of); the
             # cluster they list in is the request's `ecs:cluster`.

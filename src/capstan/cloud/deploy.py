@@ -50,6 +50,7 @@ from capstan.cloud.databases import PASSWORD_VARIABLE, DatabaseConnection, Datab
 from capstan.cloud.errors import CloudError, TerminalCloudError
 from capstan.cloud.fargate import memory_problem
 from capstan.cloud.network import NetworkDriver, ProjectCache
+from capstan.cloud.one_off import OneOffDriver
 from capstan.cloud.rollouts import Rollout, Rollouts
 from capstan.cloud.site import SiteDriver
 from capstan.cloud.target import LogLine, Target, TargetKind
@@ -91,6 +92,8 @@ class Deployer(Rollouts):
             customer, cache=cache, network_version=network_version, generation=network_generation
         )
         self.builds = BuildDriver(customer, clock=clock)
+        # One-off runs of a target's release (`cloud/one_off.py`).
+        self.runs = OneOffDriver(customer, self.network)
         # A static website's own steps (storage, certificate, publication), on the same sessions.
         self.site = SiteDriver(customer, operator, domain=self._domain, clock=clock)
 
@@ -233,17 +236,14 @@ class Deployer(Rollouts):
 
     # -- deployments ----------------------------------------------------------------------
 
-    def deploy(self, spec: TaskSpec) -> str:
-        """Roll the target to a task definition of `spec` (idempotent); its ARN."""
+    def register(self, spec: TaskSpec) -> str:
+        """The task definition of `spec`, registered once (idempotent; its ARN): what a
+        release command runs before the rollout, which `deploy` then finds."""
         problem = memory_problem(spec.cpu, spec.memory)
         if problem is not None:
             raise TerminalCloudError("invalid_task_size", problem)
         target = spec.target
         web = target.kind == "web_server"
-        if web and not target.hostname:
-            raise TerminalCloudError("invalid_target", "A web server needs a hostname.")
-        project = self.network.resources(target.project_id)
-        balancer = self.network.balancer(target.project_id) if web else None
         roles = self.network.roles(target.project_id)
         log_group = names.runtime_log_group(target.resource_id)
         logs.ensure_group(self._customer, target.project_id, target.resource_id, log_group)
@@ -259,7 +259,7 @@ class Deployer(Rollouts):
             health_path=(spec.health_path or "/") if web else None,
             command=None if web else spec.start_command,
         )
-        task_definition = ecs.ensure_task_definition(
+        return ecs.ensure_task_definition(
             self._customer,
             target.project_id,
             target.resource_id,
@@ -268,6 +268,16 @@ class Deployer(Rollouts):
             task_role_arn=roles["task"],
             execution_role_arn=roles["execution"],
         )
+
+    def deploy(self, spec: TaskSpec) -> str:
+        """Roll the target to a task definition of `spec` (idempotent); its ARN."""
+        target = spec.target
+        web = target.kind == "web_server"
+        if web and not target.hostname:
+            raise TerminalCloudError("invalid_target", "A web server needs a hostname.")
+        task_definition = self.register(spec)
+        project = self.network.resources(target.project_id)
+        balancer = self.network.balancer(target.project_id) if web else None
         target_group: str | None = None
         if balancer is not None:
             assert target.hostname is not None

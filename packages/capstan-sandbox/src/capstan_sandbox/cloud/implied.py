@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 
 from capstan_sandbox.cloud import iam_catalogue
@@ -110,6 +111,11 @@ _RDS_MONITORING = (
 _RDS_GROUPS = "https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/security_iam_id-based-policy-examples-create-and-modify-examples.html"
 _ELASTICACHE_CALLER = "https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AmazonElastiCacheFullAccess.html"
 _ELASTICACHE_RESTORE = "https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_CreateServerlessCache.html"
+# RunTask hands the task definition's roles (or its overrides') to the task's containers and to
+# ECS's agent: "… is not authorized to perform: iam:PassRole on resource: …" when calling RunTask.
+_ECS_RUN_TASK = (
+    "https://docs.aws.amazon.com/AmazonECS/latest/developerguide/task_execution_IAM_role.html"
+)
 _CLOUDFRONT_TENANTS = "https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/distribution-config-options.html"
 
 
@@ -206,6 +212,34 @@ def _customer_keys(scope: Scope, own: Target) -> list[Target]:
         Target(key if key.startswith("arn:") else scope.arn("kms", f"key/{key}"), "key")
         for key in keys
     ]
+
+
+def _run_task_roles(scope: Scope, own: Target) -> list[Target]:
+    """The roles a RunTask's task gets: its overrides', else its task definition's."""
+    from moto.ecs.models import ecs_backends
+
+    from capstan_sandbox.cloud.tags import role_arn
+
+    definition = None
+    with suppress(Exception):  # a definition that is not there: ECS refuses the call itself
+        backend = ecs_backends[scope.account][scope.call.region]
+        definition = backend.describe_task_definition(scope.call.get("taskDefinition") or "")
+    targets = []
+    for override, attribute in (
+        ("overrides.taskRoleArn", "task_role_arn"),
+        ("overrides.executionRoleArn", "execution_role_arn"),
+    ):
+        value = scope.call.get(override) or str(getattr(definition, attribute, None) or "")
+        if value:
+            arn = (
+                value
+                if value.startswith("arn:")
+                else role_arn(scope.account, scope.partition, value)
+            )
+            targets.append(
+                Target(arn, "role", {"iam:passedtoservice": ["ecs-tasks.amazonaws.com"]})
+            )
+    return targets
 
 
 def _passed_roles(service: str, *parameters: str) -> Targets:
@@ -315,6 +349,7 @@ DEPENDENT: dict[tuple[str, str], Rule] = {
         )
         for action in ("scheduler:CreateSchedule", "scheduler:UpdateSchedule")
     },
+    ("ecs:RunTask", "iam:PassRole"): Rule(_ECS_RUN_TASK, _always, _run_task_roles),
     # RDS makes (and tags) the master password's secret as the caller.
     **{
         (action, f"secretsmanager:{secrets}"): Rule(

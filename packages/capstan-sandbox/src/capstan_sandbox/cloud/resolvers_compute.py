@@ -67,7 +67,25 @@ def _ecs_list_tasks(scope: Scope) -> list[Target]:
     return [Target(instance or "*", "container-instance", context)]
 
 
-@resolves("ecs:DescribeTasks")
+@resolves("ecs:RunTask")
+def _ecs_run_task(scope: Scope) -> list[Target]:
+    """On the task definition it runs (a family alone: its latest revision), in its cluster
+    (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelasticcontainerservice.html)."""
+    named = scope.call.get("taskDefinition") or UNKNOWN
+    if not named.startswith("arn:"):
+        named = scope.arn("ecs", f"task-definition/{named}")
+    context = {"ecs:cluster": [_ecs_cluster(scope)]}
+    for key, parameter in (
+        ("ecs:task-cpu", "overrides.cpu"),
+        ("ecs:task-memory", "overrides.memory"),
+    ):
+        value = scope.call.get(parameter)
+        if value:
+            context[key] = [value]
+    return [Target(named, "task-definition", context)]
+
+
+@resolves("ecs:DescribeTasks", "ecs:StopTask")
 def _ecs_tasks(scope: Scope) -> list[Target]:
     context = {"ecs:cluster": [_ecs_cluster(scope)]}
     named = numbered(scope.call, "tasks") or [scope.call.get("task") or ""]

@@ -19,6 +19,8 @@ times a second and moves things along, in AWS's terms:
   healthy, and after `circuit_breaker_seconds` the circuit breaker fails the rollout and rolls
   back to the previous deployment, if any.
 - `runtime`: running tasks write log lines to their awslogs stream and CloudWatch data points.
+- `task_runs`: one-off tasks (`RunTask`) start, play their command (`task_shell`), write its
+  output to their own log stream and stop with its exit code; `StopTask` kills them.
 - `cost`: the tasks' run time accrues cost per tag; Cost Explorer's GetCostAndUsage answers from it.
 - `elasticache`: serverless caches become available (or gone) after `cache_seconds`, write
   CloudWatch data points and accrue the cost of their data stored.
@@ -53,6 +55,7 @@ from capstan_sandbox.cloud.simulator import (
     runtime,
     s3,
     schedules,
+    task_runs,
 )
 
 log = logging.getLogger(__name__)
@@ -72,6 +75,7 @@ class Simulator:
         self.builds = codebuild.BuildRunner(self)
         self.ecs = ecs.Scheduler(self)
         self.runtime = runtime.Runtime(self, self.ecs)
+        self.one_offs = task_runs.OneOffs(self)
         self.caches = elasticache.CacheSim(self)
         self.databases = rds.DatabaseSim(self)
         self.buckets = s3.BucketSim(self)
@@ -110,6 +114,7 @@ class Simulator:
         """One more sandbox server uses the simulator (started by the first one)."""
         codebuild.install()
         ecs.install()
+        task_runs.install(self, self.ecs.services_cpu)
         cost.install(self.cost)
         if changes:
             self.configure(**changes)
@@ -137,10 +142,10 @@ class Simulator:
 
     def tick(self) -> None:
         now = time.monotonic()
-        steps = (self.builds.tick, self.ecs.tick, self.runtime.tick, self.caches.tick)
-        later = (self.databases.tick, self.buckets.tick, self.edges.tick, self.schedules.tick)
+        steps = (self.builds.tick, self.ecs.tick, self.runtime.tick, self.one_offs.tick)
+        later = (self.caches.tick, self.databases.tick, self.buckets.tick, self.edges.tick)
         with self.ticking:
-            for step in (*steps, *later):
+            for step in (*steps, *later, self.schedules.tick):
                 try:
                     step(now)
                 except Exception:  # the simulator must survive whatever moto's state holds

@@ -36,6 +36,7 @@ from capstan_sandbox.cloud.simulator import (
     images,
     target_reach,
     task_network,
+    task_runs,
     task_start,
     task_stops,
 )
@@ -401,14 +402,20 @@ class Scheduler:
     # -- Fargate's vCPU quota ----------------------------------------------------------------
 
     def _free(self, account_id: str, region: str, backend: Any) -> int:
-        """CPU units (1,024 a vCPU) the account's running tasks leave of its Fargate quota."""
-        used = sum(
+        """CPU units (1,024 a vCPU) the account's running tasks (its services' and its one-off
+        tasks, `task_runs`) leave of its Fargate quota."""
+        used = self.services_cpu(account_id, region) + task_runs.cpu_in_use(account_id, region)
+        return quotas().fargate_vcpus_per_region * 1024 - used
+
+    def services_cpu(self, account_id: str, region: str) -> int:
+        """CPU units the account's service tasks use in the region."""
+        backend = ecs_backends[account_id][region]
+        return sum(
             self._size(backend, task.task_definition)[0]
             for (account, where, _arn), sim in list(self.services.items())
             if account == account_id and where == region
             for task in sim.tasks
         )
-        return quotas().fargate_vcpus_per_region * 1024 - used
 
     @staticmethod
     def _cannot_place(service: Any, sim: ServiceSim, now: float) -> None:

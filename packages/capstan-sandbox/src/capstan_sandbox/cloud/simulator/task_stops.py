@@ -102,19 +102,19 @@ def record(
                 networking_configuration=service.network_configuration,
                 platform_version="1.4.0",
             )
-            _release_interfaces(account_id, region, task)  # a stopped task holds no interface
-            _stopped(task, stop)
+            release_interfaces(account_id, region, task)  # a stopped task holds no interface
+            stopped(task, stop)
             kept[task.task_arn] = task
-        stopped = [
+        gone = [
             key
             for key, task in kept.items()
             if task.group == group and task.desired_status == "STOPPED"
         ]
-        for key in stopped[:-_KEPT_PER_SERVICE]:
+        for key in gone[:-_KEPT_PER_SERVICE]:
             del kept[key]
 
 
-def _stopped(task: Task, stop: Stop) -> None:
+def stopped(task: Task, stop: Stop) -> None:
     task.status = "STOPPED"
     task.desired_status = "STOPPED"
     task.stopped_reason = stop.reason
@@ -127,7 +127,7 @@ def _stopped(task: Task, stop: Stop) -> None:
         container.health_status = stop.health
 
 
-def _release_interfaces(account_id: str, region: str, task: Task) -> None:
+def release_interfaces(account_id: str, region: str, task: Task) -> None:
     ec2 = ec2_backends[account_id][region]
     attachments: list[dict[str, Any]] = list(task.attachments)
     for attachment in attachments:
