@@ -46,9 +46,7 @@ class World:
             requiresCompatibilities=["FARGATE"],
             cpu="256",
             memory="512",
-            containerDefinitions=[
-                {"name": "app", "image": "nginx:latest", "essential": True}
-            ],
+            containerDefinitions=[{"name": "app", "image": "nginx:latest", "essential": True}],
         )["taskDefinition"]["taskDefinitionArn"]
         family = self.definition.rsplit(":", 1)[0]
         run = {"Effect": "Allow", "Action": "ecs:RunTask", "Resource": f"{family}:*"}
