@@ -6,6 +6,7 @@ expression Scheduler cannot read is refused."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -42,9 +43,11 @@ def _task(customer: AwsSession, project_id: str, arn: str) -> dict[str, Any]:
     return dict(found[0])
 
 
-def _fired(arn: str, after: int) -> schedules.Invocation | None:
-    found = [i for i in list(simulator().schedules.invocations) if i.schedule_arn == arn]
-    return found[after] if len(found) > after else None
+def _fired(arn: str, since: datetime) -> schedules.Invocation | None:
+    """The schedule's first invocation due after `since` (the scheduler's clock also moves
+    with the wall clock, so an earlier minute may have fired too)."""
+    invocations = list(simulator().schedules.invocations)
+    return next((i for i in invocations if i.schedule_arn == arn and i.at > since), None)
 
 
 def test_a_cron_job_runs_its_command_on_schedule_and_fails_visibly_without_pass_role(
@@ -73,8 +76,9 @@ def test_a_cron_job_runs_its_command_on_schedule_and_fails_visibly_without_pass_
     assert _ensure(driver, spec) == arn  # a second pass changes nothing
     iam_propagated()
 
+    since = schedules.now()
     schedules.advance(60)
-    fired = wait_until(lambda: _fired(arn, 0), what="the schedule's first run")
+    fired = wait_until(lambda: _fired(arn, since), what="the schedule's first run")
     assert fired.error_code is None, fired.error_message
     task = customer.client("ecs").describe_tasks(
         cluster=names.cluster_name(project_id), tasks=list(fired.task_arns)
@@ -99,8 +103,9 @@ def test_a_cron_job_runs_its_command_on_schedule_and_fails_visibly_without_pass_
     policy["Statement"] = [s for s in policy["Statement"] if s["Action"] != ["iam:PassRole"]]
     iam.put_role_policy(RoleName=role, PolicyName="capstan", PolicyDocument=json.dumps(policy))
     iam_propagated()
+    since = schedules.now()
     schedules.advance(60)
-    failed = wait_until(lambda: _fired(arn, 1), what="the schedule's second run")
+    failed = wait_until(lambda: _fired(arn, since), what="the schedule's next run")
     assert failed.error_code == "AccessDeniedException"
     assert failed.error_message and "iam:PassRole" in failed.error_message
     assert not failed.task_arns
@@ -108,8 +113,9 @@ def test_a_cron_job_runs_its_command_on_schedule_and_fails_visibly_without_pass_
     # The next pass puts the role's policy back, and the job runs again.
     _ensure(driver, spec)
     iam_propagated()
+    since = schedules.now()
     schedules.advance(60)
-    again = wait_until(lambda: _fired(arn, 2), what="the schedule's third run")
+    again = wait_until(lambda: _fired(arn, since), what="the run after the repair")
     assert again.error_code is None, again.error_message
 
     driver.delete(project_id, spec.cron_job_id)

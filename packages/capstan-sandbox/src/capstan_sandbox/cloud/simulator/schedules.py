@@ -3,10 +3,11 @@ is due, by the sandbox's scheduler clock (`scheduler.now`; tests move it with `a
 sleeps).
 
 A schedule is first due at its expression's next time after it was made or last changed (on
-that clock; one restored from a saved state, after the simulator first sees it); it fires once
-per time, never catching up on times a stopped sandbox missed
-(as Scheduler does not replay them). An `at(...)` schedule fires once, and is deleted after it
-when its `ActionAfterCompletion` is DELETE. `StartDate` and `EndDate` bound the times.
+that clock; one restored from a saved state, after the simulator first sees it, when that time
+passed more than a minute ago); it fires once per time, never catching up on times a stopped
+sandbox missed (as Scheduler does not replay them). An `at(...)` schedule fires once, and is
+deleted after it when its `ActionAfterCompletion` is DELETE. `StartDate` and `EndDate` bound
+the times.
 
 The one target the sandbox invokes is ECS's templated `RunTask` (`Target.Arn` a cluster,
 `EcsParameters`), and it does so *as the schedule's role* (`Target.RoleArn`), as Scheduler does
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 SERVICE = "scheduler.amazonaws.com"
+# Scheduler invokes a target within the minute it is due; a time missed by more is not replayed.
+_LATE = timedelta(minutes=1)
 now = scheduler.now
 advance = scheduler.advance
 
@@ -110,6 +113,9 @@ class ScheduleSim:
             since = getattr(schedule, scheduler.SINCE, None) or moment
             watch = _Watch(version, None, since)
             watch.due = _next(schedule, since, since)
+            if watch.due is not None and watch.due < moment - _LATE:
+                # Made long before this process saw it (a restored state): no replay.
+                watch.due = _next(schedule, moment, since)
             self._watched[schedule.arn] = watch
         if schedule.state != "ENABLED" or watch.due is None or watch.due > moment:
             return
