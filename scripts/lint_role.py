@@ -89,6 +89,11 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
         "Capstan makes its projects' task, execution and build roles and their policies; every "
         "one is made under the permissions boundary, which cannot be removed or changed."
     ),
+    ("boundary", "PERMISSIONS_MANAGEMENT_ACTIONS", ""): (
+        "iam:PassRole of capstan-* roles to ecs-tasks.amazonaws.com only: a project's scheduler "
+        "role hands a cron job's task its project's task and execution roles. No other role "
+        "Capstan makes is granted PassRole, and the scheduler role only of its own project's."
+    ),
     ("boundary", "CREDENTIALS_EXPOSURE", ""): (
         "ecr:GetAuthorizationToken: a task's execution role signs in to the registry to pull "
         "its image; the token reaches only the project's own repositories (capstan/*)."

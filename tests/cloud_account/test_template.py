@@ -80,6 +80,7 @@ def test_iam_is_limited_to_bounded_capstan_roles() -> None:
         "TagRolesOnCreate",
         "ChangeBoundedRoles",
         "PassBoundedRoles",
+        "PassSchedulerRoles",
         "ServiceLinkedRoles",
     }
     boundary = {
@@ -93,6 +94,12 @@ def test_iam_is_limited_to_bounded_capstan_roles() -> None:
             "iam:PassedToService": ["ecs-tasks.amazonaws.com", "codebuild.amazonaws.com"]
         }
     }
+    assert granted["PassSchedulerRoles"]["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}
+    }
+    assert granted["PassSchedulerRoles"]["Resource"]["Fn::Sub"].endswith(
+        ":role/capstan/capstan-sched-*"
+    )
     assert "iam:AttachRolePolicy" in granted["KeepTheBoundary"]["Action"]
     assert granted["KeepTheBoundary"]["Effect"] == "Deny"
     # Both forms of a Capstan role's ARN: without a path (a role not made yet) and with one.

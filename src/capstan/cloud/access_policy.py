@@ -14,6 +14,7 @@ from capstan.cloud.access_areas import (
     database_statements,
     load_balancing_statements,
     network_statements,
+    scheduler_statements,
     storage_and_site_statements,
 )
 from capstan.cloud.access_scope import (
@@ -121,6 +122,7 @@ def access_statements() -> list[dict[str, Any]]:
         *container_statements(),
         *storage_and_site_statements(),
         *database_statements(),
+        *scheduler_statements(),
         # -- the project's roles: always under the boundary -------------------------------------
         statement(
             "ReadCapstanRoles",

@@ -221,6 +221,23 @@ def boundary_statements() -> list[dict[str, Any]]:
             ],
         },
         {
+            # A cron job's schedule starts the project's task as the scheduler role
+            # (`iam.ensure_scheduler_role`), handing ECS the project's task roles.
+            "Sid": "RunProjectTasksOnSchedule",
+            "Effect": "Allow",
+            "Action": "ecs:RunTask",
+            "Resource": any_region("ecs", "task-definition/capstan-*:*"),
+        },
+        {
+            "Sid": "PassProjectTaskRoles",
+            "Effect": "Allow",
+            "Action": "iam:PassRole",
+            "Resource": {
+                "Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/capstan/capstan-*"
+            },
+            "Condition": {"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+        },
+        {
             "Sid": "InvokeModels",
             "Effect": "Allow",
             "Action": ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],

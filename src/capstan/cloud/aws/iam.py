@@ -20,19 +20,15 @@ from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud.policy_size import policy_chars
 
 
-def _trust(service: str) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"Service": service},
-                    "Action": "sts:AssumeRole",
-                }
-            ],
-        }
-    )
+def _trust(service: str, condition: dict[str, Any] | None = None) -> str:
+    allowed: dict[str, Any] = {
+        "Effect": "Allow",
+        "Principal": {"Service": service},
+        "Action": "sts:AssumeRole",
+    }
+    if condition:
+        allowed["Condition"] = condition
+    return json.dumps({"Version": "2012-10-17", "Statement": [allowed]})
 
 
 def _decrypt_through(*services: str) -> dict[str, Any]:
@@ -179,7 +175,13 @@ def _boundary(session: AwsSession) -> str:
 
 
 def _ensure_role(
-    iam: Any, project_id: str, role_name: str, service: str, boundary: str, resource_id: str
+    iam: Any,
+    project_id: str,
+    role_name: str,
+    service: str,
+    boundary: str,
+    resource_id: str,
+    trust: str | None = None,
 ) -> str:
     try:
         return str(iam.get_role(RoleName=role_name)["Role"]["Arn"])
@@ -190,7 +192,7 @@ def _ensure_role(
         created = iam.create_role(
             RoleName=role_name,
             Path=names.ROLE_PATH,
-            AssumeRolePolicyDocument=_trust(service),
+            AssumeRolePolicyDocument=trust or _trust(service),
             PermissionsBoundary=boundary,
             Tags=names.tag_list(project_id, resource_id),
         )
@@ -337,6 +339,58 @@ def site_build_role_exists(session: AwsSession, resource_id: str) -> bool:
                 raise
             return False
     return True
+
+
+def ensure_scheduler_role(session: AwsSession, project_id: str) -> str:
+    """The project's scheduler role, made if missing: EventBridge Scheduler assumes it (for
+    this account's schedules only, `aws:SourceAccount`) to start the project's task definitions
+    on the project's clusters, passing the project's task and execution roles to ECS tasks and
+    nothing else. Its ARN."""
+    iam = session.client("iam")
+    role_name = names.scheduler_role_name(project_id)
+    account = session.account_id or "*"
+    clusters = [
+        f"arn:*:ecs:*:*:cluster/{names.cluster_name(project_id)}",
+        f"arn:*:ecs:*:*:cluster/{names.cluster_name(project_id)}-n*",
+    ]
+    passed = [
+        f"arn:*:iam::*:role{names.ROLE_PATH}{names.task_role_name(project_id)}",
+        f"arn:*:iam::*:role{names.ROLE_PATH}{names.execution_role_name(project_id)}",
+    ]
+    policy = _policy(
+        {
+            "Effect": "Allow",
+            "Action": ["ecs:RunTask"],
+            "Resource": "arn:*:ecs:*:*:task-definition/capstan-*:*",
+            "Condition": {
+                "StringEquals": {f"aws:ResourceTag/{names.PROJECT_TAG}": project_id},
+                "ArnLike": {"ecs:cluster": clusters},
+            },
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["iam:PassRole"],
+            "Resource": passed,
+            "Condition": {"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+        },
+    )
+    trust = _trust("scheduler.amazonaws.com", {"StringEquals": {"aws:SourceAccount": account}})
+    boundary = _boundary(session)
+    with aws_errors():
+        arn = _ensure_role(
+            iam, project_id, role_name, "scheduler.amazonaws.com", boundary, project_id, trust
+        )
+        _put_policy(iam, role_name, "capstan", policy)
+    return arn
+
+
+def delete_scheduler_role(session: AwsSession, project_id: str) -> None:
+    iam = session.client("iam")
+    role_name = names.scheduler_role_name(project_id)
+    with aws_errors(), ignoring("NoSuchEntity"):
+        for policy in iam.list_role_policies(RoleName=role_name)["PolicyNames"]:
+            iam.delete_role_policy(RoleName=role_name, PolicyName=policy)
+        iam.delete_role(RoleName=role_name)
 
 
 # -- partitions -----------------------------------------------------------------------------

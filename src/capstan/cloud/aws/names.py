@@ -112,3 +112,17 @@ def execution_role_name(project_id: str) -> str:
 
 def build_role_name(project_id: str) -> str:
     return f"capstan-build-{project_id}"
+
+
+def scheduler_role_name(project_id: str) -> str:
+    return f"capstan-sched-{project_id}"
+
+
+def schedule_group_name(project_id: str) -> str:
+    """The project's EventBridge Scheduler group: its cron jobs' schedules, and the access
+    role's scope for them."""
+    return f"capstan-{project_id}"
+
+
+def schedule_name(resource_id: str) -> str:
+    return f"capstan-{resource_id}"

@@ -308,6 +308,11 @@ def _tenant_only_distribution(call: Call) -> bool:
     return (mode or "") == "tenant-only"
 
 
+_SCHEDULER_REFERENCE = (
+    "https://docs.aws.amazon.com/service-authorization/latest/reference/list_scheduler.html"
+)
+
+
 # (action, dependent action) -> when AWS asks for it and on what, where the reference is silent.
 DEPENDENT: dict[tuple[str, str], Rule] = {
     # RDS with the account's AWS managed key (none named): its key policy lets every principal
@@ -333,6 +338,16 @@ DEPENDENT: dict[tuple[str, str], Rule] = {
             _passed_roles("monitoring.rds.amazonaws.com", "MonitoringRoleArn"),
         )
         for action in ("rds:CreateDBInstance", "rds:ModifyDBInstance")
+    },
+    # "CreateSchedule: iam:PassRole, iam:PassedToService scheduler.amazonaws.com": the target's
+    # role, on a create and on an update alike.
+    **{
+        (action, "iam:PassRole"): Rule(
+            _SCHEDULER_REFERENCE,
+            _given("Target.RoleArn"),
+            _passed_roles("scheduler.amazonaws.com", "Target.RoleArn"),
+        )
+        for action in ("scheduler:CreateSchedule", "scheduler:UpdateSchedule")
     },
     ("ecs:RunTask", "iam:PassRole"): Rule(_ECS_RUN_TASK, _always, _run_task_roles),
     # RDS makes (and tags) the master password's secret as the caller.

@@ -26,6 +26,10 @@ _SSM_TAGS = "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateRefere
 _ECS_TAGS = (
     "https://docs.aws.amazon.com/AmazonECS/latest/developerguide/supported-iam-actions-tagging.html"
 )
+# "CreateScheduleGroup: scheduler:CreateScheduleGroup, scheduler:TagResource".
+_SCHEDULER_ACTIONS = (
+    "https://docs.aws.amazon.com/service-authorization/latest/reference/list_scheduler.html"
+)
 _IAM_TAGS = "https://docs.aws.amazon.com/IAM/latest/UserGuide/id_tags_roles.html"
 _ELB_API = (
     "https://docs.aws.amazon.com/elasticloadbalancing/latest/userguide/elb-api-permissions.html"
@@ -100,6 +104,12 @@ def _ecs_created(scope: Scope) -> list[Target]:
     made = resolver(scope) if resolver is not None else [Target(UNKNOWN)]
     context = {"ecs:createaction": [scope.call.operation]}
     return [Target(t.arn, t.type, context, existing=False) for t in made]
+
+
+def _new_schedule_group(scope: Scope) -> list[Target]:
+    name = scope.call.labels.get("Name") or ""
+    arn = scope.arn("scheduler", f"schedule-group/{name}")
+    return [Target(arn, "schedule-group", existing=False)]
 
 
 def _role_created(scope: Scope) -> list[Target]:
@@ -197,6 +207,9 @@ PARAMETERS: dict[tuple[str, str], tuple[Also, ...]] = {
     ("iam", "CreateRole"): (Also("iam:TagRole", _IAM_TAGS, _with_tags, _role_created),),
     ("acm", "RequestCertificate"): (
         Also("acm:AddTagsToCertificate", _ACM_TAGS, _with_tags, _new_certificate),
+    ),
+    ("scheduler", "CreateScheduleGroup"): (
+        Also("scheduler:TagResource", _SCHEDULER_ACTIONS, _with_tags, _new_schedule_group),
     ),
 }
 

@@ -58,6 +58,9 @@ class Quotas:
     dockerhub_anonymous_pulls_per_hour: int = 10
     # One page of FilterLogEvents: at most 10,000 events (and 1 MB, always enforced).
     log_events_per_page: int = 10000
+    # EventBridge Scheduler's "Number of schedules" in a region, every group's
+    # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/scheduler-quotas.html).
+    schedules_per_region: int = 10_000_000
 
 
 _lock = threading.Lock()

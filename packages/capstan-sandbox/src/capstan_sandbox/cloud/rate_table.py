@@ -196,6 +196,21 @@ CLOUDWATCH = Limits(
     ),
 )
 
+# -- EventBridge Scheduler ---------------------------------------------------------------------
+
+SCHEDULER_PAGE = "https://docs.aws.amazon.com/scheduler/latest/UserGuide/scheduler-quotas.html"
+# Each operation's "request rate" in requests per second, the primary Regions' defaults (the
+# rest of the page's operations are not throttled here).
+SCHEDULER = Limits(
+    answer=Answer("ThrottlingException", 429, RATE_EXCEEDED),
+    rows=(
+        _per_second("CreateSchedule", 5000, SCHEDULER_PAGE),
+        _per_second("DeleteSchedule", 1000, SCHEDULER_PAGE),
+        _per_second("CreateScheduleGroup", 10, SCHEDULER_PAGE),
+        _per_second("DeleteScheduleGroup", 10, SCHEDULER_PAGE),
+    ),
+)
+
 # botocore's service name -> the service's documented rates.
 LIMITS: dict[str, Limits] = {
     "ec2": EC2,
@@ -209,6 +224,7 @@ LIMITS: dict[str, Limits] = {
     "acm": ACM,
     "secretsmanager": SECRETS_MANAGER,
     "cloudwatch": CLOUDWATCH,
+    "scheduler": SCHEDULER,
 }
 
 # How a service with no documented rate answers a throttle a test asks for (`throttle`): its

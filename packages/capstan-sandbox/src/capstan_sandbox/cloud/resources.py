@@ -37,6 +37,7 @@ from capstan_sandbox.cloud import (  # noqa: F401
     resolvers_compute,
     resolvers_iam,
     resolvers_network,
+    resolvers_scheduler,
     service_linked,
 )
 from capstan_sandbox.cloud.requests import Call, request_tags

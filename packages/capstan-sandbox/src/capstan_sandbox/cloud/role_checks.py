@@ -24,10 +24,13 @@ from capstan_sandbox.cloud.resources import request_for
 from capstan_sandbox.cloud.tags import find_role
 
 
-def unassumable(account_id: str, role_arn: str, service: str) -> bool:
+def unassumable(
+    account_id: str, role_arn: str, service: str, context: dict[str, str] | None = None
+) -> bool:
     """Whether `service` (`codebuild.amazonaws.com`…) cannot assume the role now: it exists but
     IAM has not propagated it yet, or a trust policy it had in that time does not admit the
-    service. A role that is not there is not this check's to refuse."""
+    service with the keys it sends (`context`: `aws:SourceAccount`, `aws:SourceArn`). A role
+    that is not there is not this check's to refuse."""
     if ":role/" not in role_arn:
         return False
     role = find_role(account_id, role_arn.split(":")[1], role_arn.rsplit("/", 1)[-1])
@@ -35,7 +38,7 @@ def unassumable(account_id: str, role_arn: str, service: str) -> bool:
         return False
     if iam_propagation.settling(role):
         return True
-    request = trust.TrustRequest(principals=frozenset({service}))
+    request = trust.TrustRequest(principals=frozenset({service}), context=dict(context or {}))
     trusts = iam_propagation.trusts(role)
     return not trusts or any(
         trust.evaluate(document, request) is not trust.Decision.ALLOW for document in trusts
@@ -52,18 +55,31 @@ class RoleRequests:
         self._states = found if found is not None else [([], None)]
         self._common = {"aws:principalaccount": [account_id]}
 
-    def denial(self, action: str, resource: str, resource_type: str | None) -> str | None:
-        """IAM's reason the role may not make the request, or None when it may."""
-        request = request_for(action, Target(resource, resource_type), {}, self._common)
+    def denial(
+        self,
+        action: str,
+        resource: str,
+        resource_type: str | None,
+        context: dict[str, list[str]] | None = None,
+    ) -> str | None:
+        """IAM's reason the role may not make the request (with the service's condition keys
+        `context`, such as `iam:passedtoservice`), or None when it may."""
+        target = Target(resource, resource_type, context or {})
+        request = request_for(action, target, {}, self._common)
         verdict = policy.authorize_in_every(self._states, request)
         return None if verdict.allowed else verdict.reason
 
     def refusal(
-        self, action: str, resource: str, resource_type: str | None, session_name: str
+        self,
+        action: str,
+        resource: str,
+        resource_type: str | None,
+        session_name: str,
+        context: dict[str, list[str]] | None = None,
     ) -> str | None:
         """AWS's sentence when the role's session `session_name` may not make the request
         ("User: …:assumed-role/<role>/<session> is not authorized to perform: …"), or None."""
-        denied = self.denial(action, resource, resource_type)
+        denied = self.denial(action, resource, resource_type, context)
         if denied is None:
             return None
         role_name = self.role_arn.rsplit("/", 1)[-1]

@@ -24,6 +24,7 @@ from capstan_sandbox.cloud import (
     bedrock,
     bedrock_profiles,
     ec2_quotas,
+    ecs_run_task,
     ecs_services,
     edge_limits,
     elasticache,
@@ -38,6 +39,7 @@ from capstan_sandbox.cloud import (
     route53,
     s3_metrics,
     scalable_targets,
+    scheduler,
     sts,
     vpc_checks,
 )
@@ -136,11 +138,13 @@ def install_extensions() -> None:
     iam_limits.install()
     ecs_services.install()
     scalable_targets.install()
+    ecs_run_task.install()
     ec2_quotas.install()
     load_balancer_limits.install()
     listener_certificates.install()
     vpc_checks.install()
     log_pages.install()
+    scheduler.install()
     authorization.install()
     moto_work.install()
     moto_threads.install()  # last: it locks the creates the others check (see its docstring)

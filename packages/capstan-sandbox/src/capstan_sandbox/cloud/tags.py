@@ -144,8 +144,32 @@ def _ecr(
     return {tag["Key"]: tag["Value"] for tag in backend.list_tags_for_resource(arn)["tags"]}
 
 
+def _ecs(
+    partition: str, region: str, account: str, arn: str, resource: str
+) -> dict[str, str] | None:
+    """A task definition's, cluster's or service's tags (`aws:ResourceTag` on RunTask...)."""
+    from moto.ecs.models import ecs_backends
+
+    try:
+        tags = ecs_backends[account][region].list_tags_for_resource(arn)
+    except Exception:  # moto's not-found errors are its own classes: not there, no tags
+        return None
+    return {tag["key"]: tag["value"] for tag in tags or []}
+
+
+def _scheduler(
+    partition: str, region: str, account: str, arn: str, resource: str
+) -> dict[str, str] | None:
+    from moto.scheduler.models import scheduler_backends
+
+    tags = scheduler_backends[account][region].list_tags_for_resource(arn)["Tags"]
+    return {tag["Key"]: tag["Value"] for tag in tags}
+
+
 _READERS = {
     "ecr": _ecr,
+    "ecs": _ecs,
+    "scheduler": _scheduler,
     "ec2": _ec2,
     "acm": _acm,
     "cloudfront": _cloudfront,

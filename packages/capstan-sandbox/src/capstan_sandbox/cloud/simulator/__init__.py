@@ -54,6 +54,7 @@ from capstan_sandbox.cloud.simulator import (
     rds,
     runtime,
     s3,
+    schedules,
     task_runs,
 )
 
@@ -79,6 +80,7 @@ class Simulator:
         self.databases = rds.DatabaseSim(self)
         self.buckets = s3.BucketSim(self)
         self.edges = cdn.EdgeSim(self)
+        self.schedules = schedules.ScheduleSim(self)
 
     @property
     def knobs(self) -> Knobs:
@@ -141,14 +143,9 @@ class Simulator:
     def tick(self) -> None:
         now = time.monotonic()
         steps = (self.builds.tick, self.ecs.tick, self.runtime.tick, self.one_offs.tick)
+        later = (self.caches.tick, self.databases.tick, self.buckets.tick, self.edges.tick)
         with self.ticking:
-            for step in (
-                *steps,
-                self.caches.tick,
-                self.databases.tick,
-                self.buckets.tick,
-                self.edges.tick,
-            ):
+            for step in (*steps, *later, self.schedules.tick):
                 try:
                     step(now)
                 except Exception:  # the simulator must survive whatever moto's state holds
