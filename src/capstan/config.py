@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     aws_template_url: str | None = None
     # Sandbox mode: the address of a sandbox cloud started elsewhere; empty starts one in-process.
     sandbox_cloud_url: str | None = None
+    # The DNS server Capstan asks about customers' domains, "host:port" (UDP); None asks the
+    # system's resolver. The dev server and the tests point it at the sandbox's public DNS.
+    dns_nameserver: str | None = None
 
     git_host: GitHostMode = GitHostMode.github
     github_app_id: str | None = None
@@ -122,6 +125,19 @@ class Settings(BaseSettings):
     @classmethod
     def _strip_slash(cls, value: str) -> str:
         return value.rstrip("/")
+
+    @field_validator("dns_nameserver")
+    @classmethod
+    def _host_and_port(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        _split_host_port(value)
+        return value
+
+    @property
+    def dns_nameserver_address(self) -> tuple[str, int] | None:
+        """`dns_nameserver` as (host, port), or None for the system's resolver."""
+        return None if self.dns_nameserver is None else _split_host_port(self.dns_nameserver)
 
     def listening_on(self, host: str, port: int) -> Settings:
         """These settings with `base_url` filled in from the listen address when it is unset."""
@@ -245,6 +261,15 @@ def async_database_url(url: str) -> str:
     if url.startswith(("postgresql://", "postgres://")):
         return "postgresql+asyncpg://" + url.split("://", 1)[1]
     return url
+
+
+def _split_host_port(value: str) -> tuple[str, int]:
+    """("host", port) of "host:port" ("[::1]:53" for IPv6); ValueError if it is not one."""
+    host, separator, port = value.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not separator or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{value!r} is not host:port")
+    return host, int(port)
 
 
 def _read_or_create_secret(path: Path) -> str:

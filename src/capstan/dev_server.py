@@ -35,6 +35,8 @@ class DevServerRecord:
     pid: int
     base_url: str
     sandbox_cloud_url: str | None
+    # The sandbox's public DNS ("host:port"), which the server's workers must ask too.
+    dns_nameserver: str | None = None
 
 
 def record_path(data_dir: Path) -> Path:
@@ -53,6 +55,7 @@ def read_record(data_dir: Path) -> DevServerRecord | None:
             pid=int(saved["pid"]),
             base_url=str(saved["base_url"]),
             sandbox_cloud_url=saved.get("sandbox_cloud_url"),
+            dns_nameserver=saved.get("dns_nameserver"),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -84,7 +87,10 @@ def write_record(settings: Settings) -> DevServerRecord:
     dev server has recorded itself there."""
     refuse_if_in_use(settings.data_dir)
     record = DevServerRecord(
-        pid=os.getpid(), base_url=settings.base_url, sandbox_cloud_url=settings.sandbox_cloud_url
+        pid=os.getpid(),
+        base_url=settings.base_url,
+        sandbox_cloud_url=settings.sandbox_cloud_url,
+        dns_nameserver=settings.dns_nameserver,
     )
     path = record_path(settings.data_dir)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -121,6 +127,8 @@ def settings_for_worker(settings: Settings) -> Settings:
     if record is not None:
         if needs_cloud and record.sandbox_cloud_url:
             changes["sandbox_cloud_url"] = record.sandbox_cloud_url
+            if settings.dns_nameserver is None and record.dns_nameserver:
+                changes["dns_nameserver"] = record.dns_nameserver
         if needs_base and record.base_url:
             changes["base_url"] = record.base_url
     missing = []
