@@ -40,9 +40,11 @@ STATES = StateMachine(
 async def delete(session: AsyncSession, domain: Domain) -> bool:
     """Mark the domain deleted (its hostname free for others at once) and ask the reconciler;
     False when a concurrent change moved it where deletion cannot follow."""
-    if domain.status != DELETING:
-        if not await STATES.move_latest(session, domain, "delete", deleted_at=utcnow()):
-            return domain.status == DELETING
+    moved = domain.status == DELETING or await STATES.move_latest(
+        session, domain, "delete", deleted_at=utcnow()
+    )
+    if not moved:
+        return domain.status == DELETING
     await hostnames.release(session, domain.id)
     await enqueue(session, QUEUE_KIND, domain.id)
     return True

@@ -8,7 +8,7 @@ now (POST …/verification): the reconciler looks again at once and records it a
 
 from __future__ import annotations
 
-from sqlalchemy import ForeignKey, Index, String, Text, text
+from sqlalchemy import ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from capstan.db import Base, id_column
@@ -17,18 +17,8 @@ from capstan.kit.models import NetworkedRow
 
 class Domain(NetworkedRow, Base):
     __tablename__ = "domains"
-    __table_args__ = (
-        # A hostname is attached once per service among the live domains; across services and
-        # organizations the hostname claim decides (`capstan.hostnames`).
-        Index(
-            "uq_domains_live_hostname",
-            "service_id",
-            "hostname",
-            unique=True,
-            sqlite_where=text("deleted_at IS NULL"),
-            postgresql_where=text("deleted_at IS NULL"),
-        ),
-    )
+    # No unique index of its own: the hostname's claim (`capstan.hostnames`) is the one rule of
+    # who holds a hostname, across services, previews and domains.
 
     id: Mapped[str] = id_column("dom")
     service_id: Mapped[str] = mapped_column(ForeignKey("services.id"), index=True)

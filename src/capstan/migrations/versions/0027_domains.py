@@ -44,13 +44,6 @@ def upgrade() -> None:
         batch_op.create_index("ix_domains_organization_id", ["organization_id"], unique=False)
         batch_op.create_index("ix_domains_project_id", ["project_id"], unique=False)
         batch_op.create_index("ix_domains_service_id", ["service_id"], unique=False)
-        batch_op.create_index(
-            "uq_domains_live_hostname",
-            ["service_id", "hostname"],
-            unique=True,
-            sqlite_where=sa.text("deleted_at IS NULL"),
-            postgresql_where=sa.text("deleted_at IS NULL"),
-        )
 
 
 def downgrade() -> None:
