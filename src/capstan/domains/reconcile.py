@@ -20,7 +20,7 @@ backoff but not `KitReconciler`, which converges a resource the network holds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -49,6 +49,8 @@ from capstan.registry import Runtime
 
 log = logging.getLogger("capstan.domains")
 T = TypeVar("T")
+# Whether a hostname resolves to a target: None, or what was found instead (`checks`).
+RoutingCheck = Callable[[str, str], Awaitable[str | None]]
 # Waiting on the customer's DNS and on ACM: soon at first (a record just created), then at most
 # every ten minutes.
 DNS_POLL = Poll(first=timedelta(seconds=1), factor=2, cap=timedelta(minutes=10))
@@ -106,13 +108,18 @@ class DomainReconciler(RowReconciler[Domain, Context]):
         sessionmaker: async_sessionmaker[AsyncSession],
         drivers: Drivers,
         *,
-        nameserver: tuple[str, int] | None,
+        nameserver: tuple[str, int] | None = None,
+        check: RoutingCheck | None = None,
         poll: Poll = DNS_POLL,
         service_poll: Poll = POLL,
     ) -> None:
         super().__init__(sessionmaker)
         self._drivers = drivers
-        self._nameserver = nameserver
+
+        async def ask_dns(hostname: str, target: str) -> str | None:
+            return await checks.routing_problem(hostname, target, nameserver)
+
+        self._check = check or ask_dns
         self._poll = poll
         self._service_poll = service_poll
 
@@ -213,9 +220,7 @@ class DomainReconciler(RowReconciler[Domain, Context]):
         if problem is None and certificate is not None and certificate.state == "pending":
             problem = VALIDATING
         if problem is None and found.balancer is not None and found.served:
-            problem = await checks.routing_problem(
-                row.hostname, found.balancer.dns_name, self._nameserver
-            )
+            problem = await self._check(row.hostname, found.balancer.dns_name)
         if problem is None and found.served:
             row.error = None
             if row.status == PENDING_DNS:
@@ -255,6 +260,7 @@ class DomainReconciler(RowReconciler[Domain, Context]):
                 row.error = (NOT_DELETED + error.message)[:ERROR_LENGTH]
                 return PollAgain(REFUSED_POLL)
             if not gone:
+                row.error = NOT_DELETED + IN_USE
                 return PollAgain(self._service_poll)
         # Its rule and certificate are gone: the hostname is nobody's now.
         await hostnames.forget(session, row.id)
@@ -263,6 +269,7 @@ class DomainReconciler(RowReconciler[Domain, Context]):
         return Done()
 
 
+IN_USE = "its certificate is still served by a load balancer or distribution."
 NO_BALANCER = "The project has no load balancer yet: its first web server's deployment makes it."
 NO_HTTPS = (
     "The project does not serve HTTPS yet: request its certificate "
