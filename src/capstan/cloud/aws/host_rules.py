@@ -39,10 +39,13 @@ def listener_rules(elbv2: Any, listener_arn: str) -> list[dict[str, Any]]:
     return [rule for page in pages for rule in page["Rules"]]
 
 
-def _rules_for(elbv2: Any, listener_arn: str, target_group_arn: str) -> list[dict[str, Any]]:
+def _rules_for(
+    elbv2: Any, listener_arn: str, target_group_arn: str, *, own: str | None = None
+) -> list[dict[str, Any]]:
     """The listener's rules forwarding to the target group (one, unless a retried first
-    roll-out made a second: see `ensure_host_rule`); a custom domain's rules to the same group
-    are not the target's own (`domain_rules`)."""
+    roll-out made a second: see `ensure_host_rule`), a custom domain's rules to the group left
+    out (`DOMAIN_TAG`). Rules matching the target's `own` hostname are its own (a domain never
+    holds a service's hostname): the tags are read only when another rule is there."""
     found = []
     for rule in listener_rules(elbv2, listener_arn):
         for action in rule.get("Actions", []):
@@ -52,14 +55,30 @@ def _rules_for(elbv2: Any, listener_arn: str, target_group_arn: str) -> list[dic
             ):
                 found.append(dict(rule))
                 break
-    if not found:
+    if not found or (own is not None and all(_hosts(r) == [host_pattern(own)] for r in found)):
         return found
-    domains = {
-        arn
-        for arn, tags in _tags(elbv2, [r["RuleArn"] for r in found]).items()
-        if DOMAIN_TAG in tags
-    }
-    return [rule for rule in found if rule["RuleArn"] not in domains]
+    tags = _tags(elbv2, [str(rule["RuleArn"]) for rule in found])
+    return [rule for rule in found if DOMAIN_TAG not in tags.get(str(rule["RuleArn"]), {})]
+
+
+def _every_rule_to(elbv2: Any, listener_arn: str, target_group_arn: str) -> list[dict[str, Any]]:
+    """Every rule forwarding to the target group, a custom domain's too."""
+    found = []
+    for rule in listener_rules(elbv2, listener_arn):
+        if _forwarded_group(rule) == target_group_arn or any(
+            group.get("TargetGroupArn") == target_group_arn
+            for action in rule.get("Actions", [])
+            for group in action.get("ForwardConfig", {}).get("TargetGroups", [])
+        ):
+            found.append(dict(rule))
+    return found
+
+
+def _rule_for(
+    elbv2: Any, listener_arn: str, target_group_arn: str, *, own: str | None = None
+) -> dict[str, Any] | None:
+    found = _rules_for(elbv2, listener_arn, target_group_arn, own=own)
+    return found[0] if found else None
 
 
 def _tags(elbv2: Any, arns: list[str]) -> dict[str, dict[str, str]]:
@@ -73,11 +92,6 @@ def _tags(elbv2: Any, arns: list[str]) -> dict[str, dict[str, str]]:
                 tag["Key"]: tag["Value"] for tag in description.get("Tags", [])
             }
     return tags
-
-
-def _rule_for(elbv2: Any, listener_arn: str, target_group_arn: str) -> dict[str, Any] | None:
-    found = _rules_for(elbv2, listener_arn, target_group_arn)
-    return found[0] if found else None
 
 
 def host_pattern(hostname: str) -> str:
@@ -140,7 +154,7 @@ def ensure_host_rule(
     with aws_errors():
         if first and (made := _create_rule(elbv2, request, start + 1)) is not None:
             return made
-        rule = _rule_for(elbv2, listener_arn, target_group_arn)
+        rule = _rule_for(elbv2, listener_arn, target_group_arn, own=hostname)
         if rule is not None:
             if _hosts(rule) != [host_pattern(hostname)]:
                 elbv2.modify_rule(RuleArn=rule["RuleArn"], Conditions=_host_condition(hostname))
@@ -165,9 +179,11 @@ def _create_rule(elbv2: Any, request: dict[str, Any], priority: int) -> str | No
 
 
 def delete_host_rule(session: AwsSession, listener_arn: str, target_group_arn: str) -> None:
+    """Remove every rule forwarding to the target group (it is going: a custom domain's rule to
+    it too, which the load balancer would otherwise keep it in use by)."""
     elbv2 = _client(session)
     with aws_errors():
-        for rule in _rules_for(elbv2, listener_arn, target_group_arn):
+        for rule in _every_rule_to(elbv2, listener_arn, target_group_arn):
             with ignoring("RuleNotFound"):
                 elbv2.delete_rule(RuleArn=rule["RuleArn"])
 
