@@ -10,7 +10,7 @@ import os
 import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -19,6 +19,9 @@ from fastapi import FastAPI
 
 from capstan.auth.secrets import use_hash_cost
 from tests.harness import Org, RunningServer, start_server, test_settings
+
+if TYPE_CHECKING:
+    from capstan_sandbox.cloud.server import SandboxCloud
 
 POSTGRES_URL = os.environ.get("CAPSTAN_TEST_DATABASE_URL")
 BACKENDS = ["sqlite", "postgresql"]
@@ -81,7 +84,7 @@ def github_app_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def sandbox_cloud_url() -> Iterator[str | None]:
+def sandbox_cloud() -> Iterator[SandboxCloud]:
     """One sandbox cloud for the whole run (moto keeps its state per process anyway)."""
     from capstan.dev.sandbox_cloud import start_sandbox_cloud
 
@@ -91,8 +94,20 @@ def sandbox_cloud_url() -> Iterator[str | None]:
     sandbox = start_sandbox_cloud(
         build_seconds=0.3, task_start_seconds=0.3, tick_seconds=0.1, iam_propagation_seconds=0.5
     )
-    yield sandbox.url
+    yield sandbox
     sandbox.stop()
+
+
+@pytest.fixture(scope="session")
+def sandbox_cloud_url(sandbox_cloud: SandboxCloud) -> str | None:
+    return sandbox_cloud.url
+
+
+@pytest.fixture(scope="session")
+def sandbox_dns_nameserver(sandbox_cloud: SandboxCloud) -> tuple[str, int]:
+    """(host, port) where the sandbox's public DNS answers queries over UDP."""
+    host, _, port = sandbox_cloud.dns_nameserver.rpartition(":")
+    return host.strip("[]"), int(port)
 
 
 def _database(backend: str, tmp: Path) -> tuple[str, str | None]:

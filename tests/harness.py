@@ -182,6 +182,11 @@ def test_settings(
         # The tests play many clients from one loopback address through X-Forwarded-For.
         "forwarded_allow_ips": "127.0.0.1",
     }
+    if sandbox_cloud_url and "dns_nameserver" not in overrides:
+        from capstan.dev.public_dns import nameserver_of
+
+        # As the dev server does: customers' domains resolve in the sandbox's public DNS.
+        values["dns_nameserver"] = nameserver_of(sandbox_cloud_url)
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 

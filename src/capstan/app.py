@@ -108,9 +108,12 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
     if settings.cloud is CloudMode.sandbox:
         require_sandbox()
         from capstan.dev.front import ServiceFrontMiddleware
+        from capstan.dev.public_dns import mount_public_dns
         from capstan.dev.setup_page import router as sandbox_cloud_router
 
         app.include_router(sandbox_cloud_router)
+        # /sandbox/dns/records: the records of the internet's DNS, as customers keep them.
+        mount_public_dns(app, settings)
         # http://<name>.<suffix>.<domain>:<port>/ shows the deployment that answers there.
         app.add_middleware(ServiceFrontMiddleware, domain=settings.domain)
     if settings.git_host is GitHostMode.sandbox:

@@ -145,7 +145,16 @@ def _start_dev_topology(settings: Settings, stack: ExitStack) -> Settings:
                     "Capstan's database still names what that cloud held: stop this server and "
                     "run `make dev-reset` to start both clean."
                 )
-        settings = settings.model_copy(update={"sandbox_cloud_url": sandbox.url})
+        settings = settings.model_copy(
+            update={
+                "sandbox_cloud_url": sandbox.url,
+                "dns_nameserver": settings.dns_nameserver or sandbox.dns_nameserver,
+            }
+        )
+    elif settings.cloud is CloudMode.sandbox:
+        from capstan.dev.public_dns import with_public_dns
+
+        settings = with_public_dns(settings)
     dev_server.write_record(settings)
     stack.callback(dev_server.remove_record, settings.data_dir)
     # uvicorn shuts down on SIGTERM, then raises the signal again under the handler it found:
@@ -153,7 +162,7 @@ def _start_dev_topology(settings: Settings, stack: ExitStack) -> Settings:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     typer.echo(
         f"Dev workers with --data-dir {settings.data_dir} join this server "
-        f"(sandbox cloud {settings.sandbox_cloud_url})."
+        f"(sandbox cloud {settings.sandbox_cloud_url}, public DNS {settings.dns_nameserver})."
     )
     return settings
 
@@ -169,6 +178,10 @@ def worker(data_dir: DataDir = None, dev: Dev = False) -> None:
     try:
         _require_extras(settings)
         settings = settings_for_worker(settings)
+        if settings.cloud is CloudMode.sandbox:
+            from capstan.dev.public_dns import with_public_dns
+
+            settings = with_public_dns(settings)
         settings.require_secret_key()
         _migrate(settings)
     except ConfigurationError as error:

@@ -180,3 +180,37 @@ def access_role(endpoint: Endpoint, account_id: str) -> AwsSession:
             control_plane, role_arn=outputs["RoleArn"], external_id=EXTERNAL_ID
         )
     return AwsSession(endpoint, credentials, account_id=account_id, role_name=outputs["RoleName"])
+
+
+def publish(sandbox_cloud_url: str, name: str, record_type: str, value: str) -> None:
+    """Write a record to the sandbox's public DNS, as a customer at their DNS provider would
+    (through the sandbox cloud's own control; the dev server relays `/sandbox/dns/records`)."""
+    from capstan_sandbox.dns.control import RECORDS_PATH
+
+    answer = httpx.put(
+        f"{sandbox_cloud_url}{RECORDS_PATH}",
+        json={"name": name, "type": record_type, "value": value},
+        timeout=30,
+    )
+    assert answer.status_code in (200, 201), answer.text
+
+
+def issued_certificate(
+    session: AwsSession,
+    sandbox_cloud_url: str,
+    domain: str,
+    *alternatives: str,
+    region: str | None = None,
+) -> str:
+    """The ARN of a DNS-validated ACM certificate in `region` (the session's by default), issued
+    once its validation records are in the public DNS."""
+    acm = session.client("acm", region=region)
+    request: dict[str, Any] = {"DomainName": domain, "ValidationMethod": "DNS"}
+    if alternatives:
+        request["SubjectAlternativeNames"] = [domain, *alternatives]
+    arn = str(acm.request_certificate(**request)["CertificateArn"])
+    options = acm.describe_certificate(CertificateArn=arn)["Certificate"]["DomainValidationOptions"]
+    for record in {(o["ResourceRecord"]["Name"], o["ResourceRecord"]["Value"]) for o in options}:
+        publish(sandbox_cloud_url, record[0], "CNAME", record[1])
+    assert acm.describe_certificate(CertificateArn=arn)["Certificate"]["Status"] == "ISSUED"
+    return arn

@@ -327,6 +327,8 @@ def storage_and_site_statements() -> list[dict[str, Any]]:
                 "cloudfront:TagResource",
                 "cloudfront:CreateFunction",
                 "acm:RequestCertificate",
+                # Tags sent with RequestCertificate are authorized as this action too.
+                "acm:AddTagsToCertificate",
             ],
             "*",
             TAGGED_ON_CREATE,

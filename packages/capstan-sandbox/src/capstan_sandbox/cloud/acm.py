@@ -8,7 +8,8 @@ account the same validation record, and deletes a certificate a load balancer st
 
 - an AMAZON_ISSUED certificate requested with `ValidationMethod=DNS` stays `PENDING_VALIDATION`
   until, for every domain of it, a CNAME with the expected name and value exists in a public
-  hosted zone of the sandbox's Route 53 — in any account, since DNS is global. Then it is
+  hosted zone of the sandbox's Route 53 — in any account, since DNS is global — or in the
+  sandbox's public DNS (`capstan_sandbox.dns`: the customer's own DNS provider). Then it is
   `ISSUED`. After 72 hours still pending it is `VALIDATION_TIMED_OUT`, like AWS.
 - the validation record is AWS's shape, `_<hash>.<domain>.` CNAME
   `_<hash>.<label>.acm-validations.aws.`, derived from the account and the domain (a wildcard
@@ -35,6 +36,8 @@ from moto.core.exceptions import AWSError
 from moto.core.utils import utcnow
 from moto.elbv2.models import elbv2_backends
 from moto.route53.models import route53_backends
+
+from capstan_sandbox.dns import records as public_dns
 
 VALIDATION_TIMEOUT = timedelta(hours=72)
 _MARK = "_capstan_dns_validation"
@@ -73,8 +76,12 @@ def _normal(name: str) -> str:
 
 
 def _published_cnames() -> set[tuple[str, str]]:
-    """Every (name, value) CNAME in a public hosted zone of any account."""
-    found: set[tuple[str, str]] = set()
+    """Every (name, value) CNAME in a public hosted zone of any account or the public DNS."""
+    found: set[tuple[str, str]] = {
+        (record.name, _normal(record.value))
+        for record in public_dns.listing()
+        if record.type == "CNAME"
+    }
     for _account_id, by_partition in list(route53_backends.items()):
         for _partition, backend in list(by_partition.items()):
             for zone in list(backend.zones.values()):

@@ -8,7 +8,8 @@ moto (5.2.5) keeps distributions, origin access controls (OACs) and invalidation
   completes every invalidation at once (and spells it `COMPLETED`);
 - makes a second invalidation for a repeated caller reference; accepts any `IfMatch` and keeps
   one ETag forever; deletes an enabled distribution;
-- lets two distributions share an alias, and serves an alias without a certificate for it;
+- lets two distributions share an alias, serves an alias without a certificate for it, and
+  takes any number of aliases (AWS: `cloudfront_aliases_per_distribution`, 100);
 - lets two OACs share a name and deletes an OAC a distribution uses;
 - has no monitoring subscriptions (the switch for a distribution's additional metrics);
 - gets CloudFront Functions and their associations wrong (`cloudfront_functions` fixes those).
@@ -48,6 +49,7 @@ from capstan_sandbox.cloud.cloudfront_functions import (
 from capstan_sandbox.cloud.cloudfront_functions import (
     cloudfront_error as _error,
 )
+from capstan_sandbox.cloud.quotas import quotas
 
 _MARK = "_capstan_cloudfront"
 _install_lock = threading.Lock()
@@ -91,6 +93,13 @@ def _check_aliases(backend: CloudFrontBackend, config: Any, distribution_id: str
     aliases = _aliases(config)
     if not aliases:
         return
+    if len(set(aliases)) > quotas().cloudfront_aliases_per_distribution:
+        # Alternate domain names (CNAMEs) per distribution: 100
+        # (https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-limits.html).
+        raise _error(
+            "TooManyDistributionCNAMEs",
+            "Your request contains more CNAMEs than are allowed per distribution.",
+        )
     for other in _every_distribution():
         if other.distribution_id != distribution_id and set(aliases) & set(
             _aliases(other.distribution_config)

@@ -30,6 +30,11 @@ _IAM_TAGS = "https://docs.aws.amazon.com/IAM/latest/UserGuide/id_tags_roles.html
 _ELB_API = (
     "https://docs.aws.amazon.com/elasticloadbalancing/latest/userguide/elb-api-permissions.html"
 )
+# ACM's tag-on-create (2019) is authorized as AddTagsToCertificate too: callers allowed only
+# RequestCertificate were refused once tools began sending Tags with the request
+# (https://github.com/hashicorp/terraform-provider-aws/issues/11903). The Service Authorization
+# Reference lists no dependent action here: the sandbox is the stricter of the two.
+_ACM_TAGS = "https://docs.aws.amazon.com/acm/latest/userguide/tags.html"
 _SCALING_VALIDATION = "https://docs.aws.amazon.com/autoscaling/application/userguide/security_iam_permission_validation.html"
 _ECS_SCALING = "https://docs.aws.amazon.com/AmazonECS/latest/developerguide/auto-scaling-IAM.html"
 
@@ -84,6 +89,10 @@ def _new_log_group(scope: Scope) -> list[Target]:
 def _new_parameter(scope: Scope) -> list[Target]:
     name = (scope.call.get("Name") or "").lstrip("/")
     return [Target(scope.arn("ssm", f"parameter/{name}"), "parameter", existing=False)]
+
+
+def _new_certificate(scope: Scope) -> list[Target]:
+    return [Target(scope.arn("acm", "certificate/*"), "certificate", existing=False)]
 
 
 def _ecs_created(scope: Scope) -> list[Target]:
@@ -186,6 +195,9 @@ PARAMETERS: dict[tuple[str, str], tuple[Also, ...]] = {
         for operation in ("CreateCluster", "CreateService", "RegisterTaskDefinition", "RunTask")
     },
     ("iam", "CreateRole"): (Also("iam:TagRole", _IAM_TAGS, _with_tags, _role_created),),
+    ("acm", "RequestCertificate"): (
+        Also("acm:AddTagsToCertificate", _ACM_TAGS, _with_tags, _new_certificate),
+    ),
 }
 
 VALIDATED: dict[tuple[str, str], tuple[Also, ...]] = {

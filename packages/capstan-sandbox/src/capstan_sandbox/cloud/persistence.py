@@ -12,10 +12,11 @@ What is kept: moto's backends (every account, role, zone, record, load balancer,
 group, cache and database moto holds, pickled whole as LocalStack persists moto's state), and
 the sandbox's own records beside them (`_KEPT`: built images' tools, log streams' clocks,
 Cost Explorer's ledger, CloudFront's monitoring subscriptions, Bedrock subscriptions, enabled
-regions, held-back accounts, IAM changes still propagating). What cannot be kept is restored
-from what is: running ECS tasks ended with the process, so `ecs.tasks_ended` takes them out of
-their target groups and says so in each service's events, and the scheduler starts the desired
-count again; builds that were in progress run again from their start.
+regions, held-back accounts, IAM changes still propagating, the public DNS's records). What
+cannot be kept is restored from what is: running ECS tasks ended with the process, so
+`ecs.tasks_ended` takes them out of their target groups and says so in each service's events, and
+the scheduler starts the desired count again; builds that were in progress run again from their
+start.
 
 The file begins with a header (`FORMAT`, moto's and Python's versions) read before the state
 itself: a file from another format or version, or one that cannot be read, is set aside
@@ -54,6 +55,7 @@ from capstan_sandbox.cloud import (
 )
 from capstan_sandbox.cloud.simulator import ecs, images, simulator
 from capstan_sandbox.cloud.simulator import logs as sim_logs
+from capstan_sandbox.dns import records as public_dns
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,7 @@ _KEPT: dict[str, tuple[Any, str]] = {
     "bedrock_subscriptions": (bedrock_profiles, "_subscribed"),
     "enabled_regions": (regions, "_enabled"),
     "held_back_accounts": (new_accounts, "_held_back"),
+    "public_dns": (public_dns, "_records"),
 }
 
 

@@ -33,12 +33,18 @@ class Quotas:
     security_groups_per_region: int = 2500
     load_balancers_per_region: int = 50  # Application Load Balancers
     rules_per_load_balancer: int = 100  # the default rule counts, as in AWS
+    # Certificates per Application Load Balancer, default certificates not counted
+    # (https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-limits.html).
+    certificates_per_load_balancer: int = 25
     host_header_value_chars: int = 128
     target_group_name_chars: int = 32
     codebuild_concurrent_builds: int = 60
     acm_domain_name_chars: int = 64
     cloudfront_origin_access_controls: int = 100
     cloudfront_functions: int = 100
+    # Alternate domain names (CNAMEs) per distribution
+    # (https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-limits.html).
+    cloudfront_aliases_per_distribution: int = 100
     acm_certificates: int = 2500
     db_instances_per_region: int = 40
     db_subnet_groups_per_region: int = 50

@@ -45,7 +45,17 @@ resolves(
     "elasticloadbalancing:DeleteListener",
     "elasticloadbalancing:ModifyListener",
     "elasticloadbalancing:CreateRule",
+    # SNI certificates of a listener (Service Authorization Reference: listener/app).
+    "elasticloadbalancing:AddListenerCertificates",
+    "elasticloadbalancing:RemoveListenerCertificates",
 )(_elb_by_arn("ListenerArn", "listener/app"))
+
+
+@resolves("elasticloadbalancing:SetRulePriorities")
+def _reprioritized_rules(scope: Scope) -> list[Target]:
+    """Each rule the call moves (Service Authorization Reference: listener-rule/app)."""
+    rules = scope.call.all(r"RulePriorities\.member\.\d+\.RuleArn")
+    return [Target(rule, "listener-rule/app") for rule in rules] or [Target(UNKNOWN)]
 resolves("elasticloadbalancing:DeleteRule", "elasticloadbalancing:ModifyRule")(
     _elb_by_arn("RuleArn", "listener-rule/app")
 )

@@ -29,6 +29,7 @@ from capstan_sandbox.cloud import (
     elasticache,
     iam_limits,
     limits,
+    listener_certificates,
     load_balancer_limits,
     log_pages,
     moto_threads,
@@ -55,6 +56,8 @@ from capstan_sandbox.cloud.simulator import Simulator, simulator
 from capstan_sandbox.cloud.stats import CallCounter
 from capstan_sandbox.cloud.throttling import Throttler
 from capstan_sandbox.cloud.validation import Validator
+from capstan_sandbox.dns.control import DnsControl
+from capstan_sandbox.dns.server import PublicDnsServer
 
 
 class _CountingMotoServer(ThreadedMotoServer):
@@ -64,10 +67,15 @@ class _CountingMotoServer(ThreadedMotoServer):
     when its state is kept, the gate a save closes (`persistence`)."""
 
     gate: Gate | None = None
+    dns: PublicDnsServer | None = None
 
     def _server_entry(self) -> None:
         moto = DomainDispatcherApplication(create_backend_app)
-        app = CallCounter(Authorizer(Throttler(Validator(moto))))
+        dns = self.dns
+        app = DnsControl(
+            CallCounter(Authorizer(Throttler(Validator(moto)))),
+            lambda: dns.nameserver if dns is not None else None,
+        )
         if self.gate is not None:
             app = GateMiddleware(app, self.gate)  # type: ignore[assignment]
         self._server = KeepAliveServer(self._ip_address, self._port, app)
@@ -79,6 +87,8 @@ class _CountingMotoServer(ThreadedMotoServer):
 class SandboxCloud:
     url: str
     _server: ThreadedMotoServer = field(repr=False)
+    # The public DNS's UDP address, "host:port" (`capstan_sandbox.dns`).
+    dns_nameserver: str = ""
     # What restoring its kept state found (None: its state lives in memory only).
     restored: Restored | None = None
     _keeper: Keeper | None = field(default=None, repr=False)
@@ -101,6 +111,9 @@ class SandboxCloud:
         wsgi_server = getattr(self._server, "_server", None)
         if wsgi_server is not None:
             wsgi_server.server_close()
+        dns = getattr(self._server, "dns", None)
+        if dns is not None:
+            dns.stop()
         if self._keeper is not None:
             self._keeper.stop()  # the last save, with no call under way
         simulator().release()
@@ -123,6 +136,7 @@ def install_extensions() -> None:
     ecs_services.install()
     ec2_quotas.install()
     load_balancer_limits.install()
+    listener_certificates.install()
     vpc_checks.install()
     log_pages.install()
     authorization.install()
@@ -164,6 +178,8 @@ def start_sandbox_cloud(
     if task_start_seconds is not None:
         settings["task_start_seconds"] = task_start_seconds
     server = _CountingMotoServer(ip_address=host, port=port, verbose=False)
+    # The public DNS listens on the sandbox's address too, on a free UDP port of its own.
+    server.dns = PublicDnsServer(host)
     keeper = restored = None
     if state_dir is not None:
         restored = load(state_dir / STATE_FILE)
@@ -175,7 +191,11 @@ def start_sandbox_cloud(
         keeper.start()
     bound_host, bound_port = server.get_host_and_port()
     return SandboxCloud(
-        url=f"http://{bound_host}:{bound_port}", _server=server, restored=restored, _keeper=keeper
+        url=f"http://{bound_host}:{bound_port}",
+        _server=server,
+        dns_nameserver=server.dns.nameserver,
+        restored=restored,
+        _keeper=keeper,
     )
 
 
@@ -203,6 +223,7 @@ def run_sandbox_cloud(
         host=host, port=port, product=product, state_dir=state_dir, **knobs
     )
     print(f"sandbox cloud at {sandbox.url}", flush=True)
+    print(f"public DNS at {sandbox.dns_nameserver} (UDP)", flush=True)
     try:
         while not stopped.wait(0.5):
             pass
