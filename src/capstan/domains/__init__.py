@@ -1,4 +1,4 @@
-"""Custom domains: a web server or static website served at the customer's own hostname.
+"""Custom domains: a web server served at the customer's own hostname, over HTTPS.
 
 Each domain holds a claim on its hostname (`capstan.hostnames`: one table for every public
 hostname Capstan serves), an ACM certificate validated by a record the customer creates, and,

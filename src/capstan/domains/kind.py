@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from capstan.domains.models import Domain
 from capstan.domains.reconcile import DomainReconciler
-from capstan.domains.router import static_websites_router, web_servers_router
+from capstan.domains.router import web_servers_router
 from capstan.reconcile.worker import Reconciler
 from capstan.registry import ResourceKind, Runtime
 
@@ -29,9 +29,9 @@ async def _in_project(session: AsyncSession, project_id: str) -> int:
 
 KIND = ResourceKind(
     name="domains",
-    routers=(web_servers_router, static_websites_router),
+    routers=(web_servers_router,),
     models=(Domain,),
     reconcilers=_reconcilers,
     teardown={"domains": _in_project},
-    leftovers=("acm certificate", "listener rule", "listener certificate"),
+    leftovers=("acm certificate", "listener rule"),
 )

@@ -1,4 +1,4 @@
-"""Domains: one row per hostname a customer attached to a web server or static website.
+"""Domains: one row per hostname a customer attached to a web server.
 
 The status, its error, the generations and the finalizer mark are the kit's
 (`capstan.kit.models.NetworkedRow`); a domain adds its service, its hostname, the records the
@@ -22,7 +22,7 @@ class Domain(NetworkedRow, Base):
 
     id: Mapped[str] = id_column("dom")
     service_id: Mapped[str] = mapped_column(ForeignKey("services.id"), index=True)
-    # "web_server" | "static_website": which path of the API and which cloud steps it takes.
+    # The service's kind ("web_server"): which path of the API and which cloud steps it takes.
     service_kind: Mapped[str] = mapped_column(String(20))
     # Lowercase, without the root's trailing dot.
     hostname: Mapped[str] = mapped_column(String(253))

@@ -1,5 +1,5 @@
 """Routes of custom domains: `/api/projects/{project_id}/{kind}/{service_id}/domains`, for
-`web_servers` and `static_websites`."""
+`web_servers` (`make_router` takes any kind of `service.KINDS`)."""
 
 from __future__ import annotations
 
@@ -110,4 +110,3 @@ def make_router(path: str) -> APIRouter:
 
 
 web_servers_router = make_router("web_servers")
-static_websites_router = make_router("static_websites")
