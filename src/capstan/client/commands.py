@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from capstan.client import account, env, logs, plan_commands, services
+from capstan.client import account, domains, env, logs, plan_commands, services
 from capstan.client.context import PANEL
 
 
@@ -14,4 +14,5 @@ def register(app: typer.Typer) -> None:
     services.register(app)
     logs.register(app)
     env.register(app, PANEL)
+    domains.register(app, PANEL)
     plan_commands.register(app)

@@ -2,7 +2,7 @@
 
 Each domain holds a claim on its hostname (`capstan.hostnames`: one table for every public
 hostname Capstan serves), an ACM certificate validated by a record the customer creates, and,
-once the certificate is issued, its place on the service's load balancer (a listener
-certificate and a host rule) or distribution. `service` holds the API's rules, `reconcile` the
+once the certificate is issued, its place on the project's load balancer (a listener
+certificate and a host rule). `service` holds the API's rules, `reconcile` the
 cloud work (queue kind `domain`, keyed by domain), `checks` the DNS look-ups.
 """
