@@ -40,10 +40,12 @@ def test_a_dev_worker_joins_the_dev_server_of_its_data_directory(tmp_path: Path)
         )
         token = server.wait_for_line(r"Dev API token \(shown once\): (capstan_\w+)").group(1)
         sandbox_url = server.wait_for_line(r"\(sandbox cloud (http://[\d.:]+)\)").group(1)
+        nameserver = server.wait_for_line(r"public DNS answers at ([\d.:]+) \(UDP\)").group(1)
         assert json.loads(record.read_text()) == {
             "pid": server.pid,
             "base_url": base_url,
             "sandbox_cloud_url": sandbox_url,
+            "dns_nameserver": nameserver,
         }
         worker = procs.start(
             "worker",

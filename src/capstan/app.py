@@ -16,7 +16,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any
-from urllib.parse import parse_qsl, quote
+from urllib.parse import parse_qsl, quote, urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -115,7 +115,16 @@ def create_app(settings: Settings, kinds: Sequence[ResourceKind] = KINDS) -> Fas
         # /sandbox/dns/records: the records of the internet's DNS, as customers keep them.
         mount_public_dns(app, settings)
         # http://<name>.<suffix>.<domain>:<port>/ shows the deployment that answers there.
-        app.add_middleware(ServiceFrontMiddleware, domain=settings.domain)
+        # A customer's own hostname is followed through the sandbox's public DNS instead.
+        app.add_middleware(
+            ServiceFrontMiddleware,
+            domain=settings.domain,
+            nameserver=settings.dns_nameserver_address,
+            sandbox_cloud_url=settings.sandbox_cloud_url,
+            own_hosts=frozenset(
+                {"localhost", "127.0.0.1", "[::1]", urlsplit(settings.base_url).hostname or ""}
+            ),
+        )
     if settings.git_host is GitHostMode.sandbox:
         from capstan.dev.git_host import mount_git_host
 

@@ -162,8 +162,10 @@ def _start_dev_topology(settings: Settings, stack: ExitStack) -> Settings:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     typer.echo(
         f"Dev workers with --data-dir {settings.data_dir} join this server "
-        f"(sandbox cloud {settings.sandbox_cloud_url}, public DNS {settings.dns_nameserver})."
+        f"(sandbox cloud {settings.sandbox_cloud_url})."
     )
+    if settings.dns_nameserver:
+        typer.echo(f"The sandbox's public DNS answers at {settings.dns_nameserver} (UDP).")
     return settings
 
 
@@ -179,9 +181,7 @@ def worker(data_dir: DataDir = None, dev: Dev = False) -> None:
         _require_extras(settings)
         settings = settings_for_worker(settings)
         if settings.cloud is CloudMode.sandbox:
-            from capstan.dev.public_dns import with_public_dns
-
-            settings = with_public_dns(settings)
+            settings = _worker_public_dns(settings)
         settings.require_secret_key()
         _migrate(settings)
     except ConfigurationError as error:
@@ -200,6 +200,19 @@ def worker(data_dir: DataDir = None, dev: Dev = False) -> None:
         typer.echo(f"Workers use the sandbox git host of {settings.base_url}.")
     typer.echo("Capstan workers are running (Ctrl-C stops them).")
     asyncio.run(main())
+
+
+def _worker_public_dns(settings: Settings) -> Settings:
+    """`settings` asking the sandbox's public DNS; a sandbox that cannot say where it is leaves
+    the system's resolver, with a warning (the worker's passes then fail on the sandbox itself,
+    and say so)."""
+    from capstan.dev.public_dns import with_public_dns
+
+    try:
+        return with_public_dns(settings)
+    except ConfigurationError as error:
+        typer.echo(f"warning: {error}", err=True)
+        return settings
 
 
 @app.command()

@@ -83,6 +83,29 @@ def test_listener_certificates_must_be_issued_here_and_within_the_quota(
         [first, second]
     )
 
+    # A new default certificate replaces the default only: the SNI ones stay.
+    new_default = issued_certificate(customer, sandbox_cloud_url, f"*.new.{zone}")
+    modify = elbv2.modify_listener
+    refused = refusal(modify, ListenerArn=listener, Certificates=[{"CertificateArn": pending}])
+    assert refused["Code"] == "CertificateNotFound"
+    modify(ListenerArn=listener, Certificates=[{"CertificateArn": new_default}])
+    served = elbv2.describe_listener_certificates(ListenerArn=listener)["Certificates"]
+    assert [item["CertificateArn"] for item in served if item["IsDefault"]] == [new_default]
+    assert sorted(item["CertificateArn"] for item in served if not item["IsDefault"]) == sorted(
+        [first, second]
+    )
+    # Nor can a listener be made with a certificate that is not issued.
+    balancer = elbv2.describe_listeners(ListenerArns=[listener])["Listeners"][0]["LoadBalancerArn"]
+    refused = refusal(
+        elbv2.create_listener,
+        LoadBalancerArn=balancer,
+        Protocol="HTTPS",
+        Port=8443,
+        Certificates=[{"CertificateArn": pending}],
+        DefaultActions=[{"Type": "fixed-response", "FixedResponseConfig": {"StatusCode": "404"}}],
+    )
+    assert refused["Code"] == "CertificateNotFound"
+
 
 def _distribution(reference: str, aliases: list[str], certificate: str | None) -> dict[str, Any]:
     config: dict[str, Any] = {

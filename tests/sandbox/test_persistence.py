@@ -17,13 +17,15 @@ from pathlib import Path
 
 from capstan_sandbox.cloud import persistence
 
-# Makes an account and a role in it through the sandbox's HTTP API, as a client would, then
-# ends as `how` says; prints what restoring said and the organization's accounts it found.
+# Makes an account and a role in it through the sandbox's HTTP API, as a client would, and a
+# record in its public DNS, then ends as `how` says; prints what restoring said, the
+# organization's accounts and the public DNS's names it found.
 _SCRIPT = textwrap.dedent(
     """
     import json, os, sys, time
     from pathlib import Path
     import boto3
+    import httpx
     from capstan_sandbox.cloud.server import start_sandbox_cloud
 
     state_dir, how = Path(sys.argv[1]), sys.argv[2]
@@ -42,7 +44,14 @@ _SCRIPT = textwrap.dedent(
             pass
         name = "made-then-killed" if how == "kill" else "made-then-stopped"
         organizations.create_account(Email=f"{name}@example.test", AccountName=name)
-    print(json.dumps({"restored": sandbox.restored.message, "accounts": found}), flush=True)
+        record = {"name": f"{name}.example", "type": "TXT", "value": how}
+        httpx.put(f"{sandbox.url}/_capstan/dns/records", json=record).raise_for_status()
+    records = httpx.get(f"{sandbox.url}/_capstan/dns/records").json()["records"]
+    names = [record["name"] for record in records]
+    print(
+        json.dumps({"restored": sandbox.restored.message, "accounts": found, "dns": names}),
+        flush=True,
+    )
     if how == "kill":
         time.sleep(3)  # a save follows a change within a second or two
         os._exit(0)  # no stop, no last save: what a kill -9 leaves
@@ -75,6 +84,8 @@ def test_what_one_sandbox_made_the_next_finds_after_a_stop_and_after_a_kill(
     assert "made-then-stopped" in second["accounts"]  # type: ignore[operator]
     third = _run(tmp_path, "look")
     assert {"made-then-stopped", "made-then-killed"} <= set(third["accounts"])  # type: ignore[call-overload]
+    # The public DNS's records are kept with the rest.
+    assert third["dns"] == ["made-then-killed.example", "made-then-stopped.example"]
 
 
 def test_a_file_from_another_version_is_set_aside_with_the_reason(tmp_path: Path) -> None:

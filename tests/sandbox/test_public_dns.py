@@ -6,6 +6,7 @@ validation reading it."""
 from __future__ import annotations
 
 import secrets
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 
 from capstan.cloud.aws.session import AwsSession, Endpoint
 from capstan.dev.accounts import organization_access
+from capstan_sandbox.dns import resolver
 from tests.harness import RunningServer
 from tests.sandbox.aws import new_account, vpc_with_two_subnets
 
@@ -139,17 +141,24 @@ def test_a_cname_to_a_load_balancer_answers_its_address_and_an_apex_alias_flatte
         Name=f"dns-{secrets.token_hex(3)}", Subnets=subnets
     )["LoadBalancers"][0]
     target = balancer["DNSName"].lower()
+    (address,) = resolver.aws_addresses(target)["A"]
     assert _put(client, f"shop.{zone}", "CNAME", f"alias.{zone}").status_code == 201
     assert _put(client, f"alias.{zone}", "CNAME", target).status_code == 201
     answer = _ask(sandbox_dns_nameserver, f"shop.{zone}", "A")
     assert _answers(answer) == [
         (f"shop.{zone}.", "CNAME", f"alias.{zone}."),
         (f"alias.{zone}.", "CNAME", f"{target}."),
-        (f"{target}.", "A", "127.0.0.1"),
+        (f"{target}.", "A", address),
     ]
+    assert address.startswith("127.") and address != "127.0.0.1"
     assert _put(client, zone, "ANAME", target).status_code == 201
     apex = _ask(sandbox_dns_nameserver, zone, "A")
-    assert _answers(apex) == [(f"{zone}.", "A", "127.0.0.1")]
+    assert _answers(apex) == [(f"{zone}.", "A", address)]
+    # Another load balancer answers another address: a record pointing elsewhere shows.
+    other = customer.client("elbv2").create_load_balancer(
+        Name=f"dns-{secrets.token_hex(3)}", Subnets=subnets
+    )["LoadBalancers"][0]["DNSName"]
+    assert _answers(_ask(sandbox_dns_nameserver, other, "A"))[0][2] != address
     # A name nobody answers for, even under AWS's own domains, does not exist.
     missing = _ask(sandbox_dns_nameserver, f"gone-1.{REGION}.elb.amazonaws.com", "A")
     assert missing.rcode() == dns.rcode.NXDOMAIN
@@ -233,3 +242,18 @@ def test_acm_issues_a_certificate_once_its_cname_is_in_the_public_dns(
     )
     assert _put(client, record["Name"], "CNAME", record["Value"]).status_code == 200
     assert acm.describe_certificate(CertificateArn=arn)["Certificate"]["Status"] == "ISSUED"
+
+
+def test_malformed_and_foreign_queries_get_dns_errors_not_silence(
+    sandbox_dns_nameserver: tuple[str, int],
+) -> None:
+    host, port = sandbox_dns_nameserver
+    chaos = dns.message.make_query("version.bind", "TXT", rdclass="CH")
+    answer = dns.query.udp(chaos, host, port=port, timeout=5)
+    assert answer.rcode() == dns.rcode.REFUSED and answer.id == chaos.id
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as raw:
+        raw.settimeout(5)
+        # A header claiming one question, and no question after it.
+        raw.sendto(b"\x12\x34\x01\x00\x00\x01" + bytes(6), (host, port))
+        reply, _ = raw.recvfrom(512)
+    assert reply[:2] == b"\x12\x34" and reply[2] & 0x80 and reply[3] & 0x0F == dns.rcode.FORMERR

@@ -38,7 +38,9 @@ resolves a name and reaches a load balancer or CloudFront without any call AWS m
 take nothing from an account's API rate limits.
 
 `ServiceFrontMiddleware` serves both for requests whose Host is under the service domain (mounted
-by `create_app` in sandbox mode only); every other request passes through untouched.
+by `create_app` in sandbox mode only), and for a Host that is a customer's own domain, followed
+through the sandbox's public DNS to its load balancer or distribution (`front_custom`); every
+other request passes through untouched.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import anyio.to_thread
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -63,6 +66,7 @@ from capstan.dev.front_balancer import (
     ViewerRequest,
     behind_load_balancer,
 )
+from capstan.dev.front_custom import destination, is_custom_host
 from capstan_sandbox.cloud import policy, rds_passwords
 from capstan_sandbox.cloud.throttling import stand_in
 
@@ -109,6 +113,22 @@ def answering(
     if record is None or "AliasTarget" not in record:
         return NoAnswer(404, f"No DNS record for {hostname}: no web server answers here.")
     dns_name = str(record["AliasTarget"]["DNSName"]).rstrip(".").lower()
+    return answering_at(endpoint, dns_name, hostname, path, scheme=scheme, query=query)
+
+
+def answering_at(
+    endpoint: Endpoint,
+    dns_name: str,
+    hostname: str,
+    path: str = "/",
+    *,
+    scheme: str = "http",
+    query: str = "",
+    custom: bool = False,
+) -> Any:
+    """What `answering` finds once `hostname` has led to `dns_name` (a load balancer's or a
+    distribution's). A `custom` hostname (a customer's own, `front_custom`) reaches a load
+    balancer's HTTPS listener only with a certificate of the listener covering it (SNI)."""
     if dns_name.endswith(".cloudfront.net"):
         return _site(endpoint, dns_name, hostname, path)
     if ".elb." not in dns_name:
@@ -120,7 +140,11 @@ def answering(
     region = dns_name.split(".elb.")[0].rsplit(".", 1)[-1]
     request = ViewerRequest(scheme, hostname, path, query)
     owned: tuple[str, dict[str, Any] | NoAnswer | Redirect] | None = _in_its_account(
-        endpoint, dns_name, lambda admin: behind_load_balancer(admin, region, dns_name, request)
+        endpoint,
+        dns_name,
+        lambda admin: behind_load_balancer(
+            admin, region, dns_name, request, certificate_needed=custom
+        ),
     )
     if owned is None:
         return NoAnswer(502, f"The load balancer {dns_name} that {hostname} points to is gone.")
@@ -307,29 +331,69 @@ class ServiceFrontMiddleware:
     """Answers requests for `<name>.<suffix>.<domain>` with the page of the deployment serving
     that hostname; passes every other request on."""
 
-    def __init__(self, app: ASGIApp, *, domain: str) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        domain: str,
+        nameserver: tuple[str, int] | None = None,
+        sandbox_cloud_url: str | None = None,
+        own_hosts: frozenset[str] = frozenset(),
+    ) -> None:
         self.app = app
         self.suffix = "." + domain.strip(".").lower()
+        # A customer's own hostname is followed through the public DNS (`front_custom`).
+        self.nameserver = nameserver
+        self.sandbox_cloud_url = sandbox_cloud_url
+        self.own_hosts = own_hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         hostname = _hostname(scope) if scope["type"] == "http" else ""
-        if not hostname.endswith(self.suffix):
+        custom = (
+            self.nameserver is not None
+            and self.sandbox_cloud_url is not None
+            and is_custom_host(hostname, self.suffix, self.own_hosts)
+        )
+        if not custom and not hostname.endswith(self.suffix):
             await self.app(scope, receive, send)
             return
         cloud = scope["app"].state.cloud
         path = str(scope.get("path") or "/")
         scheme = str(scope.get("scheme") or "http")
         query = bytes(scope.get("query_string") or b"").decode("latin-1")
+        dns_name = ""
+        if custom:
+            assert self.nameserver is not None and self.sandbox_cloud_url is not None
+            nameserver, cloud_url = self.nameserver, self.sandbox_cloud_url
+            found_name: str | None = await anyio.to_thread.run_sync(
+                lambda: destination(nameserver, cloud_url, hostname)
+            )
+            dns_name = found_name or ""
+            if not dns_name:  # not a name the public DNS routes: this server's own pages
+                await self.app(scope, receive, send)
+                return
         try:
             found = await cloud.run(
-                lambda: answering(
-                    cloud.endpoint,
-                    cloud.operator,
-                    self.suffix[1:],
-                    hostname,
-                    path,
-                    scheme=scheme,
-                    query=query,
+                lambda: (
+                    answering_at(
+                        cloud.endpoint,
+                        dns_name,
+                        hostname,
+                        path,
+                        scheme=scheme,
+                        query=query,
+                        custom=True,
+                    )
+                    if custom
+                    else answering(
+                        cloud.endpoint,
+                        cloud.operator,
+                        self.suffix[1:],
+                        hostname,
+                        path,
+                        scheme=scheme,
+                        query=query,
+                    )
                 )
             )
         except CloudError as error:

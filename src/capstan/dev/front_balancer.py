@@ -42,7 +42,12 @@ class ViewerRequest:
 
 
 def behind_load_balancer(
-    session: AwsSession, region: str, dns_name: str, request: ViewerRequest
+    session: AwsSession,
+    region: str,
+    dns_name: str,
+    request: ViewerRequest,
+    *,
+    certificate_needed: bool = False,
 ) -> dict[str, Any] | NoAnswer | Redirect | None:
     elbv2 = session.client("elbv2", region=region)
     balancers = [
@@ -66,6 +71,16 @@ def behind_load_balancer(
     )
     if listener is None:
         return NoAnswer(502, f"The load balancer has no listener on port {request.port}.")
+    if (
+        certificate_needed
+        and request.port == 443
+        and not _certificate_covers(session, region, str(listener["ListenerArn"]), hostname)
+    ):
+        return NoAnswer(
+            502,
+            f"No certificate of the load balancer's HTTPS listener covers {hostname}: a browser "
+            "would refuse the connection (the listener offers its default certificate).",
+        )
     action = _action_for(elbv2, listener, hostname)
     if action.get("Type") == "redirect":
         config = action.get("RedirectConfig") or {}
@@ -84,6 +99,35 @@ def behind_load_balancer(
     return _running(session, region, group_arn) or NoAnswer(
         503, f"No ECS service runs behind {hostname}'s target group."
     )
+
+
+def _certificate_covers(session: AwsSession, region: str, listener_arn: str, hostname: str) -> bool:
+    """Whether one of the listener's certificates (its default and SNI ones) names `hostname`,
+    as ALB picks a certificate by the client's SNI."""
+    elbv2, acm = session.client("elbv2", region=region), session.client("acm", region=region)
+    served = elbv2.describe_listener_certificates(ListenerArn=listener_arn)["Certificates"]
+    for item in served:
+        try:
+            with aws_errors():
+                described = acm.describe_certificate(CertificateArn=item["CertificateArn"])
+        except CloudError:
+            continue
+        certificate = described["Certificate"]
+        names = [certificate.get("DomainName"), *certificate.get("SubjectAlternativeNames", [])]
+        if certificate.get("Status") == "ISSUED" and any(
+            _names(str(name), hostname) for name in names if name
+        ):
+            return True
+    return False
+
+
+def _names(certificate_name: str, hostname: str) -> bool:
+    """A certificate's name covers `hostname`: the same name, or `*.` over one label."""
+    name, hostname = certificate_name.lower().rstrip("."), hostname.lower().rstrip(".")
+    if name.startswith("*."):
+        head, _, rest = hostname.partition(".")
+        return bool(head) and rest == name[2:]
+    return name == hostname
 
 
 def _action_for(elbv2: Any, listener: dict[str, Any], hostname: str) -> dict[str, Any]:

@@ -14,9 +14,13 @@ among them, and lists a certificate twice when it is added twice. With `install(
   (https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-limits.html)
   — `TooManyCertificates`. A certificate on two listeners counts twice: AWS does not say, and
   the sandbox may only be stricter;
-- adding a certificate the listener has already serves it once, as AWS does.
+- adding a certificate the listener has already serves it once, as AWS does;
+- `CreateListener` and `ModifyListener` check their default certificate the same way, and
+  `ModifyListener` replaces only the default certificate, as AWS documents its `Certificates`
+  ("the default certificate for the listener"): moto dropped the SNI certificates with it
+  (https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_ModifyListener.html).
 
-`install()` replaces moto's method (once per process).
+`install()` replaces moto's methods (once per process).
 """
 
 from __future__ import annotations
@@ -94,5 +98,45 @@ def install() -> None:
                 listener.certificates.extend(new)
             return list(listener.certificates)
 
+        create_listener = ELBv2Backend.create_listener
+        modify_listener = ELBv2Backend.modify_listener
+
+        def checked_create_listener(
+            self: ELBv2Backend,
+            load_balancer_arn: str,
+            protocol: str,
+            port: str,
+            ssl_policy: str,
+            certificate: str | None,
+            *args: Any,
+            **kwargs: Any,
+        ) -> Any:
+            if certificate:
+                check_usable(self, certificate)
+            return create_listener(
+                self, load_balancer_arn, protocol, port, ssl_policy, certificate, *args, **kwargs
+            )
+
+        def checked_modify_listener(
+            self: ELBv2Backend,
+            arn: str,
+            port: str | None = None,
+            protocol: str | None = None,
+            ssl_policy: str | None = None,
+            certificates: list[dict[str, Any]] | None = None,
+            actions: list[dict[str, Any]] | None = None,
+        ) -> Any:
+            listener = self.describe_listeners(load_balancer_arn=None, listener_arns=[arn])[0]
+            sni = [item for item in listener.certificates if item != listener.certificate]
+            if certificates:
+                check_usable(self, str(certificates[0]["CertificateArn"]))
+            modified = modify_listener(self, arn, port, protocol, ssl_policy, certificates, actions)
+            if certificates:
+                default = str(modified.certificate)
+                modified.certificates = [default, *(item for item in sni if item != default)]
+            return modified
+
         ELBv2Backend.add_listener_certificates = add_listener_certificates  # type: ignore[method-assign]
+        ELBv2Backend.create_listener = checked_create_listener  # type: ignore[method-assign]
+        ELBv2Backend.modify_listener = checked_modify_listener  # type: ignore[method-assign]
         setattr(ELBv2Backend, _MARK, True)

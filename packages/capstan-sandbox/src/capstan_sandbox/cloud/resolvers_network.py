@@ -56,6 +56,8 @@ def _reprioritized_rules(scope: Scope) -> list[Target]:
     """Each rule the call moves (Service Authorization Reference: listener-rule/app)."""
     rules = scope.call.all(r"RulePriorities\.member\.\d+\.RuleArn")
     return [Target(rule, "listener-rule/app") for rule in rules] or [Target(UNKNOWN)]
+
+
 resolves("elasticloadbalancing:DeleteRule", "elasticloadbalancing:ModifyRule")(
     _elb_by_arn("RuleArn", "listener-rule/app")
 )

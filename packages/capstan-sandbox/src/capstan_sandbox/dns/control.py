@@ -5,7 +5,8 @@ server runs (`router` relays `/sandbox/dns/records` here):
 - `PUT /_capstan/dns/records` `{name, type, value}` → 201 with the record, or 200 when it
   replaced the name's record of that type;
 - `DELETE /_capstan/dns/records` `{name, type}` → 204, or 404 if there is no such record;
-- `GET /_capstan/dns/records` → `{records: [{name, type, value}, ...]}`;
+- `GET /_capstan/dns/records` → `{records: [{name, type, value}, ...]}` (`?name=` those of one
+  name);
 - `GET /_capstan/dns` → `{nameserver: "host:port"}`, where the DNS server answers over UDP.
 
 Bad input is 400 and a record that cannot sit beside its name's others is 409, in the error
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import parse_qs
 
 from capstan_sandbox.dns import records
 
@@ -68,7 +70,10 @@ def handle(method: str, environ: dict[str, Any]) -> tuple[int, Any]:
     """(status, JSON body or None) of a request to `RECORDS_PATH`."""
     try:
         if method == "GET":
-            return 200, {"records": [record.as_json() for record in records.listing()]}
+            asked = parse_qs(str(environ.get("QUERY_STRING") or "")).get("name")
+            name = records.normal_name(asked[0]) if asked else None
+            listed = [item for item in records.listing() if name is None or item.name == name]
+            return 200, {"records": [record.as_json() for record in listed]}
         if method == "PUT":
             body = _body(environ, ("name", "type", "value"))
             record, created = records.put(body["name"], body["type"], body["value"])

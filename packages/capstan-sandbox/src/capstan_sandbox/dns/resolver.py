@@ -5,9 +5,11 @@ A name's records come from the first of these that has any:
 1. the public DNS's own records (`records`: the customers' DNS providers);
 2. the names AWS answers itself: a load balancer's DNS name (`*.elb.amazonaws.com`) and a
    CloudFront distribution's domain name (`*.cloudfront.net`), in whichever sandbox account owns
-   it. They answer the loopback address (A `127.0.0.1`, and `::1` for CloudFront, which is
-   dual-stack by default): on a laptop the dev server's front plays every load balancer and
-   distribution (`capstan.dev.front`);
+   it. Each answers an address of its own in the loopback network (A `127.x.y.z`, derived from
+   the name; CloudFront, dual-stack by default, also AAAA in `fd00::/8`), so that a record
+   pointing at another load balancer answers other addresses, as on the internet, while every
+   address stays on this machine, where the dev server's front plays them all
+   (`capstan.dev.front`);
 3. the public hosted zones of the sandbox's Route 53, in any account, the zone with the longest
    name that contains the name (as if the zone's domain were delegated to it), its alias records
    answering their target's addresses as Route 53 does.
@@ -19,6 +21,8 @@ than `MAX_CHAIN` (a loop) answers SERVFAIL, as resolvers do.
 
 from __future__ import annotations
 
+import hashlib
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +35,6 @@ from capstan_sandbox.dns import records
 TTL = 60
 MAX_CHAIN = 8
 NOERROR, SERVFAIL, NXDOMAIN = "NOERROR", "SERVFAIL", "NXDOMAIN"
-LOOPBACK = {"A": ["127.0.0.1"], "AAAA": ["::1"]}
 
 
 @dataclass
@@ -51,6 +54,15 @@ class Resolution:
         return names
 
 
+def aws_addresses(name: str) -> dict[str, list[str]]:
+    """The addresses the sandbox gives an AWS-answered name: A in 127.0.0.0/8, AAAA in fd00::/8,
+    stable for the name."""
+    digest = hashlib.sha256(_normal(name).encode()).digest()
+    ipv4 = f"127.{digest[0]}.{digest[1]}.{1 + digest[2] % 254}"
+    ipv6 = str(ipaddress.IPv6Address(b"\xfd" + digest[3:18]))
+    return {"A": [ipv4], "AAAA": [ipv6]}
+
+
 def _normal(name: str) -> str:
     return name.rstrip(".").lower()
 
@@ -61,13 +73,13 @@ def _aws_name(name: str) -> dict[str, list[str]] | None:
             for backend in list(by_region.values()):
                 for balancer in list(backend.load_balancers.values()):
                     if _normal(balancer.dns_name) == name:
-                        return {"A": LOOPBACK["A"]}
+                        return {"A": aws_addresses(name)["A"]}
     elif name.endswith(".cloudfront.net"):
         for by_partition in list(cloudfront_backends.values()):
             for cloudfront in list(by_partition.values()):
                 for distribution in list(cloudfront.distributions.values()):
                     if _normal(distribution.domain_name) == name:
-                        return dict(LOOPBACK)
+                        return aws_addresses(name)
     return None
 
 
