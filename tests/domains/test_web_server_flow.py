@@ -11,7 +11,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from capstan.cloud.aws.session import AwsSession
+from capstan.cloud.aws.session import AwsSession, Endpoint
+from capstan.dev.front import Answering, answering_at
 from tests.apps.helpers import Ready, new_shop
 from tests.apps.processes import wait_all_running
 from tests.certificates.helpers import (
@@ -112,6 +113,17 @@ def test_a_web_server_is_served_at_its_custom_domain_then_removed(connected: Org
         # there: the routing record may move only once HTTPS works).
         assert len(certificates) == 3
         assert [hostname] in rules_by_port(customer, project_id)[443]
+        # The front answers the hostname as the internet would route it: over HTTP the
+        # listener's redirect; over HTTPS (SNI with the domain's certificate) the web server.
+        with connected.server.client() as visitor:
+            page = visitor.get("/", headers={"Host": hostname})
+        assert page.status_code == 301, page.text
+        assert page.headers["location"] == f"https://{hostname}/"
+        endpoint = Endpoint(region="us-east-1", url=connected.server.settings.sandbox_cloud_url)
+        found = answering_at(endpoint, routing["value"], hostname, "/", scheme="https", custom=True)
+        assert isinstance(found, Answering), found
+        assert found.hostname == hostname
+
         default = listeners(customer, project_id)[443]["Certificates"][0]["CertificateArn"]
         assert connected.api.delete(path).status_code == 204
         _when(connected, path, lambda body: body.get("error") == "not_found", "gone", 60)
