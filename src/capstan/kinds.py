@@ -9,6 +9,7 @@ from capstan.buckets.kind import KIND as BUCKETS
 from capstan.caches.kind import KIND as CACHES
 from capstan.certificates.kind import KIND as CERTIFICATES
 from capstan.databases.kind import KIND as DATABASES
+from capstan.domains.kind import KIND as DOMAINS
 from capstan.git_host.kind import KIND as GIT_HOST
 from capstan.hostnames.kind import KIND as HOSTNAMES
 from capstan.model_access.kind import KIND as MODEL_ACCESS
@@ -22,6 +23,7 @@ KINDS: tuple[ResourceKind, ...] = (
     NETWORK,
     APPS,
     RUNS,
+    DOMAINS,
     CACHES,
     DATABASES,
     BUCKETS,

@@ -40,6 +40,7 @@ from capstan.cloud.errors import TerminalCloudError
 from capstan.cloud_account.models import CloudAccount
 from capstan.config import Settings
 from capstan.db import utcnow
+from capstan.domains import lifecycle as domains
 from capstan.git_host.client import GitHubAppClient
 from capstan.git_host.errors import GitHostError, TerminalGitHostError
 from capstan.hostnames import service as hostnames
@@ -427,6 +428,8 @@ class TargetReconciler:
             )
             if remaining_previews:
                 return PollAgain(self._poll)  # previews go first (they reference the service)
+            if await domains.count_of_service(session, subject.service.id):
+                return PollAgain(self._poll)  # so do its custom domains (their rules use it)
         steps = self._steps[subject.service.kind]
         # Where its records may be: the hostnames it holds (its own records there, no others).
         subject.held = [held.hostname for held in await hostnames.held(session, subject.row.id)]

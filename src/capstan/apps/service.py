@@ -31,6 +31,7 @@ from capstan.auth.principal import Principal
 from capstan.cloud.fargate import memory_problem
 from capstan.config import CloudMode, Settings
 from capstan.db import flush_unique, new_id, utcnow
+from capstan.domains import lifecycle as domains
 from capstan.errors import BadRequest, Conflict, NotFound
 from capstan.git_host.models import GitHostInstallation
 from capstan.hostnames import service as hostnames
@@ -325,6 +326,8 @@ async def _delete(session: AsyncSession, service: Service) -> None:
     service.deleted_at = now
     # Its hostnames are free for others at once; its teardown removes only its own records.
     await hostnames.release(session, service.id)
+    # Its custom domains go with it (their rules forward to its target group).
+    await domains.delete_of_service(session, service.id)
     for preview in await live_previews(session, service.id):
         preview.deleted_at = now
         await hostnames.release(session, preview.id)

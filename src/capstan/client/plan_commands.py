@@ -354,6 +354,11 @@ def describe_project(api: Api, project_id: str) -> tuple[dict[str, Any], list[st
                     isinstance(value, dict) and "from_env" in value
                     for value in spec["environment"].values()
                 )
+            if section == "web_servers":
+                held = api.get(f"{base}/{section}/{service['id']}/domains")["domains"]
+                hostnames = [d["hostname"] for d in held if d["status"] != "deleting"]
+                if hostnames:
+                    spec["domains"] = hostnames
             services[service["name"]] = spec
         if services:
             document[section] = services

@@ -161,11 +161,16 @@ def load_balancing_statements() -> list[dict[str, Any]]:
             any_region("elasticloadbalancing", "loadbalancer/app/cp-*/*"),
         ),
         statement(
+            # A custom domain's certificate is served by SNI beside the listener's default:
+            # https://docs.aws.amazon.com/service-authorization/latest/reference/list_awselasticloadbalancingv2.html
+            # (Add/RemoveListenerCertificates act on the listener).
             "ChangeListeners",
             [
                 "elasticloadbalancing:ModifyListener",
                 "elasticloadbalancing:DeleteListener",
                 "elasticloadbalancing:CreateRule",
+                "elasticloadbalancing:AddListenerCertificates",
+                "elasticloadbalancing:RemoveListenerCertificates",
             ],
             any_region("elasticloadbalancing", "listener/app/cp-*/*/*"),
         ),

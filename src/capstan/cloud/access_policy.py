@@ -60,6 +60,7 @@ def access_statements() -> list[dict[str, Any]]:
                 "elasticloadbalancing:DescribeTargetGroupAttributes",
                 "elasticloadbalancing:DescribeTargetHealth",
                 "elasticloadbalancing:DescribeTags",
+                "elasticloadbalancing:DescribeListenerCertificates",
                 "ecs:ListTaskDefinitions",
                 "logs:DescribeLogGroups",
                 "application-autoscaling:DescribeScalableTargets",

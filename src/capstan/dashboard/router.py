@@ -27,6 +27,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response, Streamin
 from capstan.cloud.fargate import FARGATE_MEMORY
 from capstan.config import CloudMode
 from capstan.dashboard.api import Api, ApiRefused, api_for
+from capstan.dashboard.domains import domains_of
 from capstan.dashboard.page_headers import DashboardRoute
 from capstan.dashboard.templating import SWAGGER_UI, templates
 from capstan.log_follow import READ_LIMIT, LogFollower
@@ -526,6 +527,7 @@ async def _service_live(
         "previews": previews["previews"],
         "deployments_page": _paged(deployments["deployments"], page, DEPLOYMENTS_PER_PAGE),
         "previews_page": _paged(previews["previews"], page, PREVIEWS_PER_PAGE),
+        "domains": await domains_of(api, base, kind["path"], tab),
     }
     if tab == "runs" and kind["path"] != "static_websites":
         context["runs"] = (await api.get(f"{base}/runs"))["runs"]

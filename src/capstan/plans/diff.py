@@ -23,6 +23,7 @@ from capstan.databases import service as databases
 from capstan.databases.models import Database
 from capstan.kit.models import DELETING
 from capstan.model_access.models import ModelAccess
+from capstan.plans import domains as plan_domains
 from capstan.plans.environment import (
     KnownDatabases,
     check_references,
@@ -63,6 +64,7 @@ def _service_steps(
     known: KnownDatabases,
     prune: bool,
     left_alone: list[LeftAlone],
+    held: dict[str, list[str]],
 ) -> list[Step]:
     steps: list[Step] = []
     region = project.region
@@ -71,8 +73,9 @@ def _service_steps(
         existing = {service.name: service for service in current if service.kind == kind}
         for name, spec in wanted.items():
             path = f"{section}.{name}"
-            settings = spec.model_dump(exclude={"environment"})
+            settings = spec.model_dump(exclude={"environment", "domains"})
             desired_env: dict[str, EnvValue] | None = spec.environment
+            hostnames = plan_domains.wanted(spec)
             if desired_env:
                 check_references(path, desired_env, known)
             service = existing.get(name)
@@ -83,6 +86,8 @@ def _service_steps(
                 ]
                 if desired_env:
                     fields += environment_changes({}, desired_env)
+                if (added := plan_domains.change([], hostnames)) is not None:
+                    fields.append(added)
                 steps.append(
                     Step(
                         Change(
@@ -97,6 +102,7 @@ def _service_steps(
                         path,
                         body={"name": name, **settings},
                         environment=environment_body(desired_env) if desired_env else None,
+                        domains=hostnames or None,
                     )
                 )
                 continue
@@ -124,6 +130,9 @@ def _service_steps(
                 if env_changes:
                     fields += env_changes
                     environment = environment_body(desired_env)
+            moved = plan_domains.change(held.get(service.id, []), hostnames)
+            if moved is not None:
+                fields.append(moved)
             if fields:
                 steps.append(
                     Step(
@@ -139,6 +148,7 @@ def _service_steps(
                         path,
                         body=changed,
                         environment=environment,
+                        domains=hostnames if moved is not None else None,
                     )
                 )
         for name, service in existing.items():
@@ -410,7 +420,16 @@ async def make_plan(
     access = await session.get(ModelAccess, project.id)
     left_alone: list[LeftAlone] = []
     steps = [
-        *_service_steps(document, project, live_services, box, known, prune, left_alone),
+        *_service_steps(
+            document,
+            project,
+            live_services,
+            box,
+            known,
+            prune,
+            left_alone,
+            await plan_domains.live_domains(session, live_services),
+        ),
         *_cache_steps(document, project, live_caches, prune, left_alone),
         *_database_steps(document, project, known, prune, left_alone),
         *_bucket_steps(document, project, live_buckets, prune, left_alone),

@@ -98,7 +98,20 @@ def _spec(
     return create_model(create.__name__.removesuffix("Create") + "Spec", __base__=base, **fields)
 
 
-WebServerSpec = _spec(WebServerCreate, _CpuCheck)
+WebServerSpec = create_model(
+    "WebServerSpec",
+    __base__=_spec(WebServerCreate, _CpuCheck),
+    domains=(
+        list[Annotated[str, Field(min_length=1, max_length=253)]] | None,
+        Field(
+            default=None,
+            max_length=100,
+            description="The web server's custom domains (what is not named here is removed); "
+            "left out, the file does not manage its domains.",
+            examples=[["www.example.com"]],
+        ),
+    ),
+)
 WorkerSpec = _spec(WorkerCreate, _CpuCheck)
 StaticWebsiteSpec = _spec(StaticWebsiteCreate, Request)
 DatabaseSpec = _spec(DatabaseCreate, Request, environment=False)
@@ -124,7 +137,7 @@ class CapstanFile(Request):
     """A project's desired state. Sections left out are empty (with `prune`, what the project
     has there is deleted), except `model_access`, which left out is not managed."""
 
-    web_servers: dict[ServiceName, WebServerSpec] = Field(  # type: ignore[valid-type]
+    web_servers: dict[ServiceName, WebServerSpec] = Field(
         default_factory=dict,
         description="Web servers by name.",
         max_length=MAX_SERVICES_PER_SECTION,

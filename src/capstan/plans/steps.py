@@ -68,6 +68,8 @@ class Step:
     body: dict[str, Any] = field(default_factory=dict)  # create / update fields
     # The whole new environment, if it changes: `{name, value}` or `{name, database: NAME}`.
     environment: list[dict[str, Any]] | None = None
+    # A web server's whole set of custom domains, if it changes (`plans/domains.py`).
+    domains: list[str] | None = None
 
 
 @dataclass

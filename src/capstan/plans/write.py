@@ -23,6 +23,7 @@ from capstan.databases.schemas import DatabaseCreate, DatabaseUpdate
 from capstan.kit.models import DELETING
 from capstan.model_access import service as model_access
 from capstan.model_access.schemas import ModelAccessSelection
+from capstan.plans import domains as plan_domains
 from capstan.plans.check import Answers
 from capstan.plans.schemas import StartedDeployment
 from capstan.plans.steps import (
@@ -120,6 +121,8 @@ async def _write_service(
             session, caller, project.id, kind, change.id, changes
         )
         deploys = any(name in services.DEPLOYING_FIELDS for name in changes)
+    if step.domains is not None:
+        await plan_domains.write(session, caller, project.id, service, step.domains, domain)
     if step.environment is not None:
         variables = environment_variables(
             await _resolved(session, caller, project, step.environment)

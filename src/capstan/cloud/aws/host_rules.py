@@ -23,6 +23,8 @@ _MAX_PRIORITY = 50_000
 RULES_PAGE = 400
 # A host-header condition value holds at most 128 characters (a DNS name up to 253).
 HOST_HEADER_CHARS = 128
+# On a custom domain's rule (its value: the domain's id), beside the project and resource tags.
+DOMAIN_TAG = "capstan:domain"
 
 
 def _client(session: AwsSession) -> Any:
@@ -37,9 +39,13 @@ def listener_rules(elbv2: Any, listener_arn: str) -> list[dict[str, Any]]:
     return [rule for page in pages for rule in page["Rules"]]
 
 
-def _rules_for(elbv2: Any, listener_arn: str, target_group_arn: str) -> list[dict[str, Any]]:
+def _rules_for(
+    elbv2: Any, listener_arn: str, target_group_arn: str, *, own: str | None = None
+) -> list[dict[str, Any]]:
     """The listener's rules forwarding to the target group (one, unless a retried first
-    roll-out made a second: see `ensure_host_rule`)."""
+    roll-out made a second: see `ensure_host_rule`), a custom domain's rules to the group left
+    out (`DOMAIN_TAG`). Rules matching the target's `own` hostname are its own (a domain never
+    holds a service's hostname): the tags are read only when another rule is there."""
     found = []
     for rule in listener_rules(elbv2, listener_arn):
         for action in rule.get("Actions", []):
@@ -49,12 +55,43 @@ def _rules_for(elbv2: Any, listener_arn: str, target_group_arn: str) -> list[dic
             ):
                 found.append(dict(rule))
                 break
+    if not found or (own is not None and all(_hosts(r) == [host_pattern(own)] for r in found)):
+        return found
+    tags = _tags(elbv2, [str(rule["RuleArn"]) for rule in found])
+    return [rule for rule in found if DOMAIN_TAG not in tags.get(str(rule["RuleArn"]), {})]
+
+
+def _every_rule_to(elbv2: Any, listener_arn: str, target_group_arn: str) -> list[dict[str, Any]]:
+    """Every rule forwarding to the target group, a custom domain's too."""
+    found = []
+    for rule in listener_rules(elbv2, listener_arn):
+        if _forwarded_group(rule) == target_group_arn or any(
+            group.get("TargetGroupArn") == target_group_arn
+            for action in rule.get("Actions", [])
+            for group in action.get("ForwardConfig", {}).get("TargetGroups", [])
+        ):
+            found.append(dict(rule))
     return found
 
 
-def _rule_for(elbv2: Any, listener_arn: str, target_group_arn: str) -> dict[str, Any] | None:
-    found = _rules_for(elbv2, listener_arn, target_group_arn)
+def _rule_for(
+    elbv2: Any, listener_arn: str, target_group_arn: str, *, own: str | None = None
+) -> dict[str, Any] | None:
+    found = _rules_for(elbv2, listener_arn, target_group_arn, own=own)
     return found[0] if found else None
+
+
+def _tags(elbv2: Any, arns: list[str]) -> dict[str, dict[str, str]]:
+    """The tags of these rules, by ARN (DescribeTags takes 20 at a time)."""
+    tags: dict[str, dict[str, str]] = {}
+    for start in range(0, len(arns), 20):
+        for description in elbv2.describe_tags(ResourceArns=arns[start : start + 20])[
+            "TagDescriptions"
+        ]:
+            tags[description["ResourceArn"]] = {
+                tag["Key"]: tag["Value"] for tag in description.get("Tags", [])
+            }
+    return tags
 
 
 def host_pattern(hostname: str) -> str:
@@ -117,7 +154,7 @@ def ensure_host_rule(
     with aws_errors():
         if first and (made := _create_rule(elbv2, request, start + 1)) is not None:
             return made
-        rule = _rule_for(elbv2, listener_arn, target_group_arn)
+        rule = _rule_for(elbv2, listener_arn, target_group_arn, own=hostname)
         if rule is not None:
             if _hosts(rule) != [host_pattern(hostname)]:
                 elbv2.modify_rule(RuleArn=rule["RuleArn"], Conditions=_host_condition(hostname))
@@ -142,9 +179,11 @@ def _create_rule(elbv2: Any, request: dict[str, Any], priority: int) -> str | No
 
 
 def delete_host_rule(session: AwsSession, listener_arn: str, target_group_arn: str) -> None:
+    """Remove every rule forwarding to the target group (it is going: a custom domain's rule to
+    it too, which the load balancer would otherwise keep it in use by)."""
     elbv2 = _client(session)
     with aws_errors():
-        for rule in _rules_for(elbv2, listener_arn, target_group_arn):
+        for rule in _every_rule_to(elbv2, listener_arn, target_group_arn):
             with ignoring("RuleNotFound"):
                 elbv2.delete_rule(RuleArn=rule["RuleArn"])
 
@@ -212,18 +251,14 @@ def _delete_rule(elbv2: Any, rule_arn: str) -> None:
 def _host_rules(elbv2: Any, listener_arn: str) -> dict[str, tuple[str, dict[str, str], str]]:
     """target group -> (hostname, tags, rule ARN) of the listener's host-header rules."""
     rules = [rule for rule in listener_rules(elbv2, listener_arn) if not rule.get("IsDefault")]
-    tags: dict[str, dict[str, str]] = {}
-    arns = [str(rule["RuleArn"]) for rule in rules]
-    for start in range(0, len(arns), 20):
-        for description in elbv2.describe_tags(ResourceArns=arns[start : start + 20])[
-            "TagDescriptions"
-        ]:
-            tags[description["ResourceArn"]] = {
-                tag["Key"]: tag["Value"] for tag in description.get("Tags", [])
-            }
+    tags = _tags(elbv2, [str(rule["RuleArn"]) for rule in rules])
     found: dict[str, tuple[str, dict[str, str], str]] = {}
     for rule in rules:
         group, hosts = _forwarded_group(rule), _hosts(rule)
+        # A custom domain's rule stays with its listener: it goes where the domain's
+        # certificate is served, which its own reconciler decides.
+        if DOMAIN_TAG in tags.get(str(rule["RuleArn"]), {}):
+            continue
         if group is not None and hosts:
             arn = str(rule["RuleArn"])
             found[group] = (hosts[0], tags.get(arn, {}), arn)
@@ -238,3 +273,58 @@ def _forwarded_group(rule: dict[str, Any]) -> str | None:
             if group.get("TargetGroupArn"):
                 return str(group["TargetGroupArn"])
     return None
+
+
+def ensure_domain_rule(
+    session: AwsSession,
+    project_id: str,
+    domain_id: str,
+    listener_arn: str,
+    target_group_arn: str,
+    hostname: str,
+) -> str:
+    """The listener rule forwarding a custom domain's `hostname` to its service's target group,
+    tagged with the domain (`DOMAIN_TAG`), so that the service's own rule is never taken for
+    it; its ARN. Priorities probe from a hash of the domain's id, as `ensure_host_rule`'s."""
+    elbv2 = _client(session)
+    with aws_errors():
+        for rule in _domain_rules(elbv2, listener_arn, domain_id):
+            if _forwarded_group(rule) == target_group_arn and _hosts(rule) == [
+                host_pattern(hostname)
+            ]:
+                return str(rule["RuleArn"])
+            _delete_rule(elbv2, str(rule["RuleArn"]))  # made for an older target group
+        start = int(hashlib.sha256(domain_id.encode()).hexdigest(), 16) % _MAX_PRIORITY
+        request = {
+            "ListenerArn": listener_arn,
+            "Conditions": _host_condition(hostname),
+            "Actions": [{"Type": "forward", "TargetGroupArn": target_group_arn}],
+            "Tags": names.tag_list(project_id, domain_id, **{DOMAIN_TAG: domain_id}),
+        }
+        for attempt in range(50):
+            priority = (start + attempt) % _MAX_PRIORITY + 1
+            if (made := _create_rule(elbv2, request, priority)) is not None:
+                return made
+        created = elbv2.create_rule(Priority=start + 1, **request)  # the last word is AWS's error
+        return str(created["Rules"][0]["RuleArn"])
+
+
+def delete_domain_rules(session: AwsSession, listener_arn: str, domain_id: str) -> None:
+    """Remove the custom domain's rules from the listener (only those its tag names: a
+    hostname let go may already be another domain's)."""
+    elbv2 = _client(session)
+    try:
+        with aws_errors():
+            for rule in _domain_rules(elbv2, listener_arn, domain_id):
+                _delete_rule(elbv2, str(rule["RuleArn"]))
+    except TerminalCloudError as error:
+        if error.code != "listener_not_found":
+            raise
+
+
+def _domain_rules(elbv2: Any, listener_arn: str, domain_id: str) -> list[dict[str, Any]]:
+    rules = [rule for rule in listener_rules(elbv2, listener_arn) if not rule.get("IsDefault")]
+    tags = _tags(elbv2, [str(rule["RuleArn"]) for rule in rules])
+    return [
+        rule for rule in rules if tags.get(str(rule["RuleArn"]), {}).get(DOMAIN_TAG) == domain_id
+    ]
