@@ -77,6 +77,10 @@ class Settings(BaseSettings):
     # on PostgreSQL in every process, by LISTEN/NOTIFY), so this is only the safety net — and,
     # on SQLite, how late a separate `capstan worker --dev` sees work another process enqueued.
     worker_idle_poll_seconds: float = 2.0
+    # Every wait between looks at a cloud operation times this (`reconcile.timing.Poll`): 1 for
+    # AWS; the test servers use less, since the sandbox's operations finish in a fraction of
+    # a second (docs/decisions/0129-quick-tests.md).
+    worker_poll_scale: float = 1.0
     worker_lease_seconds: float = 30.0
     resync_seconds: float = 300.0
     rollout_deadline_seconds: float = 900.0
@@ -120,6 +124,13 @@ class Settings(BaseSettings):
     database_pool_size: int | None = None
     database_max_overflow: int = 0
     database_pool_timeout_seconds: float = 10.0
+
+    @field_validator("worker_poll_scale")
+    @classmethod
+    def _positive_scale(cls, value: float) -> float:
+        if not value > 0:
+            raise ValueError("must be positive")
+        return value
 
     @field_validator("base_url")
     @classmethod

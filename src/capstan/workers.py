@@ -55,6 +55,7 @@ def make_worker(runtime: Runtime, *, owner: str | None = None) -> Worker:
             lease_seconds=settings.worker_lease_seconds,
             resync_seconds=settings.resync_seconds,
             idle_poll_seconds=settings.worker_idle_poll_seconds,
+            poll_scale=settings.worker_poll_scale,
         ),
         owner=owner,
     )

@@ -7,12 +7,21 @@ import math
 from datetime import timedelta
 
 import pytest
+from pydantic import ValidationError
 from sqlalchemy import select
 
+from capstan.config import Settings
 from capstan.reconcile import queue
 from capstan.reconcile.models import QueueItem
 from capstan.reconcile.timing import Poll
-from capstan.reconcile.worker import Done, PollAgain, RequeueAfter, Result, Worker
+from capstan.reconcile.worker import (
+    Done,
+    PollAgain,
+    RequeueAfter,
+    Result,
+    Worker,
+    WorkerSettings,
+)
 from tests.clock import FakeClock
 from tests.harness import RunningServer
 from tests.reconcile.helpers import Recorder, Sessions, enqueue_ids, run
@@ -35,6 +44,13 @@ def test_poll_waits_stop_at_the_cap() -> None:
     assert max(waits) == 60 * SECOND
     assert waits == sorted(waits)
     assert POLL.delay(10**9) == 60 * SECOND  # no overflow however long a row polls
+
+
+def test_a_scaled_poll_waits_that_much_less_at_every_look() -> None:
+    quarter = POLL.scaled(0.25)
+    assert [quarter.delay(n) for n in range(12)] == [POLL.delay(n) / 4 for n in range(12)]
+    with pytest.raises(ValueError):
+        POLL.scaled(0)
 
 
 def test_a_poll_that_cannot_grow_keeps_its_first_wait() -> None:
@@ -73,6 +89,32 @@ def test_each_look_at_an_unfinished_operation_waits_longer(server: RunningServer
 
     assert run(server, work) == [(POLL.delay(0), 1), (POLL.delay(1), 2), (POLL.delay(2), 3)]
     assert recorder.passes == ["op"] * 3
+
+
+def test_a_worker_scales_every_poll_it_is_asked_to_wait(server: RunningServer) -> None:
+    recorder = Recorder(lambda _id, _n: _answer(PollAgain(POLL)))
+    clock = FakeClock()
+
+    async def work(sessions: Sessions) -> list[timedelta]:
+        await enqueue_ids(sessions, recorder.kind, "op", clock=clock)
+        worker = Worker(sessions, [recorder], WorkerSettings(poll_scale=0.25), clock=clock)
+        waits = []
+        for _ in range(2):
+            await worker.run_until_idle()
+            row = await _row(sessions, recorder.kind)
+            waits.append(row.due_at - clock.now)
+            clock.move_to(row.due_at)
+        return waits
+
+    assert run(server, work) == [POLL.delay(0) / 4, POLL.delay(1) / 4]
+
+
+def test_the_server_s_worker_scales_polls_as_configured(server: RunningServer) -> None:
+    assert server.settings.worker_poll_scale < 1  # the test servers' (tests/harness.py)
+    assert server.app.state.worker.settings.poll_scale == server.settings.worker_poll_scale
+    assert Settings(_env_file=None).worker_poll_scale == 1  # type: ignore[call-arg]
+    with pytest.raises(ValidationError):
+        Settings(_env_file=None, worker_poll_scale=0)  # type: ignore[call-arg]
 
 
 def test_any_other_answer_starts_the_polls_again(server: RunningServer) -> None:

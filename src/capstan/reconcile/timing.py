@@ -36,6 +36,12 @@ class Poll:
         if self.first < timedelta(0) or self.cap < self.first or self.factor < 1:
             raise ValueError("a poll needs 0 <= first <= cap and factor >= 1")
 
+    def scaled(self, scale: float) -> Poll:
+        """This poll with every wait times `scale` (the same number of looks per doubling)."""
+        if scale <= 0:
+            raise ValueError("a poll's scale must be positive")
+        return Poll(first=self.first * scale, cap=self.cap * scale, factor=self.factor)
+
     def delay(self, looks: int) -> timedelta:
         """The wait after the `looks`-th look (0-based) that found the operation still running."""
         if self.first == timedelta(0) or self.factor == 1:

@@ -93,6 +93,9 @@ class WorkerSettings:
     resync_seconds: float = 300.0
     # The longest sleep with nothing due (None: `poll_seconds`); an enqueue wakes it sooner.
     idle_poll_seconds: float | None = None
+    # Every kind's `Poll` waits times this: below 1 where the cloud is a sandbox whose
+    # operations finish in a fraction of AWS's time, so nobody waits on a poll sized for AWS.
+    poll_scale: float = 1.0
 
 
 def resync_offset(kind: str, resource_id: str, period: float) -> float:
@@ -307,7 +310,8 @@ class Worker:
             if isinstance(result, RequeueAfter):
                 requeue_after = result.seconds
             elif isinstance(result, PollAgain):
-                poll = result.poll
+                scale = self.settings.poll_scale
+                poll = result.poll if scale == 1 else result.poll.scaled(scale)
         except asyncio.CancelledError:
             if key not in self._taken_over:
                 raise  # the worker is stopping
