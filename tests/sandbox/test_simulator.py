@@ -155,7 +155,9 @@ def test_a_build_stays_in_progress_until_build_seconds_pass(
     )["events"]
     # The buildspec's own commands ran: the image was built and pushed by them.
     messages = [event["message"] for event in events]
-    assert '[Container] Running command docker build -t "$IMAGE_URI" .' in messages
+    assert '[Container] Running command docker build -f "$DOCKERFILE_PATH" -t "$IMAGE_URI" .' in (
+        messages
+    )
     assert any(message.startswith("c1: digest: sha256:") for message in messages)
 
 
