@@ -217,10 +217,19 @@ def test_a_service_page_is_in_tabs_that_are_links(
     page.goto(shop["page"])
     tabs = page.get_by_role("navigation", name="web")
     names = tabs.get_by_role("link").all_inner_texts()
-    assert names == ["Overview", "Deployments", "Logs", "Metrics", "Environment", "Settings"]
+    assert names == [
+        "Overview",
+        "Deployments",
+        "Runs",
+        "Logs",
+        "Metrics",
+        "Environment",
+        "Settings",
+    ]
     assert tabs.locator('[aria-current="page"]').inner_text() == "Overview"
     for name, heading in (
         ("Deployments", "Deployments"),
+        ("Runs", "Run a command"),
         ("Logs", "Logs"),
         ("Metrics", "The last hour"),
         ("Environment", "Environment"),
