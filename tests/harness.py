@@ -181,6 +181,8 @@ def test_settings(
         "dockerhub_token": secrets.token_urlsafe(24),
         # The tests play many clients from one loopback address through X-Forwarded-For.
         "forwarded_allow_ips": "127.0.0.1",
+        # A cron job's history shows what its schedule started within a test's wait.
+        "cron_look_seconds": 0.5,
     }
     if sandbox_cloud_url and "dns_nameserver" not in overrides:
         from capstan.dev.public_dns import nameserver_of
