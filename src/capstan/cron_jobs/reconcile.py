@@ -20,7 +20,7 @@ from datetime import datetime
 from functools import partial
 from typing import Protocol, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from capstan import cron
@@ -145,12 +145,12 @@ class CronJobReconciler:
     ) -> Result:
         if account is None or account.account_id is None:
             if job.deleted_at is not None:
-                await session.delete(job)
+                await _forget(session, job)
             return Done()
         async with self._cloud.open(account, project) as driver:
             if job.deleted_at is not None:
                 await self._cloud.run(lambda: driver.delete(project.id, job.id))
-                await session.delete(job)
+                await _forget(session, job)
                 return Done()
             release = await runs.live_release(session, service)
             if release is None or release.task_definition_arn is None:
@@ -252,3 +252,9 @@ class CronJobReconciler:
             await enqueue(session, RUN_QUEUE_KIND, run.id)
             if task.status != "STOPPED":
                 going.append(run.id)
+
+
+async def _forget(session: AsyncSession, job: CronJob) -> None:
+    """The job's row gone; its runs stay its service's (whatever the database's foreign keys)."""
+    await session.execute(update(Run).where(Run.cron_job_id == job.id).values(cron_job_id=None))
+    await session.delete(job)
