@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from capstan.client import account, env, logs, plan_commands, runs, scale, services, source
+from capstan.client import account, cron, env, logs, plan_commands, runs, scale, services, source
 from capstan.client.context import PANEL
 
 
@@ -16,5 +16,6 @@ def register(app: typer.Typer) -> None:
     logs.register(app)
     runs.register(app)
     env.register(app, PANEL)
+    cron.register(app, PANEL)
     plan_commands.register(app)
     source.register(app)
