@@ -21,7 +21,8 @@ Schedule = Annotated[
 ]
 
 
-def _schedule(value: str | None) -> str | None:
+def check_schedule(value: str | None) -> str | None:
+    """The schedule as written, or ValueError naming the part that is wrong."""
     if value is None:
         return None
     try:
@@ -45,7 +46,7 @@ class CronJobCreate(Request):
     memory: Memory | SkipJsonSchema[None] = None
     enabled: bool = True
 
-    _check_schedule = field_validator("schedule")(_schedule)
+    _check_schedule = field_validator("schedule")(check_schedule)
     _check_cpu = field_validator("cpu")(_cpu)
 
 
@@ -56,7 +57,7 @@ class CronJobUpdate(Request):
     memory: Memory | SkipJsonSchema[None] = None
     enabled: bool | SkipJsonSchema[None] = None
 
-    _check_schedule = field_validator("schedule")(_schedule)
+    _check_schedule = field_validator("schedule")(check_schedule)
     _check_cpu = field_validator("cpu")(_cpu)
 
 

@@ -60,6 +60,18 @@ async def _service(
     return service
 
 
+async def service_named(session: AsyncSession, project_id: str, name: str) -> Service | None:
+    """The project's live web server or worker named `name` (capstan.yaml names them)."""
+    return await session.scalar(
+        select(Service).where(
+            Service.project_id == project_id,
+            Service.name == name,
+            Service.kind.in_((WEB_SERVER, WORKER)),
+            Service.deleted_at.is_(None),
+        )
+    )
+
+
 def _check(service: Service, command: str, cpu: int | None, memory: int | None) -> None:
     if command_override(service.start_command if service.kind == WORKER else None, command) is None:
         raise runs.EntryPointNotAShell()
