@@ -184,6 +184,8 @@ def test_settings(
         # The sandbox finishes in a fraction of a second what AWS takes minutes for: polls sized
         # for AWS kept the tests waiting (docs/decisions/0129-quick-tests.md).
         "worker_poll_scale": 0.25,
+        # A cron job's history shows what its schedule started within a test's wait.
+        "cron_look_seconds": 0.5,
     }
     if sandbox_cloud_url and "dns_nameserver" not in overrides:
         from capstan.dev.public_dns import nameserver_of

@@ -14,6 +14,7 @@ from fastapi.routing import iter_route_contexts
 
 from capstan.app import create_app
 from capstan.config import CloudMode, GitHostMode
+from capstan.dashboard.cron_jobs import router as dashboard_cron_router
 from capstan.dashboard.router import router as dashboard_router
 from capstan.dashboard.runs import router as dashboard_runs_router
 from tests.harness import Org, RunningServer
@@ -29,7 +30,9 @@ PUBLIC = {
 }
 DASHBOARD = {
     (method, route.path)
-    for route in iter_route_contexts([*dashboard_router.routes, *dashboard_runs_router.routes])
+    for route in iter_route_contexts(
+        [*dashboard_router.routes, *dashboard_runs_router.routes, *dashboard_cron_router.routes]
+    )
     for method in (route.methods or set()) - {"HEAD"}
     if route.path is not None and (method, route.path) not in PUBLIC
 }

@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     worker_lease_seconds: float = 30.0
     resync_seconds: float = 300.0
     rollout_deadline_seconds: float = 900.0
+    # How often an enabled cron job looks for the tasks its schedule started (its history).
+    cron_look_seconds: float = 30.0
     # A project made with a VPC of its own moves to the network its account shares in the region
     # (`cloud/network_move.py`); off keeps such projects where they are until it is turned on.
     move_own_networks: bool = True

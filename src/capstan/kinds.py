@@ -8,6 +8,7 @@ from capstan.apps.kind import KIND as APPS
 from capstan.buckets.kind import KIND as BUCKETS
 from capstan.caches.kind import KIND as CACHES
 from capstan.certificates.kind import KIND as CERTIFICATES
+from capstan.cron_jobs.kind import KIND as CRON_JOBS
 from capstan.databases.kind import KIND as DATABASES
 from capstan.domains.kind import KIND as DOMAINS
 from capstan.git_host.kind import KIND as GIT_HOST
@@ -24,6 +25,7 @@ KINDS: tuple[ResourceKind, ...] = (
     APPS,
     RUNS,
     DOMAINS,
+    CRON_JOBS,
     CACHES,
     DATABASES,
     BUCKETS,

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 CountFn = Callable[[AsyncSession, str], Awaitable[int]]
 # IAM policy statements the project's task role gets for a kind.
 GrantFn = Callable[[AsyncSession, "Project"], Awaitable[list[dict[str, Any]]]]
+# The names of a kind's rows that use a service (which then cannot be deleted).
+ServiceUsersFn = Callable[[AsyncSession, str], Awaitable[list[str]]]
 # Called in the request's (or pass's) transaction with a project id.
 ProjectHook = Callable[[AsyncSession, str], Awaitable[None]]
 ProjectFailureHook = Callable[[AsyncSession, str, str], Awaitable[None]]
@@ -100,6 +102,8 @@ class ResourceKind:
     git_events: Mapping[str, GitEventHandler] = field(default_factory=dict)
     # The cloud resources it makes, as the sandbox inventory names them (its leftovers check).
     leftovers: Sequence[str] = ()
+    # Its rows that run in a web server or worker (cron jobs): the service cannot be deleted.
+    service_users: ServiceUsersFn | None = None
 
 
 async def dependents_in_project(
@@ -196,6 +200,18 @@ async def load_balancer_failed(
     for kind in kinds:
         if kind.on_load_balancer_failed is not None:
             await kind.on_load_balancer_failed(session, project_id, message)
+
+
+async def service_users(
+    kinds: Sequence[ResourceKind], session: AsyncSession, service_id: str
+) -> list[str]:
+    """What of other kinds runs in the service, by name ("cron job nightly")."""
+    found: list[str] = []
+    for kind in kinds:
+        if kind.service_users is not None:
+            label = kind.name.replace("_", " ").rstrip("s")
+            found += [f"{label} {name}" for name in await kind.service_users(session, service_id)]
+    return found
 
 
 def git_events(kinds: Sequence[ResourceKind]) -> dict[str, GitEventHandler]:

@@ -27,9 +27,11 @@ from capstan.apps.source_fields import container_source
 from capstan.auth.principal import Caller
 from capstan.config import Settings
 from capstan.db import DbSession
-from capstan.deps import AppCloud, AppGitHost, AppSettings
+from capstan.deps import AppCloud, AppGitHost, AppKinds, AppSettings
+from capstan.errors import Conflict
 from capstan.projects import service as projects
 from capstan.projects.models import Project
+from capstan.registry import service_users
 from capstan.routers import PrefixRouter
 from capstan.runs import service as runs
 from capstan.runs.models import Run
@@ -47,6 +49,10 @@ class Kind:
     has_url: bool
     describe: Callable[[Service, str, str | None], dict[str, Any]]
     metrics: type[BaseModel]
+
+
+class ServiceInUse(Conflict):
+    code = "service_in_use"
 
 
 def make_router(spec: Kind) -> APIRouter:
@@ -142,8 +148,15 @@ def make_router(spec: Kind) -> APIRouter:
         summary=f"Delete a {spec.label} and its cloud resources",
     )
     async def delete(
-        project_id: str, service_id: str, caller: Caller, session: DbSession
+        project_id: str, service_id: str, caller: Caller, session: DbSession, kinds: AppKinds
     ) -> Response:
+        service = await services.get(session, caller, project_id, spec.kind, service_id)
+        users = await service_users(kinds, session, service.id)
+        if users:
+            raise ServiceInUse(
+                f"The {spec.label} cannot be deleted while these run in it: "
+                f"{', '.join(users)}. Delete them first."
+            )
         await services.delete(session, caller, project_id, spec.kind, service_id)
         return Response(status_code=status.HTTP_204_NO_CONTENT)
 

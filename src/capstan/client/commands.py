@@ -7,6 +7,7 @@ import typer
 
 from capstan.client import (
     account,
+    cron,
     domains,
     env,
     logs,
@@ -27,5 +28,6 @@ def register(app: typer.Typer) -> None:
     runs.register(app)
     env.register(app, PANEL)
     domains.register(app, PANEL)
+    cron.register(app, PANEL)
     plan_commands.register(app)
     source.register(app)

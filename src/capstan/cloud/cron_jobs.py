@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from capstan.cloud.aws import iam, scheduler
+from capstan.cloud.aws import ecs_tasks, iam, scheduler
+from capstan.cloud.aws.ecs_tasks import GroupTask
 from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.network import NetworkDriver
 
@@ -30,6 +31,14 @@ class CronJobSpec:
     command: list[str]
     cpu: int | None = None
     memory: int | None = None
+
+
+def task_group(cron_job_id: str) -> str:
+    """The ECS task group of the tasks a job's schedule starts (how its history finds them)."""
+    return f"capstan-cron:{cron_job_id}"
+
+
+__all__ = ["CronJobDriver", "CronJobSpec", "GroupTask", "task_group"]
 
 
 class CronJobDriver:
@@ -61,8 +70,19 @@ class CronJobDriver:
                 role_arn=role,
                 cpu=spec.cpu,
                 memory=spec.memory,
+                group=task_group(spec.cron_job_id),
             ),
         )
+
+    def fired(self, project_id: str, cron_job_id: str, task_definition_arn: str) -> list[GroupTask]:
+        """The tasks the job's schedule started that ECS still knows, oldest first."""
+        cluster = self._network.resources(project_id).cluster
+        family = task_definition_arn.rsplit("/", 1)[-1].split(":", 1)[0]
+        return ecs_tasks.tasks_in_group(self._customer, cluster, family, task_group(cron_job_id))
+
+    def stop(self, project_id: str, task_arn: str, reason: str) -> None:
+        cluster = self._network.resources(project_id).cluster
+        ecs_tasks.stop_task(self._customer, cluster, task_arn, reason)
 
     def delete(self, project_id: str, cron_job_id: str) -> None:
         scheduler.delete_schedule(self._customer, project_id, cron_job_id)

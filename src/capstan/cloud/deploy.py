@@ -47,6 +47,7 @@ from capstan.cloud.aws.session import AwsSession
 from capstan.cloud.aws.ssm import MAX_VALUE_BYTES
 from capstan.cloud.builds import Build, BuildDriver, BuildSpec
 from capstan.cloud.credentials import utcnow
+from capstan.cloud.cron_jobs import CronJobDriver
 from capstan.cloud.databases import PASSWORD_VARIABLE, DatabaseConnection, DatabaseDriver
 from capstan.cloud.errors import CloudError, TerminalCloudError
 from capstan.cloud.fargate import memory_problem
@@ -97,6 +98,7 @@ class Deployer(Rollouts):
         self.builds = BuildDriver(customer, clock=clock)
         # One-off runs of a target's release (`cloud/one_off.py`).
         self.runs = OneOffDriver(customer, self.network)
+        self.cron_jobs = CronJobDriver(customer, self.network)
         # A static website's own steps (storage, certificate, publication), on the same sessions.
         self.site = SiteDriver(customer, operator, domain=self._domain, clock=clock)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from capstan.dashboard.cron_jobs import router as cron_jobs_router
 from capstan.dashboard.router import router
 from capstan.dashboard.runs import router as runs_router
 from capstan.dashboard.templating import HERE, STATIC_PATH
@@ -19,5 +20,6 @@ from capstan.dashboard.templating import HERE, STATIC_PATH
 def mount_dashboard(app: FastAPI) -> None:
     """The dashboard's pages and `/docs` (the app's `docs_url` is None), and its static assets."""
     app.include_router(runs_router)
+    app.include_router(cron_jobs_router)
     app.include_router(router)
     app.mount(STATIC_PATH, StaticFiles(directory=HERE / "static"), name="static")

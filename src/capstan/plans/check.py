@@ -34,7 +34,7 @@ from capstan.cloud_account.models import CloudAccount
 from capstan.databases import references
 from capstan.databases import service as databases
 from capstan.databases.schemas import DatabaseCreate, DatabaseUpdate
-from capstan.errors import Conflict
+from capstan.errors import Conflict, NotFound
 from capstan.git_host.payloads import Repository
 from capstan.hostnames import service as hostnames
 from capstan.model_access import service as model_access
@@ -141,11 +141,26 @@ async def check(
                 await _database(session, caller, planned, step)
             elif kind == "bucket":
                 await _bucket(session, caller, planned, step, projected, kinds)
+            elif kind == "cron_job":
+                check_cron_job(planned, step)
             else:
                 await _model_access(session, caller, cloud, planned, step, answers, projected)
                 await _room_for_grants(session, planned, projected, kinds)
     answers.git_host.answer_only()
     return answers
+
+
+def check_cron_job(planned: Planned, step: Step) -> None:
+    """A new cron job's service is a web server or worker of the project, or of the file."""
+    if step.change.action != "create":
+        return
+    name = step.body["service"]
+    runnable = ("web_server", "worker")
+    known = {s.name for s in planned.current.services if s.kind in runnable} | {
+        c.name for c in planned.plan.changes if c.kind in runnable and c.action == "create"
+    }
+    if name not in known:
+        raise NotFound(f"No web server or worker named {name!r} in the project or the file.")
 
 
 async def _service(

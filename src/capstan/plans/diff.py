@@ -18,12 +18,14 @@ from capstan.buckets.models import Bucket
 from capstan.caches import service as caches
 from capstan.caches.models import Cache
 from capstan.cloud.pricing import shared_lines
+from capstan.cron_jobs import service as cron_jobs
 from capstan.crypto import SecretBox
 from capstan.databases import service as databases
 from capstan.databases.models import Database
 from capstan.kit.models import DELETING
 from capstan.model_access.models import ModelAccess
 from capstan.plans import domains as plan_domains
+from capstan.plans.cron_steps import cron_steps, live_cost
 from capstan.plans.environment import (
     KnownDatabases,
     check_references,
@@ -418,6 +420,7 @@ async def make_plan(
         if bucket.status != DELETING
     ]
     access = await session.get(ModelAccess, project.id)
+    live_jobs = await cron_jobs.list_(session, caller, project.id)
     left_alone: list[LeftAlone] = []
     steps = [
         *_service_steps(
@@ -434,6 +437,7 @@ async def make_plan(
         *_database_steps(document, project, known, prune, left_alone),
         *_bucket_steps(document, project, live_buckets, prune, left_alone),
         *_model_access_steps(document, access),
+        *cron_steps(document, project, live_jobs, live_services, prune, left_alone),
     ]
     lines = shared(region, _users(live_services, []), _users(live_services, steps))
     before = sum(
@@ -442,6 +446,7 @@ async def make_plan(
             *(monthly_usd("cache", _cache_size(c), region) for c in live_caches),
             *(monthly_usd("database", _database_size(d), region) for d in live_databases),
             *(monthly_usd("bucket", {}, region) for _b in live_buckets),
+            live_cost(live_jobs, region),
             *(line.monthly_usd_before for line in lines),
         ]
     )

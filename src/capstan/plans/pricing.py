@@ -15,8 +15,12 @@ so a plan that adds the first web server shows the load balancer it brings.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from cronsim import CronSim
+
+from capstan import cron
 from capstan.cloud.pricing import (
     SharedLine,
     bucket_monthly_usd,
@@ -25,6 +29,7 @@ from capstan.cloud.pricing import (
     monthly_run_rate_usd,
     shared_lines,
     site_monthly_run_rate_usd,
+    task_hourly_usd,
 )
 from capstan.plans.schemas import SharedCost
 
@@ -48,7 +53,30 @@ def monthly_usd(kind: str, settings: dict[str, Any], region: str) -> float:
         return database_monthly_usd(settings["storage_gb"], settings["high_availability"], region)
     if kind == "bucket":
         return round(bucket_monthly_usd(0, 0, 0, region), 2)
+    if kind == "cron_job":
+        return cron_job_monthly_usd(settings, region)
     return 0.0
+
+
+# What a plan assumes of a cron job: each run takes this long (its task billed for it), on the
+# service's cpu and memory; a disabled job costs nothing.
+CRON_RUN_MINUTES = 5
+_MONTH = timedelta(days=30)
+
+
+def cron_job_monthly_usd(settings: dict[str, Any], region: str) -> float:
+    """A month (30 days) of a cron job's runs, each `CRON_RUN_MINUTES` long."""
+    if not settings.get("enabled", True):
+        return 0.0
+    fields = " ".join(cron.parse(settings["schedule"]).fields)
+    start = datetime(2030, 1, 1, tzinfo=UTC)  # a fixed month: the same plan twice costs the same
+    runs = 0
+    for moment in CronSim(fields, start):
+        if moment >= start + _MONTH:
+            break
+        runs += 1
+    hourly = task_hourly_usd(settings["cpu"], settings["memory"], region)
+    return round(runs * CRON_RUN_MINUTES / 60 * hourly, 2)
 
 
 def shared(region: str, before: tuple[int, int], after: tuple[int, int]) -> list[SharedCost]:

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, create_model, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    Field,
+    StringConstraints,
+    create_model,
+    field_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from capstan.apps.schemas import (
@@ -29,6 +36,7 @@ from capstan.apps.schemas import (
 )
 from capstan.buckets.schemas import Label
 from capstan.caches.schemas import CacheName, StorageLimit
+from capstan.cron_jobs.schemas import Schedule, check_schedule
 from capstan.databases.schemas import DatabaseCreate
 from capstan.databases.schemas import Name as DatabaseName
 from capstan.model_access.schemas import ModelIds
@@ -121,6 +129,19 @@ class CacheSpec(Request):
     storage_limit_mb: StorageLimit
 
 
+class CronJobSpec(Request):
+    schedule: Schedule
+    command: Annotated[str, StringConstraints(min_length=1, max_length=4096), FREE_TEXT] = Field(
+        description="Run under `sh -c` in the service's live release."
+    )
+    service: ServiceName = Field(description="The web server or worker it runs in, by name.")
+    cpu: int | SkipJsonSchema[None] = Field(default=None, description="Default: the service's.")
+    memory: int | SkipJsonSchema[None] = Field(default=None, description="Default: the service's.")
+    enabled: bool = True
+
+    _check_schedule = field_validator("schedule")(check_schedule)
+
+
 # A document's bounds (published in its schema and in docs/api.md), above what one project can
 # run in an account at AWS's default quotas: web servers and previews share the project's load
 # balancer, whose rules AWS caps at 100; RDS allows 40 DB instances per region
@@ -131,6 +152,7 @@ MAX_SERVICES_PER_SECTION = 100
 MAX_CACHES = 40
 MAX_DATABASES = 40
 MAX_BUCKETS = 100
+MAX_CRON_JOBS = 100
 
 
 class CapstanFile(Request):
@@ -159,6 +181,11 @@ class CapstanFile(Request):
     buckets: list[Label] = Field(
         default_factory=list, description="Storage buckets by label.", max_length=MAX_BUCKETS
     )
+    cron_jobs: dict[ServiceName, CronJobSpec] = Field(
+        default_factory=dict,
+        description="Cron jobs by name: a command run on a schedule in a service's release.",
+        max_length=MAX_CRON_JOBS,
+    )
     model_access: ModelIds | None = Field(
         default=None,
         description="The foundation models the project's services may invoke ([] allows "
@@ -186,7 +213,14 @@ def capstan_file_schema() -> dict[str, Any]:
 # -- answers --------------------------------------------------------------------------------
 
 Kind = Literal[
-    "web_server", "worker", "static_website", "cache", "database", "bucket", "model_access"
+    "web_server",
+    "worker",
+    "static_website",
+    "cache",
+    "database",
+    "bucket",
+    "model_access",
+    "cron_job",
 ]
 
 

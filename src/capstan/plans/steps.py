@@ -99,6 +99,8 @@ def _order(step: Step) -> int:
         return 0
     if step.change.kind == "database":
         return 1
+    if step.change.kind == "cron_job" and step.change.action == "create":
+        return 4  # after the services it runs in
     return 2 if step.change.action == "update" else 3
 
 

@@ -25,6 +25,7 @@ from capstan.model_access import service as model_access
 from capstan.model_access.schemas import ModelAccessSelection
 from capstan.plans import domains as plan_domains
 from capstan.plans.check import Answers
+from capstan.plans.cron_steps import write_cron_job
 from capstan.plans.schemas import StartedDeployment
 from capstan.plans.steps import (
     SECTION_OF,
@@ -67,6 +68,8 @@ async def write(
                 await _write_cache(session, caller, project, step)
             elif change.kind == "database":
                 await _write_database(session, caller, project, step)
+            elif change.kind == "cron_job":
+                await write_cron_job(session, caller, project, step)
             elif change.kind == "bucket":
                 if change.action == "create":
                     await buckets.create(session, caller, project.id, step.body["name"], kinds)

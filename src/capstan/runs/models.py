@@ -24,13 +24,18 @@ QUEUE_KIND = "run"
 
 class Run(Base):
     __tablename__ = "runs"
-    __table_args__ = (Index("ix_runs_service", "service_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_runs_service", "service_id", "created_at"),
+        Index("ix_runs_cron_job", "cron_job_id", "created_at"),
+    )
 
     id: Mapped[str] = id_column("run")
     service_id: Mapped[str] = mapped_column(ForeignKey("services.id", ondelete="CASCADE"))
     # A preview's release (its release command): the run is the preview's, in its log group.
     preview_id: Mapped[str | None] = mapped_column(String(40))
     deployment_id: Mapped[str] = mapped_column(String(40))
+    # A cron job's run (started by its schedule or by "run now"): the job's history.
+    cron_job_id: Mapped[str | None] = mapped_column(ForeignKey("cron_jobs.id", ondelete="SET NULL"))
     command: Mapped[str] = mapped_column(Text)
     cpu: Mapped[int] = mapped_column(Integer)
     memory: Mapped[int] = mapped_column(Integer)

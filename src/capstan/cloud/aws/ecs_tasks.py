@@ -100,6 +100,55 @@ def describe_task(session: AwsSession, cluster: str, task_arn: str) -> TaskState
     )
 
 
+@dataclass(frozen=True)
+class GroupTask:
+    """A task found in a task group (a cron job's schedule's)."""
+
+    task_arn: str
+    task_definition_arn: str
+    status: str  # ECS's lastStatus
+    created_at: datetime | None
+
+
+def tasks_in_group(session: AwsSession, cluster: str, family: str, group: str) -> list[GroupTask]:
+    """The tasks of the definition family in the cluster whose group is `group`, going or
+    stopped (ECS keeps a stopped task for a while), oldest first."""
+    client = session.client("ecs")
+    arns: list[str] = []
+    with aws_errors():
+        for desired in ("RUNNING", "STOPPED"):
+            token: str | None = None
+            while True:
+                page = client.list_tasks(
+                    cluster=cluster,
+                    family=family,
+                    desiredStatus=desired,
+                    **({"nextToken": token} if token else {}),
+                )
+                arns += page.get("taskArns") or []
+                token = page.get("nextToken")
+                if not token:
+                    break
+        found: list[GroupTask] = []
+        for start in range(0, len(arns), 100):
+            described = client.describe_tasks(cluster=cluster, tasks=arns[start : start + 100])
+            for raw in described.get("tasks") or []:
+                if raw.get("group") != group:
+                    continue
+                found.append(
+                    GroupTask(
+                        task_arn=str(raw["taskArn"]),
+                        task_definition_arn=str(raw.get("taskDefinitionArn") or ""),
+                        status=str(raw.get("lastStatus") or "PROVISIONING"),
+                        created_at=_moment(raw.get("createdAt")),
+                    )
+                )
+    return sorted(
+        found,
+        key=lambda task: (task.created_at.timestamp() if task.created_at else 0, task.task_arn),
+    )
+
+
 def stop_task(session: AwsSession, cluster: str, task_arn: str, reason: str) -> None:
     with aws_errors():
         session.client("ecs").stop_task(cluster=cluster, task=task_arn, reason=reason[:255])

@@ -38,6 +38,8 @@ class ScheduledTask:
     role_arn: str  # the project's scheduler role
     cpu: int | None = None
     memory: int | None = None
+    # The ECS task group of the tasks it starts, by which they are found again.
+    group: str | None = None
 
 
 def ensure_group(session: AwsSession, project_id: str) -> str:
@@ -99,6 +101,21 @@ def _fields(task: ScheduledTask, group: str) -> dict[str, Any]:
         overrides["cpu"] = str(task.cpu)
     if task.memory is not None:
         overrides["memory"] = str(task.memory)
+    ecs_parameters: dict[str, Any] = {
+        "TaskDefinitionArn": task.task_definition_arn,
+        "LaunchType": "FARGATE",
+        "TaskCount": 1,
+        "NetworkConfiguration": {
+            "awsvpcConfiguration": {
+                "Subnets": task.subnets,
+                "SecurityGroups": task.security_groups,
+                "AssignPublicIp": "ENABLED",
+            }
+        },
+    }
+    if task.group is not None:
+        # https://docs.aws.amazon.com/scheduler/latest/APIReference/API_EcsParameters.html
+        ecs_parameters["Group"] = task.group
     return {
         "Name": names.schedule_name(task.resource_id),
         "GroupName": group,
@@ -110,17 +127,6 @@ def _fields(task: ScheduledTask, group: str) -> dict[str, Any]:
             "Arn": task.cluster_arn,
             "RoleArn": task.role_arn,
             "Input": json.dumps(overrides),
-            "EcsParameters": {
-                "TaskDefinitionArn": task.task_definition_arn,
-                "LaunchType": "FARGATE",
-                "TaskCount": 1,
-                "NetworkConfiguration": {
-                    "awsvpcConfiguration": {
-                        "Subnets": task.subnets,
-                        "SecurityGroups": task.security_groups,
-                        "AssignPublicIp": "ENABLED",
-                    }
-                },
-            },
+            "EcsParameters": ecs_parameters,
         },
     }
