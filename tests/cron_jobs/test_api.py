@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 
 from capstan import cron
+from capstan.cloud.aws import names
 from capstan_sandbox.cloud.simulator import schedules
 from tests.apps.helpers import Ready, new_shop, simulator_knobs
+from tests.buckets.helpers import account_admin
 from tests.harness import Org
 from tests.polling import wait_until
-from tests.sandbox.aws import iam_propagated
+from tests.sandbox.aws import iam_propagated, refusal
 
 
 @pytest.fixture(autouse=True)
@@ -133,6 +135,15 @@ def test_a_nightly_job_fires_on_schedule_runs_now_skips_overlaps_and_goes(shop: 
             or None
         )
     )
+
+    # The project goes with its schedule group and its scheduler role.
+    shop.delete_project()
+    with account_admin(shop.org, shop.project["region"]) as admin:
+        group = names.schedule_group_name(shop.project["id"])
+        gone = refusal(admin.client("scheduler").get_schedule_group, Name=group)
+        assert gone["Code"] == "ResourceNotFoundException"
+        role = names.scheduler_role_name(shop.project["id"])
+        assert refusal(admin.client("iam").get_role, RoleName=role)["Code"] == "NoSuchEntity"
 
 
 def test_bad_schedules_and_services_are_refused(shop: Ready, other_org: Org) -> None:

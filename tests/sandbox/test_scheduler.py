@@ -250,3 +250,14 @@ def test_a_schedule_in_a_missing_group_is_not_found(world: World) -> None:
         Target=world.target(world.good_role, ["true"]),
     )
     assert refused["Code"] == "ResourceNotFoundException"
+
+
+def test_deleting_a_missing_schedule_group_is_not_found(world: World) -> None:
+    scheduler = world.admin.client("scheduler")
+    refused = refusal(scheduler.delete_schedule_group, Name="nowhere")
+    assert refused["Code"] == "ResourceNotFoundException"
+    scheduler.create_schedule_group(Name="briefly")
+    scheduler.delete_schedule_group(Name="briefly")
+    assert refusal(scheduler.get_schedule_group, Name="briefly")["Code"] == (
+        "ResourceNotFoundException"
+    )

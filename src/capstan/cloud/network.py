@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from capstan.cloud.aws import ecs, elbv2, iam, names, shared_network
+from capstan.cloud.aws import ecs, elbv2, iam, names, scheduler, shared_network
 from capstan.cloud.aws import network as aws_network
 from capstan.cloud.aws.errors import aws_errors
 from capstan.cloud.aws.network import SHARED_NOT_READY
@@ -194,6 +194,10 @@ class NetworkDriver:
             if error.code != "dependency_violation":
                 raise
             return False
+        # Cron jobs' schedule group and scheduler role are the project's (whether or not it
+        # ever had a cron job); both deletes answer for what is already gone.
+        scheduler.delete_group(self._customer, project_id)
+        iam.delete_scheduler_role(self._customer, project_id)
         iam.delete_project_roles(self._customer, project_id)
         return gone and all(
             elbv2.find_load_balancer(self._customer, project_id, generation) is None

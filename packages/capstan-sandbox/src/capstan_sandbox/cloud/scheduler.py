@@ -92,7 +92,17 @@ def install() -> None:
             setattr(schedule, SINCE, now())
             return schedule
 
+        delete_group = EventBridgeSchedulerBackend.delete_schedule_group
+
+        def checked_delete_group(self: EventBridgeSchedulerBackend, name: str | None) -> None:
+            # moto answers a 500 (KeyError) for a group that is not there; AWS answers
+            # ResourceNotFoundException (API_DeleteScheduleGroup's errors).
+            if (name or "default") not in self.schedule_groups:
+                raise ScheduleGroupNotFound(name or "default")
+            delete_group(self, name)
+
         setattr(checked_create, _MARK, True)
         backend: Any = EventBridgeSchedulerBackend  # moto's signatures name every parameter
         backend.create_schedule = checked_create
         backend.update_schedule = checked_update
+        backend.delete_schedule_group = checked_delete_group
