@@ -95,7 +95,15 @@ def test_server_and_two_workers_converge_every_kind_keep_grants_and_leave_nothin
             ready=r"Created user ops@example.test",
         )
         for n in (1, 2):
-            procs.worker(f"worker {n}", {**common, "CAPSTAN_DATA_DIR": str(tmp_path / f"w{n}")})
+            procs.worker(
+                f"worker {n}",
+                # A cron job's history records what its schedule started within the test's wait.
+                {
+                    **common,
+                    "CAPSTAN_DATA_DIR": str(tmp_path / f"w{n}"),
+                    "CAPSTAN_CRON_LOOK_SECONDS": "1",
+                },
+            )
         database = Settings(
             _env_file=None, database_url=POSTGRES_URL, database_schema=database_schema
         )
@@ -114,7 +122,8 @@ def _every_kind(api: httpx.Client, sandbox_url: str, database: Settings) -> None
     project_id = project["id"]
     base = f"/api/projects/{project_id}"
 
-    web = _created(api, f"{base}/web_servers", web_server_body("web"))
+    web_body = {**web_server_body("web"), "release_command": "echo migrating"}
+    web = _created(api, f"{base}/web_servers", web_body)
     worker = _created(api, f"{base}/workers", worker_body("jobs"))
     site = _created(api, f"{base}/static_websites", SITE)
     preview = _created(api, f"{web}/previews", {"branch": "feature-x"})
@@ -126,6 +135,25 @@ def _every_kind(api: httpx.Client, sandbox_url: str, database: Settings) -> None
     assert api.post(f"{base}/certificate").status_code == 202
 
     wait_all_running(api, [web, worker, site, preview], timeout=120)
+    # The release command ran before the rollout; a one-off run and a cron job run in the live
+    # release, each followed by a worker process.
+    deployments = api.get(f"{web}/deployments").json()["deployments"]
+    [live] = [d for d in deployments if d["status"] == "running"]
+    assert live["release_run"]["status"] == "succeeded", live
+    run = _created(api, f"{web}/runs", {"command": "echo ran; exit 3"})
+    _wait_for(lambda: api.get(run).json()["status"] == "failed", "the run to end")
+    assert api.get(run).json()["exit_code"] == 3
+    lines = api.get(f"{run}/logs").json()["lines"]
+    assert [line["message"] for line in lines] == ["ran"]
+    web_id = web.rsplit("/", 1)[1]
+    every_minute = {"name": "tick", "schedule": "* * * * *", "command": "echo tick"}
+    cron = _created(api, f"{base}/cron_jobs", {**every_minute, "service_id": web_id})
+
+    def ticked() -> bool:
+        runs = api.get(f"{cron}/runs").json()["runs"]
+        return any(r["trigger"] == "schedule" and r["status"] == "succeeded" for r in runs)
+
+    _wait_for(ticked, "the cron job's scheduled run", timeout=180)
     _wait_for(lambda: api.get(cache).json()["status"] == "available", "the cache")
     _wait_for(lambda: api.get(bucket_path).json()["status"] == "active", "the bucket")
     _wait_for(lambda: api.get(base).json().get("certificate_status") == "issued", "the cert")
@@ -156,7 +184,7 @@ def _every_kind(api: httpx.Client, sandbox_url: str, database: Settings) -> None
         assert {"ecs service", "serverless cache", "s3 bucket", "iam role"} <= running, running
         # Two deleted one by one; the rest go with the project, which the workers' project
         # pass removes once its resources are gone (decision 0122).
-        for path in (preview, web):
+        for path in (preview, worker):
             assert api.delete(path).status_code in (200, 204), path
         assert api.put(f"{base}/model_access", json={"model_ids": []}).status_code == 200
         refused = api.delete(base)
@@ -165,7 +193,7 @@ def _every_kind(api: httpx.Client, sandbox_url: str, database: Settings) -> None
         assert deleting.status_code == 202, deleting.text
         assert deleting.json()["status"] == "deleting"
         _wait_for(lambda: api.get(base).status_code == 404, "the project to go", timeout=120)
-        for path in (worker, site, cache, bucket_path):
+        for path in (web, cron, site, cache, bucket_path):
             assert api.get(path).status_code == 404, path
         # No polling from here on: the project is gone only once the cloud is clean.
         assert capstan_resources(customer) == []
