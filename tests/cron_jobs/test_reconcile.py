@@ -5,6 +5,7 @@ the end-to-end path on the sandbox."""
 from __future__ import annotations
 
 import secrets
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -13,9 +14,10 @@ from capstan.apps.models import Deployment, Service
 from capstan.cloud_account.models import CloudAccount
 from capstan.cron_jobs.models import CronJob
 from capstan.cron_jobs.reconcile import SKIPPED, CronJobReconciler
+from capstan.db import utcnow
 from capstan.reconcile.worker import Done, RequeueAfter
 from capstan.runs.models import Run
-from tests.fakes.cron_jobs import FakeCronCloud, FakeCronDrivers
+from tests.fakes.cron_jobs import FIRST, FakeCronCloud, FakeCronDrivers
 from tests.state_rows import Database, Sessions, add_project, database_fixture, stored
 
 database = database_fixture("cron-job-reconcile")
@@ -82,9 +84,14 @@ class JobPasses:
             task_definition_arn=DEFINITION.format(generation),
         )
 
-    def reconcile(self) -> Any:
+    def reconcile(self, now: datetime | None = None) -> Any:
         async def once(sessions: Sessions) -> Any:
-            reconciler = CronJobReconciler(sessions, FakeCronDrivers(self.fake), look_seconds=7)
+            reconciler = CronJobReconciler(
+                sessions,
+                FakeCronDrivers(self.fake),
+                look_seconds=7,
+                clock=(lambda: now) if now is not None else utcnow,
+            )
             return await reconciler.reconcile(self.job_id)
 
         return self.database.run(once)
@@ -108,6 +115,17 @@ class JobPasses:
         async def write(sessions: Sessions) -> None:
             async with sessions() as session:
                 session.add(self._release(self.service_id, generation))
+                await session.commit()
+
+        self.database.run(write)
+
+    def end_run(self, run_id: str, *, started: datetime, finished: datetime) -> None:
+        async def write(sessions: Sessions) -> None:
+            async with sessions() as session:
+                row = await session.get(Run, run_id)
+                assert row is not None
+                row.status, row.exit_code = "succeeded", 0
+                row.started_at, row.finished_at = started, finished
                 await session.commit()
 
         self.database.run(write)
@@ -147,17 +165,41 @@ def test_fired_tasks_become_runs_and_an_overlap_is_skipped(database: Database) -
     job = JobPasses(database)
     job.reconcile()
     first = job.fake.fire(job.job_id)
-    job.reconcile()
-    [run] = job.runs()
-    assert (run.trigger, run.task_arn, run.status) == ("schedule", first, "pending")
-    second = job.fake.fire(job.job_id)  # due while the first still runs
+    # Due again before a look saw the first: the schedule was not paused yet.
+    second = job.fake.fire(job.job_id)
     job.reconcile()
     job.reconcile()  # a second look records nothing twice
     runs = job.runs()
-    assert [r.task_arn for r in runs] == [first, second]
+    assert [(r.trigger, r.task_arn) for r in runs] == [("schedule", first), ("schedule", second)]
+    assert runs[0].status == "pending"
     assert runs[1].status == "failed" and runs[1].error is not None
-    assert runs[1].error.startswith(f"Skipped: the job's run {run.id} was still going")
+    assert runs[1].error.startswith(f"Skipped: the job's run {runs[0].id} was still going")
     assert job.fake.stops == [(second, SKIPPED)]
+
+
+def test_the_schedule_pauses_while_a_run_goes_and_records_what_it_skipped(
+    database: Database,
+) -> None:
+    job = JobPasses(database)
+    job.reconcile()
+    first = job.fake.fire(job.job_id)
+    job.reconcile()
+    [run] = job.runs()
+    assert run.task_arn == first
+    assert job.fake.schedules[job.job_id].enabled is False  # Scheduler starts nothing more
+    # The run goes on for two days: the 03:00 of each of them passes while it goes.
+    job.end_run(run.id, started=FIRST, finished=FIRST + timedelta(days=2, hours=1))
+    job.reconcile(now=FIRST + timedelta(days=3))
+    assert job.fake.schedules[job.job_id].enabled is True
+    skipped = job.runs()[1:]
+    assert [r.created_at for r in skipped] == [FIRST + timedelta(days=1), FIRST + timedelta(days=2)]
+    for row in skipped:
+        assert (row.trigger, row.status, row.task_arn) == ("schedule", "failed", None)
+        assert row.error is not None
+        assert row.error.startswith(f"Skipped: the job's run {run.id} was still going")
+    ensures = job.fake.ensures
+    job.reconcile(now=FIRST + timedelta(days=3))
+    assert (len(job.runs()), job.fake.ensures) == (3, ensures)  # recorded once
 
 
 def test_disabling_and_deleting_remove_the_schedule(database: Database) -> None:

@@ -42,6 +42,7 @@ class FakeCronCloud:
 
     def fire(self, cron_job_id: str, status: str = "RUNNING") -> str:
         spec = self.schedules[cron_job_id]
+        assert spec.enabled, "a paused (DISABLED) schedule starts no task"
         found = self.tasks.setdefault(cron_job_id, [])
         arn = f"arn:aws:ecs:us-east-1:123456789012:task/capstan-prj/{cron_job_id}-{len(found)}"
         at = FIRST + timedelta(days=len(found))

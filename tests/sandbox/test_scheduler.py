@@ -261,3 +261,21 @@ def test_deleting_a_missing_schedule_group_is_not_found(world: World) -> None:
     assert refusal(scheduler.get_schedule_group, Name="briefly")["Code"] == (
         "ResourceNotFoundException"
     )
+
+
+def test_a_disabled_schedule_starts_nothing(world: World) -> None:
+    scheduler = world.admin.client("scheduler")
+    every_minute = {
+        "ScheduleExpression": "cron(* * * * ? *)",
+        "FlexibleTimeWindow": {"Mode": "OFF"},
+        "Target": world.target(world.good_role, ["true"]),
+    }
+    paused = scheduler.create_schedule(Name="paused", State="DISABLED", **every_minute)
+    since = schedules.now()
+    schedules.advance(60)
+    # A schedule that is enabled, due at the same minute: once it has fired, the simulator has
+    # looked at that minute, and the disabled one has not fired.
+    marker = scheduler.create_schedule(Name="marker", **every_minute)["ScheduleArn"]
+    schedules.advance(60)
+    wait_until(lambda: _fired(marker, since), what="the enabled schedule's invocation")
+    assert _fired(paused["ScheduleArn"], since) is None

@@ -6,8 +6,10 @@ job is disabled or deleted. A job whose service has no live release yet waits, s
 
 Then it records the job's history: the tasks the schedule started (their ECS task group is the
 job's) that no run holds yet become runs (`trigger: schedule`), which the run reconciler follows.
-A task started while an earlier run of the job is still going is stopped at once and recorded as
-a failed run saying it was skipped, so a job never runs twice at the same time.
+While a run of the job is going the schedule is paused (its state DISABLED), so Scheduler starts
+no second task; once the run has ended the schedule is enabled again and each time it was due
+meanwhile is recorded as a skipped run. A task that still starts beside a going run (due in the
+moment before the pause) is stopped at once and recorded as skipped too.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ T = TypeVar("T")
 # about an hour, so nothing is missed between looks).
 LOOK_SECONDS = 30.0
 SKIPPED = "Skipped by Capstan: the job's run before was still going"
+# The most skipped times recorded for one pause (an every-minute job paused for hours).
+SKIPPED_KEPT = 10
 
 
 class CronCloud(Protocol):
@@ -159,23 +163,40 @@ class CronJobReconciler:
                     ("The service has no live release yet: the job is scheduled once it has one."),
                 )
                 return RequeueAfter(self._look)
+            definition = release.task_definition_arn
+            fired = await self._cloud.run(lambda: driver.fired(project.id, job.id, definition))
+            await self._record(session, job, service, release, fired, driver)
             if not job.enabled:
                 if job.schedule_arn is not None or job.status != DISABLED:
                     await self._cloud.run(lambda: driver.delete(project.id, job.id))
                 job.status, job.error, job.schedule_arn, job.applied = DISABLED, None, None, None
             else:
-                await self._apply(job, service, release, driver)
+                going = await session.scalar(
+                    select(Run.id)
+                    .where(Run.cron_job_id == job.id, Run.status.not_in(ENDED))
+                    .order_by(Run.created_at)
+                    .limit(1)
+                )
+                paused_by = _paused_by(job.applied)
+                await self._apply(job, service, release, driver, going)
+                if paused_by is not None and going is None and job.status == SCHEDULED:
+                    await self._record_skipped(session, job, service, release, paused_by)
             if job.status == FAILED:
                 return Done()
-            definition = release.task_definition_arn
-            fired = await self._cloud.run(lambda: driver.fired(project.id, job.id, definition))
-            await self._record(session, job, service, release, fired, driver)
         return RequeueAfter(self._look) if job.enabled else Done()
 
     async def _apply(
-        self, job: CronJob, service: Service, release: Deployment, driver: CronCloud
+        self,
+        job: CronJob,
+        service: Service,
+        release: Deployment,
+        driver: CronCloud,
+        going: str | None,
     ) -> None:
-        applied = "|".join(map(str, (release.id, job.schedule, job.command, job.cpu, job.memory)))
+        """The schedule as the job says, paused while its run `going` (if any) is going; the
+        run that paused it is the fingerprint's last part."""
+        parts = (release.id, job.schedule, job.command, job.cpu, job.memory, going or "")
+        applied = "|".join(map(str, parts))
         if job.applied == applied and job.schedule_arn is not None:
             return
         override = command_override(runs.start_command_of(service, release), job.command)
@@ -187,7 +208,7 @@ class CronJobReconciler:
             cron_job_id=job.id,
             project_id=job.project_id,
             expression=cron.parse(job.schedule).eventbridge(),
-            enabled=True,
+            enabled=going is None,
             task_definition_arn=release.task_definition_arn,
             command=override,
             cpu=job.cpu,
@@ -252,6 +273,52 @@ class CronJobReconciler:
             await enqueue(session, RUN_QUEUE_KIND, run.id)
             if task.status != "STOPPED":
                 going.append(run.id)
+
+    async def _record_skipped(
+        self,
+        session: AsyncSession,
+        job: CronJob,
+        service: Service,
+        release: Deployment,
+        paused_by: str,
+    ) -> None:
+        """The times the schedule was due while `paused_by` went (it paused the schedule), each
+        as a failed run of the job saying it was skipped: the history shows what did not run."""
+        run = await session.get(Run, paused_by)
+        if run is None:
+            return
+        since = run.started_at or run.created_at
+        until = min(run.finished_at or self._clock(), self._clock())
+        schedule = cron.parse(job.schedule)
+        due = schedule.next_run(since)
+        for _ in range(SKIPPED_KEPT):
+            if due > until:
+                break
+            session.add(
+                Run(
+                    service_id=service.id,
+                    cron_job_id=job.id,
+                    deployment_id=release.id,
+                    command=job.command,
+                    cpu=job.cpu or 0,
+                    memory=job.memory or 0,
+                    trigger=SCHEDULE,
+                    status=RUN_FAILED,
+                    created_at=due,
+                    finished_at=due,
+                    error=(
+                        f"Skipped: the job's run {paused_by} was still going when this one was "
+                        f"due ({due:%Y-%m-%d %H:%M} UTC); the schedule was paused until it ended."
+                    ),
+                )
+            )
+            due = schedule.next_run(due)
+
+
+def _paused_by(applied: str | None) -> str | None:
+    """The run that paused the schedule as last applied (`_apply`'s fingerprint), if any."""
+    last = (applied or "").rsplit("|", 1)[-1]  # a command may hold "|"; a run id does not
+    return last if last.startswith("run_") else None
 
 
 async def _forget(session: AsyncSession, job: CronJob) -> None:
