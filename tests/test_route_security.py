@@ -14,9 +14,7 @@ from fastapi.routing import iter_route_contexts
 
 from capstan.app import create_app
 from capstan.config import CloudMode, GitHostMode
-from capstan.dashboard.cron_jobs import router as dashboard_cron_router
-from capstan.dashboard.router import router as dashboard_router
-from capstan.dashboard.runs import router as dashboard_runs_router
+from capstan.dashboard import ROUTERS as DASHBOARD_ROUTERS
 from tests.harness import Org, RunningServer
 
 # (method, path) pairs anyone may call. Sandbox pages exist only in sandbox mode (asserted below).
@@ -30,9 +28,7 @@ PUBLIC = {
 }
 DASHBOARD = {
     (method, route.path)
-    for route in iter_route_contexts(
-        [*dashboard_router.routes, *dashboard_runs_router.routes, *dashboard_cron_router.routes]
-    )
+    for route in iter_route_contexts([route for r in DASHBOARD_ROUTERS for route in r.routes])
     for method in (route.methods or set()) - {"HEAD"}
     if route.path is not None and (method, route.path) not in PUBLIC
 }

@@ -7,7 +7,7 @@ organization's id is the API's 404, shown as "not found". Changes are made by th
 against `/api/...` with the CSRF token (`static/dashboard.js`); none is made here.
 
 Parts of a page that change on their own (statuses, deployments, the certificate) are partials
-that htmx polls (`.../live`); logs stream as Server-Sent Events (`.../logs/stream`).
+that htmx polls (`.../live`); logs stream as Server-Sent Events (`logs_stream.py`).
 
 Every answer of these routes carries `PAGE_HEADERS`: no other site may frame a page, and a page
 runs only the scripts and styles it is served from `/static` (no inline script or style, no eval).
@@ -16,13 +16,12 @@ runs only the scripts and styles it is served from `/static` (no inline script o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from capstan.cloud.fargate import FARGATE_MEMORY
 from capstan.config import CloudMode
@@ -30,7 +29,6 @@ from capstan.dashboard.api import Api, ApiRefused, api_for
 from capstan.dashboard.domains import domains_of
 from capstan.dashboard.page_headers import DashboardRoute
 from capstan.dashboard.templating import SWAGGER_UI, templates
-from capstan.log_follow import READ_LIMIT, LogFollower
 
 router = APIRouter(include_in_schema=False, tags=["dashboard"], route_class=DashboardRoute)
 DashboardApi = Annotated[Api, Depends(api_for)]
@@ -305,87 +303,6 @@ async def _project_costs(api: Api, live: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@router.get("/projects/{project_id}/models", response_class=HTMLResponse)
-async def project_models(request: Request, project_id: str, api: DashboardApi) -> Response:
-    """The models the project allows: read again after a change, not polled (reading it asks
-    the cloud for its model catalog)."""
-
-    async def load(api: Api) -> dict[str, Any]:
-        await api.get(f"/api/projects/{project_id}")
-        model_access = await api.get_part(f"/api/projects/{project_id}/model_access")
-        return {"project": {"id": project_id}, "model_access": model_access}
-
-    return await _page(request, api, "partials/models.html", load, partial=True)
-
-
-# Caches, databases and buckets -------------------------------------------------------------------
-
-# The kinds of project resource with a page of their own (status, metrics, cost, rename and
-# delete), by API path: what a page calls one, its list's key, and what deleting it destroys.
-RESOURCES: dict[str, dict[str, str]] = {
-    "cache": {
-        "label": "Cache",
-        "list": "caches",
-        "deletes": "Its data is destroyed at once.",
-    },
-    "databases": {
-        "label": "Database",
-        "list": "databases",
-        "deletes": "A final snapshot is kept.",
-    },
-    "storage": {
-        "label": "Bucket",
-        "list": "buckets",
-        "deletes": "Every object in it is destroyed.",
-    },
-}
-
-
-@router.get("/projects/{project_id}/cache/{resource_id}", response_class=HTMLResponse)
-async def cache_page(
-    request: Request, project_id: str, resource_id: str, api: DashboardApi
-) -> Response:
-    return await _resource_page(request, api, project_id, "cache", resource_id)
-
-
-@router.get("/projects/{project_id}/databases/{resource_id}", response_class=HTMLResponse)
-async def database_page(
-    request: Request, project_id: str, resource_id: str, api: DashboardApi
-) -> Response:
-    return await _resource_page(request, api, project_id, "databases", resource_id)
-
-
-@router.get("/projects/{project_id}/storage/{resource_id}", response_class=HTMLResponse)
-async def bucket_page(
-    request: Request, project_id: str, resource_id: str, api: DashboardApi
-) -> Response:
-    return await _resource_page(request, api, project_id, "storage", resource_id)
-
-
-async def _resource_page(
-    request: Request, api: Api, project_id: str, path: str, resource_id: str
-) -> Response:
-    """A cache's, a database's or a bucket's page: what it is, its metrics and its cost, as the
-    API says."""
-
-    async def load(api: Api) -> dict[str, Any]:
-        project = await api.get(f"/api/projects/{project_id}")
-        base = f"/api/projects/{project_id}/{path}/{quote(resource_id, safe='')}"
-        resource = await api.get(base)
-        metrics, cost = await asyncio.gather(
-            api.get_part(f"{base}/metrics"), api.get_part(f"{base}/cost")
-        )
-        return {
-            "project": project,
-            "kind": {"path": path, **RESOURCES[path]},
-            "resource": resource,
-            "metrics": metrics,
-            "cost": cost,
-        }
-
-    return await _page(request, api, "resource.html", load)
-
-
 # Services ----------------------------------------------------------------------------------------
 
 
@@ -535,82 +452,6 @@ async def _service_live(
         # The editor compares this with the version it was loaded at (dashboard.js).
         _, context["env_etag"] = await api.get_versioned(f"{base}/environment")
     return context
-
-
-# How often a followed log is read again, and how many lines a follower starts with.
-LOGS_POLL_SECONDS = 1.0
-LOGS_FIRST_LINES = 200
-
-
-@router.get("/projects/{project_id}/{kind}/{service_id}/logs/stream")
-async def service_logs_stream(
-    request: Request,
-    project_id: str,
-    kind: str,
-    service_id: str,
-    api: DashboardApi,
-    preview: str | None = None,
-    lines: int = LOGS_FIRST_LINES,
-) -> Response:
-    """A service's (or a preview's) log lines as Server-Sent Events: first `reset` with the
-    newest lines, then `lines` with each new line once, for as long as the browser listens.
-
-    Every read is `GET .../logs` of the API under the browser's cookie (the first one before the
-    stream starts, so a refusal is an ordinary answer); `LogFollower` (the one `capstan logs
-    --follow` uses) decides which lines are new. A refusal later (the session ended) is an
-    `end` event with the API's message, and the stream closes."""
-    try:
-        await api.get("/api/session")  # first: without a session, sign in (whatever the path)
-        path = f"/api/projects/{project_id}/{_kind_path(kind)}/{quote(service_id, safe='')}"
-        if preview:
-            path = f"{path}/previews/{quote(preview, safe='')}"
-        path = f"{path}/logs"
-        first = await api.get(path, limit=lines if lines in LOG_LINE_CHOICES else LOGS_FIRST_LINES)
-    except ApiRefused as refused:
-        return _refusal_page(request, refused, partial=True)
-    follower = LogFollower()
-    shown = follower.fresh(first["lines"])
-
-    async def events() -> AsyncIterator[str]:
-        yield _event("reset", _log_lines(shown))
-        # The handler's own client closes when it returns: the stream reads through its own.
-        async with asynccontextmanager(api_for)(request) as reader:
-            while True:
-                await asyncio.sleep(LOGS_POLL_SECONDS)
-                since = follower.since(None)
-                params: dict[str, Any] = {"limit": READ_LIMIT}
-                if since is not None:
-                    params["since"] = since.isoformat()
-                try:
-                    lines = (await reader.get(path, **params))["lines"]
-                except ApiRefused as refused:
-                    yield _event("end", refused.message)
-                    return
-                new = follower.fresh(lines)
-                # A comment when nothing is new: a browser that left is noticed at once.
-                yield _event("lines", _log_lines(new)) if new else ":\n\n"
-
-    return StreamingResponse(
-        events(),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-    )
-
-
-def _kind_path(kind: str) -> str:
-    path: str = _kind(kind)["path"]
-    return path
-
-
-def _log_lines(lines: list[dict[str, Any]]) -> str:
-    return templates.get_template("partials/logs.html").render(lines=lines)
-
-
-def _event(name: str, data: str) -> str:
-    """One Server-Sent Event: each line of `data` on a `data:` line of its own (a carriage
-    return in a log message too: it would end the field early in the browser)."""
-    lines = data.splitlines() or [""]
-    return f"event: {name}\n" + "".join(f"data: {line}\n" for line in lines) + "\n"
 
 
 # Organization settings -----------------------------------------------------------------------
