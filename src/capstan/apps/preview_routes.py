@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response, status
 
-from capstan.apps import listing, previews, route_parts, schemas, target_deployments
+from capstan.apps import listing, previews, readings, route_parts, schemas, target_deployments
 from capstan.apps import service as services
 from capstan.apps.models import Deployment, Preview, Service
 from capstan.auth.principal import Caller
@@ -24,7 +24,7 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
 
     @router.get(
         f"{previews_path}/{{preview_id}}/logs",
-        response_model=schemas.Logs,
+        response_model=readings.Logs,
         summary="A preview's recent runtime log lines",
     )
     async def preview_logs(
@@ -36,7 +36,7 @@ def add_preview_routes(router: APIRouter, spec: Any, item: str) -> None:
         reader: route_parts.Reader,
         since: schemas.Since | None = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    ) -> schemas.Logs:
+    ) -> readings.Logs:
         service, preview = await previews.get_preview(
             session, caller, project_id, spec.kind, service_id, preview_id
         )

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import Depends
 
 from capstan.apps import environment as environments
-from capstan.apps import observe, schemas
+from capstan.apps import observe, readings
 from capstan.apps.deploying import target_of
 from capstan.apps.models import Preview, Service
 from capstan.auth.principal import Caller
@@ -49,14 +49,14 @@ async def logs_of(
     preview: Preview | None,
     since: datetime | None,
     limit: int,
-) -> schemas.Logs:
+) -> readings.Logs:
     project = await projects.get(session, caller, service.project_id)
     target = target_of(service, preview, project, reader.settings.domain)
     lines = await observe.logs(
         session, caller, reader.cloud, reader.settings, target, since=since, limit=limit
     )
-    return schemas.Logs(
-        lines=[schemas.LogLine(timestamp=line.timestamp, message=line.message) for line in lines]
+    return readings.Logs(
+        lines=[readings.LogLine(timestamp=line.timestamp, message=line.message) for line in lines]
     )
 
 

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Header, Query, Response, status
 from pydantic import BaseModel, create_model
 
 from capstan.apps import environment as environments
-from capstan.apps import listing, observe, releases, route_parts, scaling, schemas
+from capstan.apps import listing, observe, readings, releases, route_parts, scaling, schemas
 from capstan.apps import service as services
 from capstan.apps.deploying import target_of
 from capstan.apps.models import Deployment, Service
@@ -303,7 +303,7 @@ def make_router(spec: Kind) -> APIRouter:
 
     @router.get(
         f"{item}/logs",
-        response_model=schemas.Logs,
+        response_model=readings.Logs,
         summary="Recent runtime log lines (a static website: its most recent build's lines)",
     )
     async def logs(
@@ -314,7 +314,7 @@ def make_router(spec: Kind) -> APIRouter:
         reader: Reader,
         since: schemas.Since | None = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    ) -> schemas.Logs:
+    ) -> readings.Logs:
         service = await services.get(session, caller, project_id, spec.kind, service_id)
         return await route_parts.logs_of(session, caller, reader, service, None, since, limit)
 
@@ -329,7 +329,7 @@ def make_router(spec: Kind) -> APIRouter:
         service = await services.get(session, caller, project_id, spec.kind, service_id)
         return await route_parts.metrics_of(session, caller, reader, service, None)
 
-    @router.get(f"{item}/cost", response_model=schemas.Cost, summary="Spend and run-rate")
+    @router.get(f"{item}/cost", response_model=readings.Cost, summary="Spend and run-rate")
     async def cost(
         project_id: str,
         service_id: str,
@@ -435,7 +435,7 @@ WEB_SERVERS = Kind(
     out=schemas.WebServerOut,
     has_url=True,
     describe=_describe_web_server,
-    metrics=schemas.WebServerMetrics,
+    metrics=readings.WebServerMetrics,
 )
 WORKERS = Kind(
     kind=services.WORKER,
@@ -446,7 +446,7 @@ WORKERS = Kind(
     out=schemas.WorkerOut,
     has_url=False,
     describe=_describe_worker,
-    metrics=schemas.WorkerMetrics,
+    metrics=readings.WorkerMetrics,
 )
 STATIC_WEBSITES = Kind(
     kind=services.STATIC_WEBSITE,
@@ -457,7 +457,7 @@ STATIC_WEBSITES = Kind(
     out=schemas.StaticWebsiteOut,
     has_url=True,
     describe=_describe_static_website,
-    metrics=schemas.StaticWebsiteMetrics,
+    metrics=readings.StaticWebsiteMetrics,
 )
 web_servers_router = make_router(WEB_SERVERS)
 workers_router = make_router(WORKERS)

@@ -27,7 +27,7 @@ from capstan.cloud.deploy import MAX_VALUE_BYTES
 from capstan.cloud.fargate import CPU_VALUES
 from capstan.cloud.task_definition_size import start_command_bytes
 from capstan.runs.schemas import RunOut
-from capstan.schemas import FREE_TEXT, SERIES, SPEND_UNAVAILABLE, MetricPoint, Request, Response
+from capstan.schemas import FREE_TEXT, Request, Response
 from capstan.validation import pattern
 
 DNS_LABEL = pattern(
@@ -492,60 +492,3 @@ class PreviewOut(Response):
 
 class PreviewList(Response):
     previews: list[PreviewOut]
-
-
-class LogLine(Response):
-    timestamp: datetime
-    message: str
-
-
-class Logs(Response):
-    lines: list[LogLine]
-
-
-class ContainerSeries(Response):
-    cpu_utilization_percent: list[MetricPoint]
-    memory_utilization_percent: list[MetricPoint]
-
-
-class WebServerSeries(ContainerSeries):
-    request_count_1h: list[MetricPoint] = Field(description="Requests in each period.")
-    error_rate_percent: list[MetricPoint] = Field(
-        description="Each period's 5xx answers as a percentage of its requests."
-    )
-
-
-class StaticWebsiteSeries(Response):
-    requests_1h: list[MetricPoint] = Field(description="Requests in each period.")
-    bytes_transferred_1h: list[MetricPoint] = Field(description="Bytes sent in each period.")
-    error_rate_percent: list[MetricPoint]
-    cache_hit_rate_percent: list[MetricPoint]
-
-
-class WebServerMetrics(Response):
-    cpu_utilization_percent: float
-    memory_utilization_percent: float
-    request_count_1h: int
-    error_rate_percent: float
-    series: WebServerSeries = Field(description=SERIES)
-
-
-class WorkerMetrics(Response):
-    cpu_utilization_percent: float
-    memory_utilization_percent: float
-    series: ContainerSeries = Field(description=SERIES)
-
-
-class StaticWebsiteMetrics(Response):
-    requests_1h: int
-    bytes_transferred_1h: int
-    error_rate_percent: float
-    cache_hit_rate_percent: float
-    series: StaticWebsiteSeries = Field(description=SERIES)
-
-
-class Cost(Response):
-    spend_this_month_usd: float | None
-    spend_this_month_unavailable: str | None = Field(description=SPEND_UNAVAILABLE)
-    monthly_run_rate_usd: float
-    currency: Literal["USD"] = "USD"

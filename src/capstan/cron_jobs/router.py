@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import Response, status
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from capstan.apps import schemas as app_schemas
+from capstan.apps import readings
 from capstan.apps.models import Service
 from capstan.apps.route_parts import Reader
 from capstan.auth.principal import Caller
@@ -125,7 +125,7 @@ async def run_now(project_id: str, cron_job_id: str, caller: Caller, session: Db
 
 @router.get(
     "/{cron_job_id}/runs/{run_id}/logs",
-    response_model=app_schemas.Logs,
+    response_model=readings.Logs,
     summary="A cron job's run's output",
 )
 async def logs(

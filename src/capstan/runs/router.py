@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, status
 
-from capstan.apps import schemas as app_schemas
+from capstan.apps import readings
 from capstan.apps import service as services
 from capstan.apps.deploying import deployer_for, target_of
 from capstan.apps.models import Preview, Service
@@ -25,10 +25,10 @@ from capstan.runs.schemas import RunCreate, RunList, RunOut, run_out
 
 async def run_log(
     session: DbSession, caller: Caller, reader: TargetReader, service: Service, run: Run
-) -> app_schemas.Logs:
+) -> readings.Logs:
     """Every line the run's task wrote, oldest first ([] until its task starts)."""
     if run.task_arn is None:
-        return app_schemas.Logs(lines=[])
+        return readings.Logs(lines=[])
     account = await require_cloud_account(session, caller)
     project = await projects.get(session, caller, service.project_id)
     preview = None if run.preview_id is None else await session.get(Preview, run.preview_id)
@@ -37,10 +37,8 @@ async def run_log(
     with cloud_answers():
         async with deployer_for(reader.cloud, account, reader.settings, project) as deployer:
             lines = await reader.cloud.run(lambda: deployer.runs.log(target, task_arn))
-    return app_schemas.Logs(
-        lines=[
-            app_schemas.LogLine(timestamp=line.timestamp, message=line.message) for line in lines
-        ]
+    return readings.Logs(
+        lines=[readings.LogLine(timestamp=line.timestamp, message=line.message) for line in lines]
     )
 
 
@@ -77,7 +75,7 @@ def make_router(kind: str, path: str) -> APIRouter:
         service = await services.get(session, caller, project_id, kind, service_id)
         return run_out(await runs.get(session, service, run_id))
 
-    @router.get("/{run_id}/logs", response_model=app_schemas.Logs, summary="A run's output")
+    @router.get("/{run_id}/logs", response_model=readings.Logs, summary="A run's output")
     async def logs(
         project_id: str,
         service_id: str,
