@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from capstan.apps import project_hooks as hooks
 from capstan.apps import service as services
 from capstan.apps.git_events import GIT_EVENTS
 from capstan.apps.models import Deployment, Preview, Service, SiteResources
@@ -32,28 +31,24 @@ def _reconcilers(runtime: Runtime) -> Sequence[Reconciler]:
     ]
 
 
-async def _sites(session: AsyncSession, project_id: str) -> int:
-    return await services.count_in_project(session, project_id, (services.STATIC_WEBSITE,))
-
-
 KIND = ResourceKind(
     name="apps",
     routers=(web_servers_router, workers_router, static_websites_router),
     models=(Service, Preview, Deployment, SiteResources),
     reconcilers=_reconcilers,
     dependents={
-        "web servers and workers": services.count_in_project,
-        "static websites": _sites,
+        "web servers and workers": hooks.count_in_project,
+        "static websites": hooks.count_sites_in_project,
     },
     delete_in_project=services.delete_in_project,
     # Web servers and workers run in the project's VPC (static websites need none).
-    network_users=services.count_in_project,
+    network_users=hooks.count_in_project,
     # Only web servers (and their previews) are served by the project's load balancer.
-    load_balancer_users=services.count_web_servers_in_project,
-    on_suffix_change=services.enqueue_project,
-    on_network_ready=services.wake_waiting,
-    on_network_failed=services.fail_waiting,
-    on_load_balancer_failed=services.fail_waiting_web_servers,
+    load_balancer_users=hooks.count_web_servers_in_project,
+    on_suffix_change=hooks.enqueue_project,
+    on_network_ready=hooks.wake_waiting,
+    on_network_failed=hooks.fail_waiting,
+    on_load_balancer_failed=hooks.fail_waiting_web_servers,
     git_events=GIT_EVENTS,
     leftovers=(
         "ecr repository",
