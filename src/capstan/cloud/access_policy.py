@@ -14,9 +14,9 @@ from capstan.cloud.access_areas import (
     database_statements,
     load_balancing_statements,
     network_statements,
-    scheduler_statements,
     storage_and_site_statements,
 )
+from capstan.cloud.access_schedules import scheduler_statements
 from capstan.cloud.access_scope import (
     BOUNDARY_SUFFIX,
     CAPSTAN_ROLE_PATH,
