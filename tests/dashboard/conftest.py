@@ -209,3 +209,35 @@ def connect_and_install(dev_server: DevServer) -> None:
             assert approved.status_code == 302
             # Back in the client that started the flow: it holds the cookie the flow is bound to.
             assert api.get(approved.headers["location"]).status_code == 303
+
+
+def signed_in(chromium: Any, dev_server: DevServer) -> Iterator[Any]:
+    """A page of its own browser context, signed in as the dev server's user (a module's
+    `page` fixture yields from it), closed after."""
+    page = new_page(chromium, dev_server)
+    sign_in(page, dev_server.email, dev_server.password)
+    yield page
+    page.context.close()
+
+
+def project_with_web_server(dev_server: DevServer, name: str, suffix: str) -> dict[str, str]:
+    """A project of its own with a running web server of `capstan-samples/hello-web`, made
+    through the API: its id, its API base and the web server's id."""
+    connect_and_install(dev_server)
+    with dev_server.api() as api:
+        body = {"name": name, "hostname_suffix": suffix}
+        made = ok(api.post("/api/projects", json=body), 201)
+        base = f"/api/projects/{made['id']}"
+        web_body = {
+            "name": "web",
+            "repo": "capstan-samples/hello-web",
+            "branch": "main",
+            "cpu": 256,
+            "memory": 512,
+        }
+        web = ok(api.post(f"{base}/web_servers", json=web_body), 201)
+        deadline = time.monotonic() + 60
+        while ok(api.get(f"{base}/web_servers/{web['id']}"), 200)["status"] != "running":
+            assert time.monotonic() < deadline, "the web server did not reach running"
+            time.sleep(0.5)
+    return {"id": made["id"], "base": base, "web": web["id"]}

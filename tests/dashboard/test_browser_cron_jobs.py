@@ -9,7 +9,12 @@ from typing import Any
 
 import pytest
 
-from tests.dashboard.conftest import DevServer, connect_and_install, new_page, ok, sign_in
+from tests.dashboard.conftest import (
+    DevServer,
+    ok,
+    project_with_web_server,
+    signed_in,
+)
 
 pytestmark = pytest.mark.browser
 WEB_REPO = "capstan-samples/hello-web"
@@ -18,26 +23,12 @@ SLOW = 60_000
 
 @pytest.fixture(scope="module")
 def page(chromium: Any, dev_server: DevServer) -> Iterator[Any]:
-    page = new_page(chromium, dev_server)
-    sign_in(page, dev_server.email, dev_server.password)
-    yield page
-    page.context.close()
+    yield from signed_in(chromium, dev_server)
 
 
 @pytest.fixture(scope="module")
 def project(dev_server: DevServer) -> dict[str, str]:
-    """A project of its own with a running web server, made through the API."""
-    connect_and_install(dev_server)
-    with dev_server.api() as api:
-        made = ok(api.post("/api/projects", json={"name": "Cron", "hostname_suffix": "cron"}), 201)
-        base = f"/api/projects/{made['id']}"
-        body = {"name": "web", "repo": WEB_REPO, "branch": "main", "cpu": 256, "memory": 512}
-        web = ok(api.post(f"{base}/web_servers", json=body), 201)
-        deadline = time.monotonic() + 60
-        while ok(api.get(f"{base}/web_servers/{web['id']}"), 200)["status"] != "running":
-            assert time.monotonic() < deadline, "the web server did not reach running"
-            time.sleep(0.5)
-    return {"id": made["id"], "base": base, "web": web["id"]}
+    return project_with_web_server(dev_server, "Cron", "cron")
 
 
 def test_create_run_disable_and_delete_a_cron_job(

@@ -17,7 +17,12 @@ from typing import Any
 
 import pytest
 
-from tests.dashboard.conftest import DevServer, connect_and_install, new_page, ok, sign_in
+from tests.dashboard.conftest import (
+    DevServer,
+    connect_and_install,
+    ok,
+    signed_in,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -29,10 +34,7 @@ SLOW = 60_000
 
 @pytest.fixture(scope="module")
 def page(chromium: Any, dev_server: DevServer) -> Iterator[Any]:
-    page = new_page(chromium, dev_server)
-    sign_in(page, dev_server.email, dev_server.password)
-    yield page
-    page.context.close()
+    yield from signed_in(chromium, dev_server)
 
 
 @pytest.fixture(scope="module")
